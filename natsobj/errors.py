@@ -1,0 +1,100 @@
+"""Typed errors for every failure a pipeline can act on.
+
+Each error names the bucket and the object it concerns and ends with what the user can do,
+so a failed Airflow task or Dagster step explains itself without a traceback dive.
+"""
+
+from __future__ import annotations
+
+
+class NatsObjError(Exception):
+    """Base class of every error natsobj raises."""
+
+    hint: str = ""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        bucket: str | None = None,
+        name: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.bucket = bucket
+        self.name = name
+        if hint is not None:
+            self.hint = hint
+        parts = [message]
+        where = _where(bucket, name)
+        if where:
+            parts[0] = f"{where}: {message}"
+        if self.hint:
+            parts.append(self.hint)
+        super().__init__(" ".join(parts))
+        self.message = message
+
+
+def _where(bucket: str | None, name: str | None) -> str:
+    if bucket and name is not None:
+        return f"bucket {bucket!r}, object {name!r}"
+    if bucket:
+        return f"bucket {bucket!r}"
+    if name is not None:
+        return f"object {name!r}"
+    return ""
+
+
+class BucketNotFound(NatsObjError):
+    hint = "Create it first (create_store / `natsobj store create`) or check the bucket name."
+
+
+class BucketExists(NatsObjError):
+    hint = "Bind to it with store(), or delete it first."
+
+
+class ObjectNotFound(NatsObjError):
+    hint = "Check the name with list() / `natsobj ls`; deleted objects count as missing."
+
+
+class ObjectExists(NatsObjError):
+    hint = "Choose another name, or delete the existing object first."
+
+
+class DigestMismatch(NatsObjError):
+    hint = "The stored chunks do not match the recorded SHA-256; re-upload the object."
+
+
+class BadObjectName(NatsObjError):
+    hint = "Object names must be non-empty valid UTF-8."
+
+
+class BadBucketName(NatsObjError):
+    hint = "Bucket names may contain only A-Z, a-z, 0-9, '-' and '_'."
+
+
+class BadObjectMeta(NatsObjError):
+    hint = "The meta record in the stream is not valid ObjectInfo JSON; rewrite or delete it."
+
+
+class LinkError(NatsObjError):
+    hint = "Links must point at an existing, non-deleted regular object or at a bucket."
+
+
+class StoreSealed(NatsObjError):
+    hint = "A sealed store is read-only; write to another bucket."
+
+
+class StoreFull(NatsObjError):
+    hint = "The bucket reached max_bytes; delete objects, compact, or raise max_bytes."
+
+
+class PermissionDenied(NatsObjError):
+    hint = "The NATS user lacks permission for this subject; check the account's permissions."
+
+
+class NotConnected(NatsObjError):
+    hint = "Check that the NATS server is running and the URL and credentials are right."
+
+
+class ObjectTooLarge(NatsObjError):
+    hint = "Stream it to a file instead of loading it into memory."

@@ -1,0 +1,273 @@
+"""ObjectInfo, ObjectLink and StoreStatus, and their exact ADR-20 JSON form.
+
+The JSON written here is what the Go, JavaScript and Python clients read; ``mtime`` is never
+written (ADR-20) and is always filled from the server's message time when read back.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from natsobj.errors import BadObjectMeta
+
+DIGEST_PREFIX = "SHA-256="
+DEFAULT_CHUNK_SIZE = 128 * 1024
+
+
+def format_digest(sha256_bytes: bytes) -> str:
+    return DIGEST_PREFIX + base64.urlsafe_b64encode(sha256_bytes).decode("ascii")
+
+
+def digest_of(data: bytes) -> str:
+    return format_digest(hashlib.sha256(data).digest())
+
+
+def digest_bytes(digest: str) -> bytes | None:
+    """Decode a stored digest; tolerant of the standard-alphabet form some clients wrote."""
+    if not digest or not digest.upper().startswith(DIGEST_PREFIX):
+        return None
+    value = digest[len(DIGEST_PREFIX) :]
+    padded = value + "=" * (-len(value) % 4)
+    try:
+        return base64.urlsafe_b64decode(padded.replace("+", "-").replace("/", "_"))
+    except (binascii.Error, ValueError):
+        return None
+
+
+def parse_server_time(value: str) -> datetime:
+    """Parse the RFC 3339 nanosecond timestamps the server puts in Nats-Time-Stamp."""
+    text = value.strip().replace("Z", "+00:00")
+    if "." in text:
+        head, rest = text.split(".", 1)
+        digits = ""
+        for ch in rest:
+            if not ch.isdigit():
+                break
+            digits += ch
+        tz = rest[len(digits) :] or "+00:00"
+        text = f"{head}.{digits[:6].ljust(6, '0')}{tz}"
+    parsed = datetime.fromisoformat(text)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def time_from_nanos(nanos: int) -> datetime:
+    return datetime.fromtimestamp(nanos / 1e9, tz=UTC)
+
+
+@dataclass(frozen=True)
+class ObjectLink:
+    """A link to another object (``name`` set) or to a whole bucket (``name`` empty)."""
+
+    bucket: str
+    name: str = ""
+
+    @property
+    def is_bucket_link(self) -> bool:
+        return self.name == ""
+
+    def to_json(self) -> dict[str, str]:
+        out = {"bucket": self.bucket}
+        if self.name:
+            out["name"] = self.name
+        return out
+
+
+@dataclass
+class ObjectInfo:
+    """Everything ADR-20 records about an object, plus the server's mtime and meta sequence."""
+
+    name: str
+    bucket: str
+    nuid: str = ""
+    size: int = 0
+    chunks: int = 0
+    digest: str = ""
+    deleted: bool = False
+    description: str = ""
+    headers: dict[str, list[str]] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
+    link: ObjectLink | None = None
+    chunk_size: int | None = None
+    mtime: datetime | None = None
+    sequence: int | None = None
+
+    @property
+    def is_link(self) -> bool:
+        return self.link is not None
+
+    def to_json(self) -> dict[str, Any]:
+        """The spec's JSON, field for field as the Go client marshals it (no mtime)."""
+        out: dict[str, Any] = {"name": self.name}
+        if self.description:
+            out["description"] = self.description
+        if self.headers:
+            out["headers"] = {k: list(v) for k, v in self.headers.items()}
+        if self.metadata:
+            out["metadata"] = dict(self.metadata)
+        options: dict[str, Any] = {}
+        if self.link is not None:
+            options["link"] = self.link.to_json()
+        if self.chunk_size:
+            options["max_chunk_size"] = self.chunk_size
+        if options:
+            out["options"] = options
+        out["bucket"] = self.bucket
+        out["nuid"] = self.nuid
+        out["size"] = self.size
+        out["chunks"] = self.chunks
+        if self.digest:
+            out["digest"] = self.digest
+        if self.deleted:
+            out["deleted"] = True
+        return out
+
+    def encode(self) -> bytes:
+        return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False).encode()
+
+    @classmethod
+    def from_json(
+        cls,
+        data: bytes | str | dict[str, Any],
+        *,
+        mtime: datetime | None = None,
+        sequence: int | None = None,
+        bucket: str | None = None,
+    ) -> ObjectInfo:
+        """Parse a meta record written by any client; anything malformed is BadObjectMeta."""
+        try:
+            doc = json.loads(data) if isinstance(data, bytes | str) else data
+            if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
+                raise ValueError("meta record has no string 'name'")
+            options = doc.get("options") or {}
+            if not isinstance(options, dict):
+                raise ValueError("'options' is not an object")
+            link_doc = options.get("link")
+            link = None
+            if isinstance(link_doc, dict) and link_doc.get("bucket"):
+                link = ObjectLink(bucket=str(link_doc["bucket"]), name=str(link_doc.get("name") or ""))
+            return cls(
+                name=doc["name"],
+                bucket=str(doc.get("bucket") or bucket or ""),
+                nuid=str(doc.get("nuid") or ""),
+                size=int(doc.get("size") or 0),
+                chunks=int(doc.get("chunks") or 0),
+                digest=str(doc.get("digest") or ""),
+                deleted=bool(doc.get("deleted", False)),
+                description=str(doc.get("description") or ""),
+                headers=_parse_headers(doc.get("headers")),
+                metadata=_parse_metadata(doc.get("metadata")),
+                link=link,
+                chunk_size=int(options["max_chunk_size"]) if options.get("max_chunk_size") else None,
+                mtime=mtime,
+                sequence=sequence,
+            )
+        except (ValueError, TypeError, AttributeError) as exc:
+            raise BadObjectMeta(f"cannot parse object meta: {exc}", bucket=bucket) from exc
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict with mtime and sequence, for XCom, run tags and CLI output."""
+        out = self.to_json()
+        out["mtime"] = self.mtime.isoformat() if self.mtime else None
+        out["sequence"] = self.sequence
+        out["deleted"] = self.deleted
+        out.setdefault("digest", "")
+        return out
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> ObjectInfo:
+        mtime = doc.get("mtime")
+        return cls.from_json(
+            doc,
+            mtime=datetime.fromisoformat(mtime) if isinstance(mtime, str) else mtime,
+            sequence=doc.get("sequence"),
+        )
+
+    def evolve(self, **changes: Any) -> ObjectInfo:
+        return replace(self, **changes)
+
+
+def _parse_headers(raw: Any) -> dict[str, list[str]]:
+    if not raw:
+        return {}
+    if not isinstance(raw, dict):
+        raise ValueError("'headers' is not an object")
+    return {str(k): [str(x) for x in v] if isinstance(v, list) else [str(v)] for k, v in raw.items()}
+
+
+def _parse_metadata(raw: Any) -> dict[str, str]:
+    # The ADR's example shows a list of single-entry maps; every client writes a map.
+    if not raw:
+        return {}
+    if isinstance(raw, list):
+        merged: dict[str, str] = {}
+        for entry in raw:
+            merged.update({str(k): str(v) for k, v in dict(entry).items()})
+        return merged
+    if not isinstance(raw, dict):
+        raise ValueError("'metadata' is not an object")
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+@dataclass
+class StoreStatus:
+    """ADR-20's ObjectStoreStatus, read from the backing stream's info."""
+
+    bucket: str
+    description: str = ""
+    metadata: dict[str, str] = field(default_factory=dict)
+    ttl: timedelta | None = None
+    storage: str = "file"
+    replicas: int = 1
+    sealed: bool = False
+    size: int = 0
+    max_bytes: int = -1
+    is_compressed: bool = False
+    backing_store: str = "JetStream"
+    placement: dict[str, Any] | None = None
+    messages: int = 0
+    stream_info: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_stream_info(cls, bucket: str, info: dict[str, Any]) -> StoreStatus:
+        config = info.get("config", {})
+        state = info.get("state", {})
+        max_age = int(config.get("max_age") or 0)
+        return cls(
+            bucket=bucket,
+            description=config.get("description", "") or "",
+            metadata={
+                k: v for k, v in (config.get("metadata") or {}).items() if not k.startswith("_nats")
+            },
+            ttl=timedelta(microseconds=max_age / 1000) if max_age else None,
+            storage=config.get("storage", "file"),
+            replicas=int(config.get("num_replicas") or 1),
+            sealed=bool(config.get("sealed", False)),
+            size=int(state.get("bytes") or 0),
+            max_bytes=int(config.get("max_bytes", -1)),
+            is_compressed=config.get("compression", "none") == "s2",
+            placement=config.get("placement"),
+            messages=int(state.get("messages") or 0),
+            stream_info=info,
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "bucket": self.bucket,
+            "description": self.description,
+            "metadata": self.metadata,
+            "ttl_seconds": self.ttl.total_seconds() if self.ttl else None,
+            "storage": self.storage,
+            "replicas": self.replicas,
+            "sealed": self.sealed,
+            "size": self.size,
+            "max_bytes": self.max_bytes,
+            "is_compressed": self.is_compressed,
+            "backing_store": self.backing_store,
+            "messages": self.messages,
+        }

@@ -1,0 +1,232 @@
+"""One connection type for every front end: Airflow connections, Dagster resources, the CLI
+and Spark options all become a ``ConnectionSettings`` and nothing else parses NATS options."""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote, unquote
+
+EMBEDDED = "embedded"
+SECRET_FIELDS = ("password", "token", "nkey_seed")
+_REDACTED = "***"
+
+# Query parameters accepted in a URL, mapped to fields.
+_QUERY_FIELDS = {
+    "domain": "domain",
+    "api_prefix": "api_prefix",
+    "js_api_prefix": "api_prefix",
+    "inbox_prefix": "inbox_prefix",
+    "name": "name",
+    "connect_timeout": "connect_timeout",
+    "timeout": "connect_timeout",
+    "token": "token",
+    "user": "user",
+    "password": "password",
+    "nkey_seed": "nkey_seed",
+    "creds": "creds_file",
+    "creds_file": "creds_file",
+    "tls_ca": "tls_ca",
+    "tls_cert": "tls_cert",
+    "tls_key": "tls_key",
+}
+
+# Environment variables read by from_env(), the same names the nats CLI uses where it has one.
+ENV_VARS = {
+    "NATS_URL": "servers",
+    "NATS_USER": "user",
+    "NATS_PASSWORD": "password",
+    "NATS_TOKEN": "token",
+    "NATS_NKEY_SEED": "nkey_seed",
+    "NATS_CREDS": "creds_file",
+    "NATS_CA": "tls_ca",
+    "NATS_CERT": "tls_cert",
+    "NATS_KEY": "tls_key",
+    "NATS_DOMAIN": "domain",
+    "NATS_API_PREFIX": "api_prefix",
+    "NATS_INBOX_PREFIX": "inbox_prefix",
+    "NATS_NAME": "name",
+    "NATS_CONNECT_TIMEOUT": "connect_timeout",
+}
+
+
+@dataclass
+class ConnectionSettings:
+    """Where the server is and how to authenticate; secrets are redacted in ``repr``."""
+
+    servers: list[str] = field(default_factory=lambda: [EMBEDDED])
+    user: str | None = None
+    password: str | None = None
+    token: str | None = None
+    nkey_seed: str | None = None
+    creds_file: str | None = None
+    tls_ca: str | None = None
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    domain: str | None = None
+    api_prefix: str | None = None
+    inbox_prefix: str | None = None
+    name: str | None = None
+    connect_timeout: float = 5.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.servers, str):
+            self.servers = [s.strip() for s in self.servers.split(",") if s.strip()]
+        if not self.servers:
+            raise ValueError("ConnectionSettings needs at least one server URL (or 'embedded')")
+        if self.domain and self.api_prefix:
+            raise ValueError("set either domain or api_prefix, not both")
+        self.connect_timeout = float(self.connect_timeout)
+
+    def __repr__(self) -> str:
+        shown = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            if f.name in SECRET_FIELDS:
+                value = _REDACTED
+            shown.append(f"{f.name}={value!r}")
+        return f"ConnectionSettings({', '.join(shown)})"
+
+    __str__ = __repr__
+
+    # -- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def from_url(cls, url: str, **overrides: Any) -> ConnectionSettings:
+        """Parse ``nats://user:pass@h1:4222,h2:4222?domain=hub`` or ``embedded[:///dir]``."""
+        url = url.strip()
+        if url == EMBEDDED or url.startswith(EMBEDDED + ":"):
+            return cls(servers=[url], **_clean(overrides))
+        values: dict[str, Any] = {}
+        scheme, sep, rest = url.partition("://")
+        if not sep:
+            scheme, rest = "nats", url
+        rest, _, query = rest.partition("?")
+        rest = rest.rstrip("/")
+        userinfo, at, hosts = rest.rpartition("@")
+        if at:
+            user, colon, password = userinfo.partition(":")
+            if colon:
+                values["user"], values["password"] = unquote(user), unquote(password)
+            else:
+                values["token"] = unquote(user)
+        else:
+            hosts = rest
+        values["servers"] = [f"{scheme}://{h}" for h in hosts.split(",") if h]
+        for key, vals in parse_qs(query, keep_blank_values=False).items():
+            target = _QUERY_FIELDS.get(key)
+            if target is None:
+                raise ValueError(f"unknown NATS URL option {key!r}; known: {sorted(_QUERY_FIELDS)}")
+            values[target] = vals[-1]
+        values.update(_clean(overrides))
+        return cls(**values)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ConnectionSettings:
+        env = os.environ if environ is None else environ
+        url = env.get("NATS_URL", EMBEDDED)
+        settings = cls.from_url(url)
+        values = {
+            target: env[var]
+            for var, target in ENV_VARS.items()
+            if var != "NATS_URL" and env.get(var)
+        }
+        values.update(_clean(overrides))
+        return replace(settings, **values) if values else settings
+
+    @classmethod
+    def coerce(cls, value: str | ConnectionSettings | None, **overrides: Any) -> ConnectionSettings:
+        """Accept what the front ends hand us: a URL, settings, or None for the environment."""
+        if value is None:
+            return cls.from_env(**overrides)
+        if isinstance(value, ConnectionSettings):
+            return replace(value, **_clean(overrides)) if overrides else value
+        return cls.from_url(value, **overrides)
+
+    # -- use ------------------------------------------------------------------------------------
+
+    @property
+    def embedded_dir(self) -> Path | None:
+        """The data directory when this points at the embedded server, else None."""
+        server = self.servers[0]
+        if server == EMBEDDED:
+            return Path(os.environ.get("NATSOBJ_DATA_DIR", ".natsobj")).resolve()
+        if server.startswith(EMBEDDED + ":"):
+            path = server.split(":", 1)[1].lstrip("/")
+            return Path("/" + path) if path else Path(".natsobj").resolve()
+        return None
+
+    @property
+    def js_api_prefix(self) -> str:
+        if self.domain:
+            return f"$JS.{self.domain}.API"
+        return self.api_prefix.rstrip(".") if self.api_prefix else "$JS.API"
+
+    @property
+    def object_prefix(self) -> str:
+        """What ``$O`` subjects are published under: ADR-19 puts the API prefix in front."""
+        if self.domain or self.api_prefix:
+            return f"{self.js_api_prefix}.$O"
+        return "$O"
+
+    def resolved(self) -> ConnectionSettings:
+        """Replace ``embedded`` with the running embedded server's real URL, starting it."""
+        data_dir = self.embedded_dir
+        if data_dir is None:
+            return self
+        from natsobj.embedded import ensure_server
+
+        return replace(self, servers=[ensure_server(data_dir).url])
+
+    def redacted_url(self) -> str:
+        """A URL safe to print: credentials replaced by ***."""
+        server = ",".join(self.servers)
+        if self.user:
+            scheme, _, hosts = server.partition("://")
+            server = f"{scheme}://{quote(self.user)}:{_REDACTED}@{hosts}"
+        return server
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        tls_scheme = any(s.startswith("tls://") for s in self.servers)
+        if not (self.tls_ca or self.tls_cert or tls_scheme):
+            return None
+        context = ssl.create_default_context(cafile=self.tls_ca)
+        if self.tls_cert:
+            context.load_cert_chain(self.tls_cert, self.tls_key)
+        return context
+
+    def nats_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``nats.connect``; call on resolved settings."""
+        options: dict[str, Any] = {
+            "servers": self.servers,
+            "connect_timeout": self.connect_timeout,
+            "name": self.name or "natsobj",
+        }
+        if self.user:
+            options["user"] = self.user
+            options["password"] = self.password or ""
+        if self.token:
+            options["token"] = self.token
+        if self.nkey_seed:
+            if Path(self.nkey_seed).is_file():
+                options["nkeys_seed"] = self.nkey_seed
+            else:
+                options["nkeys_seed_str"] = self.nkey_seed
+        if self.creds_file:
+            options["user_credentials"] = self.creds_file
+        if self.inbox_prefix:
+            options["inbox_prefix"] = self.inbox_prefix
+        context = self.ssl_context()
+        if context is not None:
+            options["tls"] = context
+        return options
+
+
+def _clean(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in overrides.items() if v is not None}

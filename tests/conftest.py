@@ -1,0 +1,63 @@
+"""Session fixtures: a real JetStream nats-server on a free loopback port, and fresh buckets."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from natsobj.embedded import NatsServerProcess
+
+
+@pytest.fixture(scope="session")
+def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServerProcess]:
+    """One real nats-server with JetStream for the whole session (fails if the binary is missing)."""
+    server = NatsServerProcess(tmp_path_factory.mktemp("nats-server"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def nats_url(nats_server: NatsServerProcess) -> str:
+    return nats_server.url
+
+
+@pytest.fixture
+def bucket_name() -> str:
+    """A unique bucket name per test, so tests never see each other's objects."""
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def sync_client(nats_url: str) -> Iterator:
+    import natsobj
+
+    client = natsobj.connect(nats_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def store(sync_client, bucket_name: str):
+    """A fresh bucket through the blocking facade; deleted after the test."""
+    created = sync_client.create_store(bucket_name)
+    yield created
+    try:
+        sync_client.delete_store(bucket_name)
+    except Exception:
+        pass
+
+
+@pytest.fixture
+def isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NATSOBJ_DATA_DIR", str(tmp_path / ".natsobj"))
+    return tmp_path
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
