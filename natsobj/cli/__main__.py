@@ -1,0 +1,3 @@
+from natsobj.cli import main
+
+main()

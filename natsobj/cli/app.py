@@ -1,0 +1,55 @@
+"""The root ``natsobj`` command: connection options, then one sub-command per job."""
+
+from __future__ import annotations
+
+import click
+
+from natsobj.cli.commands import objects, serve, stores, transfer, watch
+from natsobj.cli.exits import NatsobjGroup
+from natsobj.cli.session import Session
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(cls=NatsobjGroup, context_settings=CONTEXT)
+@click.option(
+    "--url",
+    "-s",
+    metavar="URL",
+    help="NATS URL, e.g. nats://user:pass@host:4222?domain=hub, or 'embedded'. "
+    "Default: $NATS_URL, else the embedded server running in this directory.",
+)
+@click.option("--user", help="User name (or $NATS_USER).")
+@click.option("--password", help="Password (or $NATS_PASSWORD).")
+@click.option("--token", help="Auth token (or $NATS_TOKEN).")
+@click.option("--creds", "creds_file", metavar="FILE", help="Credentials file (or $NATS_CREDS).")
+@click.option(
+    "--nkey", "nkey_seed", metavar="SEED|FILE", help="NKey seed or seed file (or $NATS_NKEY_SEED)."
+)
+@click.option("--tls-ca", metavar="FILE", help="CA bundle for TLS (or $NATS_CA).")
+@click.option("--tls-cert", metavar="FILE", help="Client certificate (or $NATS_CERT).")
+@click.option("--tls-key", metavar="FILE", help="Client key (or $NATS_KEY).")
+@click.option("--domain", help="JetStream domain (or $NATS_DOMAIN).")
+@click.option("--api-prefix", help="JetStream API prefix (or $NATS_API_PREFIX).")
+@click.option(
+    "--timeout",
+    "connect_timeout",
+    type=click.FloatRange(min=0.1),
+    metavar="SECONDS",
+    help="Connect timeout.",
+)
+@click.option("--debug", is_flag=True, help="Show the full traceback when a command fails.")
+@click.version_option(package_name="natsobj", prog_name="natsobj")
+@click.pass_context
+def cli(ctx: click.Context, url: str | None, debug: bool, **overrides: object) -> None:
+    """Inspect and move pipeline artifacts in NATS JetStream object stores.
+
+    Exit codes: 0 ok, 1 usage error, 2 bucket or object not found, 3 digest mismatch,
+    4 connection or permission problem, 5 any other failure.
+    """
+    ctx.obj = Session(url=url, overrides={k: v for k, v in overrides.items() if v is not None})
+
+
+for module in (serve, stores, objects, transfer, watch):
+    for command in module.COMMANDS:
+        cli.add_command(command)

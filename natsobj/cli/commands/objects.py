@@ -1,0 +1,193 @@
+"""Looking at and rearranging objects: ``ls``, ``info``, ``rm``, ``mv``, ``link``, ``meta set``."""
+
+from __future__ import annotations
+
+import click
+
+from natsobj.cli import render, tree
+from natsobj.cli.exits import UsageProblem
+from natsobj.cli.params import header_option, json_option, metadata_option
+from natsobj.cli.session import Session, pass_session
+from natsobj.errors import ObjectNotFound
+from natsobj.model import ObjectInfo
+
+LS_COLUMNS = ["NAME", "SIZE", "CHUNKS", "MODIFIED", "DIGEST"]
+
+
+def _object_row(info: ObjectInfo) -> list[str]:
+    plain = info.link is None and not info.deleted
+    return [
+        render.display_name(info),
+        render.size(info.size) if plain else "",
+        str(info.chunks) if plain else "",
+        render.when(info.mtime),
+        render.short_digest(info.digest),
+    ]
+
+
+def _dir_row(directory: tree.Directory) -> list[str]:
+    return [directory.name, render.size(directory.size), "", render.when(directory.mtime), ""]
+
+
+@click.command("ls")
+@click.argument("bucket")
+@click.argument("prefix", required=False, default="")
+@click.option(
+    "--recursive", "-r", is_flag=True, help="List everything below PREFIX, not one level."
+)
+@click.option("--deleted", is_flag=True, help="Include deleted objects (tombstones).")
+@json_option()
+@pass_session
+def ls(
+    session: Session, bucket: str, prefix: str, recursive: bool, deleted: bool, as_json: bool
+) -> None:
+    """List objects in BUCKET, with '/' prefixes as directories.
+
+    Without -r, deeper names are folded into one 'dir/' line with their total size.
+    A PREFIX that is exactly an object's name lists that object.
+    """
+    infos = session.store(bucket).list(include_deleted=deleted)
+    exact = [i for i in infos if i.name == prefix]
+    if exact:
+        dirs, objects = [], exact
+    elif recursive:
+        dirs, objects = [], sorted(tree.under(infos, prefix), key=lambda i: i.name)
+    else:
+        dirs, objects = tree.one_level(infos, prefix)
+    if prefix and not (dirs or objects):
+        raise ObjectNotFound(
+            f"nothing named {prefix!r} or below {tree.as_dir(prefix)!r}", bucket=bucket
+        )
+    if as_json:
+        render.emit_json(
+            {
+                "bucket": bucket,
+                "prefix": tree.as_dir(prefix) if not exact else prefix,
+                "directories": [d.as_dict() for d in dirs],
+                "objects": [i.as_dict() for i in objects],
+            }
+        )
+        return
+    rows = [_dir_row(d) for d in dirs] + [_object_row(i) for i in objects]
+    render.table(LS_COLUMNS, rows, right={"SIZE", "CHUNKS"})
+
+
+@click.command("info")
+@click.argument("bucket")
+@click.argument("name")
+@click.option("--deleted", is_flag=True, help="Show the object even if it was deleted.")
+@json_option()
+@pass_session
+def info(session: Session, bucket: str, name: str, deleted: bool, as_json: bool) -> None:
+    """Show everything recorded about object NAME.
+
+    A link is shown as a link, not followed.
+    """
+    found = session.store(bucket).get_info(name, include_deleted=deleted)
+    if as_json:
+        render.emit_json(found.as_dict())
+    else:
+        render.fields(render.info_fields(found))
+
+
+@click.command("rm")
+@click.argument("bucket")
+@click.argument("names", nargs=-1, required=True)
+@click.option(
+    "--recursive", "-r", is_flag=True, help="Treat NAMES as directories: delete all below."
+)
+@pass_session
+def rm(session: Session, bucket: str, names: tuple[str, ...], recursive: bool) -> None:
+    """Delete objects from BUCKET (a tombstone stays)."""
+    store = session.store(bucket)
+    targets = list(names)
+    if recursive:
+        listing = store.list()
+        targets = sorted({i.name for n in names for i in tree.under(listing, n)})
+        if not targets:
+            raise ObjectNotFound(f"no objects below {', '.join(names)}", bucket=bucket)
+    for name in targets:
+        store.delete(name)
+        click.echo(f"deleted {bucket}/{name}")
+
+
+@click.command("mv")
+@click.argument("bucket")
+@click.argument("name")
+@click.argument("new_name")
+@pass_session
+def mv(session: Session, bucket: str, name: str, new_name: str) -> None:
+    """Rename object NAME to NEW_NAME without copying its data."""
+    session.store(bucket).update_meta(name, new_name=new_name)
+    click.echo(f"renamed {bucket}/{name} -> {bucket}/{new_name}")
+
+
+@click.command("link")
+@click.argument("bucket")
+@click.argument("name")
+@click.argument("target_bucket")
+@click.argument("target_name", required=False)
+@pass_session
+def link(
+    session: Session, bucket: str, name: str, target_bucket: str, target_name: str | None
+) -> None:
+    """Make NAME a link to another object or to a whole bucket.
+
+    With TARGET_NAME the link points at that object of TARGET_BUCKET; without it, at the
+    bucket itself.
+    """
+    client = session.client()
+    store = client.store(bucket)
+    target = client.store(target_bucket)
+    if target_name is None:
+        created = store.add_bucket_link(name, target)
+    else:
+        created = store.add_link(name, target.get_info(target_name))
+    click.echo(f"linked {bucket}/{name} -> {render.link_target(created)}")
+
+
+@click.group("meta")
+def meta_group() -> None:
+    """Change an object's description, headers or metadata."""
+
+
+@meta_group.command("set")
+@click.argument("bucket")
+@click.argument("name")
+@click.option("--description", "-d", help="New description.")
+@header_option("Set a header, repeatable; merged into the existing headers.")
+@metadata_option("Set a metadata key, repeatable; merged into the existing metadata.")
+@click.option("--replace", is_flag=True, help="Replace headers/metadata instead of merging.")
+@click.option("--unset", "unset", multiple=True, metavar="KEY", help="Remove a metadata key.")
+@json_option()
+@pass_session
+def meta_set(
+    session: Session,
+    bucket: str,
+    name: str,
+    description: str | None,
+    headers: dict[str, list[str]] | None,
+    metadata: dict[str, str] | None,
+    replace: bool,
+    unset: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Update the meta record of object NAME; the data is not touched."""
+    if description is None and headers is None and metadata is None and not unset:
+        raise UsageProblem("nothing to change: give --description, --header, --metadata or --unset")
+    store = session.store(bucket)
+    current = store.get_info(name)
+    if headers is not None and not replace:
+        headers = {**current.headers, **headers}
+    if metadata is not None or unset:
+        base = {} if replace else dict(current.metadata)
+        base.update(metadata or {})
+        metadata = {k: v for k, v in base.items() if k not in unset}
+    updated = store.update_meta(name, description=description, headers=headers, metadata=metadata)
+    if as_json:
+        render.emit_json(updated.as_dict())
+    else:
+        render.fields(render.info_fields(updated))
+
+
+COMMANDS = (ls, info, rm, mv, link, meta_group)

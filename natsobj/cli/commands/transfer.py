@@ -1,0 +1,166 @@
+"""``natsobj put`` and ``natsobj get``: files, directories (-r) and stdin/stdout ('-').
+
+Data always flows chunk by chunk, so memory stays bounded whatever the object size; a file
+being written appears under its final name only after the store verified its digest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import click
+
+from natsobj.cli import render, tree
+from natsobj.cli.exits import UsageProblem
+from natsobj.cli.params import header_option, metadata_option, progress_option
+from natsobj.cli.progress import Meter, meter, read_chunks
+from natsobj.cli.session import Session, pass_session
+from natsobj.errors import ObjectNotFound
+from natsobj.model import ObjectInfo
+
+STDIO = "-"
+
+
+def _stdin_size(stream: BinaryIO) -> int | None:
+    """The total for the progress bar when stdin is a redirected regular file."""
+    with contextlib.suppress(OSError, ValueError):
+        status = os.fstat(stream.fileno())
+        if stat.S_ISREG(status.st_mode):
+            return status.st_size
+    return None
+
+
+def _put_stream(
+    store: Any, name: str, stream: BinaryIO, total: int | None, bar: Meter, **meta: Any
+) -> ObjectInfo:
+    with bar.task(name, total) as advance:
+        return store.put(name, read_chunks(stream, advance), **meta)
+
+
+def _summary(verb: str, info: ObjectInfo) -> str:
+    return (
+        f"{verb} {info.bucket}/{info.name}  {render.size(info.size)}  "
+        f"{info.chunks} chunks  {render.short_digest(info.digest)}"
+    )
+
+
+@click.command("put")
+@click.argument("bucket")
+@click.argument("name")
+@click.argument("path", type=click.Path(exists=True, allow_dash=True, path_type=str))
+@click.option("--recursive", "-r", is_flag=True, help="PATH is a directory; NAME is the prefix.")
+@click.option("--description", "-d", help="Description stored with the object.")
+@header_option("Header stored with the object, repeatable.")
+@metadata_option("Metadata stored with the object, repeatable.")
+@click.option("--chunk-size", type=click.IntRange(min=1), metavar="BYTES", help="Chunk size.")
+@progress_option()
+@pass_session
+def put(
+    session: Session,
+    bucket: str,
+    name: str,
+    path: str,
+    recursive: bool,
+    progress: bool | None,
+    **meta: Any,
+) -> None:
+    """Store PATH (file, '-' for stdin, directory with -r) as NAME."""
+    store = session.store(bucket)
+    source = Path(path)
+    if recursive != (path != STDIO and source.is_dir()):
+        raise UsageProblem(
+            f"{path} is a directory: add -r to store everything below it"
+            if not recursive
+            else f"-r needs a directory, and {path} is not one"
+        )
+    with meter(progress) as bar:
+        if path == STDIO:
+            stdin = sys.stdin.buffer
+            click.echo(
+                _summary("put", _put_stream(store, name, stdin, _stdin_size(stdin), bar, **meta))
+            )
+            return
+        files = tree.local_files(source) if recursive else [(source, "")]
+        for file, relative in files:
+            object_name = tree.join_name(name, relative) if recursive else name
+            with file.open("rb") as stream:
+                info = _put_stream(store, object_name, stream, file.stat().st_size, bar, **meta)
+            click.echo(_summary("put", info))
+
+
+def _copy_out(store: Any, name: str, out: BinaryIO, bar: Meter) -> ObjectInfo:
+    with store.get(name) as reader, bar.task(name, reader.info.size) as advance:
+        for chunk in reader:
+            out.write(chunk)
+            advance(len(chunk))
+        return reader.info
+
+
+def _get_to_file(store: Any, name: str, target: Path, bar: Meter) -> ObjectInfo:
+    """Write beside the target and rename, so a failed or corrupt download leaves nothing."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            info = _copy_out(store, name, out, bar)
+        os.replace(temp, target)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return info
+
+
+@click.command("get")
+@click.argument("bucket")
+@click.argument("name")
+@click.argument("path", type=click.Path(allow_dash=True, path_type=str))
+@click.option(
+    "--recursive", "-r", is_flag=True, help="NAME is a prefix; PATH the directory to fill."
+)
+@progress_option()
+@pass_session
+def get(
+    session: Session, bucket: str, name: str, path: str, recursive: bool, progress: bool | None
+) -> None:
+    """Fetch NAME from BUCKET into PATH (file, directory or '-').
+
+    Links are followed. The digest is verified; a mismatch exits with code 3.
+    """
+    store = session.store(bucket)
+    with meter(progress) as bar:
+        if path == STDIO:
+            if recursive:
+                raise UsageProblem("-r writes a directory tree and cannot write to stdout")
+            out = sys.stdout.buffer
+            _copy_out(store, name, out, bar)
+            out.flush()
+            return
+        destination = Path(path)
+        if not recursive:
+            if destination.is_dir():
+                destination = destination / name.rsplit(tree.SEP, 1)[-1]
+            click.echo(
+                f"{_summary('got', _get_to_file(store, name, destination, bar))} -> {destination}"
+            )
+            return
+        wanted = [
+            i for i in tree.under(store.list(), name) if not (i.link and i.link.is_bucket_link)
+        ]
+        if not wanted:
+            raise ObjectNotFound(
+                f"no objects below {tree.as_dir(name) or 'the top'!r}", bucket=bucket
+            )
+        for info in wanted:
+            target = tree.local_target(destination, info, name)
+            click.echo(
+                f"{_summary('got', _get_to_file(store, info.name, target, bar))} -> {target}"
+            )
+
+
+COMMANDS = (put, get)

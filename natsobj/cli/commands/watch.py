@@ -1,0 +1,73 @@
+"""``natsobj watch``: follow a bucket's changes live, one line (or JSON line) per change."""
+
+from __future__ import annotations
+
+from fnmatch import fnmatchcase
+
+import click
+
+from natsobj.cli import render
+from natsobj.cli.params import json_option
+from natsobj.cli.session import Session, pass_session
+from natsobj.model import ObjectInfo
+
+
+def _event(info: ObjectInfo) -> str:
+    if info.deleted:
+        return "DEL"
+    return "LINK" if info.link is not None else "PUT"
+
+
+def _line(info: ObjectInfo) -> str:
+    columns = [render.when(info.mtime), f"{_event(info):<4}", render.display_name(info)]
+    if info.link is None and not info.deleted:
+        columns += [render.size(info.size), render.short_digest(info.digest)]
+    return "  ".join(columns)
+
+
+@click.command("watch")
+@click.argument("bucket")
+@click.option("--history", is_flag=True, help="Replay every recorded change first, then follow.")
+@click.option(
+    "--glob",
+    "globs",
+    multiple=True,
+    metavar="PATTERN",
+    help="Only names matching this shell pattern, repeatable (e.g. 'reports/*.csv').",
+)
+@click.option("--ignore-deletes", is_flag=True, help="Do not report deletions.")
+@click.option("--count", type=click.IntRange(min=1), metavar="N", help="Exit after N changes.")
+@json_option()
+@pass_session
+def watch(
+    session: Session,
+    bucket: str,
+    history: bool,
+    globs: tuple[str, ...],
+    ignore_deletes: bool,
+    count: int | None,
+    as_json: bool,
+) -> None:
+    """Print changes to BUCKET live, until Ctrl-C or --count."""
+    store = session.store(bucket)
+    seen = 0
+    with store.watch(
+        include_history=history, updates_only=not history, ignore_deletes=ignore_deletes
+    ) as watcher:
+        click.echo(f"watching {bucket} (Ctrl-C to stop)", err=True)
+        try:
+            for info in watcher:
+                if globs and not any(fnmatchcase(info.name, g) for g in globs):
+                    continue
+                if as_json:
+                    render.emit_json_line(info.as_dict())
+                else:
+                    click.echo(_line(info))
+                seen += 1
+                if count is not None and seen >= count:
+                    return
+        except KeyboardInterrupt:
+            return
+
+
+COMMANDS = (watch,)

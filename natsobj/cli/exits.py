@@ -1,0 +1,114 @@
+"""Exit codes and the one place where exceptions become a one-line message and a code.
+
+Scripts branch on the code (missing object vs corrupt data vs server down), people read the
+line; the traceback is kept for ``--debug``.
+"""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from enum import IntEnum
+from typing import Any
+
+import click
+
+from natsobj.errors import (
+    BadBucketName,
+    BadObjectName,
+    BucketNotFound,
+    DigestMismatch,
+    NatsObjError,
+    NotConnected,
+    ObjectNotFound,
+    PermissionDenied,
+)
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    USAGE = 1
+    NOT_FOUND = 2
+    DIGEST_MISMATCH = 3
+    CONNECTION = 4
+    FAILED = 5
+
+
+_CODES: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], ExitCode], ...] = (
+    ((BucketNotFound, ObjectNotFound), ExitCode.NOT_FOUND),
+    (DigestMismatch, ExitCode.DIGEST_MISMATCH),
+    ((NotConnected, PermissionDenied), ExitCode.CONNECTION),
+    ((BadBucketName, BadObjectName), ExitCode.USAGE),
+)
+
+
+def exit_code_for(exc: BaseException) -> ExitCode:
+    for types, code in _CODES:
+        if isinstance(exc, types):
+            return code
+    return ExitCode.FAILED
+
+
+class CliError(click.ClickException):
+    """A failure already phrased for the user, carrying its exit code."""
+
+    def __init__(self, message: str, code: ExitCode = ExitCode.FAILED) -> None:
+        super().__init__(message)
+        self.exit_code = int(code)
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"natsobj: {self.format_message()}", file=file or sys.stderr)
+
+
+class UsageProblem(CliError):
+    """Bad input found after parsing (malformed K=V, conflicting options, ...)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, ExitCode.USAGE)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+class NatsobjGroup(click.Group):
+    """The root group: usage errors exit 1 (click says 2), store errors map to their codes."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as exc:
+            exc.exit_code = ExitCode.USAGE
+            raise
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except click.UsageError as exc:
+            exc.exit_code = ExitCode.USAGE
+            raise
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            raise click.Abort() from None
+        except NatsObjError as exc:
+            raise self._translate(ctx, exc, str(exc), exit_code_for(exc)) from exc
+        except (ValueError, OSError) as exc:
+            raise self._translate(ctx, exc, _describe(exc), ExitCode.FAILED) from exc
+        except Exception as exc:
+            message = f"unexpected {type(exc).__name__}: {exc} (rerun with --debug for details)"
+            raise self._translate(ctx, exc, message, ExitCode.FAILED) from exc
+
+    @staticmethod
+    def _translate(
+        ctx: click.Context, exc: BaseException, message: str, code: ExitCode
+    ) -> CliError:
+        if ctx.params.get("debug"):
+            traceback.print_exception(exc, file=sys.stderr)
+        return CliError(_one_line(message), code)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.filename}: {exc.strerror or exc}"
+    return str(exc) or type(exc).__name__

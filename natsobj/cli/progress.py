@@ -1,0 +1,78 @@
+"""Transfer progress: a rich bar on stderr when stderr is a terminal, nothing otherwise.
+
+The decision looks at the real stream, not rich's guess (which honours FORCE_COLOR), so
+piped and captured runs never get control characters mixed into their output.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import BinaryIO
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+
+Advance = Callable[[int], None]
+READ_SIZE = 128 * 1024
+
+
+class Meter:
+    """One progress task per file; a no-op when progress is off."""
+
+    def __init__(self, progress: Progress | None) -> None:
+        self._progress = progress
+
+    @contextmanager
+    def task(self, label: str, total: int | None) -> Iterator[Advance]:
+        if self._progress is None:
+            yield lambda _n: None
+            return
+        task_id = self._progress.add_task(label, total=total)
+        try:
+            yield lambda n: self._progress.advance(task_id, n)  # type: ignore[union-attr]
+        finally:
+            self._progress.remove_task(task_id)
+
+
+def wants_progress(enabled: bool | None) -> bool:
+    """``--progress/--no-progress`` forces it; by default only an interactive stderr gets it."""
+    if enabled is not None:
+        return enabled
+    try:
+        return sys.stderr.isatty()
+    except ValueError:
+        return False
+
+
+@contextmanager
+def meter(enabled: bool | None) -> Iterator[Meter]:
+    if not wants_progress(enabled):
+        yield Meter(None)
+        return
+    progress = Progress(
+        TextColumn("{task.description}", style="bold"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=Console(file=sys.stderr, force_terminal=True, highlight=False),
+        transient=True,
+    )
+    with progress:
+        yield Meter(progress)
+
+
+def read_chunks(stream: BinaryIO, advance: Advance, size: int = READ_SIZE) -> Iterator[bytes]:
+    """Feed the store's put from a file or stdin without ever holding more than one chunk."""
+    while chunk := stream.read(size):
+        advance(len(chunk))
+        yield chunk

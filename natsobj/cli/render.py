@@ -1,0 +1,118 @@
+"""How results look: rich tables for people, sorted JSON for scripts.
+
+Tables go to a console whose width is unbounded when stdout is not a terminal, so piped
+output never wraps or truncates object names.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Collection, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+import click
+from rich import box
+from rich.console import Console
+from rich.filesize import decimal
+from rich.table import Table
+
+from natsobj.model import DIGEST_PREFIX, ObjectInfo
+
+SHORT_DIGEST = 12
+_PIPED_WIDTH = 100_000
+
+
+def stdout_console() -> Console:
+    tty = sys.stdout.isatty()
+    return Console(
+        file=sys.stdout,
+        width=None if tty else _PIPED_WIDTH,
+        highlight=False,
+        force_terminal=tty,
+        no_color=not tty,
+    )
+
+
+def emit_json(doc: Any) -> None:
+    """Stable machine output: sorted keys, one document, a trailing newline."""
+    click.echo(json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False))
+
+
+def emit_json_line(doc: Any) -> None:
+    click.echo(json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+
+
+def size(n: int | None) -> str:
+    return "" if n is None else decimal(n)
+
+
+def short_digest(digest: str) -> str:
+    if not digest:
+        return ""
+    return digest.removeprefix(DIGEST_PREFIX)[:SHORT_DIGEST]
+
+
+def when(moment: datetime | None) -> str:
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S") if moment else ""
+
+
+def link_target(info: ObjectInfo) -> str:
+    if info.link is None:
+        return ""
+    return f"{info.link.bucket}/" + (info.link.name or "")
+
+
+def display_name(info: ObjectInfo) -> str:
+    """The name with what a person needs to know about it: link target, tombstone."""
+    name = info.name
+    if info.link is not None:
+        name += f" -> {link_target(info)}"
+    if info.deleted:
+        name += " (deleted)"
+    return name
+
+
+def table(
+    columns: Sequence[str], rows: Iterable[Sequence[str]], *, right: Collection[str] = ()
+) -> None:
+    grid = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for column in columns:
+        grid.add_column(column, justify="right" if column in right else "left", no_wrap=True)
+    for row in rows:
+        grid.add_row(*row)
+    stdout_console().print(grid)
+
+
+def fields(pairs: Iterable[tuple[str, str]]) -> None:
+    """A two-column key/value listing, for one object or one store."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    for key, value in pairs:
+        grid.add_row(key, value)
+    stdout_console().print(grid)
+
+
+def info_fields(info: ObjectInfo) -> list[tuple[str, str]]:
+    pairs = [("bucket", info.bucket), ("name", info.name)]
+    if info.link is not None:
+        kind = "bucket link" if info.link.is_bucket_link else "object link"
+        pairs.append((kind, link_target(info)))
+    else:
+        pairs += [
+            ("size", f"{size(info.size)} ({info.size} bytes)"),
+            ("chunks", str(info.chunks)),
+            ("digest", info.digest),
+        ]
+        if info.chunk_size:
+            pairs.append(("chunk size", size(info.chunk_size)))
+    pairs += [("modified", when(info.mtime)), ("nuid", info.nuid)]
+    if info.deleted:
+        pairs.append(("deleted", "yes"))
+    if info.description:
+        pairs.append(("description", info.description))
+    pairs += [(f"header {k}", ", ".join(v)) for k, v in sorted(info.headers.items())]
+    pairs += [(f"metadata {k}", v) for k, v in sorted(info.metadata.items())]
+    return pairs

@@ -1,0 +1,73 @@
+"""Which server the CLI talks to, and the one client a command invocation shares.
+
+Settings come only from ``ConnectionSettings``: ``--url`` stands in for ``NATS_URL``, the other
+``NATS_*`` variables still apply, and explicit options win over both. With nothing set, the
+embedded server of this directory is used if it is running; it is never started implicitly,
+so a typo'd environment does not silently spawn a server.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+import natsobj
+from natsobj.cli.exits import CliError, ExitCode, UsageProblem
+from natsobj.embedded import running_server
+from natsobj.settings import ConnectionSettings
+
+
+def resolve_settings(
+    url: str | None, overrides: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> ConnectionSettings:
+    env = dict(os.environ if environ is None else environ)
+    explicit = url or env.get("NATS_URL")
+    try:
+        if url:
+            env["NATS_URL"] = url
+        settings = ConnectionSettings.from_env(env, **overrides)
+    except ValueError as exc:
+        raise UsageProblem(f"bad connection settings: {exc}") from exc
+    if not explicit:
+        data_dir = settings.embedded_dir
+        if data_dir is None or running_server(data_dir) is None:
+            raise CliError(
+                f"no NATS server given and no embedded server is running in {data_dir}: "
+                "pass --url nats://HOST:4222, set NATS_URL, or start one here with `natsobj serve`",
+                ExitCode.CONNECTION,
+            )
+    return settings
+
+
+@dataclass
+class Session:
+    """Connection options from the root command; connects on first use, closes on exit."""
+
+    url: str | None
+    overrides: dict[str, Any]
+    _client: Any = field(default=None, repr=False)
+
+    @property
+    def settings(self) -> ConnectionSettings:
+        return resolve_settings(self.url, self.overrides)
+
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = natsobj.connect(self.settings)
+            click.get_current_context().find_root().call_on_close(self.close)
+        return self._client
+
+    def store(self, bucket: str) -> Any:
+        return self.client().store(bucket)
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+pass_session = click.make_pass_decorator(Session)
