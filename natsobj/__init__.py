@@ -1,0 +1,54 @@
+"""natsobj: the NATS JetStream Object Store for data pipelines.
+
+``natsobj.connect`` is the blocking client; ``natsobj.aio.connect`` the async core under it.
+"""
+
+from natsobj.errors import (
+    BadBucketName,
+    BadObjectMeta,
+    BadObjectName,
+    BucketExists,
+    BucketNotFound,
+    DigestMismatch,
+    LinkError,
+    NatsObjError,
+    NotConnected,
+    ObjectChanged,
+    ObjectExists,
+    ObjectNotFound,
+    ObjectTooLarge,
+    PermissionDenied,
+    StoreFull,
+    StoreSealed,
+)
+from natsobj.model import ObjectInfo, ObjectLink, StoreStatus
+from natsobj.settings import ConnectionSettings
+from natsobj.sync import Client, ObjectStore, connect
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BadBucketName",
+    "BadObjectMeta",
+    "BadObjectName",
+    "BucketExists",
+    "BucketNotFound",
+    "Client",
+    "ConnectionSettings",
+    "DigestMismatch",
+    "LinkError",
+    "NatsObjError",
+    "NotConnected",
+    "ObjectChanged",
+    "ObjectExists",
+    "ObjectInfo",
+    "ObjectLink",
+    "ObjectNotFound",
+    "ObjectStore",
+    "ObjectTooLarge",
+    "PermissionDenied",
+    "StoreFull",
+    "StoreSealed",
+    "StoreStatus",
+    "connect",
+]

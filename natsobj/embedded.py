@@ -119,10 +119,14 @@ class NatsServerProcess:
         args = [
             server_binary(),
             "--jetstream",
-            "--store_dir", str(self.data_dir / "jetstream"),
-            "--addr", "127.0.0.1",
-            "--port", str(self.port),
-            "--log", str(self.data_dir / LOG_FILE),
+            "--store_dir",
+            str(self.data_dir / "jetstream"),
+            "--addr",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--log",
+            str(self.data_dir / LOG_FILE),
         ]
         if self.config is not None:
             conf = self.data_dir / "server.conf"
@@ -181,7 +185,9 @@ class NatsServerProcess:
 def _read_state(data_dir: Path) -> ServerInfo | None:
     try:
         doc = json.loads((data_dir / STATE_FILE).read_text())
-        return ServerInfo(url=doc["url"], pid=int(doc["pid"]), port=int(doc["port"]), data_dir=data_dir)
+        return ServerInfo(
+            url=doc["url"], pid=int(doc["pid"]), port=int(doc["port"]), data_dir=data_dir
+        )
     except (OSError, ValueError, KeyError):
         return None
 

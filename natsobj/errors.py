@@ -98,3 +98,7 @@ class NotConnected(NatsObjError):
 
 class ObjectTooLarge(NatsObjError):
     hint = "Stream it to a file instead of loading it into memory."
+
+
+class ObjectChanged(NatsObjError):
+    hint = "The object was overwritten or deleted while being read; read it again."

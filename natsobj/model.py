@@ -150,7 +150,9 @@ class ObjectInfo:
             link_doc = options.get("link")
             link = None
             if isinstance(link_doc, dict) and link_doc.get("bucket"):
-                link = ObjectLink(bucket=str(link_doc["bucket"]), name=str(link_doc.get("name") or ""))
+                link = ObjectLink(
+                    bucket=str(link_doc["bucket"]), name=str(link_doc.get("name") or "")
+                )
             return cls(
                 name=doc["name"],
                 bucket=str(doc.get("bucket") or bucket or ""),
@@ -163,7 +165,9 @@ class ObjectInfo:
                 headers=_parse_headers(doc.get("headers")),
                 metadata=_parse_metadata(doc.get("metadata")),
                 link=link,
-                chunk_size=int(options["max_chunk_size"]) if options.get("max_chunk_size") else None,
+                chunk_size=int(options["max_chunk_size"])
+                if options.get("max_chunk_size")
+                else None,
                 mtime=mtime,
                 sequence=sequence,
             )
@@ -197,7 +201,9 @@ def _parse_headers(raw: Any) -> dict[str, list[str]]:
         return {}
     if not isinstance(raw, dict):
         raise ValueError("'headers' is not an object")
-    return {str(k): [str(x) for x in v] if isinstance(v, list) else [str(v)] for k, v in raw.items()}
+    return {
+        str(k): [str(x) for x in v] if isinstance(v, list) else [str(v)] for k, v in raw.items()
+    }
 
 
 def _parse_metadata(raw: Any) -> dict[str, str]:

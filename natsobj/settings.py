@@ -128,7 +128,9 @@ class ConnectionSettings:
         return cls(**values)
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> ConnectionSettings:
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, **overrides: Any
+    ) -> ConnectionSettings:
         env = os.environ if environ is None else environ
         url = env.get("NATS_URL", EMBEDDED)
         settings = cls.from_url(url)

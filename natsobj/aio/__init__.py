@@ -1,0 +1,16 @@
+"""The async core: ``client = await natsobj.aio.connect(url)``."""
+
+from natsobj.aio.client import Client, connect
+from natsobj.aio.reader import ObjectReader
+from natsobj.aio.store import Changes, CompactResult, ObjectStore
+from natsobj.aio.watch import ObjectWatcher
+
+__all__ = [
+    "Changes",
+    "Client",
+    "CompactResult",
+    "ObjectReader",
+    "ObjectStore",
+    "ObjectWatcher",
+    "connect",
+]

@@ -1,0 +1,211 @@
+"""The async client: connection, bucket management, and the typed errors around them."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+import nats
+import nats.errors
+
+from natsobj.aio.store import ObjectStore
+from natsobj.errors import BucketNotFound, NatsObjError, NotConnected, PermissionDenied
+from natsobj.jsapi import JetStreamApi
+from natsobj.names import all_chunks_subject, all_meta_subject, check_bucket, stream_name
+from natsobj.settings import ConnectionSettings
+
+log = logging.getLogger("natsobj")
+
+DEFAULT_PUT_WINDOW = 8 * 1024 * 1024
+DEFAULT_READ_WINDOW = 8 * 1024 * 1024
+_NANOS = 1_000_000_000
+
+
+class Client:
+    def __init__(
+        self,
+        settings: ConnectionSettings,
+        *,
+        api_timeout: float = 5.0,
+        put_window_bytes: int = DEFAULT_PUT_WINDOW,
+        read_window_bytes: int = DEFAULT_READ_WINDOW,
+    ) -> None:
+        self.settings = settings
+        self.api_timeout = api_timeout
+        self.put_window_bytes = put_window_bytes
+        self.read_window_bytes = read_window_bytes
+        self.nc: Any = None
+        self.api: JetStreamApi = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Client({self.settings.redacted_url()!r})"
+
+    async def _connect(self) -> Client:
+        resolved = self.settings.resolved()
+        try:
+            self.nc = await nats.connect(
+                **resolved.nats_options(),
+                error_cb=self._on_error,
+                max_reconnect_attempts=120,
+                reconnect_time_wait=0.5,
+            )
+        except nats.errors.NoServersError as exc:
+            raise NotConnected(f"cannot reach NATS at {resolved.redacted_url()}") from exc
+        except (OSError, nats.errors.Error, TimeoutError) as exc:
+            text = str(exc) or type(exc).__name__
+            if "authorization" in text.lower() or "authentication" in text.lower():
+                raise PermissionDenied(
+                    f"NATS refused the credentials for {resolved.redacted_url()}"
+                ) from None
+            raise NotConnected(f"cannot connect to {resolved.redacted_url()}: {text}") from None
+        self.api = JetStreamApi(self.nc, resolved, timeout=self.api_timeout)
+        await self.api.start()
+        return self
+
+    async def _on_error(self, error: Exception) -> None:
+        text = str(error)
+        if self.api is not None and self.api.on_permission_error(text):
+            log.warning("NATS permission error: %s", text)
+            return
+        log.debug("NATS connection error: %s", type(error).__name__)
+
+    # -- buckets ----------------------------------------------------------------------------------
+
+    async def create_store(
+        self,
+        bucket: str,
+        *,
+        description: str | None = None,
+        metadata: dict[str, str] | None = None,
+        ttl: float | timedelta | None = None,
+        max_bytes: int = -1,
+        storage: str = "file",
+        replicas: int = 1,
+        placement: dict[str, Any] | None = None,
+        compression: bool = False,
+    ) -> ObjectStore:
+        """Create the bucket's stream as ADR-20 lays it out; idempotent for the same config."""
+        check_bucket(bucket)
+        if storage not in ("file", "memory"):
+            raise ValueError(f"storage must be 'file' or 'memory', not {storage!r}")
+        config: dict[str, Any] = {
+            "name": stream_name(bucket),
+            "subjects": [all_chunks_subject(bucket), all_meta_subject(bucket)],
+            "max_age": _ttl_nanos(ttl),
+            "max_bytes": max_bytes if max_bytes else -1,
+            "storage": storage,
+            "num_replicas": replicas,
+            "discard": "new",
+            "allow_rollup_hdrs": True,
+            "allow_direct": True,
+            "compression": "s2" if compression else "none",
+        }
+        if description:
+            config["description"] = description
+        if metadata:
+            config["metadata"] = dict(metadata)
+        if placement:
+            config["placement"] = placement
+        info = await self.api.call(f"STREAM.CREATE.{config['name']}", config, bucket=bucket)
+        return ObjectStore(self, bucket, info)
+
+    async def update_store(
+        self,
+        bucket: str,
+        *,
+        description: str | None = None,
+        metadata: dict[str, str] | None = None,
+        ttl: float | timedelta | None = None,
+        max_bytes: int | None = None,
+        replicas: int | None = None,
+        placement: dict[str, Any] | None = None,
+        compression: bool | None = None,
+    ) -> ObjectStore:
+        """Change the settings given; the others are kept."""
+        check_bucket(bucket)
+        current = await self.api.call(f"STREAM.INFO.{stream_name(bucket)}", bucket=bucket)
+        config = dict(current["config"])
+        changes = {
+            "description": description,
+            "metadata": metadata,
+            "max_age": None if ttl is None else _ttl_nanos(ttl),
+            "max_bytes": max_bytes,
+            "num_replicas": replicas,
+            "placement": placement,
+            "compression": None if compression is None else ("s2" if compression else "none"),
+        }
+        config.update({k: v for k, v in changes.items() if v is not None})
+        info = await self.api.call(f"STREAM.UPDATE.{stream_name(bucket)}", config, bucket=bucket)
+        return ObjectStore(self, bucket, info)
+
+    async def store(self, bucket: str) -> ObjectStore:
+        """Bind to an existing bucket; BucketNotFound when it is missing."""
+        check_bucket(bucket)
+        info = await self.api.call(f"STREAM.INFO.{stream_name(bucket)}", bucket=bucket)
+        return ObjectStore(self, bucket, info)
+
+    async def delete_store(self, bucket: str) -> None:
+        check_bucket(bucket)
+        await self.api.call(f"STREAM.DELETE.{stream_name(bucket)}", bucket=bucket)
+
+    async def store_names(self) -> list[str]:
+        names: list[str] = []
+        offset = 0
+        while True:
+            page = await self.api.call("STREAM.NAMES", {"offset": offset, "subject": "$O.*.M.>"})
+            batch = page.get("streams") or []
+            names += [n[4:] for n in batch if n.startswith("OBJ_")]
+            offset += len(batch)
+            if not batch or offset >= int(page.get("total", 0)):
+                return sorted(names)
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def close(self) -> None:
+        if self.nc is None:
+            return
+        if self.api is not None:
+            await self.api.close()
+        if not self.nc.is_closed:
+            try:
+                await self.nc.drain()
+            except Exception:
+                await self.nc.close()
+        self.nc = None
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _ttl_nanos(ttl: float | timedelta | None) -> int:
+    if ttl is None:
+        return 0
+    seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else float(ttl)
+    return int(seconds * _NANOS)
+
+
+async def connect(
+    url_or_settings: str | ConnectionSettings | None = None,
+    *,
+    api_timeout: float = 5.0,
+    put_window_bytes: int = DEFAULT_PUT_WINDOW,
+    read_window_bytes: int = DEFAULT_READ_WINDOW,
+    **overrides: Any,
+) -> Client:
+    """Connect from a URL, settings, or (None) the NATS_* environment; ``embedded`` starts or
+    finds the local server."""
+    settings = ConnectionSettings.coerce(url_or_settings, **overrides)
+    client = Client(
+        settings,
+        api_timeout=api_timeout,
+        put_window_bytes=put_window_bytes,
+        read_window_bytes=read_window_bytes,
+    )
+    return await client._connect()
+
+
+__all__ = ["BucketNotFound", "Client", "NatsObjError", "connect"]

@@ -1,0 +1,103 @@
+"""Turn whatever a caller hands to ``put`` into fixed-size chunks, reading lazily."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+PutSource = (
+    bytes
+    | bytearray
+    | memoryview
+    | str
+    | os.PathLike[str]
+    | BinaryIO
+    | Iterable[bytes]
+    | AsyncIterable[bytes]
+)
+
+
+async def iter_chunks(source: Any, chunk_size: int) -> AsyncIterator[bytes]:
+    """Yield chunks of exactly ``chunk_size`` bytes (the last may be shorter)."""
+    if isinstance(source, str):
+        source = source.encode("utf-8")
+    if isinstance(source, bytes | bytearray | memoryview):
+        view = memoryview(source)
+        for start in range(0, len(view), chunk_size):
+            yield bytes(view[start : start + chunk_size])
+        return
+    if isinstance(source, os.PathLike):
+        with Path(source).open("rb") as handle:
+            async for chunk in _from_file(handle, chunk_size):
+                yield chunk
+        return
+    if hasattr(source, "read"):
+        async for chunk in _from_file(source, chunk_size):
+            yield chunk
+        return
+    if isinstance(source, AsyncIterable):
+        async for chunk in _rechunk(source, chunk_size):
+            yield chunk
+        return
+    if isinstance(source, Iterable):
+        async for chunk in _rechunk(_aiter(source), chunk_size):
+            yield chunk
+        return
+    raise TypeError(
+        f"cannot put a {type(source).__name__}: pass bytes, str, a path, a binary file "
+        "or an (async) iterable of bytes"
+    )
+
+
+async def _aiter(items: Iterable[bytes]) -> AsyncIterator[bytes]:
+    for item in items:
+        yield item
+
+
+def _is_regular_file(handle: Any) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
+async def _from_file(handle: BinaryIO, chunk_size: int) -> AsyncIterator[bytes]:
+    # Disk reads are quick enough to do inline; pipes and sockets may block, so use a thread.
+    inline = _is_regular_file(handle)
+    while True:
+        data = (
+            handle.read(chunk_size) if inline else await asyncio.to_thread(handle.read, chunk_size)
+        )
+        if isinstance(data, str):
+            raise TypeError("put needs a binary file; open it with 'rb'")
+        if not data:
+            return
+        if len(data) < chunk_size and not inline:
+            # a short read from a pipe is not the end: fill the chunk so sizes stay uniform
+            buffer = bytearray(data)
+            while len(buffer) < chunk_size:
+                more = await asyncio.to_thread(handle.read, chunk_size - len(buffer))
+                if not more:
+                    break
+                buffer += more
+            data = bytes(buffer)
+        yield data
+        if len(data) < chunk_size:
+            return
+
+
+async def _rechunk(items: AsyncIterable[bytes], chunk_size: int) -> AsyncIterator[bytes]:
+    buffer = bytearray()
+    async for item in items:
+        if not isinstance(item, bytes | bytearray | memoryview):
+            raise TypeError(f"iterable sources must yield bytes, got {type(item).__name__}")
+        buffer += item
+        while len(buffer) >= chunk_size:
+            yield bytes(buffer[:chunk_size])
+            del buffer[:chunk_size]
+    if buffer:
+        yield bytes(buffer)

@@ -1,0 +1,557 @@
+"""One object store (bucket): every ADR-20 operation on the async core."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from nats.nuid import NUID
+
+from natsobj.aio.publish import PublishWindow
+from natsobj.aio.reader import ObjectReader
+from natsobj.aio.sources import iter_chunks
+from natsobj.aio.watch import ObjectWatcher, info_from_msg
+from natsobj.consumer import OrderedConsumer
+from natsobj.errors import (
+    BucketNotFound,
+    LinkError,
+    NatsObjError,
+    NotConnected,
+    ObjectChanged,
+    ObjectExists,
+    ObjectNotFound,
+)
+from natsobj.jsapi import api_error, status_of
+from natsobj.model import (
+    DEFAULT_CHUNK_SIZE,
+    ObjectInfo,
+    ObjectLink,
+    StoreStatus,
+    format_digest,
+    parse_server_time,
+)
+from natsobj.names import (
+    all_chunks_subject,
+    all_meta_subject,
+    check_object_name,
+    chunk_subject,
+    meta_subject,
+    stream_name,
+)
+
+if TYPE_CHECKING:
+    from natsobj.aio.client import Client
+
+_nuid = NUID()
+ROLLUP = {"Nats-Rollup": "sub"}
+EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
+WRONG_LAST_SEQUENCE = 10071
+READ_ATTEMPTS = 3
+META_ATTEMPTS = 20
+
+
+class Changes(list[ObjectInfo]):
+    """A batch of changes; resume after ``last_sequence``, which counts skipped ones too."""
+
+    last_sequence: int = 0
+
+
+@dataclass
+class CompactResult:
+    purged_subjects: list[str] = field(default_factory=list)
+    purged_messages: int = 0
+    reclaimed_bytes: int = 0
+    skipped_recent: int = 0
+
+
+class ObjectStore:
+    def __init__(self, client: Client, bucket: str, stream_info: dict[str, Any]) -> None:
+        self.client = client
+        self.api = client.api
+        self.bucket = bucket
+        self.stream = stream_name(bucket)
+        self._allow_direct = bool(stream_info.get("config", {}).get("allow_direct", False))
+
+    def __repr__(self) -> str:
+        return f"ObjectStore(bucket={self.bucket!r})"
+
+    def _publish_subject(self, local_subject: str) -> str:
+        """ADR-19: with an API prefix, ``$O`` publishes go out under that prefix."""
+        return self.api.object_prefix + local_subject[2:]
+
+    # -- reading raw messages -------------------------------------------------------------------
+
+    async def _last_msg(
+        self, subject: str, *, name: str | None = None
+    ) -> tuple[bytes, int, datetime] | None:
+        """The last message on a subject through direct get: (data, sequence, time) or None."""
+        if self._allow_direct:
+            reply = await self.api.request(f"{self.api.prefix}.DIRECT.GET.{self.stream}.{subject}")
+            status = status_of(reply)
+            if status is None:
+                headers = reply.headers or {}
+                return (
+                    reply.data,
+                    int(headers["Nats-Sequence"]),
+                    parse_server_time(headers["Nats-Time-Stamp"]),
+                )
+            if status == "404":
+                return None
+            if status != "503":
+                raise NatsObjError(
+                    f"direct get failed with status {status}", bucket=self.bucket, name=name
+                )
+            await self._require_stream()
+        try:
+            response = await self.api.call(
+                f"STREAM.MSG.GET.{self.stream}",
+                {"last_by_subj": subject},
+                bucket=self.bucket,
+                name=name,
+            )
+        except ObjectNotFound:
+            return None
+        message = response["message"]
+        return (
+            base64.b64decode(message.get("data") or b""),
+            int(message["seq"]),
+            parse_server_time(message["time"]),
+        )
+
+    async def _require_stream(self) -> dict[str, Any]:
+        info = await self.api.call(f"STREAM.INFO.{self.stream}", bucket=self.bucket)
+        self._allow_direct = bool(info.get("config", {}).get("allow_direct", False))
+        return info
+
+    async def _chunk_of_single_chunk_object(self, info: ObjectInfo) -> bytes:
+        found = await self._last_msg(chunk_subject(self.bucket, info.nuid), name=info.name)
+        if found is None:
+            raise ObjectChanged("chunk vanished while reading", bucket=self.bucket, name=info.name)
+        return found[0]
+
+    # -- info -------------------------------------------------------------------------------------
+
+    async def get_info(self, name: str, *, include_deleted: bool = False) -> ObjectInfo:
+        check_object_name(name, bucket=self.bucket)
+        found = await self._last_msg(meta_subject(self.bucket, name), name=name)
+        if found is None:
+            raise ObjectNotFound("object does not exist", bucket=self.bucket, name=name)
+        data, sequence, mtime = found
+        info = ObjectInfo.from_json(data, mtime=mtime, sequence=sequence, bucket=self.bucket)
+        if info.deleted and not include_deleted:
+            raise ObjectNotFound("object was deleted", bucket=self.bucket, name=name)
+        return info
+
+    async def _current(self, name: str) -> ObjectInfo | None:
+        try:
+            return await self.get_info(name, include_deleted=True)
+        except ObjectNotFound:
+            return None
+
+    async def _publish_meta(self, info: ObjectInfo, *, expected_sequence: int | None = None) -> int:
+        """Publish a meta record as a per-subject rollup; returns its stream sequence."""
+        headers = dict(ROLLUP)
+        if expected_sequence is not None:
+            headers[EXPECTED_LAST_SUBJECT_SEQ] = str(expected_sequence)
+        subject = self._publish_subject(meta_subject(self.bucket, info.name))
+        reply = await self.api.request(subject, info.encode(), headers=headers)
+        if status_of(reply) == "503":
+            await self._require_stream()
+            raise NotConnected(
+                "no stream accepted the meta record", bucket=self.bucket, name=info.name
+            )
+        response = json.loads(reply.data)
+        if "error" in response:
+            if int(response["error"].get("err_code") or 0) == WRONG_LAST_SEQUENCE:
+                raise _Conflict()
+            raise api_error(response["error"], bucket=self.bucket, name=info.name)
+        return int(response["seq"])
+
+    async def _purge(self, subject: str, *, keep: int | None = None) -> int:
+        body: dict[str, Any] = {"filter": subject}
+        if keep is not None:
+            body["keep"] = keep
+        response = await self.api.call(f"STREAM.PURGE.{self.stream}", body, bucket=self.bucket)
+        return int(response.get("purged", 0))
+
+    # -- put --------------------------------------------------------------------------------------
+
+    async def put(
+        self,
+        name: str,
+        source: Any,
+        *,
+        description: str | None = None,
+        headers: dict[str, list[str] | str] | None = None,
+        metadata: dict[str, str] | None = None,
+        chunk_size: int | None = None,
+    ) -> ObjectInfo:
+        """Store ``source`` as ``name``. Chunks first, meta last: a failed put leaves no object
+        and the previous version intact, and its chunks are purged where the server allows."""
+        check_object_name(name, bucket=self.bucket)
+        chunk_size = int(chunk_size or DEFAULT_CHUNK_SIZE)
+        if chunk_size <= 0:
+            raise ValueError("chunk_size must be positive")
+        nuid = _nuid.next().decode()
+        local_chunks = chunk_subject(self.bucket, nuid)
+        window = PublishWindow(
+            self.api,
+            self._publish_subject(local_chunks),
+            self.stream,
+            max_bytes=self.client.put_window_bytes,
+            bucket=self.bucket,
+            name=name,
+        )
+        sha = hashlib.sha256()
+        size = chunks = 0
+        published = False
+        try:
+            async for chunk in iter_chunks(source, chunk_size):
+                sha.update(chunk)
+                size += len(chunk)
+                chunks += 1
+                await window.publish(chunk)
+            await window.drain()
+            info = ObjectInfo(
+                name=name,
+                bucket=self.bucket,
+                nuid=nuid,
+                size=size,
+                chunks=chunks,
+                digest=format_digest(sha.digest()),
+                description=description or "",
+                headers=_normalize_headers(headers),
+                metadata=dict(metadata or {}),
+                chunk_size=chunk_size,
+            )
+            replaced, sequence = await self._replace_meta(info)
+            published = True
+        finally:
+            if not published:
+                await asyncio.shield(self._discard_chunks(window, local_chunks))
+        if replaced is not None and not replaced.deleted and replaced.nuid and not replaced.is_link:
+            await self._purge(chunk_subject(self.bucket, replaced.nuid))
+        info.mtime = datetime.now(UTC)
+        info.sequence = sequence
+        return info
+
+    async def _replace_meta(self, info: ObjectInfo) -> tuple[ObjectInfo | None, int]:
+        """Publish meta only over the version we read, so we always purge exactly what we
+        replaced: concurrent writers to one name then leave no orphaned chunks."""
+        for _ in range(META_ATTEMPTS):
+            current = await self._current(info.name)
+            try:
+                sequence = await self._publish_meta(
+                    info, expected_sequence=current.sequence if current else 0
+                )
+                return current, sequence
+            except _Conflict:
+                continue
+        raise NatsObjError("too many concurrent writers", bucket=self.bucket, name=info.name)
+
+    async def _discard_chunks(self, window: PublishWindow, local_chunks: str) -> None:
+        with contextlib.suppress(Exception):
+            await window.abandon()
+            await self._purge(local_chunks)
+
+    # -- get --------------------------------------------------------------------------------------
+
+    async def _resolve(self, name: str) -> tuple[ObjectStore, ObjectInfo]:
+        info = await self.get_info(name)
+        if info.link is None:
+            return self, info
+        if info.link.is_bucket_link:
+            raise LinkError(
+                f"is a link to bucket {info.link.bucket!r}, not to an object",
+                bucket=self.bucket,
+                name=name,
+                hint=f"Open store({info.link.bucket!r}) instead.",
+            )
+        target = (
+            self if info.link.bucket == self.bucket else await self.client.store(info.link.bucket)
+        )
+        target_info = await target.get_info(info.link.name)
+        if target_info.is_link:
+            raise LinkError("links to links are not allowed", bucket=self.bucket, name=name)
+        return target, target_info
+
+    @contextlib.asynccontextmanager
+    async def get(self, name: str) -> AsyncIterator[ObjectReader]:
+        """Stream an object (following an object link); the digest is checked at the end."""
+        target, info = await self._resolve(name)
+        reader = ObjectReader(target, info)
+        try:
+            yield reader
+        finally:
+            await reader.close()
+
+    async def get_bytes(self, name: str, *, max_size: int | None = None) -> bytes:
+        from natsobj.errors import ObjectTooLarge
+
+        for attempt in range(READ_ATTEMPTS):
+            try:
+                async with self.get(name) as reader:
+                    if max_size is not None and reader.info.size > max_size:
+                        raise ObjectTooLarge(
+                            f"object is {reader.info.size} bytes, over the {max_size} byte cap",
+                            bucket=self.bucket,
+                            name=name,
+                        )
+                    return await reader.read()
+            except ObjectChanged:
+                if attempt == READ_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def get_file(self, name: str, path: str | os.PathLike[str]) -> ObjectInfo:
+        """Write to a temporary file beside ``path`` and rename it only once the digest matches,
+        so ``path`` never holds partial or corrupt data."""
+        destination = Path(path)
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        for attempt in range(READ_ATTEMPTS):
+            fd, tmp_name = tempfile.mkstemp(
+                prefix=f".{destination.name}.", suffix=".part", dir=destination.parent
+            )
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    async with self.get(name) as reader:
+                        async for chunk in reader:
+                            handle.write(chunk)
+                        info = reader.info
+                os.replace(tmp_name, destination)
+                return info
+            except ObjectChanged:
+                if attempt == READ_ATTEMPTS - 1:
+                    raise
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp_name)
+        raise AssertionError("unreachable")
+
+    # -- meta, delete, links ----------------------------------------------------------------------
+
+    async def update_meta(
+        self,
+        name: str,
+        *,
+        new_name: str | None = None,
+        description: str | None = None,
+        headers: dict[str, list[str] | str] | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> ObjectInfo:
+        """Change name, description, headers or metadata; fields left as None are kept.
+        A rename keeps the chunks and moves only the meta record."""
+        info = await self.get_info(name)
+        target = new_name if new_name is not None else name
+        check_object_name(target, bucket=self.bucket)
+        expected = info.sequence
+        if target != name:
+            existing = await self._current(target)
+            if existing is not None and not existing.deleted:
+                raise ObjectExists(
+                    "cannot rename onto an existing object", bucket=self.bucket, name=target
+                )
+            expected = existing.sequence if existing else 0
+        updated = info.evolve(
+            name=target,
+            description=info.description if description is None else description,
+            headers=info.headers if headers is None else _normalize_headers(headers),
+            metadata=info.metadata if metadata is None else dict(metadata),
+        )
+        try:
+            updated.sequence = await self._publish_meta(updated, expected_sequence=expected)
+        except _Conflict:
+            raise ObjectChanged(
+                "changed by another writer during update_meta", bucket=self.bucket, name=target
+            ) from None
+        if target != name:
+            await self._purge(meta_subject(self.bucket, name))
+        return updated
+
+    async def delete(self, name: str) -> ObjectInfo:
+        """Leave a tombstone meta record and purge the chunks; deleting twice is a no-op."""
+        info = await self.get_info(name, include_deleted=True)
+        if info.deleted:
+            return info
+        tombstone = info.evolve(deleted=True, size=0, chunks=0, digest="")
+        tombstone.sequence = await self._publish_meta(tombstone)
+        if info.nuid:
+            await self._purge(chunk_subject(self.bucket, info.nuid))
+        return tombstone
+
+    async def add_link(self, name: str, target: ObjectInfo) -> ObjectInfo:
+        check_object_name(name, bucket=self.bucket)
+        if target.deleted:
+            raise LinkError("cannot link to a deleted object", bucket=self.bucket, name=name)
+        if target.is_link:
+            raise LinkError("cannot link to a link", bucket=self.bucket, name=name)
+        target_store = (
+            self if target.bucket == self.bucket else await self.client.store(target.bucket)
+        )
+        try:
+            await target_store.get_info(target.name)
+        except ObjectNotFound as exc:
+            raise LinkError(
+                f"link target {target.bucket}/{target.name} does not exist",
+                bucket=self.bucket,
+                name=name,
+            ) from exc
+        return await self._put_link(name, ObjectLink(bucket=target.bucket, name=target.name))
+
+    async def add_bucket_link(self, name: str, target_bucket: str | ObjectStore) -> ObjectInfo:
+        check_object_name(name, bucket=self.bucket)
+        bucket = target_bucket.bucket if isinstance(target_bucket, ObjectStore) else target_bucket
+        await self.client.store(bucket)
+        return await self._put_link(name, ObjectLink(bucket=bucket))
+
+    async def _put_link(self, name: str, link: ObjectLink) -> ObjectInfo:
+        existing = await self._current(name)
+        if existing is not None and not existing.deleted and not existing.is_link:
+            raise ObjectExists("a regular object has this name", bucket=self.bucket, name=name)
+        info = ObjectInfo(name=name, bucket=self.bucket, nuid=_nuid.next().decode(), link=link)
+        info.sequence = await self._publish_meta(info)
+        info.mtime = datetime.now(UTC)
+        if existing is not None and not existing.deleted and existing.nuid:
+            await self._purge(chunk_subject(self.bucket, existing.nuid))
+        return info
+
+    # -- bucket ---------------------------------------------------------------------------------
+
+    async def status(self) -> StoreStatus:
+        return StoreStatus.from_stream_info(self.bucket, await self._require_stream())
+
+    async def seal(self) -> StoreStatus:
+        info = await self._require_stream()
+        config = dict(info["config"], sealed=True)
+        updated = await self.api.call(f"STREAM.UPDATE.{self.stream}", config, bucket=self.bucket)
+        return StoreStatus.from_stream_info(self.bucket, updated)
+
+    # -- listing and watching ---------------------------------------------------------------------
+
+    def watch(
+        self,
+        *,
+        include_history: bool = False,
+        updates_only: bool = False,
+        ignore_deletes: bool = False,
+        after_sequence: int | None = None,
+    ) -> ObjectWatcher:
+        return ObjectWatcher(
+            self,
+            include_history=include_history,
+            updates_only=updates_only,
+            ignore_deletes=ignore_deletes,
+            after_sequence=after_sequence,
+        )
+
+    async def _scan_meta(
+        self, *, deliver_policy: str, start: int | None, limit: int
+    ) -> tuple[list[Any], int]:
+        consumer = OrderedConsumer(
+            self.api,
+            self.stream,
+            all_meta_subject(self.bucket),
+            deliver_policy=deliver_policy,
+            start_sequence=start,
+            batch=min(max(limit, 1), 1024),
+            no_wait=True,
+            bucket=self.bucket,
+        )
+        messages = []
+        try:
+            pending = await consumer.start()
+            while pending and len(messages) < limit:
+                msg = await consumer.next()
+                if msg is None:
+                    break
+                messages.append(msg)
+                if msg.pending == 0:
+                    break
+        finally:
+            await consumer.close()
+        return messages, consumer.last_sequence
+
+    async def list(self, *, include_deleted: bool = False) -> list[ObjectInfo]:
+        """Current objects ([] for an empty bucket); unreadable meta records are skipped."""
+        messages, _ = await self._scan_meta(
+            deliver_policy="last_per_subject", start=None, limit=2**62
+        )
+        infos = [info for info in (info_from_msg(self, m) for m in messages) if info is not None]
+        return [info for info in infos if include_deleted or not info.deleted]
+
+    async def changes(
+        self, after_sequence: int = 0, *, limit: int = 100, include_deletes: bool = True
+    ) -> Changes:
+        """Meta changes after a sequence, at most ``limit``, without waiting: the building block
+        for sensor and trigger cursors. Resume from ``result.last_sequence``."""
+        messages, last = await self._scan_meta(
+            deliver_policy="by_start_sequence", start=after_sequence + 1, limit=limit
+        )
+        result = Changes()
+        for msg in messages:
+            info = info_from_msg(self, msg)
+            if info is not None and (include_deletes or not info.deleted):
+                result.append(info)
+        result.last_sequence = max(last, after_sequence)
+        return result
+
+    # -- maintenance ------------------------------------------------------------------------------
+
+    async def compact(self, *, min_age: float = 3600.0) -> CompactResult:
+        """Purge chunk subjects no meta record references (left by interrupted puts). Chunks
+        written within ``min_age`` seconds are left alone: they may belong to a put in progress."""
+        before = await self.api.call(
+            f"STREAM.INFO.{self.stream}",
+            {"subjects_filter": all_chunks_subject(self.bucket)},
+            bucket=self.bucket,
+        )
+        chunk_subjects = set((before.get("state", {}).get("subjects") or {}).keys())
+        referenced = {
+            chunk_subject(self.bucket, info.nuid)
+            for info in await self.list()
+            if info.nuid and not info.is_link
+        }
+        result = CompactResult()
+        now = time.time()
+        for subject in sorted(chunk_subjects - referenced):
+            last = await self._last_msg(subject)
+            if last is None:
+                continue
+            if now - last[2].timestamp() < min_age:
+                result.skipped_recent += 1
+                continue
+            result.purged_messages += await self._purge(subject)
+            result.purged_subjects.append(subject)
+        after = await self._require_stream()
+        result.reclaimed_bytes = max(
+            0,
+            int(before.get("state", {}).get("bytes", 0))
+            - int(after.get("state", {}).get("bytes", 0)),
+        )
+        return result
+
+
+class _Conflict(Exception):
+    """Another writer published meta for the same name between our read and our write."""
+
+
+def _normalize_headers(headers: dict[str, list[str] | str] | None) -> dict[str, list[str]]:
+    if not headers:
+        return {}
+    return {
+        str(k): [str(v)] if isinstance(v, str) else [str(x) for x in v] for k, v in headers.items()
+    }
+
+
+__all__ = ["BucketNotFound", "Changes", "CompactResult", "ObjectStore"]

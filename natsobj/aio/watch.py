@@ -1,0 +1,105 @@
+"""Watching a bucket's meta subjects: current values, history, or updates only."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from natsobj.consumer import OrderedConsumer, StreamMsg
+from natsobj.errors import BadObjectMeta
+from natsobj.model import ObjectInfo
+from natsobj.names import all_meta_subject
+
+if TYPE_CHECKING:
+    from natsobj.aio.store import ObjectStore
+
+log = logging.getLogger(__name__)
+
+
+def info_from_msg(store: ObjectStore, msg: StreamMsg) -> ObjectInfo | None:
+    """Parse a meta message; a corrupt one is logged and skipped so a listing never hangs."""
+    try:
+        return ObjectInfo.from_json(
+            msg.data, mtime=msg.time, sequence=msg.sequence, bucket=store.bucket
+        )
+    except BadObjectMeta as exc:
+        log.warning("skipping unreadable meta record at sequence %s: %s", msg.sequence, exc)
+        return None
+
+
+class ObjectWatcher:
+    """Async iterator of changes; ``initial_done`` turns True after the initial values."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        *,
+        include_history: bool = False,
+        updates_only: bool = False,
+        ignore_deletes: bool = False,
+        after_sequence: int | None = None,
+        heartbeat: float = 5.0,
+    ) -> None:
+        self.store = store
+        self.ignore_deletes = ignore_deletes
+        self.updates_only = updates_only
+        if after_sequence is not None:
+            policy, start = "by_start_sequence", after_sequence + 1
+        elif updates_only:
+            policy, start = "new", None
+        elif include_history:
+            policy, start = "all", None
+        else:
+            policy, start = "last_per_subject", None
+        self._consumer = OrderedConsumer(
+            store.api,
+            store.stream,
+            all_meta_subject(store.bucket),
+            deliver_policy=policy,
+            start_sequence=start,
+            batch=256,
+            heartbeat=heartbeat,
+            bucket=store.bucket,
+        )
+        self.initial_done = False
+        self._started = False
+
+    async def start(self) -> ObjectWatcher:
+        if not self._started:
+            self._started = True
+            pending = await self._consumer.start()
+            self.initial_done = self.updates_only or pending == 0
+        return self
+
+    async def next(self, timeout: float | None = None) -> ObjectInfo | None:
+        """The next change, or None when ``timeout`` passes first."""
+        await self.start()
+        while True:
+            msg = await self._consumer.next(timeout)
+            if msg is None:
+                return None
+            if msg.pending == 0:
+                self.initial_done = True
+            info = info_from_msg(self.store, msg)
+            if info is None or (self.ignore_deletes and info.deleted):
+                continue
+            return info
+
+    def __aiter__(self) -> AsyncIterator[ObjectInfo]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[ObjectInfo]:
+        while True:
+            info = await self.next()
+            if info is not None:
+                yield info
+
+    async def stop(self) -> None:
+        await self._consumer.close()
+
+    async def __aenter__(self) -> ObjectWatcher:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()

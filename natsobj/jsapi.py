@@ -1,0 +1,181 @@
+"""A thin JetStream API layer: requests through the API prefix, replies through one inbox.
+
+All requests and publish acknowledgements share one wildcard inbox subscription, so a put can
+keep many chunk acks in flight cheaply, and a permission violation reported by the server fails
+the waiting request at once instead of letting it time out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+from typing import Any
+
+from nats.aio.client import Client as NatsConnection
+from nats.aio.msg import Msg
+
+from natsobj.errors import (
+    BucketExists,
+    BucketNotFound,
+    NatsObjError,
+    NotConnected,
+    ObjectNotFound,
+    PermissionDenied,
+    StoreFull,
+    StoreSealed,
+)
+from natsobj.settings import ConnectionSettings
+
+STATUS = "Status"
+DESCRIPTION = "Description"
+_VIOLATION = re.compile(r'Permissions Violation for (Publish|Subscription) to "?([^"\s]+)"?', re.I)
+
+
+class RetryableError(NatsObjError):
+    """The server asked us to slow down (429) or had no responder for a moment (503)."""
+
+
+def api_error(
+    error: dict[str, Any], *, bucket: str | None = None, name: str | None = None
+) -> NatsObjError:
+    """Map a JetStream API error to the typed error a user can act on."""
+    code = int(error.get("code") or 0)
+    err_code = int(error.get("err_code") or 0)
+    text = str(error.get("description") or "JetStream error")
+    low = text.lower()
+    if err_code == 10059 or "stream not found" in low:
+        return BucketNotFound("bucket does not exist", bucket=bucket)
+    if err_code == 10037 or "no message found" in low:
+        return ObjectNotFound("object does not exist", bucket=bucket, name=name)
+    if err_code == 10058 or "stream name already in use" in low:
+        return BucketExists(f"bucket exists with a different configuration ({text})", bucket=bucket)
+    if "sealed" in low:
+        return StoreSealed("store is sealed", bucket=bucket, name=name)
+    if "maximum bytes" in low or "insufficient resources" in low or "maximum messages" in low:
+        return StoreFull(f"store is full ({text})", bucket=bucket, name=name)
+    if code == 429 or "too many" in low:
+        return RetryableError(text, bucket=bucket, name=name)
+    if code in (401, 403) or "permission" in low or "not enabled for account" in low:
+        return PermissionDenied(text, bucket=bucket, name=name)
+    return NatsObjError(f"JetStream error {code}/{err_code}: {text}", bucket=bucket, name=name)
+
+
+def status_of(msg: Msg) -> str | None:
+    headers = msg.headers
+    return headers.get(STATUS) if headers else None
+
+
+class JetStreamApi:
+    """Requests to one JetStream (local, another account's, or another domain's)."""
+
+    def __init__(
+        self, nc: NatsConnection, settings: ConnectionSettings, timeout: float = 5.0
+    ) -> None:
+        self.nc = nc
+        self.prefix = settings.js_api_prefix
+        self.object_prefix = settings.object_prefix
+        self.timeout = timeout
+        self._inbox = nc.new_inbox()
+        self._tokens = itertools.count(1)
+        self._waiting: dict[str, tuple[asyncio.Future[Msg], str]] = {}
+        self._subscription: Any = None
+        self._denied_subscription: str | None = None
+
+    async def start(self) -> None:
+        self._subscription = await self.nc.subscribe(self._inbox + ".*", cb=self._on_reply)
+
+    async def _on_reply(self, msg: Msg) -> None:
+        entry = self._waiting.pop(msg.subject[len(self._inbox) + 1 :], None)
+        if entry is not None and not entry[0].done():
+            entry[0].set_result(msg)
+
+    def on_permission_error(self, text: str) -> bool:
+        """Fail every request aimed at the denied subject; True when the error was one of ours."""
+        match = _VIOLATION.search(text)
+        if not match:
+            return False
+        kind, subject = match.groups()
+        if kind.lower() == "subscription":
+            self._denied_subscription = subject
+            targets = list(self._waiting.values())
+        else:
+            targets = [entry for entry in self._waiting.values() if entry[1] == subject]
+        for future, target in targets:
+            if not future.done():
+                future.set_exception(PermissionDenied(f"not allowed to use subject {target!r}"))
+        return True
+
+    async def send(
+        self, subject: str, payload: bytes, headers: dict[str, str] | None = None
+    ) -> asyncio.Future[Msg]:
+        """Publish with a reply subject; return the future of the reply without waiting for it."""
+        if self._denied_subscription:
+            raise PermissionDenied(
+                f"not allowed to subscribe to reply subject {self._denied_subscription!r}",
+                hint="Allow the inbox prefix (or set inbox_prefix to one you may subscribe to).",
+            )
+        token = str(next(self._tokens))
+        future: asyncio.Future[Msg] = asyncio.get_running_loop().create_future()
+        self._waiting[token] = (future, subject)
+        future.add_done_callback(lambda _: self._waiting.pop(token, None))
+        try:
+            await self.nc.publish(subject, payload, reply=f"{self._inbox}.{token}", headers=headers)
+        except Exception as exc:
+            self._waiting.pop(token, None)
+            raise NotConnected(f"could not publish to {subject!r}: {exc}") from exc
+        return future
+
+    async def request(
+        self,
+        subject: str,
+        payload: bytes = b"",
+        *,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Msg:
+        future = await self.send(subject, payload, headers)
+        try:
+            return await asyncio.wait_for(future, timeout or self.timeout)
+        except TimeoutError:
+            raise self.unreachable(subject) from None
+
+    def unreachable(self, subject: str) -> NatsObjError:
+        if not self.nc.is_connected:
+            return NotConnected(f"lost the connection to the NATS server while calling {subject!r}")
+        return NotConnected(
+            f"no reply from JetStream for {subject!r} within {self.timeout:g}s",
+            hint="Check that JetStream is enabled and the domain / API prefix is right.",
+        )
+
+    async def call(
+        self,
+        operation: str,
+        body: dict[str, Any] | None = None,
+        *,
+        bucket: str | None = None,
+        name: str | None = None,
+    ) -> dict[str, Any]:
+        """One JetStream API call, e.g. ``call("STREAM.INFO.OBJ_x")``, errors mapped."""
+        subject = f"{self.prefix}.{operation}"
+        payload = json.dumps(body).encode() if body is not None else b""
+        reply = await self.request(subject, payload)
+        if status_of(reply) == "503":
+            raise NotConnected(
+                f"JetStream did not answer on {subject!r} (no responders)",
+                bucket=bucket,
+                hint="Check that JetStream is enabled and the domain / API prefix is right.",
+            )
+        response = json.loads(reply.data)
+        if "error" in response:
+            raise api_error(response["error"], bucket=bucket, name=name)
+        return response
+
+    async def close(self) -> None:
+        for future, _ in self._waiting.values():
+            if not future.done():
+                future.set_exception(NotConnected("connection closed"))
+        self._waiting.clear()
+        if self._subscription is not None and not self.nc.is_closed:
+            await self._subscription.unsubscribe()
