@@ -1,0 +1,224 @@
+"""One handler per artifact format; the annotation or the value picks it.
+
+Optional libraries (pandas, pyarrow, pyspark) are never imported just to test a type: a value
+or annotation of one of their classes means the module is already loaded. Everything that
+could be large passes through a temporary file, so memory stays bounded by the value itself.
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+import tempfile
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dagster import TableColumn, TableSchema
+
+from natsobj import ConnectionSettings, ObjectInfo
+
+FORMAT_KEY = "natsobj.format"
+TYPE_KEY = "natsobj.type"
+
+
+@dataclass
+class Target:
+    """Where a value goes or comes from; ``store`` is a blocking natsobj ObjectStore."""
+
+    store: Any
+    settings: ConnectionSettings
+    bucket: str
+    name: str
+
+    @property
+    def uri(self) -> str:
+        return f"nats://{self.bucket}/{self.name}"
+
+
+@dataclass
+class Stored:
+    """What a save produced, for the output metadata."""
+
+    info: ObjectInfo
+    row_count: int | None = None
+    schema: TableSchema | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def loaded_class(module: str, attr: str) -> type | None:
+    """The class if its module is already imported, else None (never imports)."""
+    mod = sys.modules.get(module)
+    cls = getattr(mod, attr, None) if mod is not None else None
+    return cls if isinstance(cls, type) else None
+
+
+class Handler:
+    format: str = ""
+    type_name: str = ""
+    content_type: str = "application/octet-stream"
+
+    def classes(self) -> tuple[type, ...]:
+        raise NotImplementedError
+
+    def accepts_type(self, tp: Any) -> bool:
+        return isinstance(tp, type) and issubclass(tp, self.classes())
+
+    def accepts_value(self, value: Any) -> bool:
+        return isinstance(value, self.classes())
+
+    def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
+        raise NotImplementedError
+
+    def load(self, target: Target) -> Any:
+        raise NotImplementedError
+
+    def object_meta(self, metadata: Mapping[str, str]) -> dict[str, Any]:
+        """Keyword arguments for ``put``: the format travels with the object."""
+        return {
+            "metadata": {**metadata, FORMAT_KEY: self.format, TYPE_KEY: self.type_name},
+            "headers": {"Content-Type": [self.content_type]},
+        }
+
+
+class BytesHandler(Handler):
+    format = "bytes"
+    type_name = "bytes"
+
+    def classes(self) -> tuple[type, ...]:
+        return (bytes, bytearray, memoryview)
+
+    def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
+        info = target.store.put(target.name, bytes(value), **self.object_meta(metadata))
+        return Stored(info)
+
+    def load(self, target: Target) -> bytes:
+        return target.store.get_bytes(target.name)
+
+
+class TextHandler(Handler):
+    format = "text"
+    type_name = "str"
+    content_type = "text/plain; charset=utf-8"
+
+    def classes(self) -> tuple[type, ...]:
+        return (str,)
+
+    def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
+        info = target.store.put(target.name, value.encode("utf-8"), **self.object_meta(metadata))
+        return Stored(info)
+
+    def load(self, target: Target) -> str:
+        return target.store.get_bytes(target.name).decode("utf-8")
+
+
+class _FileHandler(Handler):
+    """Serialize to a temporary file and stream it up; download to one and parse it."""
+
+    def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
+        with tempfile.TemporaryDirectory(prefix="natsobj-dagster-") as tmp:
+            path = Path(tmp) / "value"
+            row_count, schema = self.write_file(value, path)
+            info = target.store.put(target.name, path, **self.object_meta(metadata))
+            return Stored(info, row_count, schema)
+
+    def load(self, target: Target) -> Any:
+        with tempfile.TemporaryDirectory(prefix="natsobj-dagster-") as tmp:
+            path = Path(tmp) / "value"
+            target.store.get_file(target.name, path)
+            return self.read_file(path)
+
+    def write_file(self, value: Any, path: Path) -> tuple[int | None, TableSchema | None]:
+        """Write ``value`` to ``path``; return its row count and schema when it is a table."""
+        raise NotImplementedError
+
+    def read_file(self, path: Path) -> Any:
+        raise NotImplementedError
+
+
+class ArrowHandler(_FileHandler):
+    format = "parquet"
+    type_name = "pyarrow.Table"
+    content_type = "application/vnd.apache.parquet"
+
+    def classes(self) -> tuple[type, ...]:
+        cls = loaded_class("pyarrow", "Table")
+        return (cls,) if cls else ()
+
+    def write_file(self, value: Any, path: Path) -> tuple[int | None, TableSchema | None]:
+        import pyarrow.parquet as pq
+
+        pq.write_table(value, path)
+        return value.num_rows, arrow_table_schema(value.schema)
+
+    def read_file(self, path: Path) -> Any:
+        import pyarrow.parquet as pq
+
+        return pq.read_table(path, memory_map=False)
+
+
+class PandasHandler(_FileHandler):
+    format = "parquet"
+    type_name = "pandas.DataFrame"
+    content_type = "application/vnd.apache.parquet"
+
+    def classes(self) -> tuple[type, ...]:
+        cls = loaded_class("pandas", "DataFrame")
+        return (cls,) if cls else ()
+
+    def write_file(self, value: Any, path: Path) -> tuple[int | None, TableSchema | None]:
+        value.to_parquet(path, engine="pyarrow")
+        schema = TableSchema(
+            columns=[TableColumn(name=str(c), type=str(t)) for c, t in value.dtypes.items()]
+        )
+        return len(value), schema
+
+    def read_file(self, path: Path) -> Any:
+        import pandas as pd
+
+        return pd.read_parquet(path, engine="pyarrow")
+
+
+class PickleHandler(_FileHandler):
+    """The fallback for any other Python object."""
+
+    format = "pickle"
+    type_name = "object"
+    content_type = "application/x-python-pickle"
+
+    def classes(self) -> tuple[type, ...]:
+        return (object,)
+
+    def write_file(self, value: Any, path: Path) -> tuple[int | None, TableSchema | None]:
+        with path.open("wb") as f:
+            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+        return None, None
+
+    def read_file(self, path: Path) -> Any:
+        with path.open("rb") as f:
+            return pickle.load(f)
+
+
+def arrow_table_schema(schema: Any) -> TableSchema:
+    return TableSchema(columns=[TableColumn(name=f.name, type=str(f.type)) for f in schema])
+
+
+def unwrap_annotation(tp: Any) -> Any:
+    """``Optional[X]`` -> X and ``dict[str, X]`` -> X: the type of one stored object."""
+    if tp is dict:
+        return Any  # several partitions of whatever was stored
+    origin = typing.get_origin(tp)
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    if origin in (typing.Union, types.UnionType) and len(args) == 1:
+        return unwrap_annotation(args[0])
+    if is_mapping_annotation(tp) and len(args) == 2:
+        return unwrap_annotation(args[1])
+    return tp
+
+
+def is_mapping_annotation(tp: Any) -> bool:
+    """Whether the input asks for several partitions as a dict."""
+    return tp is dict or typing.get_origin(tp) in (dict, Mapping)

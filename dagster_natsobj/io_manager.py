@@ -1,0 +1,135 @@
+"""One IO manager for every artifact: assets and op outputs become objects in one bucket."""
+
+from __future__ import annotations
+
+import typing
+from typing import Any
+
+from dagster import ConfigurableIOManager, InputContext, OutputContext
+from pydantic import Field
+
+from dagster_natsobj import naming
+from dagster_natsobj.handlers import Target, is_mapping_annotation, unwrap_annotation
+from dagster_natsobj.metadata import output_metadata
+from dagster_natsobj.registry import handler_for_stored, handler_for_type, handler_for_value
+from dagster_natsobj.resource import NatsObjectStoreResource, open_store
+from natsobj.errors import ObjectNotFound
+
+
+class NatsObjectStoreIOManager(ConfigurableIOManager):
+    """Stores outputs in a NATS object store bucket and loads inputs from it.
+
+    Asset ``a/b`` lands at ``<prefix>/a/b`` (``.../<partition>`` when partitioned); op outputs
+    at ``<prefix>/storage/<run_id>/<step>/<output>``. The format follows the value's type:
+    bytes/str raw, pandas and Arrow as Parquet, PySpark through the executors, else pickle.
+    """
+
+    resource: NatsObjectStoreResource = Field(
+        default_factory=NatsObjectStoreResource,
+        description="The NATS connection (defaults to the embedded server).",
+    )
+    bucket: str = Field(default="dagster", description="Object store bucket for all outputs.")
+    prefix: str = Field(default="dagster", description="Name prefix for every object written.")
+    create_bucket: bool = Field(
+        default=True, description="Create the bucket when it does not exist yet."
+    )
+
+    # -- names -------------------------------------------------------------------------------
+
+    def _target_names(self, context: InputContext | OutputContext) -> dict[str, str]:
+        """Partition key (or "" when unpartitioned) -> object name, in the context's order."""
+        _, pinned = naming.pinned_location(context)
+        if pinned is not None:
+            return {"": pinned}
+        if context.has_asset_key:
+            key_path = context.asset_key.path
+            if context.has_asset_partitions:
+                return {
+                    key: naming.asset_object_name(self.prefix, key_path, key)
+                    for key in context.asset_partition_keys
+                }
+            return {"": naming.asset_object_name(self.prefix, key_path, None)}
+        return {"": naming.op_output_object_name(self.prefix, context.get_identifier())}
+
+    def _bucket(self, context: InputContext | OutputContext) -> str:
+        bucket, _ = naming.pinned_location(context)
+        return bucket or self.bucket
+
+    # -- IO ----------------------------------------------------------------------------------
+
+    def handle_output(self, context: OutputContext, obj: Any) -> None:
+        if obj is None and context.dagster_type.typing_type in (type(None), None):
+            return  # an op with no return value has nothing to store
+        names = self._target_names(context)
+        if len(names) != 1:
+            raise ValueError(
+                f"output {context.name!r} covers {len(names)} partitions; "
+                "NatsObjectStoreIOManager stores one object per partition, so materialize "
+                "one partition per run (or use a single-run backfill policy with one key)."
+            )
+        (partition, name), = names.items()
+        handler = handler_for_type(_annotation(context)) or handler_for_value(obj)
+        settings = self.resource.settings()
+        object_meta = _object_metadata(context, partition)
+        bucket = self._bucket(context)
+        with self.resource.get_client() as client:
+            store = open_store(client, bucket, create=self.create_bucket)
+            target = Target(store, settings, bucket, name)
+            stored = handler.save(target, obj, object_meta)
+        context.add_output_metadata(output_metadata(target, handler, stored))
+        context.log.debug(f"stored {handler.type_name} at {target.uri}")
+
+    def load_input(self, context: InputContext) -> Any:
+        annotation = _annotation(context)
+        names = self._target_names(context)
+        want_dict = context.has_asset_partitions and (
+            len(names) > 1 or is_mapping_annotation(annotation)
+        )
+        allow_missing = bool((context.definition_metadata or {}).get("allow_missing_partitions"))
+        bucket = self._bucket(context)
+        settings = self.resource.settings()
+        loaded: dict[str, Any] = {}
+        with self.resource.get_client() as client:
+            store = open_store(client, bucket, create=False)
+            for partition, name in names.items():
+                target = Target(store, settings, bucket, name)
+                try:
+                    loaded[partition] = _load_one(target, unwrap_annotation(annotation))
+                except ObjectNotFound as exc:
+                    if not (allow_missing and context.has_asset_partitions):
+                        raise ObjectNotFound(
+                            f"no stored output for input {context.name!r}",
+                            bucket=bucket,
+                            name=name,
+                            hint="Materialize the upstream asset (or partition) first; set "
+                            "allow_missing_partitions=True in the input metadata to skip "
+                            "missing partitions.",
+                        ) from exc
+                    context.log.warning(f"partition {partition!r} is missing at {target.uri}")
+        if want_dict:
+            return loaded
+        return next(iter(loaded.values()), None)
+
+
+def _annotation(context: InputContext | OutputContext) -> Any:
+    return context.dagster_type.typing_type if context.dagster_type else typing.Any
+
+
+def _load_one(target: Target, annotation: Any) -> Any:
+    handler = handler_for_type(annotation)
+    if handler is None:
+        handler = handler_for_stored(target)
+    return handler.load(target)
+
+
+def _object_metadata(context: OutputContext, partition: str) -> dict[str, str]:
+    """Provenance recorded on the object itself, readable by any NATS client."""
+    meta = {"dagster.run_id": context.run_id}
+    if context.has_asset_key:
+        meta["dagster.asset_key"] = context.asset_key.to_user_string()
+    else:
+        meta["dagster.step"] = context.step_key
+        meta["dagster.output"] = context.name
+    if partition:
+        meta["dagster.partition"] = str(partition)
+    return meta

@@ -1,0 +1,33 @@
+"""Output metadata: where the object is and what it holds, in Dagster's standard keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dagster import MetadataValue
+
+from dagster_natsobj.handlers import Handler, Stored, Target
+
+
+def output_metadata(target: Target, handler: Handler, stored: Stored) -> dict[str, Any]:
+    info = stored.info
+    meta: dict[str, Any] = {
+        "dagster/uri": MetadataValue.text(target.uri),
+        "bucket": MetadataValue.text(target.bucket),
+        "object": MetadataValue.text(target.name),
+        "format": MetadataValue.text(handler.format),
+        "python_type": MetadataValue.text(handler.type_name),
+        "size": MetadataValue.int(int(stored.extra.get("size", info.size))),
+        "chunks": MetadataValue.int(info.chunks),
+        "digest": MetadataValue.text(info.digest),
+        "nuid": MetadataValue.text(info.nuid),
+    }
+    if info.mtime is not None:
+        meta["mtime"] = MetadataValue.timestamp(info.mtime)
+    if stored.row_count is not None:
+        meta["dagster/row_count"] = MetadataValue.int(stored.row_count)
+    if stored.schema is not None:
+        meta["dagster/column_schema"] = MetadataValue.table_schema(stored.schema)
+    if "parts" in stored.extra:
+        meta["parts"] = MetadataValue.int(int(stored.extra["parts"]))
+    return meta

@@ -1,0 +1,100 @@
+"""The connection as a Dagster resource: config fields in, ``natsobj.ConnectionSettings`` out.
+
+Dagster runs sensors and IO managers outside any event loop it would keep alive for us, so
+the resource hands out the blocking client; the async core runs behind it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from dagster import ConfigurableResource
+from pydantic import Field
+
+import natsobj
+from natsobj import ConnectionSettings
+from natsobj.errors import BucketExists, BucketNotFound
+
+_SECRET_HINT = "Secret: pass dagster.EnvVar(...) so the value never shows in Dagster's config."
+
+
+class NatsObjectStoreResource(ConfigurableResource):
+    """Connection to the NATS server holding the object stores.
+
+    ``url`` takes anything ``natsobj.ConnectionSettings.from_url`` does (several servers,
+    ``?domain=...``, ``embedded``); the other fields override what the URL says.
+    """
+
+    url: str = Field(
+        default="embedded",
+        description="NATS URL(s), comma-separated, or 'embedded' for the local embedded server.",
+    )
+    user: str | None = Field(default=None, description="User name.")
+    password: str | None = Field(default=None, repr=False, description=f"Password. {_SECRET_HINT}")
+    token: str | None = Field(default=None, repr=False, description=f"Auth token. {_SECRET_HINT}")
+    nkey_seed: str | None = Field(
+        default=None, repr=False, description=f"NKey seed or path to a seed file. {_SECRET_HINT}"
+    )
+    creds_file: str | None = Field(default=None, description="Path to a .creds file (JWT).")
+    tls_ca: str | None = Field(default=None, description="CA bundle for TLS.")
+    tls_cert: str | None = Field(default=None, description="Client certificate for mutual TLS.")
+    tls_key: str | None = Field(default=None, description="Client key for mutual TLS.")
+    domain: str | None = Field(default=None, description="JetStream domain (leaf nodes).")
+    api_prefix: str | None = Field(
+        default=None, description="JetStream API prefix for cross-account access."
+    )
+    inbox_prefix: str | None = Field(default=None, description="Custom inbox prefix.")
+    name: str | None = Field(default="dagster", description="Client connection name.")
+    connect_timeout: float = Field(default=5.0, description="Seconds to wait for a connection.")
+
+    def settings(self) -> ConnectionSettings:
+        """Everything natsobj needs; the single place the fields are interpreted."""
+        return ConnectionSettings.coerce(
+            self.url,
+            user=self.user,
+            password=self.password,
+            token=self.token,
+            nkey_seed=self.nkey_seed,
+            creds_file=self.creds_file,
+            tls_ca=self.tls_ca,
+            tls_cert=self.tls_cert,
+            tls_key=self.tls_key,
+            domain=self.domain,
+            api_prefix=self.api_prefix,
+            inbox_prefix=self.inbox_prefix,
+            name=self.name,
+            connect_timeout=self.connect_timeout,
+        )
+
+    @contextmanager
+    def get_client(self) -> Iterator[natsobj.Client]:
+        """A connected blocking client, closed on exit."""
+        client = natsobj.connect(self.settings())
+        try:
+            yield client
+        finally:
+            client.close()
+
+    @contextmanager
+    def get_store(self, bucket: str, *, create: bool = False) -> Iterator[natsobj.ObjectStore]:
+        """The bucket's blocking ObjectStore; with ``create`` a missing bucket is made."""
+        with self.get_client() as client:
+            yield open_store(client, bucket, create=create)
+
+
+def open_store(client: natsobj.Client, bucket: str, *, create: bool) -> natsobj.ObjectStore:
+    try:
+        return client.store(bucket)
+    except BucketNotFound:
+        if not create:
+            raise BucketNotFound(
+                "bucket does not exist and bucket creation is off",
+                bucket=bucket,
+                hint="Create it (`natsobj store create "
+                f"{bucket}`) or set create_bucket=True on the IO manager.",
+            ) from None
+    try:
+        return client.create_store(bucket, description="Dagster artifacts (natsobj)")
+    except BucketExists:  # another step created it first
+        return client.store(bucket)

@@ -1,0 +1,138 @@
+"""A sensor that starts a run for every change in a bucket, driven by the meta stream.
+
+The cursor is the last meta-stream sequence handled. Each tick asks the store for the
+changes after it (one bounded batch, answered at once) and moves the cursor to the batch's
+``last_sequence``, so nothing is skipped; run keys are ``<bucket>:<sequence>``, so a
+re-evaluated tick asks for the same runs and Dagster starts each only once.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from dagster import (
+    DefaultSensorStatus,
+    RunRequest,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SensorResult,
+    SkipReason,
+    sensor,
+)
+
+from natsobj import ObjectInfo
+from natsobj.errors import BucketNotFound
+
+TAG_PREFIX = "natsobj"
+RunConfigFn = Callable[[ObjectInfo], Mapping[str, Any]]
+
+
+def make_nats_object_sensor(
+    name: str,
+    bucket: str,
+    *,
+    job: Any = None,
+    asset_selection: Any = None,
+    name_glob: str | None = None,
+    include_deletes: bool = False,
+    minimum_interval_seconds: int = 30,
+    run_config_fn: RunConfigFn | None = None,
+    batch_size: int = 100,
+    resource_key: str = "nats",
+    default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
+    description: str | None = None,
+) -> SensorDefinition:
+    """Build a sensor requesting one run per object put (and delete, if asked) in ``bucket``.
+
+    ``name_glob`` is an fnmatch pattern on the object name (``*`` also crosses ``/``).
+    ``run_config_fn(info)`` gives the run config of each run. The connection comes from the
+    ``NatsObjectStoreResource`` bound to ``resource_key``.
+    """
+    if job is None and asset_selection is None:
+        raise ValueError(f"sensor {name!r}: give job= or asset_selection= for the runs to start")
+    if batch_size < 1:
+        raise ValueError(f"sensor {name!r}: batch_size must be at least 1")
+
+    @sensor(
+        name=name,
+        job=job,
+        asset_selection=asset_selection,
+        minimum_interval_seconds=minimum_interval_seconds,
+        required_resource_keys={resource_key},
+        default_status=default_status,
+        description=description or f"Starts a run for each object change in bucket {bucket!r}.",
+    )
+    def _nats_object_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
+        resource = getattr(context.resources, resource_key)
+        cursor = _parse_cursor(name, context.cursor)
+        with resource.get_client() as client:
+            try:
+                store = client.store(bucket)
+            except BucketNotFound:
+                return SkipReason(f"bucket {bucket!r} does not exist yet; waiting for it")
+            changes = store.changes(after_sequence=cursor, limit=batch_size)
+            if not changes and cursor > _last_sequence(store):
+                context.log.warning(
+                    f"bucket {bucket!r} restarted below cursor {cursor}; it was recreated, "
+                    "so the sensor starts again from its beginning"
+                )
+                cursor = 0
+                changes = store.changes(after_sequence=0, limit=batch_size)
+        requests = [
+            RunRequest(
+                run_key=f"{bucket}:{info.sequence}",
+                run_config=dict(run_config_fn(info)) if run_config_fn else {},
+                tags=object_tags(info),
+            )
+            for info in changes
+            if _wanted(info, name_glob, include_deletes)
+        ]
+        next_cursor = str(changes.last_sequence)
+        if requests:
+            return SensorResult(run_requests=requests, cursor=next_cursor)
+        reason = f"no new objects in {bucket!r} after sequence {cursor}"
+        if changes:
+            reason = f"{len(changes)} change(s) in {bucket!r} did not match the sensor's filter"
+        return SensorResult(skip_reason=SkipReason(reason), cursor=next_cursor)
+
+    return _nats_object_sensor
+
+
+def object_tags(info: ObjectInfo) -> dict[str, str]:
+    """The run's view of the object that triggered it."""
+    return {
+        f"{TAG_PREFIX}/bucket": info.bucket,
+        f"{TAG_PREFIX}/object": info.name,
+        f"{TAG_PREFIX}/sequence": str(info.sequence),
+        f"{TAG_PREFIX}/digest": info.digest,
+        f"{TAG_PREFIX}/size": str(info.size),
+        f"{TAG_PREFIX}/nuid": info.nuid,
+        f"{TAG_PREFIX}/mtime": info.mtime.isoformat() if info.mtime else "",
+        f"{TAG_PREFIX}/deleted": "true" if info.deleted else "false",
+    }
+
+
+def _wanted(info: ObjectInfo, name_glob: str | None, include_deletes: bool) -> bool:
+    if info.deleted and not include_deletes:
+        return False
+    return name_glob is None or fnmatch.fnmatchcase(info.name, name_glob)
+
+
+def _parse_cursor(sensor_name: str, cursor: str | None) -> int:
+    if not cursor:
+        return 0
+    try:
+        return int(cursor)
+    except ValueError:
+        raise ValueError(
+            f"sensor {sensor_name!r}: cursor {cursor!r} is not a meta-stream sequence; "
+            "reset the sensor's cursor in the Dagster UI (or `dagster sensor cursor --delete`)"
+        ) from None
+
+
+def _last_sequence(store: Any) -> int:
+    """The backing stream's last sequence; below the cursor only if the bucket was recreated."""
+    state = store.status().stream_info.get("state", {})
+    return int(state.get("last_seq") or 0)
