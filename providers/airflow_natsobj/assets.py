@@ -1,0 +1,55 @@
+"""``nats://bucket/name`` asset URIs: one spelling for lineage, outlets and asset watchers.
+
+The connection id that ObjectStoragePath allows in the URL (``nats://conn@bucket/...``) says
+how to reach the data, not what the data is, so it is dropped from asset URIs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+from urllib.parse import SplitResult, urlsplit
+
+from natsobj.errors import BadBucketName
+from natsobj.names import check_bucket
+
+if TYPE_CHECKING:
+    from airflow.sdk import Asset
+
+SCHEME = "nats"
+
+
+def asset_uri(bucket: str, name: str = "") -> str:
+    return f"{SCHEME}://{bucket}/{name.lstrip('/')}"
+
+
+def split_asset_uri(uri: str) -> tuple[str, str]:
+    """(bucket, object name or prefix) of a ``nats://`` URI."""
+    parsed = urlsplit(uri)
+    if parsed.scheme != SCHEME:
+        raise ValueError(f"{uri!r} is not a nats:// URI")
+    return parsed.netloc.rpartition("@")[2], parsed.path.lstrip("/")
+
+
+def sanitize_uri(uri: SplitResult) -> SplitResult:
+    bucket = uri.netloc.rpartition("@")[2]
+    if not bucket:
+        raise ValueError("a nats:// asset URI needs a bucket: nats://<bucket>/<object or prefix>")
+    try:
+        check_bucket(bucket)
+    except BadBucketName as exc:
+        raise ValueError(str(exc)) from exc
+    return uri._replace(netloc=bucket)
+
+
+def create_asset(*, bucket: str, name: str = "", extra: dict[str, Any] | None = None) -> Asset:
+    from airflow.sdk import Asset
+
+    return Asset(uri=asset_uri(bucket, name), extra=extra)
+
+
+def convert_asset_to_openlineage(asset: Asset, lineage_context: Any) -> Any:
+    """OpenLineage dataset: namespace ``nats://<bucket>``, name the object name."""
+    from airflow.providers.common.compat.openlineage.facet import Dataset
+
+    bucket, name = split_asset_uri(asset.uri)
+    return Dataset(namespace=f"{SCHEME}://{bucket}", name=name or "/")

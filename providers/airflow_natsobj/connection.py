@@ -1,0 +1,104 @@
+"""Turn an Airflow connection into ``natsobj.ConnectionSettings``.
+
+Only field mapping happens here: URLs are parsed by ``ConnectionSettings.from_url``, so a NATS
+URL means the same thing in a connection, the CLI and a Spark option.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from natsobj.settings import EMBEDDED, ConnectionSettings
+
+DEFAULT_PORT = 4222
+_PREFIX = "extra__nats__"
+
+# Connection extras copied verbatim onto the ConnectionSettings field of the same name.
+SETTINGS_EXTRAS = (
+    "token",
+    "creds_file",
+    "nkey_seed",
+    "tls_ca",
+    "tls_cert",
+    "tls_key",
+    "domain",
+    "api_prefix",
+    "inbox_prefix",
+    "name",
+    "connect_timeout",
+)
+KNOWN_EXTRAS = frozenset((*SETTINGS_EXTRAS, "servers", "embedded", "embedded_dir"))
+
+
+class ConnectionLike(Protocol):
+    conn_id: str
+    host: str | None
+    port: int | None
+    login: str | None
+    password: str | None
+
+    @property
+    def extra_dejson(self) -> dict[str, Any]: ...
+
+
+class NatsConnectionError(ValueError):
+    """A connection that cannot describe a NATS server; the message says which field to fix."""
+
+
+def _extras(conn: ConnectionLike) -> dict[str, Any]:
+    extras: dict[str, Any] = {}
+    for key, value in (conn.extra_dejson or {}).items():
+        key = key.removeprefix(_PREFIX)
+        if value in (None, ""):
+            continue
+        if key not in KNOWN_EXTRAS:
+            raise NatsConnectionError(
+                f"connection {conn.conn_id!r}: unknown extra {key!r}; "
+                f"known extras are {', '.join(sorted(KNOWN_EXTRAS))}"
+            )
+        extras[key] = value
+    return extras
+
+
+def _truthy(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return bool(value)
+
+
+def _base(conn: ConnectionLike, extras: dict[str, Any]) -> ConnectionSettings:
+    if extras.get("embedded_dir"):
+        return ConnectionSettings(servers=[f"{EMBEDDED}://{extras['embedded_dir']}"])
+    if _truthy(extras.get("embedded", False)):
+        return ConnectionSettings(servers=[EMBEDDED])
+    servers = extras.get("servers")
+    if servers:
+        servers = ",".join(servers) if isinstance(servers, list) else str(servers)
+        return ConnectionSettings.from_url(servers)
+    host = (conn.host or "").strip()
+    if not host:
+        raise NatsConnectionError(
+            f"connection {conn.conn_id!r} names no NATS server: set Host (and Port), the "
+            "'servers' extra, or the 'embedded' extra"
+        )
+    if "://" in host or host == EMBEDDED or "," in host:
+        return ConnectionSettings.from_url(host)
+    return ConnectionSettings.from_url(f"nats://{host}:{conn.port or DEFAULT_PORT}")
+
+
+def settings_from_connection(conn: ConnectionLike) -> ConnectionSettings:
+    """Map host/port/login/password and the extras onto ConnectionSettings fields."""
+    extras = _extras(conn)
+    overrides: dict[str, Any] = {key: extras[key] for key in SETTINGS_EXTRAS if key in extras}
+    if conn.login:
+        overrides["user"] = conn.login
+        overrides["password"] = conn.password or ""
+    elif conn.password:
+        overrides["token"] = conn.password
+    overrides.setdefault("name", f"airflow:{conn.conn_id}")
+    try:
+        return ConnectionSettings.coerce(_base(conn, extras), **overrides)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, NatsConnectionError):
+            raise
+        raise NatsConnectionError(f"connection {conn.conn_id!r}: {exc}") from exc

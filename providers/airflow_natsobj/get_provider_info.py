@@ -1,0 +1,108 @@
+"""What ``airflow providers`` and the connection form learn about this package.
+
+Connection fields are declared here (``conn-fields``/``ui-field-behaviour``, the Airflow 3.2+
+way) so the UI and CLI never have to import the hook to render the form.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+_TEXT = {"type": ["string", "null"]}
+_SECRET = {"type": ["string", "null"], "format": "password"}
+
+
+def _field(label: str, description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"label": label, "description": description, "schema": schema or _TEXT}
+
+
+CONN_FIELDS: dict[str, dict[str, Any]] = {
+    "servers": _field(
+        "Servers",
+        "Comma-separated server URLs (nats://h1:4222,nats://h2:4222); overrides Host/Port.",
+    ),
+    "embedded": _field(
+        "Embedded server",
+        "Start or reuse a local nats-server (data in $NATSOBJ_DATA_DIR or ./.natsobj).",
+        {"type": ["boolean", "null"], "default": False},
+    ),
+    "embedded_dir": _field(
+        "Embedded data directory",
+        "Absolute data directory of the embedded server (implies Embedded server).",
+    ),
+    "token": _field("Token", "Token authentication.", _SECRET),
+    "creds_file": _field("Credentials file", "Path to a .creds file (JWT + NKey)."),
+    "nkey_seed": _field("NKey seed", "NKey seed, or the path of a seed file.", _SECRET),
+    "tls_ca": _field("TLS CA file", "CA bundle used to verify the server."),
+    "tls_cert": _field("TLS client certificate", "Client certificate for mutual TLS."),
+    "tls_key": _field("TLS client key", "Private key of the client certificate."),
+    "domain": _field("JetStream domain", "Reach JetStream in another domain (leaf nodes)."),
+    "api_prefix": _field("JetStream API prefix", "Reach another account's JetStream via imports."),
+    "inbox_prefix": _field("Inbox prefix", "Custom inbox prefix for replies."),
+    "connect_timeout": _field(
+        "Connect timeout (s)", "Seconds to wait for the server.", {"type": ["number", "null"]}
+    ),
+}
+
+
+def get_provider_info() -> dict[str, Any]:
+    integration = "NATS Object Store"
+    return {
+        "package-name": "natsobj",
+        "name": "NATS Object Store",
+        "description": "NATS JetStream Object Store: hook, operators, watch-driven sensor and "
+        "asset triggers, and ``nats://`` ObjectStoragePath.",
+        "versions": ["0.1.0"],
+        "integrations": [
+            {
+                "integration-name": integration,
+                "external-doc-url": "https://docs.nats.io/nats-concepts/jetstream/obj_store",
+                "tags": ["software"],
+            }
+        ],
+        "hooks": [
+            {"integration-name": integration, "python-modules": ["airflow_natsobj.hooks.object_store"]}
+        ],
+        "operators": [
+            {
+                "integration-name": integration,
+                "python-modules": ["airflow_natsobj.operators.object_store"],
+            }
+        ],
+        "sensors": [
+            {"integration-name": integration, "python-modules": ["airflow_natsobj.sensors.object_store"]}
+        ],
+        "triggers": [
+            {
+                "integration-name": integration,
+                "python-modules": ["airflow_natsobj.triggers.object_store"],
+            }
+        ],
+        "filesystems": ["airflow_natsobj.fs.nats"],
+        "asset-uris": [
+            {
+                "schemes": ["nats"],
+                "handler": "airflow_natsobj.assets.sanitize_uri",
+                "factory": "airflow_natsobj.assets.create_asset",
+                "to_openlineage_converter": "airflow_natsobj.assets.convert_asset_to_openlineage",
+            }
+        ],
+        "connection-types": [
+            {
+                "connection-type": "nats",
+                "hook-class-name": "airflow_natsobj.hooks.object_store.NatsObjectStoreHook",
+                "hook-name": "NATS Object Store",
+                "conn-fields": CONN_FIELDS,
+                "ui-field-behaviour": {
+                    "hidden-fields": ["schema"],
+                    "relabeling": {"login": "User"},
+                    "placeholders": {
+                        "host": "127.0.0.1, or a URL: nats://h1:4222,nats://h2:4222 or embedded",
+                        "port": "4222",
+                        "login": "NATS user (optional)",
+                        "password": "NATS password (optional)",
+                    },
+                },
+            }
+        ],
+    }

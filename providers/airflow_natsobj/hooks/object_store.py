@@ -1,0 +1,138 @@
+"""The hook every natsobj operator, sensor, trigger and the ``nats://`` filesystem go through."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import BaseHook
+
+import natsobj
+from airflow_natsobj.assets import asset_uri
+from airflow_natsobj.connection import settings_from_connection
+from natsobj.model import ObjectInfo
+from natsobj.settings import ConnectionSettings
+
+
+class NatsObjectStoreHook(BaseHook):
+    """Blocking access to NATS object stores for tasks, and ``aclient()`` for triggers.
+
+    Reads and writes report the ``nats://bucket/name`` assets they touch to Airflow's hook
+    lineage collector (and so to OpenLineage, when that provider is installed).
+    """
+
+    conn_name_attr = "nats_conn_id"
+    default_conn_name = "nats_default"
+    conn_type = "nats"
+    hook_name = "NATS Object Store"
+
+    def __init__(self, nats_conn_id: str = default_conn_name, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.nats_conn_id = nats_conn_id
+        self._client: Any = None
+
+    # -- connection -------------------------------------------------------------------------------
+
+    @cached_property
+    def settings(self) -> ConnectionSettings:
+        return settings_from_connection(self.get_connection(self.nats_conn_id))
+
+    async def asettings(self) -> ConnectionSettings:
+        """Like ``settings`` but safe inside the triggerer's event loop."""
+        return settings_from_connection(await self.aget_connection(self.nats_conn_id))
+
+    def get_conn(self) -> natsobj.Client:
+        """The blocking client, connected once per hook."""
+        if self._client is None:
+            self._client = natsobj.connect(self.settings)
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def __enter__(self) -> NatsObjectStoreHook:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @asynccontextmanager
+    async def aclient(self) -> AsyncIterator[natsobj.aio.Client]:
+        """A fresh async client on the running loop (triggers must not share loops)."""
+        client = await natsobj.aio.connect(await self.asettings())
+        try:
+            yield client
+        finally:
+            await client.close()
+
+    def test_connection(self) -> tuple[bool, str]:
+        try:
+            with NatsObjectStoreHook(self.nats_conn_id) as hook:
+                names = hook.get_conn().store_names()
+                where = hook.settings.redacted_url()
+        except Exception as exc:
+            return False, f"{type(exc).__name__}: {exc}"
+        return True, f"Connected to {where}; {len(names)} object store(s) visible."
+
+    # -- stores -----------------------------------------------------------------------------------
+
+    def get_store(self, bucket: str) -> Any:
+        """The blocking ObjectStore of an existing bucket (BucketNotFound otherwise)."""
+        return self.get_conn().store(bucket)
+
+    def create_store(self, bucket: str, **options: Any) -> Any:
+        return self.get_conn().create_store(bucket, **options)
+
+    def delete_store(self, bucket: str) -> None:
+        self.get_conn().delete_store(bucket)
+
+    def store_names(self) -> list[str]:
+        return self.get_conn().store_names()
+
+    # -- objects (with lineage) -------------------------------------------------------------------
+
+    def put(self, bucket: str, name: str, source: Any, **meta: Any) -> ObjectInfo:
+        info = self.get_store(bucket).put(name, source, **meta)
+        self._lineage_output(bucket, name)
+        return info
+
+    def get_bytes(self, bucket: str, name: str, *, max_size: int | None = None) -> bytes:
+        data = self.get_store(bucket).get_bytes(name, max_size=max_size)
+        self._lineage_input(bucket, name)
+        return data
+
+    def get_file(self, bucket: str, name: str, path: str | Path) -> ObjectInfo:
+        info = self.get_store(bucket).get_file(name, path)
+        self._lineage_input(bucket, name)
+        return info
+
+    @contextmanager
+    def open_reader(self, bucket: str, name: str) -> Iterator[Any]:
+        """Stream an object: iterate the reader for chunks; ``reader.info`` is its ObjectInfo."""
+        with self.get_store(bucket).get(name) as reader:
+            yield reader
+        self._lineage_input(bucket, name)
+
+    def get_info(self, bucket: str, name: str) -> ObjectInfo:
+        return self.get_store(bucket).get_info(name)
+
+    def list(self, bucket: str) -> list[ObjectInfo]:
+        return self.get_store(bucket).list()
+
+    def delete(self, bucket: str, name: str) -> ObjectInfo:
+        return self.get_store(bucket).delete(name)
+
+    def _lineage_input(self, bucket: str, name: str) -> None:
+        from airflow.sdk.lineage import get_hook_lineage_collector
+
+        get_hook_lineage_collector().add_input_asset(context=self, uri=asset_uri(bucket, name))
+
+    def _lineage_output(self, bucket: str, name: str) -> None:
+        from airflow.sdk.lineage import get_hook_lineage_collector
+
+        get_hook_lineage_collector().add_output_asset(context=self, uri=asset_uri(bucket, name))
