@@ -144,9 +144,14 @@ class JetStreamApi:
     def unreachable(self, subject: str) -> NatsObjError:
         if not self.nc.is_connected:
             return NotConnected(f"lost the connection to the NATS server while calling {subject!r}")
+        hint = "Check that JetStream is enabled and the domain / API prefix is right."
+        if self.prefix != "$JS.API":
+            hint += (
+                " Across accounts, export '$JS.API.>' with response_type: stream (pull"
+                " deliveries are multi-message replies) and import '$O.>' under the prefix."
+            )
         return NotConnected(
-            f"no reply from JetStream for {subject!r} within {self.timeout:g}s",
-            hint="Check that JetStream is enabled and the domain / API prefix is right.",
+            f"no reply from JetStream for {subject!r} within {self.timeout:g}s", hint=hint
         )
 
     async def call(

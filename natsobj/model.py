@@ -57,7 +57,8 @@ def parse_server_time(value: str) -> datetime:
 
 
 def time_from_nanos(nanos: int) -> datetime:
-    return datetime.fromtimestamp(nanos / 1e9, tz=UTC)
+    seconds, rest = divmod(nanos, 1_000_000_000)  # integer maths: floats lose microseconds
+    return datetime.fromtimestamp(seconds, tz=UTC) + timedelta(microseconds=rest // 1000)
 
 
 @dataclass(frozen=True)

@@ -60,3 +60,13 @@ def isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+
+
+@pytest.fixture
+def raw(nats_url: str):
+    """Raw nats-py JetStream access, for checking the wire format."""
+    from tests.raw import RawJetStream
+
+    client = RawJetStream(nats_url)
+    yield client
+    client.close()
