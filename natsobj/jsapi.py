@@ -57,7 +57,14 @@ def api_error(
         return StoreFull(f"store is full ({text})", bucket=bucket, name=name)
     if code == 429 or "too many" in low:
         return RetryableError(text, bucket=bucket, name=name)
-    if code in (401, 403) or "permission" in low or "not enabled for account" in low:
+    if err_code == 10039 or "not enabled for account" in low:
+        return NotConnected(
+            "this account has no JetStream",
+            bucket=bucket,
+            hint="Enable JetStream for the account, or set the domain / API prefix of the"
+            " JetStream you mean to use.",
+        )
+    if code in (401, 403) or "permission" in low:
         return PermissionDenied(text, bucket=bucket, name=name)
     return NatsObjError(f"JetStream error {code}/{err_code}: {text}", bucket=bucket, name=name)
 
@@ -178,9 +185,8 @@ class JetStreamApi:
         return response
 
     async def close(self) -> None:
-        for future, _ in self._waiting.values():
-            if not future.done():
-                future.set_exception(NotConnected("connection closed"))
+        for future, _ in list(self._waiting.values()):
+            future.cancel()
         self._waiting.clear()
         if self._subscription is not None and not self.nc.is_closed:
             await self._subscription.unsubscribe()

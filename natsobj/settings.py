@@ -172,8 +172,10 @@ class ConnectionSettings:
 
     @property
     def object_prefix(self) -> str:
-        """What ``$O`` subjects are published under: ADR-19 puts the API prefix in front."""
-        if self.domain or self.api_prefix:
+        """What ``$O`` subjects are published under. ADR-19 puts an API prefix in front (the
+        account import strips it); a domain's leafnode maps only ``$JS.<domain>.API.>``, so
+        with a domain the publishes stay on ``$O`` and cross the leafnode as they are."""
+        if self.api_prefix:
             return f"{self.js_api_prefix}.$O"
         return "$O"
 

@@ -63,7 +63,10 @@ def test_put_writes_chunks_and_rolled_up_meta(store, raw):
 
 def test_name_encoding_is_padded_url_safe_base64():
     # bytes 0xfb 0xff make '-' and '_' in URL-safe base64; a 1-byte name needs '==' padding
-    assert names.encode_name("\u00fb\u00ff") == base64.urlsafe_b64encode("\u00fb\u00ff".encode()).decode()
+    assert (
+        names.encode_name("\u00fb\u00ff")
+        == base64.urlsafe_b64encode("\u00fb\u00ff".encode()).decode()
+    )
     assert names.encode_name("a") == "YQ=="
     assert names.meta_subject("b", "a") == "$O.b.M.YQ=="
     assert "+" not in names.encode_name("~~~???>>>") and "/" not in names.encode_name("~~~???>>>")
@@ -192,7 +195,9 @@ def test_bucket_link(sync_client, store, raw, bucket_name):
     other = sync_client.create_store(bucket_name + "b")
     try:
         link = store.add_bucket_link("everything", other.bucket)
-        doc = json.loads(raw.last_msg(f"$O.{store.bucket}.M.{encoded('everything')}", store.bucket).data)
+        doc = json.loads(
+            raw.last_msg(f"$O.{store.bucket}.M.{encoded('everything')}", store.bucket).data
+        )
         assert doc["options"]["link"]["bucket"] == other.bucket
         assert doc["options"]["link"].get("name", "") == ""
         assert link.link is not None and link.link.is_bucket_link
@@ -226,7 +231,10 @@ def test_watch_history_updates_only_and_ignore_deletes(store):
     store.put("i", b"333")
     with store.watch(include_history=True) as watcher:
         # the meta rollup keeps one record per name, so history is every name's latest record
-        assert [(i.name, i.size) for i in (watcher.next(5), watcher.next(5))] == [("h", 2), ("i", 3)]
+        assert [(i.name, i.size) for i in (watcher.next(5), watcher.next(5))] == [
+            ("h", 2),
+            ("i", 3),
+        ]
         assert watcher.next(0.3) is None
     with store.watch(updates_only=True) as watcher:
         assert watcher.initial_done

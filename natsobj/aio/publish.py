@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 from nats.aio.msg import Msg
 
-from natsobj.errors import NatsObjError
+from natsobj.errors import BucketNotFound, NatsObjError
 from natsobj.jsapi import JetStreamApi, RetryableError, api_error, status_of
 
-MAX_RETRIES = 8
+MAX_RETRIES = 6
+NO_RESPONDERS = "no responders"
 
 
 @dataclass
@@ -36,7 +37,7 @@ class PublishWindow:
         max_bytes: int,
         bucket: str,
         name: str,
-        ack_timeout: float = 30.0,
+        ack_timeout: float,
     ) -> None:
         self.api = api
         self.subject = subject
@@ -77,13 +78,14 @@ class PublishWindow:
     def _check(self, reply: Msg) -> int:
         status = status_of(reply)
         if status == "503":
-            raise RetryableError("no responders", bucket=self.bucket, name=self.name)
+            raise RetryableError(NO_RESPONDERS, bucket=self.bucket, name=self.name)
         response = json.loads(reply.data)
         if "error" in response:
             raise api_error(response["error"], bucket=self.bucket, name=self.name)
         return int(response["seq"])
 
     async def _resend_from_oldest(self) -> None:
+        last_error = "429"
         for attempt in range(MAX_RETRIES):
             stored_after = []
             for entry in list(self._inflight)[1:]:
@@ -102,13 +104,22 @@ class PublishWindow:
                 entry.reply = await self.api.send(self.subject, entry.data)
             try:
                 self._check(await self._ack(self._inflight[0]))
-            except RetryableError:
+            except RetryableError as exc:
+                last_error = exc.message
                 continue
             entry = self._inflight.popleft()
             self._bytes -= len(entry.data)
             return
+        if last_error == NO_RESPONDERS:
+            raise BucketNotFound(
+                f"no stream stores {self.subject!r}",
+                bucket=self.bucket,
+                name=self.name,
+                hint="The bucket was deleted, or (across accounts) '$O.>' is not imported"
+                " under the API prefix.",
+            )
         raise NatsObjError(
-            "the server kept refusing chunks (429)",
+            f"the server kept refusing chunks ({last_error})",
             bucket=self.bucket,
             name=self.name,
             hint="The server is overloaded; retry later or lower put_window_bytes.",
@@ -118,6 +129,6 @@ class PublishWindow:
         """Wait briefly for acks still in flight so a purge afterwards catches every chunk."""
         pending = [entry.reply for entry in self._inflight if not entry.reply.done()]
         if pending:
-            await asyncio.wait(pending, timeout=self.ack_timeout)
+            await asyncio.wait(pending, timeout=self.api.timeout)
         self._inflight.clear()
         self._bytes = 0

@@ -212,6 +212,7 @@ class ObjectStore:
             max_bytes=self.client.put_window_bytes,
             bucket=self.bucket,
             name=name,
+            ack_timeout=2 * self.api.timeout,
         )
         sha = hashlib.sha256()
         size = chunks = 0

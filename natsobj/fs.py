@@ -1,0 +1,453 @@
+"""``nats://bucket/path`` as an fsspec filesystem, so pandas, pyarrow and Airflow's
+ObjectStoragePath read and write NATS object stores.
+
+Buckets are top-level directories; inside a bucket, ``/`` in object names makes prefix
+"directories" that exist while an object lives under them (as in S3). Connection options are
+the ``ConnectionSettings`` fields (``servers``, ``user``, ``token``, ...) or ``url``; with none
+the ``NATS_*`` environment is used.
+
+fsspec runs async filesystems on its own IO thread; the natsobj client is created lazily on the
+loop that first uses it, and a new one is made if the filesystem is driven from another loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from fsspec.asyn import AsyncFileSystem, sync, sync_wrapper
+from fsspec.spec import AbstractBufferedFile
+
+from natsobj import aio
+from natsobj.errors import BucketExists, BucketNotFound, NatsObjError, ObjectNotFound
+from natsobj.model import ObjectInfo
+from natsobj.settings import ConnectionSettings
+
+SETTINGS_FIELDS = frozenset(f.name for f in fields(ConnectionSettings))
+_END = object()
+
+
+def _split(path: str) -> tuple[str, str]:
+    bucket, _, key = path.strip("/").partition("/")
+    return bucket, key
+
+
+def _file_entry(info: ObjectInfo) -> dict[str, Any]:
+    return {
+        "name": f"{info.bucket}/{info.name}",
+        "type": "file",
+        "size": info.size,
+        "mtime": info.mtime,
+        "digest": info.digest,
+        "nuid": info.nuid,
+        "sequence": info.sequence,
+        "metadata": info.metadata,
+    }
+
+
+def _dir_entry(name: str) -> dict[str, Any]:
+    return {"name": name.rstrip("/"), "type": "directory", "size": 0}
+
+
+def _not_found(path: str, exc: Exception | None = None) -> FileNotFoundError:
+    error = FileNotFoundError(2, f"no such object or prefix: nats://{path}", path)
+    if exc is not None:
+        error.__cause__ = exc
+    return error
+
+
+class NatsObjectFileSystem(AsyncFileSystem):
+    protocol = "nats"
+    root_marker = ""
+    async_impl = True
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        asynchronous: bool = False,
+        loop: Any = None,
+        **options: Any,
+    ) -> None:
+        settings_options = {k: options.pop(k) for k in list(options) if k in SETTINGS_FIELDS}
+        super().__init__(asynchronous=asynchronous, loop=loop, **options)
+        self.settings = ConnectionSettings.coerce(url, **settings_options)
+        self._client: aio.Client | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._stores: dict[str, aio.ObjectStore] = {}
+
+    @classmethod
+    def _strip_protocol(cls, path: Any) -> str:
+        if isinstance(path, list):
+            return [cls._strip_protocol(p) for p in path]  # type: ignore[return-value]
+        text = str(path)
+        if text.startswith("nats://"):
+            text = text[len("nats://") :]
+            host, sep, rest = text.partition("/")
+            text = host.rpartition("@")[2] + sep + rest  # drop an Airflow "conn_id@"
+        return text.strip("/")
+
+    def unstrip_protocol(self, name: str) -> str:
+        return f"nats://{name}"
+
+    # -- connection -------------------------------------------------------------------------------
+
+    async def _get_client(self) -> aio.Client:
+        running = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not running:
+            self._client = await aio.connect(self.settings)
+            self._client_loop = running
+            self._stores = {}
+        return self._client
+
+    async def _store(self, bucket: str) -> aio.ObjectStore:
+        client = await self._get_client()
+        store = self._stores.get(bucket)
+        if store is None:
+            try:
+                store = await client.store(bucket)
+            except BucketNotFound as exc:
+                raise _not_found(bucket, exc) from None
+            self._stores[bucket] = store
+        return store
+
+    async def _close(self) -> None:
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                await self._client.close()
+        self._client = None
+        self._stores = {}
+
+    close = sync_wrapper(_close)
+
+    # -- metadata ---------------------------------------------------------------------------------
+
+    async def _info(self, path: str, **kwargs: Any) -> dict[str, Any]:
+        path = self._strip_protocol(path)
+        bucket, key = _split(path)
+        if not bucket:
+            return _dir_entry("")
+        store = await self._store(bucket)
+        if not key:
+            return _dir_entry(bucket)
+        try:
+            return _file_entry(await store.get_info(key))
+        except ObjectNotFound:
+            pass
+        prefix = key.rstrip("/") + "/"
+        if any(info.name.startswith(prefix) for info in await store.list()):
+            return _dir_entry(path)
+        raise _not_found(path)
+
+    async def _ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
+        path = self._strip_protocol(path)
+        bucket, key = _split(path)
+        if not bucket:
+            entries = [
+                _dir_entry(name) for name in sorted(await (await self._get_client()).store_names())
+            ]
+        else:
+            entries = await self._ls_bucket(bucket, key)
+        return entries if detail else [e["name"] for e in entries]
+
+    async def _ls_bucket(self, bucket: str, key: str) -> list[dict[str, Any]]:
+        store = await self._store(bucket)
+        objects = await store.list()
+        if key and not key.endswith("/"):
+            exact = [info for info in objects if info.name == key]
+            if exact:
+                return [_file_entry(exact[0])]
+        prefix = key.rstrip("/") + "/" if key else ""
+        files: list[dict[str, Any]] = []
+        dirs: dict[str, dict[str, Any]] = {}
+        for info in objects:
+            if not info.name.startswith(prefix):
+                continue
+            head, sep, _ = info.name[len(prefix) :].partition("/")
+            if sep:
+                name = f"{bucket}/{prefix}{head}"
+                dirs.setdefault(name, _dir_entry(name))
+            elif head:
+                files.append(_file_entry(info))
+        if key and not files and not dirs:
+            raise _not_found(f"{bucket}/{key}")
+        return sorted([*dirs.values(), *files], key=lambda e: e["name"])
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    async def _cat_file(
+        self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any
+    ) -> bytes:
+        bucket, key = _split(self._strip_protocol(path))
+        store = await self._store(bucket)
+        try:
+            if start is None and end is None:
+                return await store.get_bytes(key)
+            return await _read_range(store, key, start, end)
+        except ObjectNotFound as exc:
+            raise _not_found(f"{bucket}/{key}", exc) from None
+
+    async def _get_file(self, rpath: str, lpath: str, **kwargs: Any) -> None:
+        bucket, key = _split(self._strip_protocol(rpath))
+        if os.path.isdir(lpath):
+            return
+        store = await self._store(bucket)
+        try:
+            await store.get_file(key, lpath)
+        except ObjectNotFound as exc:
+            raise _not_found(f"{bucket}/{key}", exc) from None
+
+    # -- writing ----------------------------------------------------------------------------------
+
+    async def _pipe_file(self, path: str, value: bytes, **kwargs: Any) -> ObjectInfo:
+        bucket, key = _split(self._strip_protocol(path))
+        return await (await self._store(bucket)).put(key, bytes(value), **_put_options(kwargs))
+
+    async def _put_file(self, lpath: str, rpath: str, **kwargs: Any) -> ObjectInfo | None:
+        if os.path.isdir(lpath):
+            return None  # prefixes need no directory objects
+        bucket, key = _split(self._strip_protocol(rpath))
+        return await (await self._store(bucket)).put(key, Path(lpath), **_put_options(kwargs))
+
+    async def _rm_file(self, path: str, **kwargs: Any) -> None:
+        bucket, key = _split(self._strip_protocol(path))
+        try:
+            await (await self._store(bucket)).delete(key)
+        except ObjectNotFound as exc:
+            raise _not_found(f"{bucket}/{key}", exc) from None
+
+    async def _rm(
+        self, path: Any, recursive: bool = False, batch_size: Any = None, **kwargs: Any
+    ) -> None:
+        paths = await self._expand_path(path, recursive=recursive)
+        live: dict[str, set[str]] = {}
+        for p in paths:
+            bucket, _ = _split(p)
+            if bucket not in live:
+                live[bucket] = {info.name for info in await (await self._store(bucket)).list()}
+        for p in paths:
+            bucket, key = _split(p)
+            if key in live[bucket]:
+                await self._rm_file(p)
+        for bucket in live:
+            if recursive and bucket in paths:
+                await (await self._get_client()).delete_store(bucket)
+                self._stores.pop(bucket, None)
+        self.invalidate_cache()
+
+    async def _mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
+        """A bucket is created; a prefix needs nothing until an object is written under it."""
+        bucket, _ = _split(self._strip_protocol(path))
+        client = await self._get_client()
+        if bucket not in await client.store_names():
+            with contextlib.suppress(BucketExists):
+                await client.create_store(bucket, **kwargs)
+
+    async def _makedirs(self, path: str, exist_ok: bool = False) -> None:
+        await self._mkdir(path)
+
+    async def _rmdir(self, path: str) -> None:
+        bucket, key = _split(self._strip_protocol(path))
+        if key:
+            return
+        if await (await self._store(bucket)).list():
+            raise OSError(39, f"bucket {bucket!r} is not empty", bucket)
+        await (await self._get_client()).delete_store(bucket)
+        self._stores.pop(bucket, None)
+
+    async def _cp_file(self, path1: str, path2: str, **kwargs: Any) -> ObjectInfo:
+        """Stream one object into another (any buckets on this server)."""
+        src_bucket, src_key = _split(self._strip_protocol(path1))
+        dst_bucket, dst_key = _split(self._strip_protocol(path2))
+        source = await self._store(src_bucket)
+        target = await self._store(dst_bucket)
+        try:
+            async with source.get(src_key) as reader:
+                return await target.put(
+                    dst_key,
+                    reader.__aiter__(),
+                    headers=reader.info.headers,
+                    metadata=reader.info.metadata,
+                )
+        except ObjectNotFound as exc:
+            raise _not_found(f"{src_bucket}/{src_key}", exc) from None
+
+    # -- files ------------------------------------------------------------------------------------
+
+    def _open(
+        self,
+        path: str,
+        mode: str = "rb",
+        block_size: Any = None,
+        autocommit: bool = True,
+        cache_options: Any = None,
+        **kwargs: Any,
+    ) -> NatsObjectFile:
+        return NatsObjectFile(
+            self,
+            self._strip_protocol(path),
+            mode=mode,
+            block_size=block_size,
+            cache_options=cache_options,
+            **kwargs,
+        )
+
+
+def _put_options(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: kwargs[k] for k in ("description", "headers", "metadata", "chunk_size") if k in kwargs
+    }
+
+
+async def _read_range(
+    store: aio.ObjectStore, key: str, start: int | None, end: int | None
+) -> bytes:
+    """Chunks before ``start`` are read and dropped: object chunks are only readable in order."""
+    async with store.get(key) as reader:
+        size = reader.info.size
+        start = 0 if start is None else (start + size if start < 0 else start)
+        end = size if end is None else (end + size if end < 0 else min(end, size))
+        if end <= start:
+            return b""
+        position = 0
+        parts: list[bytes] = []
+        async for chunk in reader:
+            chunk_end = position + len(chunk)
+            if chunk_end > start:
+                parts.append(chunk[max(0, start - position) : end - position])
+            position = chunk_end
+            if position >= end:
+                break
+        return b"".join(parts)
+
+
+class NatsObjectFile(AbstractBufferedFile):
+    """Reads stream in order and reopen only on a backward seek; writes stream into one put
+    that is published when the file closes cleanly and abandoned (no object) otherwise."""
+
+    DEFAULT_BLOCK_SIZE = 4 * 2**20
+
+    def __init__(
+        self, fs: NatsObjectFileSystem, path: str, mode: str = "rb", **kwargs: Any
+    ) -> None:
+        self._reader_cm: Any = None
+        self._reader: Any = None
+        self._position = 0
+        self._pending = b""
+        self._queue: asyncio.Queue[Any] | None = None
+        self._put_task: asyncio.Future[Any] | None = None
+        put_keys = ("description", "headers", "metadata", "chunk_size")
+        self._put_options = {k: kwargs.pop(k) for k in put_keys if k in kwargs}
+        if mode == "ab":
+            raise NotImplementedError("objects cannot be appended to; write a new object")
+        if mode == "xb" and fs.exists(path):
+            raise FileExistsError(f"nats://{path} exists")
+        super().__init__(fs, path, mode=mode.replace("x", "w"), **kwargs)
+        self.info_after_put: ObjectInfo | None = None
+
+    # reading
+
+    def _fetch_range(self, start: int, end: int) -> bytes:
+        return sync(self.fs.loop, self._afetch, start, end)
+
+    async def _afetch(self, start: int, end: int) -> bytes:
+        if self._reader is None or start < self._position:
+            await self._aclose_reader()
+            bucket, key = _split(self.path)
+            store = await self.fs._store(bucket)
+            self._reader_cm = store.get(key)
+            try:
+                self._reader = await self._reader_cm.__aenter__()
+            except ObjectNotFound as exc:
+                self._reader_cm = None
+                raise _not_found(self.path, exc) from None
+            self._position, self._pending = 0, b""
+        parts: list[bytes] = []
+        while self._position < end:
+            if not self._pending:
+                self._pending = await self._reader.read(self.blocksize)
+                if not self._pending:
+                    break
+            take = self._pending[: end - self._position]
+            if self._position + len(take) > start:
+                parts.append(take[max(0, start - self._position) :])
+            self._position += len(take)
+            self._pending = self._pending[len(take) :]
+        return b"".join(parts)
+
+    async def _aclose_reader(self) -> None:
+        if self._reader_cm is not None:
+            with contextlib.suppress(Exception):
+                await self._reader_cm.__aexit__(None, None, None)
+        self._reader_cm = self._reader = None
+
+    # writing
+
+    def _initiate_upload(self) -> None:
+        sync(self.fs.loop, self._astart_put)
+
+    async def _astart_put(self) -> None:
+        bucket, key = _split(self.path)
+        store = await self.fs._store(bucket)
+        self._queue = asyncio.Queue(maxsize=2)
+
+        async def chunks() -> Any:
+            while (item := await self._queue.get()) is not _END:  # type: ignore[union-attr]
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+
+        self._put_task = asyncio.ensure_future(store.put(key, chunks(), **self._put_options))
+
+    def _upload_chunk(self, final: bool = False) -> bool:
+        data = self.buffer.getvalue()
+        sync(self.fs.loop, self._asend, data, final)
+        return True
+
+    async def _asend(self, data: bytes, final: bool) -> None:
+        assert self._queue is not None and self._put_task is not None
+        if data:
+            await self._send(data)
+        if final:
+            await self._send(_END)
+            self.info_after_put = await self._put_task
+            self.fs.invalidate_cache(self.path)
+
+    async def _send(self, item: Any) -> None:
+        """Queue an item unless the put already failed (then surface its error)."""
+        getter = asyncio.ensure_future(self._queue.put(item))  # type: ignore[union-attr]
+        done, _ = await asyncio.wait({getter, self._put_task}, return_when=asyncio.FIRST_COMPLETED)
+        if self._put_task in done and getter not in done:
+            getter.cancel()
+            self._put_task.result()  # type: ignore[union-attr]
+            raise NatsObjError("put ended before all data was sent", name=self.path)
+
+    def discard(self) -> None:
+        """Abandon a write: the put fails, so no object (and no partial object) appears."""
+        if self._put_task is not None and not self._put_task.done():
+            sync(self.fs.loop, self._aabort)
+
+    async def _aabort(self) -> None:
+        assert self._queue is not None and self._put_task is not None
+        with contextlib.suppress(Exception):
+            await self._send(OSError("write abandoned before close"))
+        with contextlib.suppress(BaseException):
+            await self._put_task
+
+    def __exit__(self, exc_type: Any, *rest: Any) -> None:
+        if exc_type is not None and self.writable() and not self.closed:
+            self.discard()
+            self.closed = True
+            return
+        self.close()
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        if self.readable():
+            sync(self.fs.loop, self._aclose_reader)
+        super().close()
