@@ -5,7 +5,12 @@ from __future__ import annotations
 import typing
 from typing import Any
 
-from dagster import ConfigurableIOManager, InputContext, OutputContext
+from dagster import (
+    ConfigurableIOManager,
+    DagsterInvariantViolationError,
+    InputContext,
+    OutputContext,
+)
 from pydantic import Field
 
 from dagster_natsobj import naming
@@ -58,7 +63,7 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
     # -- IO ----------------------------------------------------------------------------------
 
     def handle_output(self, context: OutputContext, obj: Any) -> None:
-        if obj is None and context.dagster_type.typing_type in (type(None), None):
+        if obj is None and _annotation(context) in (type(None), None):
             return  # an op with no return value has nothing to store
         names = self._target_names(context)
         if len(names) != 1:
@@ -67,7 +72,7 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
                 "NatsObjectStoreIOManager stores one object per partition, so materialize "
                 "one partition per run (or use a single-run backfill policy with one key)."
             )
-        (partition, name), = names.items()
+        ((partition, name),) = names.items()
         handler = handler_for_type(_annotation(context)) or handler_for_value(obj)
         settings = self.resource.settings()
         object_meta = _object_metadata(context, partition)
@@ -112,7 +117,11 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
 
 
 def _annotation(context: InputContext | OutputContext) -> Any:
-    return context.dagster_type.typing_type if context.dagster_type else typing.Any
+    """The declared Python type; ``Any`` when the context was built without one."""
+    try:
+        return context.dagster_type.typing_type
+    except DagsterInvariantViolationError:
+        return typing.Any
 
 
 def _load_one(target: Target, annotation: Any) -> Any:

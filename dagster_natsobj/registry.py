@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from typing import Any
 
 from dagster_natsobj.handlers import (
@@ -36,7 +37,7 @@ def handler_for_value(value: Any) -> Handler:
 
 def handler_for_type(annotation: Any) -> Handler | None:
     """None for ``Any``/``object``/no annotation: the stored object then decides."""
-    if annotation is object or not isinstance(annotation, type):
+    if annotation in (object, typing.Any) or not isinstance(annotation, type):
         return None
     return next((h for h in HANDLERS if h.accepts_type(annotation)), None)
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
-from dagster import ConfigurableResource
+from dagster import ConfigurableResource, EnvVar
 from pydantic import Field
 
 import natsobj
@@ -49,23 +50,30 @@ class NatsObjectStoreResource(ConfigurableResource):
     connect_timeout: float = Field(default=5.0, description="Seconds to wait for a connection.")
 
     def settings(self) -> ConnectionSettings:
-        """Everything natsobj needs; the single place the fields are interpreted."""
-        return ConnectionSettings.coerce(
-            self.url,
-            user=self.user,
-            password=self.password,
-            token=self.token,
-            nkey_seed=self.nkey_seed,
-            creds_file=self.creds_file,
-            tls_ca=self.tls_ca,
-            tls_cert=self.tls_cert,
-            tls_key=self.tls_key,
-            domain=self.domain,
-            api_prefix=self.api_prefix,
-            inbox_prefix=self.inbox_prefix,
-            name=self.name,
-            connect_timeout=self.connect_timeout,
-        )
+        """Everything natsobj needs; the single place the fields are interpreted.
+
+        Works on a resource Dagster has not resolved yet too (a script calling it directly):
+        EnvVar fields are read from the environment then.
+        """
+        fields = {
+            name: _resolve(getattr(self, name))
+            for name in (
+                "user",
+                "password",
+                "token",
+                "nkey_seed",
+                "creds_file",
+                "tls_ca",
+                "tls_cert",
+                "tls_key",
+                "domain",
+                "api_prefix",
+                "inbox_prefix",
+                "name",
+                "connect_timeout",
+            )
+        }
+        return ConnectionSettings.coerce(_resolve(self.url), **fields)
 
     @contextmanager
     def get_client(self) -> Iterator[natsobj.Client]:
@@ -81,6 +89,10 @@ class NatsObjectStoreResource(ConfigurableResource):
         """The bucket's blocking ObjectStore; with ``create`` a missing bucket is made."""
         with self.get_client() as client:
             yield open_store(client, bucket, create=create)
+
+
+def _resolve(value: Any) -> Any:
+    return value.get_value() if isinstance(value, EnvVar) else value
 
 
 def open_store(client: natsobj.Client, bucket: str, *, create: bool) -> natsobj.ObjectStore:

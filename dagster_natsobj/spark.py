@@ -42,8 +42,9 @@ class SparkHandler(Handler):
         )
 
     def load(self, target: Target) -> Any:
-        from natsobj.spark import read_dataframe
         from pyspark.sql import SparkSession
+
+        from natsobj.spark import read_dataframe
 
         if not self.exists(target):
             raise ObjectNotFound(
@@ -68,10 +69,7 @@ def manifest_name(prefix: str) -> str:
 
 def spark_table_schema(schema: Any) -> TableSchema:
     return TableSchema(
-        columns=[
-            TableColumn(name=f.name, type=f.dataType.simpleString())
-            for f in schema.fields
-        ]
+        columns=[TableColumn(name=f.name, type=f.dataType.simpleString()) for f in schema.fields]
     )
 
 

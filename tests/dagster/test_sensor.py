@@ -1,0 +1,168 @@
+"""The meta-stream sensor: every change between ticks is seen, run keys are stable."""
+
+from __future__ import annotations
+
+import pytest
+from dagster import (
+    AssetSelection,
+    Definitions,
+    RunRequest,
+    asset,
+    build_sensor_context,
+    define_asset_job,
+    job,
+    op,
+)
+
+from dagster_natsobj import make_nats_object_sensor
+
+
+@op(config_schema={"object": str})
+def react(context) -> None:
+    context.log.info(context.op_config["object"])
+
+
+@job
+def react_job():
+    react()
+
+
+def _tick(sensor, instance, resource, cursor, defs=None):
+    context = build_sensor_context(
+        instance=instance,
+        cursor=cursor,
+        resources={"nats": resource},
+        repository_def=defs.get_repository_def() if defs else None,
+    )
+    result = sensor.evaluate_tick(context)
+    return result, context
+
+
+def test_changes_between_ticks_are_all_seen_once_with_stable_keys(
+    store, bucket_name, instance, nats_resource
+):
+    sensor = make_nats_object_sensor(
+        "landing",
+        bucket_name,
+        job=react_job,
+        run_config_fn=lambda info: {"ops": {"react": {"config": {"object": info.name}}}},
+        batch_size=3,
+    )
+    store.put("in/a.csv", b"a")
+    store.put("in/b.csv", b"b")
+
+    first, _ = _tick(sensor, instance, nats_resource, None)
+    assert [r.tags["natsobj/object"] for r in first.run_requests] == ["in/a.csv", "in/b.csv"]
+    info_b = store.get_info("in/b.csv")
+    assert first.cursor == str(info_b.sequence)
+
+    # Re-evaluating from the same cursor asks for exactly the same runs.
+    again, _ = _tick(sensor, instance, nats_resource, None)
+    assert [r.run_key for r in again.run_requests] == [r.run_key for r in first.run_requests]
+
+    # Changes made between ticks: a new object, an update, a delete (ignored by default), and
+    # more objects than one batch holds.
+    store.put("in/c.csv", b"c")
+    store.put("in/a.csv", b"a2")
+    store.delete("in/b.csv")
+    for i in range(4):
+        store.put(f"in/more-{i}.csv", b"m")
+
+    seen: list[RunRequest] = []
+    cursor = first.cursor
+    for _ in range(5):
+        result, _ = _tick(sensor, instance, nats_resource, cursor)
+        seen.extend(result.run_requests)
+        assert int(result.cursor) >= int(cursor)
+        cursor = result.cursor
+    names = [r.tags["natsobj/object"] for r in seen]
+    assert names == ["in/c.csv", "in/a.csv", *[f"in/more-{i}.csv" for i in range(4)]]
+    keys = [r.run_key for r in first.run_requests + seen]
+    assert len(set(keys)) == len(keys)
+    assert all(k.startswith(f"{bucket_name}:") for k in keys)
+
+    update = next(r for r in seen if r.tags["natsobj/object"] == "in/a.csv")
+    info_a = store.get_info("in/a.csv")
+    assert update.run_key == f"{bucket_name}:{info_a.sequence}"
+    assert update.tags["natsobj/digest"] == info_a.digest
+    assert update.tags["natsobj/size"] == "2"
+    assert update.tags["natsobj/nuid"] == info_a.nuid
+    assert update.tags["natsobj/bucket"] == bucket_name
+    assert update.run_config == {"ops": {"react": {"config": {"object": "in/a.csv"}}}}
+
+    # Nothing new: a skip, cursor unchanged.
+    idle, _ = _tick(sensor, instance, nats_resource, cursor)
+    assert idle.run_requests == [] and idle.cursor == cursor
+    assert "no new objects" in idle.skip_message
+
+
+def test_glob_and_deletes_with_an_asset_selection(store, bucket_name, instance, nats_resource):
+    @asset
+    def on_csv() -> int:
+        return 1
+
+    sensor = make_nats_object_sensor(
+        "csv_only",
+        bucket_name,
+        asset_selection=AssetSelection.assets(on_csv),
+        name_glob="*.csv",
+        include_deletes=True,
+    )
+    defs = Definitions(assets=[on_csv], sensors=[sensor], resources={"nats": nats_resource})
+    store.put("x.csv", b"1")
+    store.put("x.json", b"2")
+    store.delete("x.csv")
+    result, _ = _tick(sensor, instance, nats_resource, None, defs)
+    assert result.run_requests[0].asset_selection == [on_csv.key]
+    tags = [(r.tags["natsobj/object"], r.tags["natsobj/deleted"]) for r in result.run_requests]
+    assert tags == [("x.csv", "true")]  # the put was rolled up into the tombstone
+    assert int(result.cursor) == store.get_info("x.csv", include_deleted=True).sequence
+
+
+def test_sensor_inside_definitions_targets_its_job(store, bucket_name, instance, nats_resource):
+    @asset
+    def reacting() -> int:
+        return 1
+
+    sensor = make_nats_object_sensor(
+        "assets_on_landing", bucket_name, job=define_asset_job("react_assets", [reacting])
+    )
+    defs = Definitions(assets=[reacting], sensors=[sensor], resources={"nats": nats_resource})
+    store.put("drop.bin", b"z")
+    sensor_def = defs.get_sensor_def("assets_on_landing")
+    result, _ = _tick(sensor_def, instance, nats_resource, None)
+    [request] = result.run_requests
+    assert request.run_key == f"{bucket_name}:{store.get_info('drop.bin').sequence}"
+    assert sensor_def.job_name == "react_assets"
+
+
+def test_missing_bucket_skips_and_bad_cursor_explains(bucket_name, instance, nats_resource):
+    sensor = make_nats_object_sensor("nobucket", bucket_name, job=react_job)
+    result, _ = _tick(sensor, instance, nats_resource, None)
+    assert result.run_requests == []
+    assert bucket_name in result.skip_message and "does not exist" in result.skip_message
+
+    with pytest.raises(Exception, match="not a meta-stream sequence"):
+        _tick(sensor, instance, nats_resource, "yesterday")
+
+
+def test_factory_rejects_a_sensor_without_target():
+    with pytest.raises(ValueError, match="job= or asset_selection="):
+        make_nats_object_sensor("no_target", "b")
+
+
+def test_recreated_bucket_restarts_the_cursor(sync_client, bucket_name, instance, nats_resource):
+    sensor = make_nats_object_sensor("recreate", bucket_name, job=react_job)
+    store = sync_client.create_store(bucket_name)
+    try:
+        for i in range(5):
+            store.put(f"o{i}", b"x")
+        first, _ = _tick(sensor, instance, nats_resource, None)
+        assert len(first.run_requests) == 5
+        sync_client.delete_store(bucket_name)
+        store = sync_client.create_store(bucket_name)
+        store.put("fresh", b"y")
+        after, _ = _tick(sensor, instance, nats_resource, first.cursor)
+        assert [r.tags["natsobj/object"] for r in after.run_requests] == ["fresh"]
+    finally:
+        sync_client.delete_store(bucket_name)
