@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+import sys
+
 import click
 
 from natsobj.cli.commands import objects, serve, stores, transfer, watch
@@ -48,6 +51,29 @@ def cli(ctx: click.Context, url: str | None, debug: bool, **overrides: object) -
     4 connection or permission problem, 5 any other failure.
     """
     ctx.obj = Session(url=url, overrides={k: v for k, v in overrides.items() if v is not None})
+    _route_library_logs(ctx, debug)
+
+
+def _route_library_logs(ctx: click.Context, debug: bool) -> None:
+    """The core logs warnings a failing command also reports as its error line; show them
+    only with --debug, and put things back afterwards (the CLI can run in-process)."""
+    logger = logging.getLogger("natsobj")
+    level, propagate = logger.level, logger.propagate
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("natsobj[%(levelname)s] %(name)s: %(message)s"))
+    if debug:
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+    else:
+        logger.setLevel(logging.CRITICAL)
+    logger.propagate = False
+
+    def restore() -> None:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+    ctx.call_on_close(restore)
 
 
 for module in (serve, stores, objects, transfer, watch):

@@ -22,7 +22,6 @@ from rich.progress import (
 )
 
 Advance = Callable[[int], None]
-READ_SIZE = 128 * 1024
 
 
 class Meter:
@@ -71,8 +70,18 @@ def meter(enabled: bool | None) -> Iterator[Meter]:
         yield Meter(progress)
 
 
-def read_chunks(stream: BinaryIO, advance: Advance, size: int = READ_SIZE) -> Iterator[bytes]:
-    """Feed the store's put from a file or stdin without ever holding more than one chunk."""
-    while chunk := stream.read(size):
-        advance(len(chunk))
-        yield chunk
+class CountingReader:
+    """A binary file whose reads advance the progress bar; the store reads it like any file
+    (``fileno`` is passed through so it can tell a disk file from a pipe)."""
+
+    def __init__(self, stream: BinaryIO, advance: Advance) -> None:
+        self._stream = stream
+        self._advance = advance
+
+    def read(self, n: int = -1) -> bytes:
+        data = self._stream.read(n)
+        self._advance(len(data))
+        return data
+
+    def fileno(self) -> int:
+        return self._stream.fileno()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import click
@@ -153,9 +154,13 @@ def compact(session: Session, bucket: str, min_age: float | None, as_json: bool)
     store = session.store(bucket)
     result = store.compact() if min_age is None else store.compact(min_age=min_age)
     if as_json:
-        render.emit_json(result.as_dict())
+        render.emit_json({"bucket": bucket, **dataclasses.asdict(result)})
         return
-    render.fields((key, str(value)) for key, value in result.as_dict().items())
+    click.echo(
+        f"compacted {bucket}: purged {len(result.purged_subjects)} orphaned chunk subjects "
+        f"({result.purged_messages} messages), reclaimed {render.size(result.reclaimed_bytes)}; "
+        f"left {result.skipped_recent} younger than --min-age alone"
+    )
 
 
 COMMANDS = (list_stores, store_group)

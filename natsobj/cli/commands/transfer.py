@@ -19,7 +19,7 @@ import click
 from natsobj.cli import render, tree
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.params import header_option, metadata_option, progress_option
-from natsobj.cli.progress import Meter, meter, read_chunks
+from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.session import Session, pass_session
 from natsobj.errors import ObjectNotFound
 from natsobj.model import ObjectInfo
@@ -40,7 +40,7 @@ def _put_stream(
     store: Any, name: str, stream: BinaryIO, total: int | None, bar: Meter, **meta: Any
 ) -> ObjectInfo:
     with bar.task(name, total) as advance:
-        return store.put(name, read_chunks(stream, advance), **meta)
+        return store.put(name, CountingReader(stream, advance), **meta)
 
 
 def _summary(verb: str, info: ObjectInfo) -> str:
