@@ -61,7 +61,10 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "hooks": [
-            {"integration-name": integration, "python-modules": ["airflow_natsobj.hooks.object_store"]}
+            {
+                "integration-name": integration,
+                "python-modules": ["airflow_natsobj.hooks.object_store"],
+            }
         ],
         "operators": [
             {
@@ -70,7 +73,10 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "sensors": [
-            {"integration-name": integration, "python-modules": ["airflow_natsobj.sensors.object_store"]}
+            {
+                "integration-name": integration,
+                "python-modules": ["airflow_natsobj.sensors.object_store"],
+            }
         ],
         "triggers": [
             {

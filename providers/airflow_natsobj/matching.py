@@ -1,0 +1,80 @@
+"""Which object names a sensor or trigger is waiting for: an exact name, a glob or a regex.
+
+Globs follow path rules: ``*`` and ``?`` stay inside one ``/`` segment, ``**`` crosses them,
+so ``raw/*.csv`` does not match ``raw/old/x.csv`` but ``raw/**.csv`` does.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Literal
+
+MatchKind = Literal["exact", "glob", "regex"]
+MATCH_KINDS = ("exact", "glob", "regex")
+
+
+def glob_to_regex(pattern: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = pattern.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape(ch))
+            else:
+                body = pattern[i + 1 : end].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class NameMatcher:
+    pattern: str
+    match: MatchKind = "exact"
+
+    def __post_init__(self) -> None:
+        if self.match not in MATCH_KINDS:
+            raise ValueError(f"match must be one of {MATCH_KINDS}, not {self.match!r}")
+        if not isinstance(self.pattern, str) or not self.pattern:
+            raise ValueError("the object name or pattern to wait for is empty")
+        if self.match == "regex":
+            try:
+                re.compile(self.pattern)
+            except re.error as exc:
+                raise ValueError(f"invalid regex {self.pattern!r}: {exc}") from exc
+
+    @cached_property
+    def _regex(self) -> re.Pattern[str]:
+        if self.match == "regex":
+            return re.compile(self.pattern)
+        if self.match == "glob":
+            return re.compile(glob_to_regex(self.pattern))
+        return re.compile(re.escape(self.pattern))
+
+    @property
+    def exact_name(self) -> str | None:
+        """The single name matched, when there is one (lets pokes use get_info, not list)."""
+        return self.pattern if self.match == "exact" else None
+
+    def matches(self, name: str) -> bool:
+        return self._regex.fullmatch(name) is not None
+
+    def describe(self) -> str:
+        return self.pattern if self.match == "exact" else f"{self.match} {self.pattern!r}"

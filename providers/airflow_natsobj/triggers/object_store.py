@@ -1,0 +1,229 @@
+"""Triggers fed by a NATS watch: the meta stream pushes each put or delete, nothing polls.
+
+``NatsObjectTrigger`` resumes a deferred ``NatsObjectSensor``; ``NatsObjectChangeTrigger``
+drives an ``AssetWatcher`` and keeps its place (the meta stream sequence) in the triggerer's
+asset state store, so a restarted triggerer carries on after the last event it handed over.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
+
+from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
+from airflow_natsobj.matching import MatchKind, NameMatcher
+from natsobj.errors import NatsObjError, ObjectNotFound
+from natsobj.model import ObjectInfo
+
+CURSOR_KEY = "nats_meta_sequence"
+RETRY_FIRST_DELAY = 1.0
+RETRY_MAX_DELAY = 30.0
+START_POSITIONS = ("new", "all")
+
+
+def error_payload(exc: BaseException) -> dict[str, Any]:
+    return {"status": "error", "error_type": type(exc).__name__, "message": str(exc)}
+
+
+async def _stream_end(store: Any) -> int:
+    """The bucket stream's last sequence: a cursor meaning "only what comes after now"."""
+    status = await store.status()
+    return int(status.stream_info.get("state", {}).get("last_seq", 0))
+
+
+class NatsObjectTrigger(BaseTrigger):
+    """Fire once with the first live object whose name matches and whose meta record is newer
+    than ``after_sequence`` (any current object when it is None)."""
+
+    def __init__(
+        self,
+        *,
+        bucket: str,
+        pattern: str,
+        match: MatchKind = "exact",
+        after_sequence: int | None = None,
+        nats_conn_id: str = NatsObjectStoreHook.default_conn_name,
+    ) -> None:
+        super().__init__()
+        self.bucket = bucket
+        self.pattern = pattern
+        self.match = match
+        self.after_sequence = after_sequence
+        self.nats_conn_id = nats_conn_id
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "bucket": self.bucket,
+                "pattern": self.pattern,
+                "match": self.match,
+                "after_sequence": self.after_sequence,
+                "nats_conn_id": self.nats_conn_id,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        try:
+            info = await self._wait()
+        except (NatsObjError, ValueError) as exc:
+            yield TriggerEvent(error_payload(exc))
+            return
+        yield TriggerEvent({"status": "success", "object": info.as_dict()})
+
+    async def _wait(self) -> ObjectInfo:
+        matcher = NameMatcher(self.pattern, self.match)
+        hook = NatsObjectStoreHook(nats_conn_id=self.nats_conn_id)
+        async with hook.aclient() as client:
+            store = await client.store(self.bucket)
+            if self.after_sequence is None:
+                watcher = store.watch(ignore_deletes=True)  # current objects first, then changes
+            else:
+                watcher = store.watch(after_sequence=self.after_sequence, ignore_deletes=True)
+            async with watcher:
+                async for info in watcher:
+                    if not matcher.matches(info.name):
+                        continue
+                    if watcher.initial_done or await _is_current(store, info):
+                        self.log.info(
+                            "nats://%s/%s appeared (sequence %s)",
+                            self.bucket,
+                            info.name,
+                            info.sequence,
+                        )
+                        return info
+        raise AssertionError("a watch never ends")
+
+
+async def _is_current(store: Any, info: ObjectInfo) -> bool:
+    """A replayed record may have been replaced or deleted since; only the latest counts."""
+    try:
+        current = await store.get_info(info.name)
+    except ObjectNotFound:
+        return False
+    return current.sequence == info.sequence
+
+
+class _CursorStore:
+    """The trigger's place in the meta stream, in the triggerer's asset state store.
+
+    Several assets can share one trigger; the cursor is written to each of them and read back
+    as the smallest, so no asset misses an event.
+    """
+
+    def __init__(self, accessors: Any) -> None:
+        self._accessors = accessors
+        self._memory: int | None = None
+
+    def _each(self) -> list[Any]:
+        if self._accessors is None:
+            return []
+        by_name = getattr(self._accessors, "_by_name", {})
+        by_uri = getattr(self._accessors, "_by_uri", {})
+        found = [*by_name.values(), *by_uri.values()]
+        return found or [self._accessors]
+
+    async def get(self) -> int | None:
+        values = [await accessor.aget(CURSOR_KEY) for accessor in self._each()]
+        known = [int(v) for v in values if v is not None]
+        if known:
+            return min(known)
+        return self._memory
+
+    async def set(self, sequence: int) -> None:
+        self._memory = sequence
+        for accessor in self._each():
+            await accessor.aset(CURSOR_KEY, sequence)
+
+
+class NatsObjectChangeTrigger(BaseEventTrigger):
+    """Fire for every put (and with ``include_deletes``, every delete) of a matching object.
+
+    The payload is ``ObjectInfo.as_dict()``: bucket, name, nuid, size, digest, metadata,
+    ``deleted`` and ``sequence`` (the meta stream sequence, the trigger's cursor). The first run
+    starts at the end of the stream (``start_at="new"``) or replays current objects
+    (``start_at="all"``); later runs resume after the stored cursor.
+    """
+
+    def __init__(
+        self,
+        *,
+        bucket: str,
+        pattern: str = "**",
+        match: MatchKind = "glob",
+        include_deletes: bool = False,
+        start_at: str = "new",
+        nats_conn_id: str = NatsObjectStoreHook.default_conn_name,
+    ) -> None:
+        super().__init__()
+        if start_at not in START_POSITIONS:
+            raise ValueError(f"start_at must be one of {START_POSITIONS}, not {start_at!r}")
+        NameMatcher(pattern, match)  # fail at DAG parse time, not in the triggerer
+        self.bucket = bucket
+        self.pattern = pattern
+        self.match = match
+        self.include_deletes = include_deletes
+        self.start_at = start_at
+        self.nats_conn_id = nats_conn_id
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "bucket": self.bucket,
+                "pattern": self.pattern,
+                "match": self.match,
+                "include_deletes": self.include_deletes,
+                "start_at": self.start_at,
+                "nats_conn_id": self.nats_conn_id,
+            },
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        """Watch forever; a lost server or missing bucket is logged and retried from the cursor."""
+        matcher = NameMatcher(self.pattern, self.match)
+        cursor_store = _CursorStore(self.asset_state_store)
+        delay = RETRY_FIRST_DELAY
+        while True:
+            try:
+                async for event in self._watch(matcher, cursor_store):
+                    delay = RETRY_FIRST_DELAY
+                    yield event
+            except NatsObjError as exc:
+                self.log.warning(
+                    "watch of nats://%s stopped (%s); retrying in %.0fs", self.bucket, exc, delay
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_DELAY)
+
+    async def _watch(
+        self, matcher: NameMatcher, cursor_store: _CursorStore
+    ) -> AsyncIterator[TriggerEvent]:
+        hook = NatsObjectStoreHook(nats_conn_id=self.nats_conn_id)
+        async with hook.aclient() as client:
+            store = await client.store(self.bucket)
+            cursor = await cursor_store.get()
+            if cursor is None:
+                end = await _stream_end(store)
+                if self.start_at == "all":
+                    for info in sorted(await store.list(), key=lambda i: i.sequence or 0):
+                        if matcher.matches(info.name):
+                            yield TriggerEvent(info.as_dict())
+                            await cursor_store.set(int(info.sequence or 0))
+                cursor = end
+                await cursor_store.set(cursor)
+            self.log.info(
+                "watching nats://%s for %s after sequence %d",
+                self.bucket,
+                matcher.describe(),
+                cursor,
+            )
+            async with store.watch(after_sequence=cursor) as watcher:
+                async for info in watcher:
+                    if matcher.matches(info.name) and (self.include_deletes or not info.deleted):
+                        yield TriggerEvent(info.as_dict())
+                    # Reached once the triggerer has taken the event: only then move the cursor.
+                    await cursor_store.set(int(info.sequence or cursor))
