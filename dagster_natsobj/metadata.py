@@ -28,6 +28,7 @@ def output_metadata(target: Target, handler: Handler, stored: Stored) -> dict[st
         meta["dagster/row_count"] = MetadataValue.int(stored.row_count)
     if stored.schema is not None:
         meta["dagster/column_schema"] = MetadataValue.table_schema(stored.schema)
-    if "parts" in stored.extra:
-        meta["parts"] = MetadataValue.int(int(stored.extra["parts"]))
+    for key in ("parts", "generation"):
+        if key in stored.extra:
+            meta[key] = MetadataValue.int(int(stored.extra[key]))
     return meta

@@ -1,7 +1,8 @@
 """PySpark DataFrames go through the ``natsobj`` Spark data source, executor to NATS.
 
-A dataset is a prefix holding ``_manifest.json`` plus one object per part, so nothing is
-collected to the driver in either direction; the manifest's info stands for the dataset.
+A dataset is a prefix holding ``_manifest.json`` plus one Parquet object per part, so nothing
+is collected to the driver in either direction; the manifest's info stands for the dataset.
+``natsobj.spark`` imports pyspark, so it is only imported when a DataFrame is involved.
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from dagster import TableColumn, TableSchema
 from dagster_natsobj.handlers import Handler, Stored, Target, loaded_class
 from natsobj.errors import ObjectNotFound
 
-MANIFEST = "_manifest.json"
-
 
 class SparkHandler(Handler):
     format = "spark"
@@ -27,17 +26,17 @@ class SparkHandler(Handler):
 
     def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
         from natsobj.spark import write_dataframe
+        from natsobj.spark.manifest import manifest_name
 
-        manifest = write_dataframe(value, _store_url(target), target.bucket, target.name)
-        info = target.store.get_info(manifest_name(target.name))
-        parts = manifest.get("parts") or []
+        manifest = write_dataframe(value, target.settings.resolved(), target.bucket, target.name)
         return Stored(
-            info,
+            target.store.get_info(manifest_name(target.name)),
             row_count=int(manifest["num_rows"]),
             schema=spark_table_schema(value.schema),
             extra={
-                "parts": len(parts),
-                "size": sum(int(p.get("size", 0)) for p in parts if isinstance(p, dict)),
+                "size": int(manifest["num_bytes"]),
+                "parts": int(manifest["num_parts"]),
+                "generation": int(manifest["generation"]),
             },
         )
 
@@ -53,26 +52,19 @@ class SparkHandler(Handler):
                 name=target.name,
             )
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
-        return read_dataframe(spark, _store_url(target), target.bucket, target.name)
+        return read_dataframe(spark, target.settings.resolved(), target.bucket, target.name)
 
     def exists(self, target: Target) -> bool:
+        from natsobj.spark.manifest import manifest_name
+
         try:
-            info = target.store.get_info(manifest_name(target.name))
+            target.store.get_info(manifest_name(target.name))
         except ObjectNotFound:
             return False
-        return not info.deleted
-
-
-def manifest_name(prefix: str) -> str:
-    return f"{prefix.rstrip('/')}/{MANIFEST}"
+        return True
 
 
 def spark_table_schema(schema: Any) -> TableSchema:
     return TableSchema(
         columns=[TableColumn(name=f.name, type=f.dataType.simpleString()) for f in schema.fields]
     )
-
-
-def _store_url(target: Target) -> Any:
-    """What executors connect with: the resolved settings, so `embedded` means this server."""
-    return target.settings.resolved()
