@@ -1,0 +1,31 @@
+"""Spark DataFrames in and out of the NATS object store, partition by partition on executors.
+
+``format("natsobj")`` is a PySpark 4 Python data source; ``write_dataframe``/``read_dataframe``
+are the one-call helpers the Dagster and Airflow front ends use. See docs/spark.md.
+"""
+
+from natsobj.spark.errors import (
+    BadSparkOption,
+    DatasetChanged,
+    DatasetExists,
+    DatasetNotFound,
+    SchemaMismatch,
+)
+from natsobj.spark.frames import read_dataframe, register, spark_options, write_dataframe
+from natsobj.spark.source import FORMAT_NAME, NatsObjDataSource
+from natsobj.spark.storage import NoManifestWarning
+
+__all__ = [
+    "FORMAT_NAME",
+    "BadSparkOption",
+    "DatasetChanged",
+    "DatasetExists",
+    "DatasetNotFound",
+    "NatsObjDataSource",
+    "NoManifestWarning",
+    "SchemaMismatch",
+    "read_dataframe",
+    "register",
+    "spark_options",
+    "write_dataframe",
+]

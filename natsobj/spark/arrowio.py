@@ -1,0 +1,128 @@
+"""Arrow <-> Parquet in bounded memory: split a task's batches into part objects, encode each
+as a byte stream for ``ObjectStore.put``, and cast what is read back to Spark's exact schema."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+
+def spark_arrow_schema(schema: StructType) -> pa.Schema:
+    """The Arrow schema a Python data source must yield: Spark compares types, nullability and
+    timestamp units/zones exactly, with timestamps in UTC."""
+    return to_arrow_schema(schema, timezone="UTC")
+
+
+@dataclass
+class RowCount:
+    rows: int = 0
+
+
+class _ByteSink:
+    """A write-only file for ParquetWriter whose bytes are drained as soon as they are written."""
+
+    closed = False
+
+    def __init__(self) -> None:
+        self._pending: list[bytes] = []
+        self._position = 0
+
+    def write(self, data: bytes) -> int:
+        self._pending.append(bytes(data))
+        self._position += len(data)
+        return len(data)
+
+    def tell(self) -> int:
+        return self._position
+
+    def flush(self) -> None:
+        pass
+
+    def writable(self) -> bool:
+        return True
+
+    def drain(self) -> Iterator[bytes]:
+        if self._pending:
+            yield b"".join(self._pending)
+            self._pending.clear()
+
+
+def parquet_stream(
+    batches: Iterable[pa.RecordBatch],
+    *,
+    compression: str,
+    row_group_rows: int,
+    counter: RowCount,
+) -> Iterator[bytes]:
+    """Yield one Parquet file as byte blocks; at most one row group is held in memory."""
+    sink = _ByteSink()
+    writer: pq.ParquetWriter | None = None
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+
+    def flush() -> None:
+        nonlocal pending_rows
+        assert writer is not None
+        writer.write_table(pa.Table.from_batches(pending), row_group_size=row_group_rows)
+        pending.clear()
+        pending_rows = 0
+
+    for batch in batches:
+        if writer is None:
+            writer = pq.ParquetWriter(
+                sink, batch.schema, compression=None if compression == "none" else compression
+            )
+        pending.append(batch)
+        pending_rows += batch.num_rows
+        counter.rows += batch.num_rows
+        if pending_rows >= row_group_rows:
+            flush()
+            yield from sink.drain()
+    if writer is None:
+        return
+    if pending:
+        flush()
+    writer.close()
+    yield from sink.drain()
+
+
+class ObjectSplitter:
+    """Cut a stream of batches into runs of at most ``rows_per_object`` rows, one per part."""
+
+    def __init__(self, batches: Iterable[pa.RecordBatch], rows_per_object: int) -> None:
+        self._batches = iter(batches)
+        self._limit = rows_per_object
+        self._carry: pa.RecordBatch | None = None
+
+    def __iter__(self) -> Iterator[Iterator[pa.RecordBatch]]:
+        while self._fill():
+            yield self._one_object()
+
+    def _fill(self) -> bool:
+        while self._carry is None or self._carry.num_rows == 0:
+            batch = next(self._batches, None)
+            if batch is None:
+                return False
+            self._carry = batch
+        return True
+
+    def _one_object(self) -> Iterator[pa.RecordBatch]:
+        budget = self._limit
+        while budget > 0 and self._fill():
+            assert self._carry is not None
+            batch, self._carry = self._carry[:budget], self._carry[budget:]
+            budget -= batch.num_rows
+            yield batch
+
+
+def conform(batch: pa.RecordBatch, target: pa.Schema) -> pa.RecordBatch:
+    """Pick the target's columns by name and cast them to the exact Spark types."""
+    missing = [name for name in target.names if name not in batch.schema.names]
+    if missing:
+        raise KeyError(f"columns {missing} are not in the object (it has {batch.schema.names})")
+    return batch.select(target.names).cast(target)

@@ -1,0 +1,228 @@
+"""The dataset manifest: the one object whose publication makes a write visible.
+
+``<prefix>/_manifest.json`` lists the schema and every part. Readers plan from it only, so they
+never see parts of an unfinished write. Each commit makes a new *generation*; an overwrite keeps
+the parts of the last ``retain_generations`` superseded generations (listed under ``retained``)
+so that readers planned on them can finish, and deletes older ones.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from natsobj.spark.errors import SchemaMismatch
+
+MANIFEST = "_manifest.json"
+FORMAT = "natsobj-spark-dataset"
+VERSION = 1
+WRITE_ID_KEY = "natsobj-spark-write-id"
+
+
+def manifest_name(prefix: str) -> str:
+    return f"{prefix}/{MANIFEST}"
+
+
+def part_name(prefix: str, partition: int, attempt: int) -> str:
+    return f"{prefix}/part-{partition:05d}-{attempt}-{uuid.uuid4().hex}.parquet"
+
+
+def is_data_object(prefix: str, name: str) -> bool:
+    """Parquet objects under ``prefix`` that are not hidden (``_*``, ``.*``), as Spark lists."""
+    if not name.startswith(prefix + "/" if prefix else "") or not name.endswith(".parquet"):
+        return False
+    return not any(seg.startswith(("_", ".")) for seg in name[len(prefix) :].split("/") if seg)
+
+
+@dataclass(frozen=True)
+class Part:
+    name: str
+    rows: int
+    size: int
+    digest: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "rows": self.rows, "size": self.size, "digest": self.digest}
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> Part:
+        return cls(str(doc["name"]), int(doc["rows"]), int(doc["size"]), str(doc["digest"]))
+
+
+@dataclass(frozen=True)
+class Retained:
+    """Parts of a superseded generation, kept so readers planned on it can finish."""
+
+    generation: int
+    superseded_at: str
+    parts: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "generation": self.generation,
+            "superseded_at": self.superseded_at,
+            "parts": list(self.parts),
+        }
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> Retained:
+        return cls(int(doc["generation"]), str(doc["superseded_at"]), tuple(doc["parts"]))
+
+
+@dataclass(frozen=True)
+class Manifest:
+    prefix: str
+    schema: dict[str, Any]  # Spark StructType.jsonValue(): exact types and nullability
+    parts: tuple[Part, ...]
+    generation: int = 1
+    write_id: str = ""
+    mode: str = "overwrite"
+    committed_at: str = ""
+    retained: tuple[Retained, ...] = field(default_factory=tuple)
+
+    @property
+    def num_rows(self) -> int:
+        return sum(p.rows for p in self.parts)
+
+    @property
+    def num_bytes(self) -> int:
+        return sum(p.size for p in self.parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "prefix": self.prefix,
+            "generation": self.generation,
+            "write_id": self.write_id,
+            "mode": self.mode,
+            "committed_at": self.committed_at,
+            "schema": self.schema,
+            "num_rows": self.num_rows,
+            "num_bytes": self.num_bytes,
+            "num_parts": len(self.parts),
+            "parts": [p.as_dict() for p in self.parts],
+            "retained": [r.as_dict() for r in self.retained],
+        }
+
+    def to_json(self) -> bytes:
+        return json.dumps(self.as_dict(), indent=1).encode("utf-8")
+
+    @classmethod
+    def from_json(cls, data: bytes, *, bucket: str, name: str) -> Manifest:
+        from natsobj.errors import BadObjectMeta
+
+        try:
+            doc = json.loads(data)
+            if doc.get("format") != FORMAT or int(doc.get("version", 0)) > VERSION:
+                raise ValueError(f"format {doc.get('format')!r} v{doc.get('version')}")
+            return cls(
+                prefix=str(doc["prefix"]),
+                schema=dict(doc["schema"]),
+                parts=tuple(Part.from_dict(p) for p in doc["parts"]),
+                generation=int(doc["generation"]),
+                write_id=str(doc.get("write_id", "")),
+                mode=str(doc.get("mode", "overwrite")),
+                committed_at=str(doc.get("committed_at", "")),
+                retained=tuple(Retained.from_dict(r) for r in doc.get("retained", [])),
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise BadObjectMeta(
+                f"not a natsobj Spark manifest ({exc})",
+                bucket=bucket,
+                name=name,
+                hint="Delete or rewrite the object, or overwrite the dataset.",
+            ) from None
+
+
+def next_generation(
+    previous: Manifest | None,
+    *,
+    prefix: str,
+    schema: dict[str, Any],
+    parts: list[Part],
+    overwrite: bool,
+    write_id: str,
+    retain: int,
+) -> tuple[Manifest, list[str]]:
+    """The manifest a commit publishes, and the part names to delete once it is published."""
+    now = datetime.now(UTC).isoformat()
+    if previous is None:
+        return Manifest(prefix, schema, tuple(parts), 1, write_id, _mode(overwrite), now), []
+    if overwrite:
+        current = tuple(parts)
+        superseded = Retained(previous.generation, now, tuple(p.name for p in previous.parts))
+        history = (superseded, *previous.retained)
+    else:
+        schema = merge_schemas(previous.schema, schema, where=prefix)
+        current = (*previous.parts, *parts)
+        history = previous.retained
+    kept, dropped = history[:retain], history[retain:]
+    live = {p.name for p in current} | {n for r in kept for n in r.parts}
+    doomed = sorted({n for r in dropped for n in r.parts} - live)
+    manifest = Manifest(
+        prefix, schema, current, previous.generation + 1, write_id, _mode(overwrite), now, kept
+    )
+    return manifest, doomed
+
+
+def merge_schemas(old: dict[str, Any], new: dict[str, Any], *, where: str) -> dict[str, Any]:
+    """Append keeps the dataset's schema; a column becomes nullable if either side allows null."""
+    old_fields, new_fields = old.get("fields", []), new.get("fields", [])
+    if [_shape(f) for f in old_fields] != [_shape(f) for f in new_fields]:
+        raise SchemaMismatch(
+            f"cannot append to {where!r}: dataset has columns "
+            f"{_describe(old_fields)}, the DataFrame has {_describe(new_fields)}"
+        )
+    merged = [_or_nullability(o, n) for o, n in zip(old_fields, new_fields, strict=True)]
+    return {**old, "fields": merged}
+
+
+_NULLABILITY = ("nullable", "containsNull", "valueContainsNull")
+
+
+def _or_nullability(old: Any, new: Any) -> Any:
+    """Same shape as ``old``, nullable wherever either side is (at every nesting level)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        return {
+            k: bool(v or new.get(k, True))
+            if k in _NULLABILITY
+            else v
+            if k == "metadata"
+            else _or_nullability(v, new.get(k))
+            for k, v in old.items()
+        }
+    if isinstance(old, list) and isinstance(new, list):
+        return [_or_nullability(o, n) for o, n in zip(old, new, strict=False)]
+    return old
+
+
+def _shape(spark_field: dict[str, Any]) -> tuple[str, str]:
+    return spark_field["name"], json.dumps(_strip_nullability(spark_field["type"]), sort_keys=True)
+
+
+def _strip_nullability(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _strip_nullability(v)
+            for k, v in value.items()
+            if k not in (*_NULLABILITY, "metadata")
+        }
+    if isinstance(value, list):
+        return [_strip_nullability(v) for v in value]
+    return value
+
+
+def _describe(spark_fields: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{f['name']} {_type_name(f['type'])}" for f in spark_fields) or "(none)"
+
+
+def _type_name(spark_type: Any) -> str:
+    return spark_type if isinstance(spark_type, str) else str(spark_type.get("type", spark_type))
+
+
+def _mode(overwrite: bool) -> str:
+    return "overwrite" if overwrite else "append"

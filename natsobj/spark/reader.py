@@ -1,0 +1,149 @@
+"""The read paths: one input partition per part object (table mode), or objects grouped into
+partitions of bounded size (binary mode). Tasks connect by themselves and stream objects."""
+
+from __future__ import annotations
+
+import contextlib
+import fnmatch
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.types import (
+    BinaryType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+import natsobj
+from natsobj.errors import ObjectNotFound
+from natsobj.spark.arrowio import conform, spark_arrow_schema
+from natsobj.spark.errors import DatasetChanged
+from natsobj.spark.manifest import Part
+from natsobj.spark.options import SourceOptions
+from natsobj.spark.storage import objects_under, open_store
+
+# Objects up to this size are decoded from memory; larger ones are spooled to a temp file.
+SPILL_BYTES = 256 * 1024 * 1024
+BATCH_ROWS = 65_536
+# Binary mode packs objects into one partition up to this many bytes.
+BINARY_PARTITION_BYTES = 64 * 1024 * 1024
+
+BINARY_SCHEMA = StructType(
+    [
+        StructField("name", StringType(), False),
+        StructField("size", LongType(), False),
+        StructField("mtime", TimestampType(), True),
+        StructField("digest", StringType(), True),
+        StructField("content", BinaryType(), True),
+    ]
+)
+
+
+@dataclass
+class PartPartition(InputPartition):
+    name: str
+    size: int
+
+
+@dataclass
+class ObjectsPartition(InputPartition):
+    names: tuple[str, ...]
+
+
+class TableReader(DataSourceReader):
+    """Reads the parts of one manifest generation, pinned when the query was planned."""
+
+    def __init__(
+        self, opts: SourceOptions, schema: StructType, parts: tuple[Part, ...], generation: int
+    ) -> None:
+        self.opts = opts
+        self.schema = schema
+        self.parts = parts
+        self.generation = generation  # 0 when planned from a listing
+
+    def partitions(self) -> list[InputPartition]:
+        return [PartPartition(p.name, p.size) for p in self.parts]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, PartPartition):  # a dataset with no parts
+            return
+        target = spark_arrow_schema(self.schema)
+        with contextlib.ExitStack() as stack:
+            with open_store(self.opts) as store:
+                source = self._download(store, partition, stack)
+            parquet = pq.ParquetFile(source)
+            missing = [n for n in target.names if n not in parquet.schema_arrow.names]
+            if missing:
+                raise KeyError(
+                    f"bucket {self.opts.bucket!r}, object {partition.name!r} has no column(s) "
+                    f"{missing}; it has {parquet.schema_arrow.names}. Fix the read schema."
+                )
+            for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=target.names):
+                try:
+                    yield conform(batch, target)
+                except (pa.ArrowInvalid, ValueError) as exc:
+                    raise ValueError(
+                        f"bucket {self.opts.bucket!r}, object {partition.name!r} does not fit "
+                        f"the read schema: {exc}. Pass a matching schema or make the column "
+                        "nullable."
+                    ) from None
+
+    def _download(
+        self, store: natsobj.ObjectStore, part: PartPartition, stack: contextlib.ExitStack
+    ) -> pa.NativeFile | str:
+        try:
+            if part.size <= SPILL_BYTES:
+                return pa.BufferReader(store.get_bytes(part.name))
+            path = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "part.parquet"
+            store.get_file(part.name, path)
+            return str(path)
+        except ObjectNotFound:
+            if not self.generation:
+                raise
+            raise DatasetChanged(
+                f"part {part.name!r} of generation {self.generation} is gone",
+                bucket=self.opts.bucket,
+                name=part.name,
+            ) from None
+
+
+class BinaryReader(DataSourceReader):
+    """Raw objects as rows of (name, size, mtime, digest, content), like Spark's binaryFile."""
+
+    def __init__(self, opts: SourceOptions) -> None:
+        self.opts = opts
+        with open_store(opts) as store:
+            self.objects = [
+                (info.name, info.size)
+                for info in objects_under(store, opts.prefix)
+                if not opts.glob or fnmatch.fnmatchcase(info.name.rsplit("/", 1)[-1], opts.glob)
+            ]
+
+    def partitions(self) -> list[InputPartition]:
+        groups: list[list[str]] = []
+        filled = BINARY_PARTITION_BYTES
+        for name, size in self.objects:
+            if filled + size > BINARY_PARTITION_BYTES:
+                groups.append([])
+                filled = 0
+            groups[-1].append(name)
+            filled += size
+        return [ObjectsPartition(tuple(g)) for g in groups]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple]:
+        if not isinstance(partition, ObjectsPartition):
+            return
+        with open_store(self.opts) as store:
+            for name in partition.names:
+                with store.get(name) as reader:
+                    content = reader.read()
+                    info = reader.info
+                yield (name, info.size, info.mtime, info.digest, content)

@@ -1,0 +1,60 @@
+"""The ``natsobj`` PySpark data source: option parsing and planning on the driver, tasks in
+``reader``/``writer``. Every method parses the options first, so a bad option fails with a
+Python message at ``load()`` / ``save()`` instead of inside a task."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from natsobj.spark.errors import BadSparkOption
+from natsobj.spark.options import BINARY, SourceOptions
+from natsobj.spark.reader import BINARY_SCHEMA, BinaryReader, TableReader
+from natsobj.spark.storage import load_plan, open_store
+from natsobj.spark.writer import prepare_writer
+
+FORMAT_NAME = "natsobj"
+
+
+class NatsObjDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT_NAME
+
+    def _options(self) -> SourceOptions:
+        return SourceOptions.parse(self.options)
+
+    def schema(self) -> StructType:
+        opts = self._options()
+        if opts.mode == BINARY:
+            return BINARY_SCHEMA
+        with open_store(opts) as store:
+            plan = load_plan(store, opts)
+            if plan.manifest is not None:
+                return StructType.fromJson(plan.manifest.schema)
+            # Foreign Parquet: take the schema of the first object, as spark.read.parquet does
+            # by default (no merging).
+            data = store.get_bytes(plan.parts[0].name)
+        return from_arrow_schema(pq.ParquetFile(pa.BufferReader(data)).schema_arrow)
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        opts = self._options()
+        if opts.mode == BINARY:
+            return BinaryReader(opts)
+        with open_store(opts) as store:
+            plan = load_plan(store, opts)
+        generation = plan.manifest.generation if plan.manifest else 0
+        return TableReader(opts, schema, plan.parts, generation)
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        opts = self._options()
+        if opts.mode == BINARY:
+            raise BadSparkOption(
+                "mode 'binary' is read-only",
+                bucket=opts.bucket,
+                hint="Write tables without the mode option; store files with `natsobj put`.",
+            )
+        return prepare_writer(opts, schema, overwrite)

@@ -1,0 +1,113 @@
+"""Store access shared by the driver-side planning and the executor tasks.
+
+Every task connects by itself from the pickled options (Spark python workers are forked
+processes; the blocking facade keeps one event loop per process) and disconnects when done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import warnings
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import natsobj
+from natsobj.errors import BucketExists, BucketNotFound, ObjectNotFound
+from natsobj.model import ObjectInfo
+from natsobj.spark.errors import DatasetNotFound
+from natsobj.spark.manifest import WRITE_ID_KEY, Manifest, Part, is_data_object, manifest_name
+from natsobj.spark.options import SourceOptions
+
+log = logging.getLogger("natsobj.spark")
+
+
+class NoManifestWarning(UserWarning):
+    """The prefix holds Parquet objects but no manifest: read through a listing."""
+
+
+@contextlib.contextmanager
+def open_store(opts: SourceOptions, *, create: bool = False) -> Iterator[natsobj.ObjectStore]:
+    with natsobj.connect(opts.settings) as client:
+        try:
+            store = client.store(opts.bucket)
+        except BucketNotFound:
+            if not create:
+                raise
+            try:
+                store = client.create_store(opts.bucket, description="natsobj Spark datasets")
+            except BucketExists:  # another task created it first
+                store = client.store(opts.bucket)
+        yield store
+
+
+def read_manifest(store: natsobj.ObjectStore, prefix: str) -> Manifest | None:
+    name = manifest_name(prefix)
+    try:
+        data = store.get_bytes(name)
+    except ObjectNotFound:
+        return None
+    return Manifest.from_json(data, bucket=store.bucket, name=name)
+
+
+def objects_under(store: natsobj.ObjectStore, prefix: str) -> list[ObjectInfo]:
+    """Current objects whose names start with ``prefix/`` (all objects for an empty prefix)."""
+    start = prefix + "/" if prefix else ""
+    return sorted((i for i in store.list() if i.name.startswith(start)), key=lambda i: i.name)
+
+
+def orphans(store: natsobj.ObjectStore, prefix: str, write_id: str, keep: set[str]) -> list[str]:
+    """Parts this write left behind (failed or speculative task attempts), found by the write
+    id every part carries in its metadata."""
+    return [
+        info.name
+        for info in objects_under(store, prefix)
+        if info.metadata.get(WRITE_ID_KEY) == write_id
+        and info.name != manifest_name(prefix)
+        and info.name not in keep
+    ]
+
+
+def delete_quietly(store: natsobj.ObjectStore, names: Iterable[str]) -> int:
+    """Delete what is there; a missing object is already what we want. Returns the count."""
+    deleted = 0
+    for name in names:
+        try:
+            store.delete(name)
+            deleted += 1
+        except ObjectNotFound:
+            continue
+    return deleted
+
+
+@dataclass(frozen=True)
+class TablePlan:
+    """What a read is planned on: the manifest, or a listing of foreign Parquet objects."""
+
+    parts: tuple[Part, ...]
+    manifest: Manifest | None
+
+
+def load_plan(store: natsobj.ObjectStore, opts: SourceOptions) -> TablePlan:
+    manifest = read_manifest(store, opts.prefix)
+    if manifest is not None:
+        return TablePlan(manifest.parts, manifest)
+    listed = tuple(
+        Part(info.name, -1, info.size, info.digest)
+        for info in objects_under(store, opts.prefix)
+        if is_data_object(opts.prefix, info.name)
+    )
+    if not listed:
+        raise DatasetNotFound(
+            f"no dataset at prefix {opts.prefix!r}: neither {manifest_name(opts.prefix)!r} nor "
+            "any .parquet objects under it",
+            bucket=opts.bucket,
+        )
+    message = (
+        f"bucket {opts.bucket!r}, prefix {opts.prefix!r} has no {manifest_name(opts.prefix)!r}: "
+        f"reading the {len(listed)} .parquet objects found by listing. A listing can include "
+        "parts of an unfinished write; write the dataset with format('natsobj') for atomic reads."
+    )
+    warnings.warn(message, NoManifestWarning, stacklevel=2)
+    log.warning(message)
+    return TablePlan(listed, None)

@@ -1,0 +1,169 @@
+"""The write path: tasks stream Parquet parts, the driver publishes the manifest or cleans up.
+
+Visibility rule: nothing a write stores is visible until ``commit`` publishes the manifest, and
+``abort`` (or a failed commit) deletes every part the write stored, found through the write id
+each part carries, so parts of killed or speculative task attempts are swept as well.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+import natsobj
+from natsobj.spark.arrowio import ObjectSplitter, RowCount, parquet_stream
+from natsobj.spark.errors import BadSparkOption, DatasetExists
+from natsobj.spark.manifest import (
+    WRITE_ID_KEY,
+    Manifest,
+    Part,
+    manifest_name,
+    merge_schemas,
+    next_generation,
+    part_name,
+)
+from natsobj.spark.options import SourceOptions
+from natsobj.spark.storage import delete_quietly, open_store, orphans, read_manifest
+
+log = logging.getLogger("natsobj.spark")
+
+
+@dataclass
+class PartsMessage(WriterCommitMessage):
+    """What one task stored: the driver lists these parts in the manifest."""
+
+    partition: int
+    attempt: int
+    parts: list[Part] = field(default_factory=list)
+
+
+def prepare_writer(opts: SourceOptions, schema: StructType, overwrite: bool) -> NatsObjWriter:
+    """Driver-side checks before any task runs, so a doomed write fails in seconds."""
+    if opts.if_exists and overwrite:
+        raise BadSparkOption(
+            f"option if_exists={opts.if_exists!r} needs .mode('append'), not overwrite",
+            bucket=opts.bucket,
+        )
+    with open_store(opts, create=opts.create_bucket) as store:
+        previous = read_manifest(store, opts.prefix)
+    if previous is not None and opts.if_exists == "error":
+        raise DatasetExists(f"dataset {opts.prefix!r} already exists", bucket=opts.bucket)
+    if previous is not None and not overwrite:
+        merge_schemas(previous.schema, schema.jsonValue(), where=opts.prefix)
+    return NatsObjWriter(opts, schema, overwrite, opts.write_id or uuid.uuid4().hex)
+
+
+class NatsObjWriter(DataSourceArrowWriter):
+    def __init__(
+        self, opts: SourceOptions, schema: StructType, overwrite: bool, write_id: str
+    ) -> None:
+        self.opts = opts
+        self.schema = schema
+        self.overwrite = overwrite
+        self.write_id = write_id
+
+    # -- executors --------------------------------------------------------------------------------
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> PartsMessage:
+        context = TaskContext.get()
+        message = PartsMessage(
+            partition=context.partitionId() if context else 0,
+            attempt=context.attemptNumber() if context else 0,
+        )
+        with open_store(self.opts, create=self.opts.create_bucket) as store:
+            try:
+                for batches in ObjectSplitter(iterator, self.opts.rows_per_object):
+                    message.parts.append(self._put_part(store, message, batches))
+            except BaseException:
+                delete_quietly(store, [p.name for p in message.parts])
+                raise
+        return message
+
+    def _put_part(
+        self, store: natsobj.ObjectStore, message: PartsMessage, batches: Iterator[pa.RecordBatch]
+    ) -> Part:
+        name = part_name(self.opts.prefix, message.partition, message.attempt)
+        counter = RowCount()
+        stream = parquet_stream(
+            batches,
+            compression=self.opts.compression,
+            row_group_rows=self.opts.row_group_rows,
+            counter=counter,
+        )
+        info = store.put(name, stream, metadata={WRITE_ID_KEY: self.write_id})
+        return Part(name, counter.rows, info.size, info.digest)
+
+    # -- driver -----------------------------------------------------------------------------------
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        parts = _parts(messages)
+        with open_store(self.opts) as store:
+            try:
+                manifest, doomed = self._publish(store, parts)
+            except BaseException:
+                self._clean_up(store, parts)
+                raise
+            if manifest is None:  # if_exists=ignore and the dataset appeared meanwhile
+                self._clean_up(store, parts)
+                return
+            swept = orphans(store, self.opts.prefix, self.write_id, {p.name for p in parts})
+            deleted = delete_quietly(store, [*doomed, *swept])
+        log.info(
+            "natsobj: committed %s generation %d: %d parts, %d rows; deleted %d old objects",
+            self.opts.where,
+            manifest.generation,
+            len(manifest.parts),
+            manifest.num_rows,
+            deleted,
+        )
+
+    def _publish(
+        self, store: natsobj.ObjectStore, parts: list[Part]
+    ) -> tuple[Manifest | None, list[str]]:
+        previous = read_manifest(store, self.opts.prefix)
+        if previous is not None and self.opts.if_exists == "error":
+            raise DatasetExists(
+                f"dataset {self.opts.prefix!r} was created by another writer during this write",
+                bucket=self.opts.bucket,
+            )
+        if previous is not None and self.opts.if_exists == "ignore":
+            return None, []
+        manifest, doomed = next_generation(
+            previous,
+            prefix=self.opts.prefix,
+            schema=self.schema.jsonValue(),
+            parts=parts,
+            overwrite=self.overwrite,
+            write_id=self.write_id,
+            retain=self.opts.retain_generations,
+        )
+        store.put(
+            manifest_name(self.opts.prefix),
+            manifest.to_json(),
+            metadata={WRITE_ID_KEY: self.write_id, "generation": str(manifest.generation)},
+        )
+        return manifest, doomed
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        try:
+            with open_store(self.opts) as store:
+                self._clean_up(store, _parts(messages))
+        except Exception as exc:  # never hide the task failure that made Spark abort
+            log.warning("natsobj: abort of %s could not delete parts: %s", self.opts.where, exc)
+
+    def _clean_up(self, store: natsobj.ObjectStore, parts: list[Part]) -> None:
+        names = {p.name for p in parts}
+        names.update(orphans(store, self.opts.prefix, self.write_id, keep=set()))
+        deleted = delete_quietly(store, sorted(names))
+        log.info("natsobj: aborted write to %s, deleted %d parts", self.opts.where, deleted)
+
+
+def _parts(messages: list[WriterCommitMessage | None]) -> list[Part]:
+    return [p for m in messages if isinstance(m, PartsMessage) for p in m.parts]

@@ -1,0 +1,35 @@
+"""One local[2] SparkSession for all Spark tests, and the options that point it at the test
+server. Python workers are started with this interpreter so they import this checkout."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("natsobj-spark-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def options(nats_url: str, bucket_name: str) -> dict[str, str]:
+    """Reader/writer options pointing at the test server and this test's bucket."""
+    return {"url": nats_url, "bucket": bucket_name}
