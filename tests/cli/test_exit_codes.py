@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
-import nats
 import pytest
-from cli_support import Invoke, lines
+from cli_support import Invoke, lines, publish_raw
 
 from natsobj.cli.exits import ExitCode
 from natsobj.embedded import NatsServerProcess, free_port
@@ -89,22 +87,13 @@ def test_bad_url_option_is_a_usage_error(invoke: Invoke) -> None:
     assert_one_line_error(result.stderr, "colour")
 
 
-async def _rewrite_digest(url: str, info) -> None:
-    nc = await nats.connect(url)
-    try:
-        forged = info.evolve(digest=digest_of(b"not the content"))
-        await nc.jetstream().publish(
-            meta_subject(info.bucket, info.name), forged.encode(), headers={"Nats-Rollup": "sub"}
-        )
-    finally:
-        await nc.close()
-
-
 def test_digest_mismatch_exits_3_and_leaves_no_file(
     invoke: Invoke, nats_url: str, bucket_name: str, store, tmp_path: Path
 ) -> None:
     info = store.put("model.bin", b"x" * 300_000)
-    asyncio.run(_rewrite_digest(nats_url, info))
+    forged = info.evolve(digest=digest_of(b"not the content"))
+    subject = meta_subject(bucket_name, "model.bin")
+    publish_raw(nats_url, subject, forged.encode(), {"Nats-Rollup": "sub"})
 
     target = tmp_path / "model.bin"
     result = invoke("get", bucket_name, "model.bin", str(target))

@@ -46,7 +46,7 @@ def _put_stream(
 def _summary(verb: str, info: ObjectInfo) -> str:
     return (
         f"{verb} {info.bucket}/{info.name}  {render.size(info.size)}  "
-        f"{info.chunks} chunks  {render.short_digest(info.digest)}"
+        f"{info.chunks} chunk{'' if info.chunks == 1 else 's'}  {render.short_digest(info.digest)}"
     )
 
 
