@@ -259,6 +259,8 @@ class NatsObjectFileSystem(AsyncFileSystem):
         await (await self._get_client()).delete_store(bucket)
         self._stores.pop(bucket, None)
 
+    rmdir = sync_wrapper(_rmdir)
+
     async def _cp_file(self, path1: str, path2: str, **kwargs: Any) -> ObjectInfo:
         """Stream one object into another (any buckets on this server)."""
         src_bucket, src_key = _split(self._strip_protocol(path1))
@@ -448,6 +450,7 @@ class NatsObjectFile(AbstractBufferedFile):
     def close(self) -> None:
         if self.closed:
             return
-        if self.readable():
-            sync(self.fs.loop, self._aclose_reader)
+        if self.readable() and self._reader_cm is not None:
+            # Not waited for: close() may run from __del__ inside some other running loop.
+            asyncio.run_coroutine_threadsafe(self._aclose_reader(), self.fs.loop)
         super().close()

@@ -1,0 +1,142 @@
+"""The nats:// fsspec filesystem against a real server: directories from prefixes, streamed
+reads with seeks, streamed writes that leave no object when abandoned, and pandas round trips."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import fsspec
+import pandas as pd
+import pytest
+
+from natsobj.fs import NatsObjectFileSystem
+
+
+@pytest.fixture
+def fs(nats_url: str, store) -> NatsObjectFileSystem:
+    return fsspec.filesystem("nats", servers=nats_url, skip_instance_cache=True)
+
+
+def test_entry_point_registers_the_nats_scheme() -> None:
+    assert fsspec.get_filesystem_class("nats") is NatsObjectFileSystem
+
+
+def test_prefix_listings_behave_like_directories(fs, store, bucket_name: str) -> None:
+    fs.pipe(f"{bucket_name}/raw/a.csv", b"a")
+    fs.pipe(f"{bucket_name}/raw/2024/b.csv", b"bb")
+    fs.pipe(f"{bucket_name}/top.txt", b"t")
+
+    assert fs.ls(bucket_name, detail=False) == [f"{bucket_name}/raw", f"{bucket_name}/top.txt"]
+    assert fs.ls(f"nats://{bucket_name}/raw/", detail=False) == [
+        f"{bucket_name}/raw/2024",
+        f"{bucket_name}/raw/a.csv",
+    ]
+    assert fs.isdir(f"{bucket_name}/raw") and fs.isdir(f"{bucket_name}/raw/2024")
+    assert fs.isfile(f"{bucket_name}/raw/a.csv") and not fs.isdir(f"{bucket_name}/raw/a.csv")
+    assert not fs.exists(f"{bucket_name}/ra")  # a name prefix is not a directory
+    assert fs.find(bucket_name) == [
+        f"{bucket_name}/raw/2024/b.csv",
+        f"{bucket_name}/raw/a.csv",
+        f"{bucket_name}/top.txt",
+    ]
+    assert fs.du(f"{bucket_name}/raw") == 3
+    info = fs.info(f"{bucket_name}/raw/2024/b.csv")
+    assert info["size"] == 2 and info["digest"].startswith("SHA-256=") and info["sequence"] > 0
+    assert bucket_name in fs.ls("", detail=False)
+
+
+def test_missing_paths_raise_file_not_found(fs, bucket_name: str) -> None:
+    with pytest.raises(FileNotFoundError, match=f"nats://{bucket_name}/nope"):
+        fs.info(f"{bucket_name}/nope")
+    with pytest.raises(FileNotFoundError):
+        fs.cat(f"{bucket_name}/nope")
+    with pytest.raises(FileNotFoundError, match="no_such_bucket"):
+        fs.ls("no_such_bucket/x")
+
+
+def test_streamed_read_with_seeks_and_ranges(fs, bucket_name: str) -> None:
+    data = bytes(range(256)) * 40_000  # ~10 MiB, many chunks
+    fs.pipe(f"{bucket_name}/big.bin", data)
+    with fs.open(f"{bucket_name}/big.bin", "rb", block_size=1 << 20) as handle:
+        handle.seek(7_000_001)
+        assert handle.read(5) == data[7_000_001:7_000_006]
+        handle.seek(3)  # backwards: the reader is reopened
+        assert handle.read(4) == data[3:7]
+        handle.seek(-10, 2)
+        assert handle.read() == data[-10:]
+    assert (
+        fs.cat_file(f"{bucket_name}/big.bin", start=131_070, end=131_075) == data[131_070:131_075]
+    )
+    assert fs.cat_file(f"{bucket_name}/big.bin", start=-3) == data[-3:]
+
+
+def test_streamed_write_commits_on_close_and_never_on_error(fs, bucket_name: str) -> None:
+    with fs.open(f"{bucket_name}/out/w.bin", "wb", block_size=1 << 20) as handle:
+        for i in range(6):
+            handle.write(bytes([i]) * 700_000)
+    assert fs.cat(f"{bucket_name}/out/w.bin") == b"".join(bytes([i]) * 700_000 for i in range(6))
+
+    with pytest.raises(RuntimeError), fs.open(f"{bucket_name}/out/partial.bin", "wb") as handle:
+        handle.write(b"x" * (6 << 20))  # past one block: chunks were already sent
+        raise RuntimeError("writer died")
+    assert not fs.exists(f"{bucket_name}/out/partial.bin")
+
+    with fs.open(f"{bucket_name}/out/empty", "wb"):
+        pass
+    assert fs.cat(f"{bucket_name}/out/empty") == b""
+    with pytest.raises(NotImplementedError):
+        fs.open(f"{bucket_name}/out/w.bin", "ab")
+
+
+def test_put_get_copy_and_remove(fs, bucket_name: str, tmp_path) -> None:
+    local = tmp_path / "in.txt"
+    local.write_text("local file")
+    fs.put_file(str(local), f"{bucket_name}/up/in.txt")
+    fs.get_file(f"{bucket_name}/up/in.txt", str(tmp_path / "back.txt"))
+    assert (tmp_path / "back.txt").read_text() == "local file"
+
+    fs.copy(f"{bucket_name}/up/in.txt", f"{bucket_name}/copy/in.txt")
+    assert fs.cat(f"{bucket_name}/copy/in.txt") == b"local file"
+
+    fs.rm(f"{bucket_name}/up", recursive=True)
+    assert fs.ls(bucket_name, detail=False) == [f"{bucket_name}/copy"]
+    fs.rm_file(f"{bucket_name}/copy/in.txt")
+    assert fs.ls(bucket_name, detail=False) == []
+
+
+def test_buckets_are_made_and_removed_as_top_level_directories(fs, bucket_name: str) -> None:
+    other = bucket_name + "_b"
+    fs.mkdir(other)
+    assert fs.isdir(other)
+    fs.pipe(f"{other}/x", b"1")
+    with pytest.raises(OSError, match="not empty"):
+        fs.rmdir(other)
+    fs.rm(other, recursive=True)
+    assert other not in fs.ls("", detail=False)
+
+
+def test_pandas_round_trip_through_storage_options(nats_url: str, store, bucket_name: str) -> None:
+    frame = pd.DataFrame({"city": ["Oslo", "Lima"], "temp": [3.5, 19.0]})
+    url = f"nats://{bucket_name}/weather/day=1/part.parquet"
+    frame.to_parquet(url, storage_options={"servers": nats_url})
+    back = pd.read_parquet(url, storage_options={"servers": nats_url})
+    pd.testing.assert_frame_equal(back, frame)
+
+
+def test_a_second_event_loop_gets_its_own_connection(fs, bucket_name: str) -> None:
+    """Driven from another thread's loop, the filesystem must not reuse the IO thread's client."""
+    fs.pipe(f"{bucket_name}/k", b"v")
+    results: list[bytes] = []
+
+    def other_thread() -> None:
+        async def main() -> None:
+            results.append(await fs._cat_file(f"{bucket_name}/k"))
+
+        asyncio.run(main())
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    worker.join(30)
+    assert results == [b"v"]
+    assert fs.cat(f"{bucket_name}/k") == b"v"
