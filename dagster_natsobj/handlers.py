@@ -23,6 +23,7 @@ from natsobj import ConnectionSettings, ObjectInfo
 
 FORMAT_KEY = "natsobj.format"
 TYPE_KEY = "natsobj.type"
+CONTENT_TYPE = "Content-Type"  # in the metadata passed to save(): becomes the header
 
 
 @dataclass
@@ -71,6 +72,7 @@ class Handler:
         return isinstance(value, self.classes())
 
     def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
+        """Store ``value``; ``metadata`` may carry "Content-Type" to override the default."""
         raise NotImplementedError
 
     def load(self, target: Target) -> Any:
@@ -78,9 +80,11 @@ class Handler:
 
     def object_meta(self, metadata: Mapping[str, str]) -> dict[str, Any]:
         """Keyword arguments for ``put``: the format travels with the object."""
+        meta = dict(metadata)
+        content_type = meta.pop(CONTENT_TYPE, None) or self.content_type
         return {
-            "metadata": {**metadata, FORMAT_KEY: self.format, TYPE_KEY: self.type_name},
-            "headers": {"Content-Type": [self.content_type]},
+            "metadata": {**meta, FORMAT_KEY: self.format, TYPE_KEY: self.type_name},
+            "headers": {"Content-Type": [content_type]},
         }
 
 

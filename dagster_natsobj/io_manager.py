@@ -14,7 +14,12 @@ from dagster import (
 from pydantic import Field
 
 from dagster_natsobj import naming
-from dagster_natsobj.handlers import Target, is_mapping_annotation, unwrap_annotation
+from dagster_natsobj.handlers import (
+    CONTENT_TYPE,
+    Target,
+    is_mapping_annotation,
+    unwrap_annotation,
+)
 from dagster_natsobj.metadata import output_metadata
 from dagster_natsobj.registry import handler_for_stored, handler_for_type, handler_for_value
 from dagster_natsobj.resource import NatsObjectStoreResource, open_store
@@ -76,6 +81,9 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         handler = handler_for_type(_annotation(context)) or handler_for_value(obj)
         settings = self.resource.settings()
         object_meta = _object_metadata(context, partition)
+        content_type = naming.pinned_content_type(context)
+        if content_type:
+            object_meta[CONTENT_TYPE] = content_type
         bucket = self._bucket(context)
         with self.resource.get_client() as client:
             store = open_store(client, bucket, create=self.create_bucket)

@@ -18,6 +18,7 @@ _SAFE = "-_.~:=+,@ "
 # Definition metadata that pins an asset to an object another system writes.
 OBJECT_METADATA_KEY = "natsobj/object"
 BUCKET_METADATA_KEY = "natsobj/bucket"
+CONTENT_TYPE_METADATA_KEY = "natsobj/content_type"
 
 
 def escape_segment(segment: str) -> str:
@@ -66,6 +67,10 @@ def pinned_location(context: InputContext | OutputContext) -> tuple[str | None, 
     """(bucket, object) when the asset definition pins them, e.g. an observed source asset."""
     meta = output_definition_metadata(context)
     return _text(meta.get(BUCKET_METADATA_KEY)), _text(meta.get(OBJECT_METADATA_KEY))
+
+
+def pinned_content_type(context: OutputContext) -> str | None:
+    return _text(output_definition_metadata(context).get(CONTENT_TYPE_METADATA_KEY))
 
 
 def _text(value: object) -> str | None:

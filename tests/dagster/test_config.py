@@ -22,8 +22,10 @@ def test_unknown_bucket_with_creation_off_names_the_bucket(nats_resource, bucket
     manager = NatsObjectStoreIOManager(
         resource=nats_resource, bucket=bucket_name, create_bucket=False
     )
-    ctx = build_output_context(asset_key=AssetKey("a"), name="result")
-    with pytest.raises(BucketNotFound) as err:
+    with (
+        build_output_context(asset_key=AssetKey("a"), name="result") as ctx,
+        pytest.raises(BucketNotFound) as err,
+    ):
         manager.handle_output(ctx, b"x")
     assert err.value.bucket == bucket_name
     assert "create_bucket=True" in str(err.value) and f"natsobj store create {bucket_name}" in str(
@@ -34,8 +36,8 @@ def test_unknown_bucket_with_creation_off_names_the_bucket(nats_resource, bucket
 
 
 def test_bucket_is_created_when_missing(nats_resource, io_manager, sync_client):
-    ctx = build_output_context(asset_key=AssetKey("a"), name="result")
-    io_manager.handle_output(ctx, b"x")
+    with build_output_context(asset_key=AssetKey("a"), name="result") as ctx:
+        io_manager.handle_output(ctx, b"x")
     assert sync_client.store(io_manager.bucket).get_bytes("pipe/a") == b"x"
 
 

@@ -26,6 +26,7 @@ from dagster import (
 )
 
 from dagster_natsobj import NatsObjectStoreIOManager
+from natsobj.errors import ObjectNotFound
 from natsobj.model import format_digest
 
 
@@ -227,20 +228,23 @@ def test_op_outputs_and_dynamic_outputs_are_stored_per_run_and_escaped(io_manage
 
 
 def test_direct_contexts_round_trip(io_manager, bucket_store):
-    out_ctx = build_output_context(asset_key=AssetKey(["direct", "thing"]), name="result")
-    io_manager.handle_output(out_ctx, {"when": datetime(2024, 1, 2)})
-    meta = {k: v.value for k, v in out_ctx.get_logged_metadata().items()}
+    # Contexts are closed deterministically: their ephemeral instance must not be left to GC.
+    with build_output_context(asset_key=AssetKey(["direct", "thing"]), name="result") as out_ctx:
+        io_manager.handle_output(out_ctx, {"when": datetime(2024, 1, 2)})
+        meta = {k: v.value for k, v in out_ctx.get_logged_metadata().items()}
     assert meta["dagster/uri"] == f"nats://{io_manager.bucket}/pipe/direct/thing"
     assert meta["format"] == "pickle"
 
-    in_ctx = build_input_context(asset_key=AssetKey(["direct", "thing"]), dagster_type=None)
-    assert io_manager.load_input(in_ctx) == {"when": datetime(2024, 1, 2)}
+    with build_input_context(asset_key=AssetKey(["direct", "thing"])) as in_ctx:
+        assert io_manager.load_input(in_ctx) == {"when": datetime(2024, 1, 2)}
     assert bucket_store.get_info("pipe/direct/thing").metadata["natsobj.type"] == "object"
 
 
 def test_loading_a_missing_object_names_bucket_and_object(io_manager, bucket_store):
-    in_ctx = build_input_context(asset_key=AssetKey("never_made"), name="never_made")
-    with pytest.raises(Exception, match=r"never_made") as err:
+    with (
+        build_input_context(asset_key=AssetKey("never_made"), name="never_made") as in_ctx,
+        pytest.raises(ObjectNotFound, match=r"never_made") as err,
+    ):
         io_manager.load_input(in_ctx)
     text = str(err.value)
     assert io_manager.bucket in text and "pipe/never_made" in text
@@ -258,3 +262,22 @@ def test_pinned_asset_key_reads_without_brackets_in_input(io_manager, bucket_sto
 
     result = _materialize([src, uses_src], io_manager)
     assert result.output_for_node("uses_src") == "hey!"
+
+
+def test_definition_metadata_pins_object_name_and_content_type(io_manager, bucket_store):
+    @asset(metadata={"natsobj/object": "reports/chart.png", "natsobj/content_type": "image/png"})
+    def chart() -> bytes:
+        return b"\x89PNG..."
+
+    @asset
+    def chart_size(chart: bytes) -> int:
+        return len(chart)
+
+    result = _materialize([chart, chart_size], io_manager)
+    assert result.output_for_node("chart_size") == 7
+    info = bucket_store.get_info("reports/chart.png")
+    assert info.headers["Content-Type"] == ["image/png"]
+    assert "natsobj/content_type" not in info.metadata and "Content-Type" not in info.metadata
+    assert (
+        _metadata(result, "chart")["dagster/uri"] == f"nats://{io_manager.bucket}/reports/chart.png"
+    )

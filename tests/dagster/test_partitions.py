@@ -94,13 +94,13 @@ def test_missing_partition_fails_clearly_without_allow_missing(io_manager, bucke
 
 def test_input_context_with_missing_partitions(io_manager, bucket_store):
     materialize([daily], partition_key="2024-01-02", resources={"io_manager": io_manager})
-    ctx = build_input_context(
+    with build_input_context(
         asset_key=AssetKey("daily"),
         asset_partitions_def=DAYS,
         partition_key="2024-01-01",
         definition_metadata={"allow_missing_partitions": True},
-    )
-    assert io_manager.load_input(ctx) is None
+    ) as ctx:
+        assert io_manager.load_input(ctx) is None
 
 
 MULTI = MultiPartitionsDefinition(

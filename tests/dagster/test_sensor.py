@@ -28,14 +28,13 @@ def react_job():
 
 
 def _tick(sensor, instance, resource, cursor, defs=None):
-    context = build_sensor_context(
+    with build_sensor_context(
         instance=instance,
         cursor=cursor,
         resources={"nats": resource},
         repository_def=defs.get_repository_def() if defs else None,
-    )
-    result = sensor.evaluate_tick(context)
-    return result, context
+    ) as context:
+        return sensor.evaluate_tick(context)
 
 
 def test_changes_between_ticks_are_all_seen_once_with_stable_keys(
@@ -51,13 +50,13 @@ def test_changes_between_ticks_are_all_seen_once_with_stable_keys(
     store.put("in/a.csv", b"a")
     store.put("in/b.csv", b"b")
 
-    first, _ = _tick(sensor, instance, nats_resource, None)
+    first = _tick(sensor, instance, nats_resource, None)
     assert [r.tags["natsobj/object"] for r in first.run_requests] == ["in/a.csv", "in/b.csv"]
     info_b = store.get_info("in/b.csv")
     assert first.cursor == str(info_b.sequence)
 
     # Re-evaluating from the same cursor asks for exactly the same runs.
-    again, _ = _tick(sensor, instance, nats_resource, None)
+    again = _tick(sensor, instance, nats_resource, None)
     assert [r.run_key for r in again.run_requests] == [r.run_key for r in first.run_requests]
 
     # Changes made between ticks: a new object, an update, a delete (ignored by default), and
@@ -71,7 +70,7 @@ def test_changes_between_ticks_are_all_seen_once_with_stable_keys(
     seen: list[RunRequest] = []
     cursor = first.cursor
     for _ in range(5):
-        result, _ = _tick(sensor, instance, nats_resource, cursor)
+        result = _tick(sensor, instance, nats_resource, cursor)
         seen.extend(result.run_requests)
         assert int(result.cursor) >= int(cursor)
         cursor = result.cursor
@@ -91,7 +90,7 @@ def test_changes_between_ticks_are_all_seen_once_with_stable_keys(
     assert update.run_config == {"ops": {"react": {"config": {"object": "in/a.csv"}}}}
 
     # Nothing new: a skip, cursor unchanged.
-    idle, _ = _tick(sensor, instance, nats_resource, cursor)
+    idle = _tick(sensor, instance, nats_resource, cursor)
     assert idle.run_requests == [] and idle.cursor == cursor
     assert "no new objects" in idle.skip_message
 
@@ -112,7 +111,7 @@ def test_glob_and_deletes_with_an_asset_selection(store, bucket_name, instance, 
     store.put("x.csv", b"1")
     store.put("x.json", b"2")
     store.delete("x.csv")
-    result, _ = _tick(sensor, instance, nats_resource, None, defs)
+    result = _tick(sensor, instance, nats_resource, None, defs)
     assert result.run_requests[0].asset_selection == [on_csv.key]
     tags = [(r.tags["natsobj/object"], r.tags["natsobj/deleted"]) for r in result.run_requests]
     assert tags == [("x.csv", "true")]  # the put was rolled up into the tombstone
@@ -130,7 +129,7 @@ def test_sensor_inside_definitions_targets_its_job(store, bucket_name, instance,
     defs = Definitions(assets=[reacting], sensors=[sensor], resources={"nats": nats_resource})
     store.put("drop.bin", b"z")
     sensor_def = defs.get_sensor_def("assets_on_landing")
-    result, _ = _tick(sensor_def, instance, nats_resource, None)
+    result = _tick(sensor_def, instance, nats_resource, None)
     [request] = result.run_requests
     assert request.run_key == f"{bucket_name}:{store.get_info('drop.bin').sequence}"
     assert sensor_def.job_name == "react_assets"
@@ -138,7 +137,7 @@ def test_sensor_inside_definitions_targets_its_job(store, bucket_name, instance,
 
 def test_missing_bucket_skips_and_bad_cursor_explains(bucket_name, instance, nats_resource):
     sensor = make_nats_object_sensor("nobucket", bucket_name, job=react_job)
-    result, _ = _tick(sensor, instance, nats_resource, None)
+    result = _tick(sensor, instance, nats_resource, None)
     assert result.run_requests == []
     assert bucket_name in result.skip_message and "does not exist" in result.skip_message
 
@@ -157,12 +156,12 @@ def test_recreated_bucket_restarts_the_cursor(sync_client, bucket_name, instance
     try:
         for i in range(5):
             store.put(f"o{i}", b"x")
-        first, _ = _tick(sensor, instance, nats_resource, None)
+        first = _tick(sensor, instance, nats_resource, None)
         assert len(first.run_requests) == 5
         sync_client.delete_store(bucket_name)
         store = sync_client.create_store(bucket_name)
         store.put("fresh", b"y")
-        after, _ = _tick(sensor, instance, nats_resource, first.cursor)
+        after = _tick(sensor, instance, nats_resource, first.cursor)
         assert [r.tags["natsobj/object"] for r in after.run_requests] == ["fresh"]
     finally:
         sync_client.delete_store(bucket_name)
