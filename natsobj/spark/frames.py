@@ -9,10 +9,11 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from natsobj.settings import ConnectionSettings
-from natsobj.spark.errors import BadSparkOption, DatasetExists, DatasetNotFound
+from natsobj.spark.errors import BadSparkOption, DatasetNotFound
 from natsobj.spark.options import BINARY, SourceOptions, settings_options
 from natsobj.spark.source import FORMAT_NAME, NatsObjDataSource
 from natsobj.spark.storage import load_plan, open_store, read_manifest
+from natsobj.spark.writer import check_target
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -60,12 +61,11 @@ def write_dataframe(
     parsed = SourceOptions.parse(opts)
     with open_store(parsed, create=parsed.create_bucket) as store:
         existing = read_manifest(store, parsed.prefix)
-    if existing is not None and if_exists == "error":
-        raise DatasetExists(f"dataset {parsed.prefix!r} already exists", bucket=bucket)
     if existing is not None and if_exists == "ignore":
         return existing.as_dict()
-    register(df.sparkSession)
     spark_mode = "overwrite" if mode == "overwrite" else "append"
+    check_target(parsed, existing, df.schema, overwrite=spark_mode == "overwrite")
+    register(df.sparkSession)
     df.write.format(FORMAT_NAME).mode(spark_mode).options(**opts).save()
     with open_store(parsed) as store:
         manifest = read_manifest(store, parsed.prefix)

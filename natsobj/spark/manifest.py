@@ -1,9 +1,10 @@
 """The dataset manifest: the one object whose publication makes a write visible.
 
 ``<prefix>/_manifest.json`` lists the schema and every part. Readers plan from it only, so they
-never see parts of an unfinished write. Each commit makes a new *generation*; an overwrite keeps
-the parts of the last ``retain_generations`` superseded generations (listed under ``retained``)
-so that readers planned on them can finish, and deletes older ones.
+never see parts of an unfinished write. Each commit makes a new *generation*. Parts an overwrite
+replaces are listed under ``retained`` and deleted by the first commit that is more than
+``retain_generations`` generations newer, so a read planned on generation g can finish while up
+to ``retain_generations`` newer generations are committed.
 """
 
 from __future__ import annotations
@@ -160,12 +161,13 @@ def next_generation(
         schema = merge_schemas(previous.schema, schema, where=prefix)
         current = (*previous.parts, *parts)
         history = previous.retained
-    kept, dropped = history[:retain], history[retain:]
+    generation = previous.generation + 1
+    # A reader planned on generation g can finish while at most `retain` newer ones commit.
+    kept = tuple(r for r in history if generation - r.generation <= retain)
+    dropped = [r for r in history if generation - r.generation > retain]
     live = {p.name for p in current} | {n for r in kept for n in r.parts}
     doomed = sorted({n for r in dropped for n in r.parts} - live)
-    manifest = Manifest(
-        prefix, schema, current, previous.generation + 1, write_id, _mode(overwrite), now, kept
-    )
+    manifest = Manifest(prefix, schema, current, generation, write_id, _mode(overwrite), now, kept)
     return manifest, doomed
 
 

@@ -129,9 +129,9 @@ class BinaryReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         groups: list[list[str]] = []
-        filled = BINARY_PARTITION_BYTES
+        filled = 0
         for name, size in self.objects:
-            if filled + size > BINARY_PARTITION_BYTES:
+            if not groups or filled + size > BINARY_PARTITION_BYTES:
                 groups.append([])
                 filled = 0
             groups[-1].append(name)

@@ -46,18 +46,25 @@ class PartsMessage(WriterCommitMessage):
 
 def prepare_writer(opts: SourceOptions, schema: StructType, overwrite: bool) -> NatsObjWriter:
     """Driver-side checks before any task runs, so a doomed write fails in seconds."""
+    with open_store(opts, create=opts.create_bucket) as store:
+        check_target(opts, read_manifest(store, opts.prefix), schema, overwrite)
+    return NatsObjWriter(opts, schema, overwrite, opts.write_id or uuid.uuid4().hex)
+
+
+def check_target(
+    opts: SourceOptions, previous: Manifest | None, schema: StructType, overwrite: bool
+) -> None:
+    """Refuse a write that cannot commit: if_exists=error over a dataset, or an append whose
+    columns differ from the dataset's."""
     if opts.if_exists and overwrite:
         raise BadSparkOption(
             f"option if_exists={opts.if_exists!r} needs .mode('append'), not overwrite",
             bucket=opts.bucket,
         )
-    with open_store(opts, create=opts.create_bucket) as store:
-        previous = read_manifest(store, opts.prefix)
     if previous is not None and opts.if_exists == "error":
         raise DatasetExists(f"dataset {opts.prefix!r} already exists", bucket=opts.bucket)
     if previous is not None and not overwrite:
         merge_schemas(previous.schema, schema.jsonValue(), where=opts.prefix)
-    return NatsObjWriter(opts, schema, overwrite, opts.write_id or uuid.uuid4().hex)
 
 
 class NatsObjWriter(DataSourceArrowWriter):
