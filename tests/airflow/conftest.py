@@ -11,11 +11,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
+import textwrap
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +27,22 @@ import pytest
 AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="natsobj-airflow-"))
 DAGS_DIR = AIRFLOW_HOME / "dags"
 DAGS_DIR.mkdir()
+PLUGINS_DIR = AIRFLOW_HOME / "plugins"
+PLUGINS_DIR.mkdir()
+# A hook lineage reader switches Airflow's collector on, so tasks can assert their lineage.
+(PLUGINS_DIR / "lineage_reader.py").write_text(
+    "from airflow.plugins_manager import AirflowPlugin\n"
+    "from airflow.sdk.lineage import HookLineageReader\n\n\n"
+    "class TestLineageReader(HookLineageReader):\n    pass\n\n\n"
+    "class TestLineagePlugin(AirflowPlugin):\n"
+    "    name = 'test_lineage'\n"
+    "    hook_lineage_readers = [TestLineageReader]\n"
+)
 REPO = Path(__file__).resolve().parents[2]
 AIRFLOW_ENV = {
     "AIRFLOW_HOME": str(AIRFLOW_HOME),
     "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_DIR),
+    "AIRFLOW__CORE__PLUGINS_FOLDER": str(PLUGINS_DIR),
     "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
     "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
     "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{AIRFLOW_HOME / 'airflow.db'}",
@@ -84,22 +99,59 @@ def run_airflow(nats_default: str):
     return run
 
 
+@dataclass
+class DagRunResult:
+    dag_id: str
+    returncode: int
+    output: str
+
+    @property
+    def states(self) -> dict[str, str]:
+        return task_states(self.dag_id)
+
+    def xcom(self, task_id: str, key: str = "return_value") -> Any:
+        return xcom(self.dag_id, task_id, key)
+
+
 @pytest.fixture
-def dag_file(nats_default: str):
-    """Write DAG source into the dags folder under a unique dag id; returns the dag id."""
+def run_dag(run_airflow):
+    """Write DAG source (``DAG_ID`` is replaced by a unique id) and run ``airflow dags test``."""
     written: list[Path] = []
 
-    def write(source: str, dag_id: str | None = None) -> str:
-        dag_id = dag_id or f"t_{uuid.uuid4().hex[:10]}"
+    def run(source: str, env: dict[str, str] | None = None, timeout: float = 240) -> DagRunResult:
+        dag_id = f"t_{uuid.uuid4().hex[:10]}"
         path = DAGS_DIR / f"{dag_id}.py"
-        path.write_text(source.replace("DAG_ID", dag_id))
+        path.write_text(textwrap.dedent(source).replace("DAG_ID", dag_id))
         written.append(path)
-        return dag_id
+        result = run_airflow("dags", "test", dag_id, "-f", str(path), env=env, timeout=timeout)
+        return DagRunResult(dag_id, result.returncode, result.stdout + result.stderr)
 
-    yield write
+    yield run
     for path in written:
         path.unlink(missing_ok=True)
 
 
-def dags_test_output(result: subprocess.CompletedProcess[str]) -> str:
-    return result.stdout + result.stderr
+def _query(sql: str, *args: Any) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(AIRFLOW_HOME / "airflow.db") as db:
+        return db.execute(sql, args).fetchall()
+
+
+def task_states(dag_id: str) -> dict[str, str]:
+    return dict(_query("select task_id, state from task_instance where dag_id = ?", dag_id))
+
+
+def xcom(dag_id: str, task_id: str, key: str = "return_value") -> Any:
+    rows = _query(
+        "select value from xcom where dag_id = ? and task_id = ? and key = ?", dag_id, task_id, key
+    )
+    assert rows, f"no XCom {key!r} from {dag_id}.{task_id}"
+    return json.loads(rows[0][0])
+
+
+def asset_event_extras(uri: str) -> list[dict[str, Any]]:
+    rows = _query(
+        "select e.extra from asset_event e join asset a on a.id = e.asset_id where a.uri = ?"
+        " order by e.id",
+        uri,
+    )
+    return [json.loads(extra) for (extra,) in rows]
