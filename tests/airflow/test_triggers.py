@@ -1,0 +1,294 @@
+"""Triggers run in asyncio against the real server; their cursor lives in Airflow's real asset
+state store (the execution API over the test database, as ``airflow dags test`` reaches it)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import psutil
+import pytest
+import structlog
+from airflow.sdk import Asset
+from airflow.sdk.execution_time.context import AssetStateStoreAccessors
+from airflow.sdk.execution_time.supervisor import (
+    InProcessSupervisorComms,
+    InProcessTestSupervisor,
+    set_supervisor_comms,
+)
+from airflow.triggers.base import TriggerEvent
+from airflow_natsobj.triggers.object_store import (
+    CURSOR_KEY,
+    NatsObjectChangeTrigger,
+    NatsObjectTrigger,
+)
+
+import natsobj
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def astore(nats_default: str, store, bucket_name: str):
+    """An async put helper on its own connection, used while a trigger watches."""
+
+    async def put(name: str, data: bytes = b"x") -> natsobj.ObjectInfo:
+        async with await natsobj.aio.connect(nats_default) as client:
+            return await (await client.store(bucket_name)).put(name, data)
+
+    async def delete(name: str) -> None:
+        async with await natsobj.aio.connect(nats_default) as client:
+            await (await client.store(bucket_name)).delete(name)
+
+    put.delete = delete  # type: ignore[attr-defined]
+    return put
+
+
+async def next_event(events: AsyncIterator[TriggerEvent], timeout: float = 15) -> dict[str, Any]:
+    event = await asyncio.wait_for(anext(events), timeout)
+    return event.payload
+
+
+async def no_event(events: AsyncIterator[TriggerEvent], wait: float = 1.0) -> None:
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(anext(events), wait)
+
+
+@pytest.mark.parametrize(
+    "trigger",
+    [
+        NatsObjectTrigger(
+            bucket="b", pattern="raw/*.csv", match="glob", after_sequence=7, nats_conn_id="other"
+        ),
+        NatsObjectChangeTrigger(
+            bucket="b",
+            pattern="^in/.+$",
+            match="regex",
+            include_deletes=True,
+            start_at="all",
+            nats_conn_id="other",
+        ),
+    ],
+)
+def test_serialize_round_trips(trigger) -> None:
+    from airflow.sdk._shared.module_loading import import_string
+
+    classpath, kwargs = trigger.serialize()
+    again = import_string(classpath)(**kwargs)
+    assert again.serialize() == (classpath, kwargs)
+    assert kwargs["nats_conn_id"] == "other"
+
+
+def test_change_trigger_rejects_bad_patterns_at_parse_time() -> None:
+    with pytest.raises(ValueError, match="invalid regex"):
+        NatsObjectChangeTrigger(bucket="b", pattern="(", match="regex")
+    with pytest.raises(ValueError, match="start_at"):
+        NatsObjectChangeTrigger(bucket="b", start_at="yesterday")
+
+
+async def test_object_trigger_fires_at_once_for_an_existing_object(astore, bucket_name) -> None:
+    info = await astore("reports/a.csv", b"1,2")
+    events = NatsObjectTrigger(bucket=bucket_name, pattern="reports/a.csv").run()
+    payload = await next_event(events)
+    assert payload["status"] == "success"
+    assert payload["object"]["name"] == "reports/a.csv"
+    assert payload["object"]["sequence"] == info.sequence
+    assert payload["object"]["digest"] == info.digest
+
+
+async def test_object_trigger_waits_on_the_watch_for_a_matching_put(astore, bucket_name) -> None:
+    await astore("raw/notes.txt")
+    events = NatsObjectTrigger(bucket=bucket_name, pattern=r"raw/\d+\.csv", match="regex").run()
+    waiting = asyncio.ensure_future(next_event(events))
+    await asyncio.sleep(0.5)
+    assert not waiting.done()
+    await astore("raw/x.csv")
+    await asyncio.sleep(0.3)
+    assert not waiting.done()
+    info = await astore("raw/42.csv")
+    payload = await waiting
+    assert payload["object"]["name"] == "raw/42.csv"
+    assert payload["object"]["sequence"] == info.sequence
+
+
+async def test_object_trigger_after_sequence_waits_for_a_change(astore, bucket_name) -> None:
+    first = await astore("model.bin", b"v1")
+    events = NatsObjectTrigger(
+        bucket=bucket_name, pattern="model.bin", after_sequence=first.sequence
+    ).run()
+    waiting = asyncio.ensure_future(next_event(events))
+    await asyncio.sleep(0.5)
+    assert not waiting.done()
+    second = await astore("model.bin", b"v2")
+    assert (await waiting)["object"]["nuid"] == second.nuid
+
+
+async def test_object_trigger_skips_replayed_records_no_longer_current(astore, bucket_name) -> None:
+    start = await astore("other")
+    await astore("gone.txt")
+    await astore.delete("gone.txt")
+    await astore("kept.txt", b"v1")
+    latest = await astore("kept.txt", b"v2")
+    events = NatsObjectTrigger(
+        bucket=bucket_name, pattern="*.txt", match="glob", after_sequence=start.sequence
+    ).run()
+    payload = await next_event(events)
+    assert payload["object"]["name"] == "kept.txt"
+    assert payload["object"]["sequence"] == latest.sequence
+
+
+async def test_object_trigger_reports_an_unknown_bucket(nats_default, bucket_name) -> None:
+    events = NatsObjectTrigger(bucket=bucket_name, pattern="x").run()
+    payload = await next_event(events)
+    assert payload["status"] == "error"
+    assert payload["error_type"] == "BucketNotFound"
+    assert f"bucket '{bucket_name}'" in payload["message"]
+
+
+async def test_change_trigger_fires_per_matching_put_and_optionally_deletes(astore, bucket_name):
+    await astore("in/before.csv")  # start_at="new": earlier objects are not events
+    trigger = NatsObjectChangeTrigger(bucket=bucket_name, pattern="in/*.csv")
+    events = trigger.run()
+    waiting = asyncio.ensure_future(next_event(events))
+    await asyncio.sleep(0.5)
+    await astore("in/skip.txt")
+    a = await astore("in/a.csv", b"aaa")
+    payload = await waiting
+    assert (payload["name"], payload["size"], payload["sequence"]) == ("in/a.csv", 3, a.sequence)
+    await astore.delete("in/a.csv")
+    b = await astore("in/b.csv")
+    assert (await next_event(events))["sequence"] == b.sequence
+    await events.aclose()
+
+    with_deletes = NatsObjectChangeTrigger(
+        bucket=bucket_name, pattern="in/*.csv", include_deletes=True
+    ).run()
+    waiting = asyncio.ensure_future(next_event(with_deletes))
+    await asyncio.sleep(0.5)
+    await astore.delete("in/b.csv")
+    payload = await waiting
+    assert payload["name"] == "in/b.csv" and payload["deleted"] is True
+    await with_deletes.aclose()
+
+
+async def test_change_trigger_start_at_all_replays_current_objects(astore, bucket_name) -> None:
+    await astore("in/old.csv", b"v1")
+    current = await astore("in/old.csv", b"v2")
+    events = NatsObjectChangeTrigger(bucket=bucket_name, pattern="in/*", start_at="all").run()
+    payload = await next_event(events)
+    assert payload["sequence"] == current.sequence
+    await no_event(events)
+    await events.aclose()
+
+
+# -- restart: the cursor in the triggerer's asset state store ------------------------------------
+
+
+class _AsyncInProcessComms(InProcessSupervisorComms):
+    """Airflow's in-process supervisor comms (as used by dag.test), plus the async send the
+    triggerer's comms offer; requests go through the real execution API to the database."""
+
+    async def asend(self, msg: Any) -> Any:
+        return self.send(msg)
+
+
+@pytest.fixture
+def asset_state_store(nats_default: str, bucket_name: str) -> Iterator[AssetStateStoreAccessors]:
+    from airflow.models.asset import AssetActive, AssetModel
+    from airflow.utils.session import create_session
+
+    uri = f"nats://{bucket_name}/in"
+    with create_session() as session:
+        session.add(AssetModel(name=uri, uri=uri, group="asset"))
+        session.add(AssetActive(name=uri, uri=uri))
+    supervisor = InProcessTestSupervisor(
+        id=uuid.uuid4(),
+        pid=os.getpid(),
+        process=psutil.Process(),
+        process_log=structlog.get_logger(logger_name="task").bind(),
+        client=InProcessTestSupervisor._api_client(),
+    )
+    supervisor.comms = _AsyncInProcessComms(supervisor=supervisor)
+    with set_supervisor_comms(supervisor.comms):
+        yield AssetStateStoreAccessors(inlets=[Asset(name=uri, uri=uri)])
+
+
+class _Triggerer:
+    """Consumes a trigger the way Airflow's triggerer does: ``async for`` into a queue, so
+    the trigger resumes right after each event is taken; ``stop()`` cancels it."""
+
+    def __init__(self, bucket: str, store: AssetStateStoreAccessors) -> None:
+        trigger = NatsObjectChangeTrigger(bucket=bucket, pattern="in/*")
+        trigger.asset_state_store = store  # what the triggerer injects before run()
+        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.task = asyncio.ensure_future(self._consume(trigger))
+
+    async def _consume(self, trigger: NatsObjectChangeTrigger) -> None:
+        async for event in trigger.run():
+            self.events.put_nowait(event.payload)
+
+    async def next(self, timeout: float = 15) -> dict[str, Any]:
+        return await asyncio.wait_for(self.events.get(), timeout)
+
+    async def stop(self) -> None:
+        self.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self.task
+
+
+async def test_change_trigger_restart_neither_loses_nor_repeats(
+    astore, bucket_name, asset_state_store
+) -> None:
+    triggerer = _Triggerer(bucket_name, asset_state_store)
+    for _ in range(100):  # the start position is stored before the watch begins
+        if await asset_state_store.aget(CURSOR_KEY) is not None:
+            break
+        await asyncio.sleep(0.1)
+    assert await asset_state_store.aget(CURSOR_KEY) == 0
+    one = await astore("in/1")
+    two = await astore("in/2")
+    assert (await triggerer.next())["sequence"] == one.sequence
+    assert (await triggerer.next())["sequence"] == two.sequence
+    await asyncio.sleep(0.3)
+    await triggerer.stop()
+    assert await asset_state_store.aget(CURSOR_KEY) == two.sequence
+
+    three = await astore("in/3")  # written while no triggerer runs
+    await astore("elsewhere")
+    four = await astore("in/4")
+
+    restarted = _Triggerer(bucket_name, asset_state_store)
+    assert (await restarted.next())["sequence"] == three.sequence
+    assert (await restarted.next())["sequence"] == four.sequence
+    five = await astore("in/5")
+    assert (await restarted.next())["sequence"] == five.sequence
+    await asyncio.sleep(0.5)
+    assert restarted.events.empty()  # nothing repeated
+    await restarted.stop()
+    assert await asset_state_store.aget(CURSOR_KEY) == five.sequence
+
+
+async def test_change_trigger_retries_until_the_bucket_exists(
+    nats_default, bucket_name, sync_client
+) -> None:
+    events = NatsObjectChangeTrigger(bucket=bucket_name, pattern="*").run()
+    waiting = asyncio.ensure_future(next_event(events, timeout=20))
+    await asyncio.sleep(1.5)
+    assert not waiting.done()
+    store = sync_client.create_store(bucket_name)
+    try:
+        await asyncio.sleep(2.5)  # the retry after 1 s + 2 s finds the bucket
+        info = await asyncio.to_thread(store.put, "late", b"x")
+        assert (await waiting)["sequence"] == info.sequence
+    finally:
+        await events.aclose()
+        sync_client.delete_store(bucket_name)
