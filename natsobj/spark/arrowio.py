@@ -18,6 +18,11 @@ def spark_arrow_schema(schema: StructType) -> pa.Schema:
     return to_arrow_schema(schema, timezone="UTC")
 
 
+# A row group is flushed at row_group_rows or at this much Arrow data, whichever comes first,
+# so wide rows cannot make a write task hold more than about this much.
+ROW_GROUP_BYTES = 64 * 1024 * 1024
+
+
 @dataclass
 class RowCount:
     rows: int = 0
@@ -80,7 +85,7 @@ def parquet_stream(
         pending.append(batch)
         pending_rows += batch.num_rows
         counter.rows += batch.num_rows
-        if pending_rows >= row_group_rows:
+        if pending_rows >= row_group_rows or sum(b.nbytes for b in pending) >= ROW_GROUP_BYTES:
             flush()
             yield from sink.drain()
     if writer is None:

@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from natsobj.errors import NatsObjError
 
 
-class BadSparkOption(NatsObjError, ValueError):
+class SparkSourceError(NatsObjError):
+    """Ends the message with a full stop so the appended hint reads as its own sentence."""
+
+    def __init__(self, message: str, **where: Any) -> None:
+        super().__init__(message if message.endswith((".", "!", "?")) else message + ".", **where)
+
+
+class BadSparkOption(SparkSourceError, ValueError):
     """An option of ``format("natsobj")`` is missing or has a value that cannot work."""
 
     hint = "See the option reference in docs/spark.md."
 
 
-class DatasetExists(NatsObjError):
+class DatasetExists(SparkSourceError):
     hint = "Use mode 'overwrite' or 'append', or 'ignore' to keep the existing dataset."
 
 
-class DatasetNotFound(NatsObjError):
+class DatasetNotFound(SparkSourceError):
     hint = "Write it first, or check the bucket and prefix (`natsobj ls BUCKET PREFIX/`)."
 
 
-class SchemaMismatch(NatsObjError):
+class SchemaMismatch(SparkSourceError):
     hint = "Append needs the same columns and types; use mode 'overwrite' to change the schema."
 
 
-class DatasetChanged(NatsObjError):
+class DatasetChanged(SparkSourceError):
     hint = (
         "A newer write deleted parts this read was planned on. Re-run the read, or keep more "
         "generations with option retain_generations."

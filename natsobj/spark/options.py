@@ -42,7 +42,7 @@ CONNECTION_OPTIONS = {
 DEFAULTS = {
     "mode": TABLE,
     "rows_per_object": "1000000",
-    "row_group_rows": "131072",
+    "row_group_rows": "1000000",
     "compression": "snappy",
     "retain_generations": "1",
     "create_bucket": "true",
@@ -63,7 +63,7 @@ class SourceOptions:
     prefix: str
     mode: str = TABLE
     rows_per_object: int = 1_000_000
-    row_group_rows: int = 131_072
+    row_group_rows: int = 1_000_000
     compression: str = "snappy"
     retain_generations: int = 1
     create_bucket: bool = True

@@ -86,7 +86,10 @@ class TableReader(DataSourceReader):
                     f"bucket {self.opts.bucket!r}, object {partition.name!r} has no column(s) "
                     f"{missing}; it has {parquet.schema_arrow.names}. Fix the read schema."
                 )
-            for batch in parquet.iter_batches(batch_size=BATCH_ROWS, columns=target.names):
+            batches = parquet.iter_batches(
+                batch_size=BATCH_ROWS, columns=target.names, use_threads=False
+            )
+            for batch in batches:
                 try:
                     yield conform(batch, target)
                 except (pa.ArrowInvalid, ValueError) as exc:

@@ -1,0 +1,146 @@
+"""Spark benchmark: a DataFrame written and read through format("natsobj") against
+df.write.parquet / spark.read.parquet on local disk, and read scaling from 1 to 2 cores.
+
+Run: python -m benchmarks.bench_spark [--rows N] [--repeat R]. Prints one JSON object; ``run``
+returns the same dict for ``benchmarks.run``. Every timing is the best of ``repeat`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+DEFAULT_ROWS = 10_000_000
+BUCKET = "bench_spark"
+PREFIX = "bench/events"
+
+
+def _session(cores: int):
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    session = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(f"natsobj-bench-{cores}")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "6g")
+        .config("spark.sql.shuffle.partitions", str(cores))
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _frame(spark, rows: int):
+    """A few numeric and string columns, cached so both sinks time only the write."""
+    df = spark.range(0, rows, numPartitions=2).selectExpr(
+        "id",
+        "cast(id % 1000 AS int) AS store_id",
+        "id * 0.25 AS amount",
+        "cast(id % 97 AS double) / 7 AS ratio",
+        "concat('customer-', cast(id % 100000 AS string)) AS customer",
+        "CASE WHEN id % 3 = 0 THEN 'north' WHEN id % 3 = 1 THEN 'south' ELSE 'west' END AS region",
+    )
+    df = df.cache()
+    df.count()
+    return df
+
+
+def _warm_up(spark, options: dict[str, str], local: str) -> None:
+    """Start the Python workers and JIT the code paths once, outside the timings."""
+    small = spark.range(1000, numPartitions=2)
+    small.write.format("natsobj").mode("overwrite").options(**options).save("warm")
+    small.write.mode("overwrite").parquet(local)
+    _consume(spark.read.format("natsobj").options(**options).load("warm"))
+    _consume(spark.read.parquet(local))
+
+
+def _best(repeat: int, action: Callable[[], object]) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return round(min(times), 3)
+
+
+def _consume(df) -> None:
+    """Read every column of every row (the noop sink), so neither source can skip work."""
+    df.write.format("noop").mode("overwrite").save()
+
+
+def run(rows: int = DEFAULT_ROWS, repeat: int = 2) -> dict[str, Any]:
+    import natsobj
+    from natsobj.embedded import NatsServerProcess
+
+    work = Path(tempfile.mkdtemp(prefix="natsobj-bench-spark-"))
+    server = NatsServerProcess(work / "nats")
+    server.start()
+    options = {"url": server.url, "bucket": BUCKET}
+    local = str(work / "parquet")
+    figures: dict[str, Any] = {"rows": rows, "repeat": repeat, "cores": os.cpu_count()}
+    try:
+        spark = _session(2)
+        _warm_up(spark, options, str(work / "warm"))
+        df = _frame(spark, rows)
+        figures["write_natsobj_s"] = _best(
+            repeat,
+            lambda: df.write.format("natsobj").mode("overwrite").options(**options).save(PREFIX),
+        )
+        figures["write_parquet_s"] = _best(
+            repeat, lambda: df.write.mode("overwrite").parquet(local)
+        )
+        df.unpersist()
+
+        def read_times(session) -> tuple[float, float]:
+            ours = session.read.format("natsobj").options(**options).load(PREFIX)
+            theirs = session.read.parquet(local)
+            return _best(repeat, lambda: _consume(ours)), _best(repeat, lambda: _consume(theirs))
+
+        figures["read_natsobj_s"], figures["read_parquet_s"] = read_times(spark)
+        spark.stop()
+        single = _session(1)
+        _warm_up(single, options, str(work / "warm"))
+        figures["read_natsobj_1core_s"], figures["read_parquet_1core_s"] = read_times(single)
+        single.stop()
+
+        with natsobj.connect(server.url) as client:
+            manifest = json.loads(client.store(BUCKET).get_bytes(f"{PREFIX}/_manifest.json"))
+        figures["natsobj_parts"] = manifest["num_parts"]
+        figures["natsobj_bytes"] = manifest["num_bytes"]
+        figures["parquet_bytes"] = sum(p.stat().st_size for p in Path(local).glob("*.parquet"))
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+    figures["write_ratio"] = round(figures["write_natsobj_s"] / figures["write_parquet_s"], 2)
+    figures["read_ratio"] = round(figures["read_natsobj_s"] / figures["read_parquet_s"], 2)
+    figures["read_speedup_2_vs_1_core"] = round(
+        figures["read_natsobj_1core_s"] / figures["read_natsobj_s"], 2
+    )
+    figures["write_natsobj_rows_per_s"] = int(rows / figures["write_natsobj_s"])
+    figures["read_natsobj_rows_per_s"] = int(rows / figures["read_natsobj_s"])
+    figures["target_1_5x_met"] = figures["write_ratio"] <= 1.5 and figures["read_ratio"] <= 1.5
+    return figures
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=DEFAULT_ROWS)
+    parser.add_argument("--repeat", type=int, default=2)
+    args = parser.parse_args(argv)
+    figures = run(rows=args.rows, repeat=args.repeat)
+    print(json.dumps(figures, indent=2))
+    return figures
+
+
+if __name__ == "__main__":
+    main()
