@@ -145,7 +145,8 @@ def xcom(dag_id: str, task_id: str, key: str = "return_value") -> Any:
         "select value from xcom where dag_id = ? and task_id = ? and key = ?", dag_id, task_id, key
     )
     assert rows, f"no XCom {key!r} from {dag_id}.{task_id}"
-    return json.loads(rows[0][0])
+    value = rows[0][0]  # sqlite hands JSON numbers back as numbers
+    return json.loads(value) if isinstance(value, str | bytes) else value
 
 
 def asset_event_extras(uri: str) -> list[dict[str, Any]]:
