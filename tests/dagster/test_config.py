@@ -13,6 +13,7 @@ from dagster import (
     mem_io_manager,
     serialize_value,
 )
+from dagster._core.remote_representation.external_data import RepositorySnap
 
 from dagster_natsobj import NatsObjectStoreIOManager, NatsObjectStoreResource
 from natsobj.errors import BucketNotFound, NotConnected
@@ -76,8 +77,10 @@ def test_secrets_from_env_vars_stay_out_of_config_and_repr(monkeypatch, nats_url
         url=nats_url, password=EnvVar("TEST_NATS_PASSWORD"), token=EnvVar("TEST_NATS_TOKEN")
     )
     defs = Definitions(resources={"nats": resource})
-    snapshot = repr(defs.get_repository_def().get_top_level_resources()["nats"])
-    shown = repr(resource) + snapshot + repr(resource.settings())
+    # The repository snapshot is what the webserver shows on its Resources page.
+    ui_snapshot = serialize_value(RepositorySnap.from_def(defs.get_repository_def()))
+    assert "TEST_NATS_PASSWORD" in ui_snapshot
+    shown = ui_snapshot + repr(resource) + repr(resource.settings())
     assert "s3cret" not in shown
     # ...while the resolved values reach the connection settings, at run time and directly.
     assert resource.settings().password == "s3cret-pw"
