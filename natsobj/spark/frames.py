@@ -6,6 +6,7 @@ Python exceptions before Spark starts a job."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from natsobj.settings import ConnectionSettings
@@ -33,6 +34,10 @@ def spark_options(
 ) -> dict[str, str]:
     """Options for ``format("natsobj")``: credentials as separate options so Spark redacts them."""
     settings = ConnectionSettings.coerce(store_url)
+    if settings.embedded_dir is not None:
+        # Pin `embedded` to this process's data directory: Spark's workers were started with
+        # the environment and working directory the JVM had, which may differ by now.
+        settings = replace(settings, servers=[f"embedded://{settings.embedded_dir}"])
     out = {**settings_options(settings), "bucket": bucket, "path": prefix}
     out.update({k: _option_text(v) for k, v in options.items() if v is not None})
     return out

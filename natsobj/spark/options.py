@@ -147,7 +147,7 @@ def connection_settings(values: Mapping[str, str]) -> ConnectionSettings:
 
 def settings_options(settings: ConnectionSettings) -> dict[str, str]:
     """The inverse of ``connection_settings``: options that rebuild ``settings`` on executors."""
-    out = {"url": ",".join(settings.servers)}
+    out = {"url": _join_servers(settings.servers)}
     for option, target in CONNECTION_OPTIONS.items():
         if option == "creds":
             continue
@@ -157,11 +157,23 @@ def settings_options(settings: ConnectionSettings) -> dict[str, str]:
     return out
 
 
+def _join_servers(servers: list[str]) -> str:
+    """``nats://h1:4222,h2:4222``: the list form ``ConnectionSettings.from_url`` reads back."""
+    first, *rest = servers
+    scheme = first.partition("://")[0] + "://"
+    return ",".join([first, *(s.removeprefix(scheme) for s in rest)])
+
+
 def _check_url(url: str) -> None:
-    for server in (s.strip() for s in url.split(",")):
-        if server == EMBEDDED or server.startswith(EMBEDDED + ":"):
-            continue
+    """Catch an http:// or garbled URL at once instead of after the client's reconnect loop.
+    Only the first server needs a scheme (``nats://h1:4222,h2:4222``)."""
+    text = url.strip()
+    if text == EMBEDDED or text.startswith(EMBEDDED + ":"):
+        return
+    for index, server in enumerate(s.strip() for s in text.split(",")):
         scheme, sep, rest = server.partition("://")
+        if not sep and index > 0:
+            scheme, sep, rest = "nats", "://", server
         host = rest.rpartition("@")[2].split("?")[0].strip("/")
         if not sep or scheme.lower() not in URL_SCHEMES or not host:
             shown = host if sep else "<unparsed>"

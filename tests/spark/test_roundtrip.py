@@ -83,11 +83,26 @@ def _rows() -> list[tuple]:
         (2, *([None] * (len(ALL_TYPES.fields) - 1))),
     ]
     rows += [
-        (i, i % 100, i, i, float(i), i / 3, decimal.Decimal(i), None, i % 2 == 0, f"s{i}",
-         bytes([i % 256]), dt.date(2020, 1, 1) + dt.timedelta(days=i),
-         dt.datetime(2021, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=i),
-         dt.datetime(2021, 1, 1) + dt.timedelta(microseconds=i), [str(i)], {"k": float(i)},
-         (float(i), None), [])
+        (
+            i,
+            i % 100,
+            i,
+            i,
+            float(i),
+            i / 3,
+            decimal.Decimal(i),
+            None,
+            i % 2 == 0,
+            f"s{i}",
+            bytes([i % 256]),
+            dt.date(2020, 1, 1) + dt.timedelta(days=i),
+            dt.datetime(2021, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=i),
+            dt.datetime(2021, 1, 1) + dt.timedelta(microseconds=i),
+            [str(i)],
+            {"k": float(i)},
+            (float(i), None),
+            [],
+        )
         for i in range(3, 203)
     ]
     return rows
@@ -173,3 +188,19 @@ def test_compression_option(spark, options, store, compression) -> None:
         "compression", compression
     ).save("c")
     assert spark.read.format("natsobj").options(**options).load("c").count() == 100
+
+
+def test_embedded_url_in_local_mode(spark, isolated_cwd) -> None:
+    from natsobj.embedded import running_server, stop_server
+
+    data_dir = isolated_cwd / ".natsobj"
+    try:
+        manifest = write_dataframe(spark.range(20, numPartitions=2), "embedded", "emb", "d")
+        assert manifest["num_rows"] == 20
+        assert running_server(data_dir) is not None  # the executors used this directory's server
+        back = read_dataframe(spark, "embedded", "emb", "d")
+        assert sorted(r.id for r in back.collect()) == list(range(20))
+        direct = spark.read.format("natsobj").options(url=f"embedded://{data_dir}", bucket="emb")
+        assert direct.load("d").count() == 20
+    finally:
+        stop_server(data_dir)
