@@ -127,11 +127,9 @@ class OrderedConsumer:
         else:
             body["expires"] = int(self.expires * _NANOS)
             body["idle_heartbeat"] = int(self.heartbeat * _NANOS)
-        await self.api.nc.publish(
-            f"{self.api.prefix}.CONSUMER.MSG.NEXT.{self.stream}.{self._name}",
-            json.dumps(body).encode(),
-            reply=self._inbox,
-        )
+        subject = f"{self.api.prefix}.CONSUMER.MSG.NEXT.{self.stream}.{self._name}"
+        await self.api.wait_connected(subject)
+        await self.api.nc.publish(subject, json.dumps(body).encode(), reply=self._inbox)
         self._requests.append(self.batch)
 
     def _owed(self) -> int:
@@ -147,7 +145,12 @@ class OrderedConsumer:
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             if self._owed() <= self.batch // 2 and not (self.no_wait and self._requests):
-                await self._pull()
+                try:
+                    await self._pull()
+                except NotConnected:
+                    if self.no_wait:
+                        raise
+                    self._requests.clear()  # a watch outlives a server restart: retry later
             wait = self.heartbeat * 3 if not self.no_wait else self.api.timeout
             if deadline is not None:
                 wait = min(wait, max(0.0, deadline - time.monotonic()))

@@ -128,11 +128,30 @@ class JetStreamApi:
         self._waiting[token] = (future, subject)
         future.add_done_callback(lambda _: self._waiting.pop(token, None))
         try:
-            await self.nc.publish(subject, payload, reply=f"{self._inbox}.{token}", headers=headers)
-        except Exception as exc:
-            self._waiting.pop(token, None)
+            await self.wait_connected(subject)
+            # nats-py's publish blocks on a full buffer while reconnecting: bound it
+            await asyncio.wait_for(
+                self.nc.publish(subject, payload, reply=f"{self._inbox}.{token}", headers=headers),
+                self.timeout,
+            )
+        except BaseException as exc:
+            future.cancel()
+            if isinstance(exc, TimeoutError):
+                raise self.unreachable(subject) from None
+            if isinstance(exc, NatsObjError | asyncio.CancelledError):
+                raise
             raise NotConnected(f"could not publish to {subject!r}: {exc}") from exc
         return future
+
+    async def wait_connected(self, subject: str) -> None:
+        """Ride out a brief reconnect; a server that stays away is a NotConnected error."""
+        if self.nc.is_connected:
+            return
+        deadline = asyncio.get_running_loop().time() + self.timeout
+        while not self.nc.is_connected:
+            if self.nc.is_closed or asyncio.get_running_loop().time() > deadline:
+                raise NotConnected(f"not connected to NATS (while sending to {subject!r})")
+            await asyncio.sleep(0.05)
 
     async def request(
         self,

@@ -24,6 +24,7 @@ from natsobj.aio.sources import iter_chunks
 from natsobj.aio.watch import ObjectWatcher, info_from_msg
 from natsobj.consumer import OrderedConsumer
 from natsobj.errors import (
+    BadObjectMeta,
     BucketNotFound,
     LinkError,
     NatsObjError,
@@ -271,6 +272,10 @@ class ObjectStore:
     async def _resolve(self, name: str) -> tuple[ObjectStore, ObjectInfo]:
         info = await self.get_info(name)
         if info.link is None:
+            if not info.nuid and info.chunks:
+                raise BadObjectMeta(
+                    "meta record has chunks but no nuid", bucket=self.bucket, name=name
+                )
             return self, info
         if info.link.is_bucket_link:
             raise LinkError(
