@@ -6,6 +6,7 @@ Python exceptions before Spark starts a job."""
 from __future__ import annotations
 
 import uuid
+import warnings
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -77,6 +78,12 @@ def write_dataframe(
     if manifest is None:
         raise DatasetNotFound(
             f"the write to {parsed.prefix!r} published no manifest", bucket=bucket
+        )
+    if manifest.write_id != write_id and if_exists != "ignore":
+        warnings.warn(
+            f"bucket {bucket!r}, prefix {parsed.prefix!r}: another writer committed generation "
+            f"{manifest.generation} right after this write; returning its manifest",
+            stacklevel=2,
         )
     return manifest.as_dict()
 

@@ -90,3 +90,12 @@ def test_secrets_are_not_in_error_messages(spark, nats_url) -> None:
             url="http://example.invalid", bucket="b", password="hunter2-secret"
         ).load("x")
     assert "hunter2-secret" not in _message(excinfo)
+
+
+def test_secrets_stay_out_of_query_plans(spark, nats_url, store) -> None:
+    options = {"url": nats_url, "bucket": store.bucket, "user": "u", "password": "hunter2-pw"}
+    spark.range(3).write.format("natsobj").mode("overwrite").options(**options).save("s")
+    df = spark.read.format("natsobj").options(**options).load("s")
+    assert df.count() == 3
+    plans = df._jdf.queryExecution().toString() + str(df._jdf.logicalPlan())
+    assert "hunter2-pw" not in plans
