@@ -63,6 +63,50 @@ def _warm_up(spark, options: dict[str, str], local: str) -> None:
     _consume(spark.read.parquet(local))
 
 
+def _python_source_floor(spark, rows: int, parts: int):
+    """A Python data source yielding ready-made batches of the same columns, so its read time
+    is what any Python source pays to hand Arrow batches from its workers to the JVM."""
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    class FloorReader(DataSourceReader):
+        def partitions(self):
+            return [InputPartition(rows // parts) for _ in range(parts)]
+
+        def read(self, partition):
+            import pyarrow as pa
+
+            size = 65_536
+            ids = pa.array(range(size), pa.int64())
+            batch = pa.record_batch(
+                {
+                    "id": ids,
+                    "store_id": pa.array([i % 1000 for i in range(size)], pa.int32()),
+                    "amount": pa.array([i * 0.25 for i in range(size)]),
+                    "ratio": pa.array([(i % 97) / 7 for i in range(size)]),
+                    "customer": pa.array([f"customer-{i % 100000}" for i in range(size)]),
+                    "region": pa.array([("north", "south", "west")[i % 3] for i in range(size)]),
+                }
+            )
+            for start in range(0, partition.value, size):
+                yield batch.slice(0, min(size, partition.value - start))
+
+    class FloorSource(DataSource):
+        @classmethod
+        def name(cls):
+            return "natsobj_bench_floor"
+
+        def schema(self):
+            return (
+                "id long, store_id int, amount double, ratio double, customer string, region string"
+            )
+
+        def reader(self, schema):
+            return FloorReader()
+
+    spark.dataSource.register(FloorSource)
+    return spark.read.format("natsobj_bench_floor").load()
+
+
 def _best(repeat: int, action: Callable[[], object]) -> float:
     times = []
     for _ in range(repeat):
@@ -106,6 +150,9 @@ def run(rows: int = DEFAULT_ROWS, repeat: int = 2) -> dict[str, Any]:
             return _best(repeat, lambda: _consume(ours)), _best(repeat, lambda: _consume(theirs))
 
         figures["read_natsobj_s"], figures["read_parquet_s"] = read_times(spark)
+        floor = _python_source_floor(spark, rows, parts=max(1, rows // 1_000_000))
+        _consume(floor)  # warm up
+        figures["read_python_source_floor_s"] = _best(repeat, lambda: _consume(floor))
         spark.stop()
         single = _session(1)
         _warm_up(single, options, str(work / "warm"))
