@@ -7,6 +7,7 @@ each part carries, so parts of killed or speculative task attempts are swept as 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from collections.abc import Iterator
@@ -89,7 +90,8 @@ class NatsObjWriter(DataSourceArrowWriter):
                 for batches in ObjectSplitter(iterator, self.opts.rows_per_object):
                     message.parts.append(self._put_part(store, message, batches))
             except BaseException:
-                delete_quietly(store, [p.name for p in message.parts])
+                with contextlib.suppress(Exception):  # abort sweeps whatever is left
+                    delete_quietly(store, [p.name for p in message.parts])
                 raise
         return message
 
