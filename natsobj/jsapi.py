@@ -130,10 +130,10 @@ class JetStreamApi:
         try:
             await self.wait_connected(subject)
             # nats-py's publish blocks on a full buffer while reconnecting: bound it
-            await asyncio.wait_for(
-                self.nc.publish(subject, payload, reply=f"{self._inbox}.{token}", headers=headers),
-                self.timeout,
-            )
+            async with asyncio.timeout(self.timeout):
+                await self.nc.publish(
+                    subject, payload, reply=f"{self._inbox}.{token}", headers=headers
+                )
         except BaseException as exc:
             future.cancel()
             if isinstance(exc, TimeoutError):
@@ -163,7 +163,8 @@ class JetStreamApi:
     ) -> Msg:
         future = await self.send(subject, payload, headers)
         try:
-            return await asyncio.wait_for(future, timeout or self.timeout)
+            async with asyncio.timeout(timeout or self.timeout):
+                return await future
         except TimeoutError:
             raise self.unreachable(subject) from None
 

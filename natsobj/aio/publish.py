@@ -71,7 +71,8 @@ class PublishWindow:
 
     async def _ack(self, entry: _InFlight) -> Msg:
         try:
-            return await asyncio.wait_for(asyncio.shield(entry.reply), self.ack_timeout)
+            async with asyncio.timeout(self.ack_timeout):
+                return await asyncio.shield(entry.reply)
         except TimeoutError:
             raise self.api.unreachable(self.subject) from None
 

@@ -54,7 +54,11 @@ async def iter_chunks(source: Any, chunk_size: int) -> AsyncIterator[bytes]:
 
 
 async def _aiter(items: Iterable[bytes]) -> AsyncIterator[bytes]:
-    for item in items:
+    # A generator may block (it may be reading a socket or waiting on another task): advance
+    # it in a worker thread so the event loop, shared by the whole process, keeps running.
+    iterator = iter(items)
+    done = object()
+    while (item := await asyncio.to_thread(next, iterator, done)) is not done:
         yield item
 
 
