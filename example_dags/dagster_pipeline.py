@@ -24,6 +24,7 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from dagster import (
+    Config,
     ConfigurableResource,
     DefaultSensorStatus,
     Definitions,
@@ -57,6 +58,11 @@ CATEGORIES = {
     "toys": (5.0, 80.0),
 }
 COUNTRIES = ["DE", "FR", "NL", "NO", "PL", "ES", "IT", "SE"]
+
+
+class RawOrdersConfig(Config):
+    rows: int = 20_000
+    month: str = "2024-06"
 
 
 class SparkSessionResource(ConfigurableResource):
@@ -132,9 +138,9 @@ def generate_orders(rows: int, start: date, seed: int = 7) -> bytes:
         "natsobj/content_type": "text/csv",
     },
 )
-def raw_orders() -> bytes:
+def raw_orders(config: RawOrdersConfig) -> bytes:
     """One month of shop orders as CSV, stored as-is (bytes are stored raw)."""
-    return generate_orders(rows=20_000, start=date(2024, 6, 1))
+    return generate_orders(rows=config.rows, start=date.fromisoformat(config.month + "-01"))
 
 
 @asset(group_name="natsobj_demo", deps=[raw_orders])
