@@ -218,6 +218,8 @@ class ObjectStore:
         sha = hashlib.sha256()
         size = chunks = 0
         published = False
+        # the version we replace is looked up while the chunks upload: one round trip fewer
+        current = asyncio.ensure_future(self._current(name))
         try:
             async for chunk in iter_chunks(source, chunk_size):
                 sha.update(chunk)
@@ -237,10 +239,11 @@ class ObjectStore:
                 metadata=dict(metadata or {}),
                 chunk_size=chunk_size,
             )
-            replaced, sequence = await self._replace_meta(info)
+            replaced, sequence = await self._replace_meta(info, await current)
             published = True
         finally:
             if not published:
+                current.cancel()
                 await asyncio.shield(self._discard_chunks(window, local_chunks))
         if replaced is not None and not replaced.deleted and replaced.nuid and not replaced.is_link:
             await self._purge(chunk_subject(self.bucket, replaced.nuid))
@@ -248,11 +251,14 @@ class ObjectStore:
         info.sequence = sequence
         return info
 
-    async def _replace_meta(self, info: ObjectInfo) -> tuple[ObjectInfo | None, int]:
+    async def _replace_meta(
+        self, info: ObjectInfo, current: ObjectInfo | None
+    ) -> tuple[ObjectInfo | None, int]:
         """Publish meta only over the version we read, so we always purge exactly what we
         replaced: concurrent writers to one name then leave no orphaned chunks."""
-        for _ in range(META_ATTEMPTS):
-            current = await self._current(info.name)
+        for attempt in range(META_ATTEMPTS):
+            if attempt:
+                current = await self._current(info.name)
             try:
                 sequence = await self._publish_meta(
                     info, expected_sequence=current.sequence if current else 0

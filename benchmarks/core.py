@@ -1,0 +1,177 @@
+"""One benchmark case per process, so peak RSS is the case's own.
+
+``python -m benchmarks.core CASE URL SIZE FILE`` prints one JSON line. Cases:
+raw (publish_async + ordered consumer, the practical limit), natspy (nats-py's built-in
+ObjectStore, get through ``writeinto``), ours (natsobj), and the ``*-ops`` small-object cases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import resource
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nats
+
+import natsobj.aio
+
+CHUNK = 128 * 1024
+
+
+class RssSampler:
+    """Samples this process's current RSS every few milliseconds; ``growth`` is the peak over
+    the RSS at start (ru_maxrss would hide growth below the import-time peak)."""
+
+    def __init__(self) -> None:
+        self.base = self.peak = self._current()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _current() -> int:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.005):
+            self.peak = max(self.peak, self._current())
+
+    def growth(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return max(self.peak, self._current()) - self.base
+
+
+def file_chunks(path: Path):
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            yield chunk
+
+
+async def raw(url: str, size: int, path: Path) -> dict[str, float]:
+    nc = await nats.connect(url)
+    js = nc.jetstream(publish_async_max_pending=64)
+    stream = f"RAW{os.getpid()}"
+    await js.add_stream(name=stream, subjects=[f"{stream}.>"])
+    rss = RssSampler()
+    start = time.perf_counter()
+    for chunk in file_chunks(path):
+        await js.publish_async(f"{stream}.data", chunk)
+    await js.publish_async_completed()
+    put = time.perf_counter() - start
+    start = time.perf_counter()
+    out = path.with_suffix(".raw-out")
+    expected = (size + CHUNK - 1) // CHUNK
+    with out.open("wb") as handle:
+        sub = await js.subscribe(f"{stream}.data", ordered_consumer=True)
+        for _ in range(expected):
+            msg = await sub.next_msg(timeout=30)
+            handle.write(msg.data)
+        await sub.unsubscribe()
+    get = time.perf_counter() - start
+    out.unlink()
+    await js.delete_stream(stream)
+    await nc.close()
+    return {"put_s": put, "get_s": get, "rss_growth": rss.growth()}
+
+
+async def natspy(url: str, size: int, path: Path) -> dict[str, float]:
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    bucket = f"np{os.getpid()}"
+    store = await js.create_object_store(bucket)
+    rss = RssSampler()
+    start = time.perf_counter()
+    with path.open("rb") as handle:
+        await store.put("obj", handle)
+    put = time.perf_counter() - start
+    out = path.with_suffix(".np-out")
+    start = time.perf_counter()
+    with out.open("wb") as handle:
+        await store.get("obj", writeinto=handle)
+    get = time.perf_counter() - start
+    assert out.stat().st_size == size
+    out.unlink()
+    await js.delete_object_store(bucket)
+    await nc.close()
+    return {"put_s": put, "get_s": get, "rss_growth": rss.growth()}
+
+
+async def ours(url: str, size: int, path: Path) -> dict[str, float]:
+    client = await natsobj.aio.connect(url)
+    bucket = f"no{os.getpid()}"
+    store = await client.create_store(bucket)
+    rss = RssSampler()
+    start = time.perf_counter()
+    await store.put("obj", path)
+    put = time.perf_counter() - start
+    out = path.with_suffix(".no-out")
+    start = time.perf_counter()
+    await store.get_file("obj", out)
+    get = time.perf_counter() - start
+    assert out.stat().st_size == size
+    out.unlink()
+    await client.delete_store(bucket)
+    await client.close()
+    return {"put_s": put, "get_s": get, "rss_growth": rss.growth()}
+
+
+async def _timed_ops(count: int, op) -> float:
+    start = time.perf_counter()
+    for i in range(count):
+        await op(i)
+    return count / (time.perf_counter() - start)
+
+
+async def natspy_ops(url: str, count: int, _: Path) -> dict[str, float]:
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    bucket = f"npo{os.getpid()}"
+    store = await js.create_object_store(bucket)
+    payload = os.urandom(1024)
+    result = {
+        "put_ops": await _timed_ops(count, lambda i: store.put(f"o{i}", payload)),
+        "get_ops": await _timed_ops(count, lambda i: store.get(f"o{i}")),
+        "get_info_ops": await _timed_ops(count, lambda i: store.get_info(f"o{i}")),
+    }
+    await js.delete_object_store(bucket)
+    await nc.close()
+    return result
+
+
+async def ours_ops(url: str, count: int, _: Path) -> dict[str, float]:
+    client = await natsobj.aio.connect(url)
+    bucket = f"noo{os.getpid()}"
+    store = await client.create_store(bucket)
+    payload = os.urandom(1024)
+    result = {
+        "put_ops": await _timed_ops(count, lambda i: store.put(f"o{i}", payload)),
+        "get_ops": await _timed_ops(count, lambda i: store.get_bytes(f"o{i}")),
+        "get_info_ops": await _timed_ops(count, lambda i: store.get_info(f"o{i}")),
+    }
+    await client.delete_store(bucket)
+    await client.close()
+    return result
+
+
+CASES = {
+    "raw": raw,
+    "natspy": natspy,
+    "ours": ours,
+    "natspy-ops": natspy_ops,
+    "ours-ops": ours_ops,
+}
+
+
+def main() -> None:
+    case, url, size, path = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
+    print(json.dumps(asyncio.run(CASES[case](url, size, path))))
+
+
+if __name__ == "__main__":
+    main()
