@@ -25,6 +25,15 @@ from dagster_natsobj.registry import handler_for_stored, handler_for_type, handl
 from dagster_natsobj.resource import NatsObjectStoreResource, open_store
 from natsobj.errors import ObjectNotFound
 
+_NO_CREATE = (
+    "Bucket creation is off: create it (`natsobj store create {bucket}`) or set "
+    "create_bucket=True on NatsObjectStoreIOManager."
+)
+_NOTHING_STORED = (
+    "Nothing was ever stored there: materialize the upstream asset first, or check the IO "
+    "manager's bucket (and any natsobj/bucket metadata on the upstream asset)."
+)
+
 
 class NatsObjectStoreIOManager(ConfigurableIOManager):
     """Stores outputs in a NATS object store bucket and loads inputs from it.
@@ -86,7 +95,7 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
             object_meta[CONTENT_TYPE] = content_type
         bucket = self._bucket(context)
         with self.resource.get_client() as client:
-            store = open_store(client, bucket, create=self.create_bucket)
+            store = open_store(client, bucket, create=self.create_bucket, missing_hint=_NO_CREATE)
             target = Target(store, settings, bucket, name)
             stored = handler.save(target, obj, object_meta)
         context.add_output_metadata(output_metadata(target, handler, stored))
@@ -103,7 +112,7 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         settings = self.resource.settings()
         loaded: dict[str, Any] = {}
         with self.resource.get_client() as client:
-            store = open_store(client, bucket, create=False)
+            store = open_store(client, bucket, create=False, missing_hint=_NOTHING_STORED)
             for partition, name in names.items():
                 target = Target(store, settings, bucket, name)
                 try:

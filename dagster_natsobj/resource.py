@@ -18,6 +18,7 @@ from natsobj import ConnectionSettings
 from natsobj.errors import BucketExists, BucketNotFound
 
 _SECRET_HINT = "Secret: pass dagster.EnvVar(...) so the value never shows in Dagster's config."
+CREATE_HINT = "Create it with `natsobj store create {bucket}`, or check the bucket name."
 
 
 class NatsObjectStoreResource(ConfigurableResource):
@@ -88,23 +89,24 @@ class NatsObjectStoreResource(ConfigurableResource):
     def get_store(self, bucket: str, *, create: bool = False) -> Iterator[natsobj.ObjectStore]:
         """The bucket's blocking ObjectStore; with ``create`` a missing bucket is made."""
         with self.get_client() as client:
-            yield open_store(client, bucket, create=create)
+            yield open_store(client, bucket, create=create, missing_hint=CREATE_HINT)
 
 
 def _resolve(value: Any) -> Any:
     return value.get_value() if isinstance(value, EnvVar) else value
 
 
-def open_store(client: natsobj.Client, bucket: str, *, create: bool) -> natsobj.ObjectStore:
+def open_store(
+    client: natsobj.Client, bucket: str, *, create: bool, missing_hint: str
+) -> natsobj.ObjectStore:
+    """Bind to ``bucket``, creating it if asked; ``missing_hint`` ({bucket} filled in) says
+    what to do when it is missing and may not be created."""
     try:
         return client.store(bucket)
     except BucketNotFound:
         if not create:
             raise BucketNotFound(
-                "bucket does not exist and bucket creation is off",
-                bucket=bucket,
-                hint="Create it (`natsobj store create "
-                f"{bucket}`) or set create_bucket=True on the IO manager.",
+                "bucket does not exist", bucket=bucket, hint=missing_hint.format(bucket=bucket)
             ) from None
     try:
         return client.create_store(bucket, description="Dagster artifacts (natsobj)")

@@ -8,6 +8,7 @@ from dagster import (
     Definitions,
     EnvVar,
     asset,
+    build_input_context,
     build_output_context,
     materialize,
     mem_io_manager,
@@ -96,3 +97,13 @@ def test_secrets_from_env_vars_stay_out_of_config_and_repr(monkeypatch, nats_url
     job_snapshot = serialize_value(result.job_def.get_job_snapshot())
     assert "s3cret" not in str(run.run_config) + job_snapshot
     assert "TEST_NATS_TOKEN" in job_snapshot
+
+
+def test_loading_from_a_bucket_that_never_existed_says_so(nats_resource, bucket_name):
+    manager = NatsObjectStoreIOManager(resource=nats_resource, bucket=bucket_name)
+    with (
+        build_input_context(asset_key=AssetKey("a")) as ctx,
+        pytest.raises(BucketNotFound, match="materialize the upstream asset first") as err,
+    ):
+        manager.load_input(ctx)
+    assert err.value.bucket == bucket_name
