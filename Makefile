@@ -6,6 +6,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+JSPEER := tests/interop_js/node_modules/.package-lock.json
 
 .PHONY: demo test test-slow bench lint format clean
 
@@ -17,10 +18,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[all,dev]"
 	touch $(STAMP)
 
-test: $(STAMP)
+# The official JavaScript client, a peer in the interop tests (Node.js is on the machine).
+$(JSPEER): tests/interop_js/package-lock.json
+	npm ci --prefix tests/interop_js --no-audit --no-fund
+
+test: $(STAMP) $(JSPEER)
 	$(BIN)/python -m pytest
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) $(JSPEER)
 	$(BIN)/python -m pytest -m slow
 
 demo: $(STAMP)

@@ -1,0 +1,39 @@
+// The JavaScript object-store client as a test peer: node peer.mjs <op> <url> <bucket> [args]
+// Prints one JSON line; exits non-zero with the error on stderr.
+import { readFileSync, writeFileSync } from "node:fs";
+import { connect } from "@nats-io/transport-node";
+import { Objm } from "@nats-io/obj";
+
+const [op, url, bucket, ...args] = process.argv.slice(2);
+// nats.js returns an ObjectInfo wrapper; flatten it to the spec's fields
+const plain = (i) => (i && i.info ? { ...i.info, mtime: i.mtime, revision: i.revision } : i);
+const nc = await connect({ servers: url });
+const objm = new Objm(nc);
+let out;
+try {
+  const store = await objm.open(bucket);
+  if (op === "put") {
+    const [name, file] = args;
+    out = await store.putBlob({ name, description: "written by nats.js" }, readFileSync(file));
+  } else if (op === "get") {
+    const [name, file] = args;
+    const data = await store.getBlob(name);
+    if (data === null) throw new Error(`no object ${name}`);
+    writeFileSync(file, data);
+    out = await store.info(name);
+  } else if (op === "info") {
+    out = await store.info(args[0]);
+  } else if (op === "link") {
+    const [name, target] = args;
+    out = await store.link(name, await store.info(target));
+  } else if (op === "list") {
+    out = (await store.list()).map((i) => i.name);
+  } else if (op === "delete") {
+    out = await store.delete(args[0]);
+  } else {
+    throw new Error(`unknown op ${op}`);
+  }
+  console.log(JSON.stringify(plain(out) ?? null));
+} finally {
+  await nc.close();
+}
