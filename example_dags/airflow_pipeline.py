@@ -2,14 +2,14 @@
 
     create_bucket   the bucket, if it is not there yet
     generate_trips  a realistic, dirty day of bike-share trips as CSV (a local temp file)
-    put_raw         NatsObjectPutOperator -> nats://demo/airflow/raw/trips/<ds>.csv
+    put_raw         NatsObjectPutOperator -> nats://demo/airflow/raw/trips/<day>.csv
                     (an asset event on nats://demo/airflow/raw/trips)
     transform       Spark reads every raw CSV through the natsobj data source, cleans and
                     aggregates on the executors -> the Spark dataset airflow/trips_hourly/
     wait_for_result NatsObjectSensor, deferred to the watch trigger, waits for the dataset's
                     manifest to be newer than this run's raw input
     render_report   Spark reads the (small) aggregate back, matplotlib draws a PNG
-    put_report      NatsObjectPutOperator -> nats://demo/airflow/reports/<ds>.png
+    put_report      NatsObjectPutOperator -> nats://demo/airflow/reports/trips-<day>.png
     summary         where everything is
 
 Run it against the embedded server (what `make demo` does):
@@ -40,7 +40,8 @@ from airflow_natsobj.sensors.object_store import NatsObjectSensor
 BUCKET = os.environ.get("NATSOBJ_DEMO_BUCKET", "demo")
 RAW_PREFIX = "airflow/raw/trips"
 DATASET = "airflow/trips_hourly"
-REPORT = "airflow/reports/trips-{{ ds }}.png"
+DAY = "{{ dag_run.run_after | ds }}"  # manual runs in Airflow 3 have no logical date (ds)
+REPORT = f"airflow/reports/trips-{DAY}.png"
 STATIONS = [
     "Alexanderplatz",
     "Bergmannkiez",
@@ -134,8 +135,9 @@ def airflow_pipeline() -> None:
     )
 
     @task
-    def generate(ds: str | None = None) -> str:
-        path = generate_trips(datetime.fromisoformat(ds or "2024-06-01"))
+    def generate(dag_run: Any = None) -> str:
+        day = dag_run.run_after.replace(hour=0, minute=0, second=0, microsecond=0, tzinfo=None)
+        path = generate_trips(day)
         print(f"generated {Path(path).stat().st_size:,} bytes of trips in {path}")
         return path
 
@@ -143,7 +145,7 @@ def airflow_pipeline() -> None:
     put_raw = NatsObjectPutOperator(
         task_id="put_raw",
         bucket=BUCKET,
-        name=RAW_PREFIX + "/{{ ds }}.csv",
+        name=f"{RAW_PREFIX}/{DAY}.csv",
         source=raw_file,
         headers={"Content-Type": "text/csv"},
         metadata={"dag_run": "{{ run_id }}"},
@@ -202,7 +204,7 @@ def airflow_pipeline() -> None:
     )
 
     @task
-    def render_report(ds: str | None = None) -> str:
+    def render_report(dag_run: Any = None) -> str:
         import matplotlib
 
         matplotlib.use("Agg")
@@ -224,7 +226,8 @@ def airflow_pipeline() -> None:
         for y, (trips, km) in enumerate(zip(by_station["trips"], by_station["km"], strict=True)):
             right.text(trips, y, f" {km:,.0f} km", va="center", fontsize="small")
         right.set_xlim(0, by_station["trips"].max() * 1.25)
-        fig.suptitle(f"Bike-share trips up to {ds} (natsobj + Spark + Airflow)")
+        day = f"{dag_run.run_after:%Y-%m-%d}"
+        fig.suptitle(f"Bike-share trips up to {day} (natsobj + Spark + Airflow)")
         fig.tight_layout()
         path = Path(tempfile.mkdtemp(prefix="natsobj-report-")) / "report.png"
         fig.savefig(path, format="png")

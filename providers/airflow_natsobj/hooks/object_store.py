@@ -79,8 +79,12 @@ class NatsObjectStoreHook(BaseHook):
 
     @asynccontextmanager
     async def aclient(self) -> AsyncIterator[natsobj.aio.Client]:
-        """A fresh async client on the running loop (triggers must not share loops)."""
-        client = await natsobj.aio.connect(await self.asettings())
+        """A fresh async client on the running loop (triggers must not share loops).
+
+        Finding or starting the embedded server blocks, so it runs in a thread: the
+        triggerer's loop serves every other trigger meanwhile."""
+        settings = await asyncio.to_thread((await self.asettings()).resolved)
+        client = await natsobj.aio.connect(settings)
         try:
             yield client
         finally:
