@@ -35,11 +35,13 @@ class Meter:
         if self._progress is None:
             yield lambda _n: None
             return
-        task_id = self._progress.add_task(label, total=total)
+        progress = self._progress
+        task_id = progress.add_task(label, total=total)
         try:
-            yield lambda n: self._progress.advance(task_id, n)  # type: ignore[union-attr]
+            yield lambda n: progress.advance(task_id, n)
         finally:
-            self._progress.remove_task(task_id)
+            progress.refresh()  # show the final count and rate, however short the transfer
+            progress.remove_task(task_id)
 
 
 def wants_progress(enabled: bool | None) -> bool:

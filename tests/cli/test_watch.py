@@ -1,0 +1,55 @@
+"""``natsobj watch``: history replay in-process, live changes from the real executable."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from cli_support import Invoke, cli_env
+
+
+def test_history_with_glob_as_text_and_json(invoke: Invoke, bucket_name: str, store) -> None:
+    store.put("logs/a.log", b"a")
+    store.put("data/b.csv", b"bb")
+    store.put("data/c.csv", b"ccc")
+    store.delete("data/b.csv")
+
+    # each meta record rolls up the one before it, so the history holds the latest per name
+    text = invoke("watch", bucket_name, "--history", "--glob", "data/*", "--count", "2")
+    assert text.exit_code == 0, text.stderr
+    events = [line.split()[2:4] for line in text.stdout.splitlines()]
+    assert events == [["PUT", "data/c.csv"], ["DEL", "data/b.csv"]]
+    assert "watching" in text.stderr
+
+    as_json = invoke(
+        "watch", bucket_name, "--history", "--ignore-deletes", "--json", "--count", "2"
+    )
+    docs = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [d["name"] for d in docs] == ["logs/a.log", "data/c.csv"]
+    assert all(d["deleted"] is False and d["digest"].startswith("SHA-256=") for d in docs)
+
+
+def test_live_changes_from_the_executable(
+    natsobj_bin: Path, nats_url: str, bucket_name: str, store
+) -> None:
+    store.put("before.txt", b"old news")  # without --history this is not reported
+    proc = subprocess.Popen(
+        [str(natsobj_bin), "--url", nats_url, "watch", bucket_name, "--json", "--count", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(),
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        ready = proc.stderr.readline()
+        assert b"watching" in ready, ready
+        store.put("live/1.txt", b"one")
+        store.delete("live/1.txt")
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    docs = [json.loads(line) for line in out.splitlines()]
+    assert [(d["name"], d["deleted"]) for d in docs] == [
+        ("live/1.txt", False),
+        ("live/1.txt", True),
+    ]
