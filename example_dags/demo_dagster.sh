@@ -18,7 +18,7 @@ dagster asset materialize -m example_dags.dagster_pipeline --select '*' >.demo/d
 grep -E "STEP_SUCCESS|RUN_SUCCESS" .demo/dagster.log | sed -E 's/^.* - ([A-Z_]+) - /  \1 /'
 
 echo
-echo "== Artifacts in nats://$BUCKET (embedded server, data in $NATSOBJ_DATA_DIR)"
+echo "== Dagster's artifacts in nats://$BUCKET (embedded server, data in $NATSOBJ_DATA_DIR)"
 python - "$BUCKET" <<'PY'
 import json
 import sys
@@ -28,7 +28,7 @@ import natsobj
 bucket = sys.argv[1]
 with natsobj.connect("embedded") as client:
     store = client.store(bucket)
-    infos = sorted(store.list(), key=lambda i: i.name)
+    infos = sorted((i for i in store.list() if i.name.startswith("dagster/")), key=lambda i: i.name)
     datasets = [i.name[: -len("/_manifest.json")] for i in infos if i.name.endswith("/_manifest.json")]
     for prefix in datasets:
         manifest = json.loads(store.get_bytes(f"{prefix}/_manifest.json"))
@@ -40,8 +40,8 @@ with natsobj.connect("embedded") as client:
         if not any(info.name.startswith(p + "/") for p in datasets):
             kind = info.headers.get("Content-Type", ["?"])[0]
             print(f"  nats://{bucket}/{info.name}  {info.size:,} B  {kind}")
-    store.get_file("reports/daily_revenue.png", ".demo/daily_revenue.png")
+    store.get_file("dagster/reports/trips.png", ".demo/dagster_trips.png")
 PY
 echo
-echo "Report chart copied to .demo/daily_revenue.png (object nats://$BUCKET/reports/daily_revenue.png)."
+echo "Report chart copied to .demo/dagster_trips.png (object nats://$BUCKET/dagster/reports/trips.png)."
 echo "Browse: natsobj ls $BUCKET dagster/   |   UI + sensor: dagster dev -m example_dags.dagster_pipeline"
