@@ -91,6 +91,8 @@ class NatsobjGroup(click.Group):
             raise
         except KeyboardInterrupt:
             raise click.Abort() from None
+        except BrokenPipeError:
+            raise  # the reader went away (`| head`): click ends quietly
         except NatsObjError as exc:
             raise self._translate(ctx, exc, str(exc), exit_code_for(exc)) from exc
         except (ValueError, OSError) as exc:

@@ -1,11 +1,12 @@
 """How results look: rich tables for people, sorted JSON for scripts.
 
-Tables go to a console whose width is unbounded when stdout is not a terminal, so piped
-output never wraps or truncates object names.
+Piped tables are rendered without width limit or trailing padding, so object names are never
+wrapped or truncated and ``awk``/``cut`` see clean lines.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Collection, Iterable, Sequence
@@ -14,7 +15,7 @@ from typing import Any
 
 import click
 from rich import box
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.filesize import decimal
 from rich.table import Table
 
@@ -24,15 +25,15 @@ SHORT_DIGEST = 12
 _PIPED_WIDTH = 100_000
 
 
-def stdout_console() -> Console:
-    tty = sys.stdout.isatty()
-    return Console(
-        file=sys.stdout,
-        width=None if tty else _PIPED_WIDTH,
-        highlight=False,
-        force_terminal=tty,
-        no_color=not tty,
-    )
+def show(renderable: RenderableType) -> None:
+    """Print a table: styled for a terminal; plain, unwrapped and without padding when piped."""
+    if sys.stdout.isatty():
+        Console(file=sys.stdout, highlight=False).print(renderable)
+        return
+    console = Console(file=io.StringIO(), width=_PIPED_WIDTH, no_color=True, highlight=False)
+    with console.capture() as captured:
+        console.print(renderable)
+    click.echo("\n".join(line.rstrip() for line in captured.get().splitlines()))
 
 
 def emit_json(doc: Any) -> None:
@@ -82,7 +83,7 @@ def table(
         grid.add_column(column, justify="right" if column in right else "left", no_wrap=True)
     for row in rows:
         grid.add_row(*row)
-    stdout_console().print(grid)
+    show(grid)
 
 
 def fields(pairs: Iterable[tuple[str, str]]) -> None:
@@ -92,7 +93,7 @@ def fields(pairs: Iterable[tuple[str, str]]) -> None:
     grid.add_column()
     for key, value in pairs:
         grid.add_row(key, value)
-    stdout_console().print(grid)
+    show(grid)
 
 
 def info_fields(info: ObjectInfo) -> list[tuple[str, str]]:

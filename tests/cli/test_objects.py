@@ -66,6 +66,7 @@ def test_ls_human_columns_and_deleted(invoke: Invoke, bucket_name: str, store) -
     assert "1.5 MB" in row and " 3 " in row
     assert info.digest.removeprefix("SHA-256=")[:12] in row
     assert "gone.txt" not in listing.stdout
+    assert all(line == line.rstrip() for line in listing.stdout.splitlines())  # no padding
 
     with_deleted = invoke("ls", bucket_name, "--deleted")
     assert "gone.txt (deleted)" in with_deleted.stdout

@@ -178,3 +178,19 @@ def test_large_random_file_piped_through_the_executable(
         assert 20 * MiB < peak < 80 * MiB, (
             f"{verb} peaked at {peak / MiB:.0f} MiB RSS; over 80 means it held the object"
         )
+
+
+def test_reader_closing_the_pipe_early_ends_quietly(
+    natsobj_bin: Path, nats_url: str, bucket_name: str, store
+) -> None:
+    store.put("long.bin", os.urandom(4 * MiB))
+    get = subprocess.Popen(
+        [str(natsobj_bin), "--url", nats_url, "get", bucket_name, "long.bin", "-"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=cli_env(),
+    )  # fmt: skip
+    assert get.stdout is not None and get.stderr is not None
+    assert len(get.stdout.read(10)) == 10  # like `| head -c 10`
+    get.stdout.close()
+    err = get.stderr.read()
+    assert get.wait(timeout=30) == 1
+    assert err == b""
