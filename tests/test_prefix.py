@@ -110,9 +110,12 @@ def test_literal_adr_export_names_the_missing_response_type(tmp_path, bucket_nam
     with NatsServerProcess(tmp_path, config=config) as server:
         with natsobj.connect(url_for(server, "a")) as owner:
             owner.create_store(bucket_name).put("big", os.urandom(400_000))
-        with natsobj.connect(
-            url_for(server, "i"), api_prefix="fromA", inbox_prefix="forI", api_timeout=1.0
-        ) as c, pytest.raises(natsobj.NotConnected, match="response_type: stream"):
+        with (
+            natsobj.connect(
+                url_for(server, "i"), api_prefix="fromA", inbox_prefix="forI", api_timeout=1.0
+            ) as c,
+            pytest.raises(natsobj.NotConnected, match="response_type: stream"),
+        ):
             c.store(bucket_name).get_bytes("big")
 
 
