@@ -23,6 +23,7 @@ from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.session import Session, pass_session
 from natsobj.errors import ObjectNotFound
 from natsobj.model import ObjectInfo
+from natsobj.sync import ObjectStore
 
 STDIO = "-"
 
@@ -37,7 +38,7 @@ def _stdin_size(stream: BinaryIO) -> int | None:
 
 
 def _put_stream(
-    store: Any, name: str, stream: BinaryIO, total: int | None, bar: Meter, **meta: Any
+    store: ObjectStore, name: str, stream: BinaryIO, total: int | None, bar: Meter, **meta: Any
 ) -> ObjectInfo:
     with bar.task(name, total) as advance:
         return store.put(name, CountingReader(stream, advance), **meta)
@@ -71,7 +72,6 @@ def put(
     **meta: Any,
 ) -> None:
     """Store PATH (file, '-' for stdin, directory with -r) as NAME."""
-    store = session.store(bucket)
     source = Path(path)
     if recursive != (path != STDIO and source.is_dir()):
         raise UsageProblem(
@@ -79,6 +79,7 @@ def put(
             if not recursive
             else f"-r needs a directory, and {path} is not one"
         )
+    store = session.store(bucket)
     with meter(progress) as bar:
         if path == STDIO:
             stdin = sys.stdin.buffer
@@ -94,7 +95,7 @@ def put(
             click.echo(_summary("put", info))
 
 
-def _copy_out(store: Any, name: str, out: BinaryIO, bar: Meter) -> ObjectInfo:
+def _copy_out(store: ObjectStore, name: str, out: BinaryIO, bar: Meter) -> ObjectInfo:
     with store.get(name) as reader, bar.task(name, reader.info.size) as advance:
         for chunk in reader:
             out.write(chunk)
@@ -102,7 +103,7 @@ def _copy_out(store: Any, name: str, out: BinaryIO, bar: Meter) -> ObjectInfo:
         return reader.info
 
 
-def _get_to_file(store: Any, name: str, target: Path, bar: Meter) -> ObjectInfo:
+def _get_to_file(store: ObjectStore, name: str, target: Path, bar: Meter) -> ObjectInfo:
     """Write beside the target and rename, so a failed or corrupt download leaves nothing."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
@@ -132,11 +133,11 @@ def get(
 
     Links are followed. The digest is verified; a mismatch exits with code 3.
     """
+    if recursive and path == STDIO:
+        raise UsageProblem("-r writes a directory tree and cannot write to stdout")
     store = session.store(bucket)
     with meter(progress) as bar:
         if path == STDIO:
-            if recursive:
-                raise UsageProblem("-r writes a directory tree and cannot write to stdout")
             out = sys.stdout.buffer
             _copy_out(store, name, out, bar)
             out.flush()
