@@ -37,3 +37,7 @@ class DatasetChanged(SparkSourceError):
         "A newer write deleted parts this read was planned on. Re-run the read, or keep more "
         "generations with option retain_generations."
     )
+
+
+class WriteAborted(SparkSourceError):
+    hint = "Spark aborted the write after another task failed; see that task's error."

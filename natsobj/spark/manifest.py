@@ -18,6 +18,7 @@ from typing import Any
 from natsobj.spark.errors import SchemaMismatch
 
 MANIFEST = "_manifest.json"
+ABORTED = "_aborted"
 FORMAT = "natsobj-spark-dataset"
 VERSION = 1
 WRITE_ID_KEY = "natsobj-spark-write-id"
@@ -25,6 +26,12 @@ WRITE_ID_KEY = "natsobj-spark-write-id"
 
 def manifest_name(prefix: str) -> str:
     return f"{prefix}/{MANIFEST}"
+
+
+def abort_marker(prefix: str, write_id: str) -> str:
+    """Published by ``abort`` before it sweeps; a task that stores a part after the sweep
+    sees it and deletes its own parts, so no part outlives an aborted write."""
+    return f"{prefix}/{ABORTED}/{write_id}"
 
 
 def part_name(prefix: str, partition: int, attempt: int) -> str:

@@ -11,15 +11,26 @@ import logging
 import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import natsobj
 from natsobj.errors import BucketExists, BucketNotFound, ObjectNotFound
 from natsobj.model import ObjectInfo
 from natsobj.spark.errors import DatasetNotFound
-from natsobj.spark.manifest import WRITE_ID_KEY, Manifest, Part, is_data_object, manifest_name
+from natsobj.spark.manifest import (
+    WRITE_ID_KEY,
+    Manifest,
+    Part,
+    abort_marker,
+    is_data_object,
+    manifest_name,
+)
 from natsobj.spark.options import SourceOptions
 
 log = logging.getLogger("natsobj.spark")
+
+# No task of an aborted write runs this long after its abort; its marker can then go.
+MARKER_TTL = timedelta(days=1)
 
 
 class NoManifestWarning(UserWarning):
@@ -56,16 +67,32 @@ def objects_under(store: natsobj.ObjectStore, prefix: str) -> list[ObjectInfo]:
     return sorted((i for i in store.list() if i.name.startswith(start)), key=lambda i: i.name)
 
 
-def orphans(store: natsobj.ObjectStore, prefix: str, write_id: str, keep: set[str]) -> list[str]:
-    """Parts this write left behind (failed or speculative task attempts), found by the write
-    id every part carries in its metadata."""
-    return [
-        info.name
-        for info in objects_under(store, prefix)
-        if info.metadata.get(WRITE_ID_KEY) == write_id
-        and info.name != manifest_name(prefix)
-        and info.name not in keep
+def is_aborted(store: natsobj.ObjectStore, prefix: str, write_id: str) -> bool:
+    try:
+        store.get_info(abort_marker(prefix, write_id))
+    except ObjectNotFound:
+        return False
+    return True
+
+
+def strays(store: natsobj.ObjectStore, prefix: str, write_id: str, keep: set[str]) -> list[str]:
+    """What a commit or abort deletes besides replaced parts: parts of this write not in
+    ``keep`` (failed or speculative attempts), parts of aborted writes stored after their
+    abort swept, and abort markers old enough that no task of theirs can still be running."""
+    infos = objects_under(store, prefix)
+    marker_dir = abort_marker(prefix, "")
+    markers = {i.name.removeprefix(marker_dir): i for i in infos if i.name.startswith(marker_dir)}
+    dead = {write_id, *markers}
+    expired = datetime.now(UTC) - MARKER_TTL
+    stray = [
+        i.name
+        for i in infos
+        if i.metadata.get(WRITE_ID_KEY) in dead
+        and i.name != manifest_name(prefix)
+        and i.name not in keep
     ]
+    stray += [m.name for m in markers.values() if m.mtime is not None and m.mtime < expired]
+    return stray
 
 
 def delete_quietly(store: natsobj.ObjectStore, names: Iterable[str]) -> int:

@@ -20,18 +20,19 @@ from pyspark.sql.types import StructType
 
 import natsobj
 from natsobj.spark.arrowio import ObjectSplitter, RowCount, parquet_stream
-from natsobj.spark.errors import BadSparkOption, DatasetExists
+from natsobj.spark.errors import BadSparkOption, DatasetExists, WriteAborted
 from natsobj.spark.manifest import (
     WRITE_ID_KEY,
     Manifest,
     Part,
+    abort_marker,
     manifest_name,
     merge_schemas,
     next_generation,
     part_name,
 )
 from natsobj.spark.options import SourceOptions
-from natsobj.spark.storage import delete_quietly, open_store, orphans, read_manifest
+from natsobj.spark.storage import delete_quietly, is_aborted, open_store, read_manifest, strays
 
 log = logging.getLogger("natsobj.spark")
 
@@ -89,6 +90,10 @@ class NatsObjWriter(DataSourceArrowWriter):
             try:
                 for batches in ObjectSplitter(iterator, self.opts.rows_per_object):
                     message.parts.append(self._put_part(store, message, batches))
+                    if is_aborted(store, self.opts.prefix, self.write_id):
+                        raise WriteAborted(
+                            "the write was aborted while this task ran", bucket=self.opts.bucket
+                        )
             except BaseException:
                 with contextlib.suppress(Exception):  # abort sweeps whatever is left
                     delete_quietly(store, [p.name for p in message.parts])
@@ -122,7 +127,7 @@ class NatsObjWriter(DataSourceArrowWriter):
             if manifest is None:  # if_exists=ignore and the dataset appeared meanwhile
                 self._clean_up(store, parts)
                 return
-            swept = orphans(store, self.opts.prefix, self.write_id, {p.name for p in parts})
+            swept = strays(store, self.opts.prefix, self.write_id, {p.name for p in parts})
             deleted = delete_quietly(store, [*doomed, *swept])
         log.info(
             "natsobj: committed %s generation %d: %d parts, %d rows; deleted %d old objects",
@@ -163,13 +168,14 @@ class NatsObjWriter(DataSourceArrowWriter):
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
         try:
             with open_store(self.opts) as store:
+                store.put(abort_marker(self.opts.prefix, self.write_id), b"")
                 self._clean_up(store, _parts(messages))
         except Exception as exc:  # never hide the task failure that made Spark abort
             log.warning("natsobj: abort of %s could not delete parts: %s", self.opts.where, exc)
 
     def _clean_up(self, store: natsobj.ObjectStore, parts: list[Part]) -> None:
         names = {p.name for p in parts}
-        names.update(orphans(store, self.opts.prefix, self.write_id, keep=set()))
+        names.update(strays(store, self.opts.prefix, self.write_id, keep=set()))
         deleted = delete_quietly(store, sorted(names))
         log.info("natsobj: aborted write to %s, deleted %d parts", self.opts.where, deleted)
 

@@ -11,6 +11,8 @@ from pyspark.sql.types import LongType
 from pyspark.sql.utils import AnalysisException
 
 from natsobj.spark import DatasetExists, SchemaMismatch, read_dataframe, write_dataframe
+from natsobj.spark.errors import WriteAborted
+from natsobj.spark.manifest import WRITE_ID_KEY
 
 PREFIX = "lake/events"
 
@@ -21,6 +23,16 @@ def _parts(store) -> set[str]:
 
 def _manifest(store) -> dict:
     return json.loads(store.get_bytes(f"{PREFIX}/_manifest.json"))
+
+
+def _dataset(store) -> dict[str, str]:
+    """The dataset's objects (parts and manifest) with their digests."""
+    return {i.name: i.digest for i in store.list() if "/_aborted/" not in i.name}
+
+
+def _aborted_id(store) -> str:
+    (marker,) = [i.name for i in store.list() if "/_aborted/" in i.name]
+    return marker.rsplit("/", 1)[1]
 
 
 def _write(spark, options, mode: str, start: int, end: int, **extra) -> None:
@@ -86,16 +98,17 @@ def test_failed_task_leaves_no_parts_and_no_manifest(spark, options, store) -> N
         df.write.format("natsobj").mode("overwrite").options(**options).option(
             "rows_per_object", 100
         ).save(PREFIX)
-    assert store.list() == []
+    # Only the abort marker is left: no part, no manifest.
+    assert [i.name for i in store.list()] == [f"{PREFIX}/_aborted/{_aborted_id(store)}"]
 
 
 def test_failed_overwrite_keeps_the_previous_dataset(spark, options, store) -> None:
     _write(spark, options, "overwrite", 0, 10)
-    before = {i.name: i.digest for i in store.list()}
+    before = _dataset(store)
     df = spark.range(0, 1000, numPartitions=2).withColumn("id", _explode_at(999)("id"))
     with pytest.raises(Exception, match="injected failure"):
         df.write.format("natsobj").mode("overwrite").options(**options).save(PREFIX)
-    assert {i.name: i.digest for i in store.list()} == before
+    assert _dataset(store) == before
     assert _ids(spark, options) == list(range(10))
 
 
@@ -195,4 +208,26 @@ def test_abort_deletes_parts_with_or_without_messages(spark, options, store) -> 
     writer.write(_batches(5, 9))  # a task that died before reporting
     assert len(_parts(store)) == 5
     writer.abort([reported, None])
-    assert store.list() == []
+    assert _dataset(store) == {}
+    assert _aborted_id(store) == writer.write_id
+
+
+def test_a_task_that_stores_a_part_after_the_abort_removes_it(spark, options, store) -> None:
+    schema = spark.range(1).schema
+    writer = _writer(options, schema, overwrite=True)
+    writer.abort([])  # another task failed; this one was still running
+    with pytest.raises(WriteAborted, match="aborted while this task ran"):
+        writer.write(_batches(0, 5))
+    assert _dataset(store) == {}
+
+
+def test_a_later_commit_sweeps_parts_of_aborted_writes(spark, options, store) -> None:
+    schema = spark.range(1).schema
+    aborted = _writer(options, schema, overwrite=True)
+    aborted.abort([])
+    # A worker killed between storing its part and checking for the abort leaves this behind:
+    straggler = f"{PREFIX}/part-00003-0-feed.parquet"
+    store.put(straggler, b"PAR1", metadata={WRITE_ID_KEY: aborted.write_id})
+    _write(spark, options, "overwrite", 0, 4)
+    assert straggler not in _dataset(store)
+    assert _ids(spark, options) == [0, 1, 2, 3]
