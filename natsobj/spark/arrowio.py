@@ -11,6 +11,8 @@ import pyarrow.parquet as pq
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from natsobj.model import DEFAULT_CHUNK_SIZE
+
 
 def spark_arrow_schema(schema: StructType) -> pa.Schema:
     """The Arrow schema a Python data source must yield: Spark compares types, nullability and
@@ -51,10 +53,13 @@ class _ByteSink:
     def writable(self) -> bool:
         return True
 
-    def drain(self) -> Iterator[bytes]:
+    def drain(self) -> Iterator[memoryview]:
+        """Hand over what was written in chunk-sized views, which ``put`` forwards as is."""
         if self._pending:
-            yield b"".join(self._pending)
+            data = memoryview(b"".join(self._pending))
             self._pending.clear()
+            for start in range(0, len(data), DEFAULT_CHUNK_SIZE):
+                yield data[start : start + DEFAULT_CHUNK_SIZE]
 
 
 def parquet_stream(
@@ -63,7 +68,7 @@ def parquet_stream(
     compression: str,
     row_group_rows: int,
     counter: RowCount,
-) -> Iterator[bytes]:
+) -> Iterator[memoryview]:
     """Yield one Parquet file as byte blocks; at most one row group is held in memory."""
     sink = _ByteSink()
     writer: pq.ParquetWriter | None = None
