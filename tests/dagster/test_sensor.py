@@ -128,7 +128,7 @@ def test_sensor_inside_definitions_targets_its_job(store, bucket_name, instance,
     )
     defs = Definitions(assets=[reacting], sensors=[sensor], resources={"nats": nats_resource})
     store.put("drop.bin", b"z")
-    sensor_def = defs.get_sensor_def("assets_on_landing")
+    sensor_def = defs.resolve_sensor_def("assets_on_landing")
     result = _tick(sensor_def, instance, nats_resource, None)
     [request] = result.run_requests
     assert request.run_key == f"{bucket_name}:{store.get_info('drop.bin').sequence}"
