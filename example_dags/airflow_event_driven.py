@@ -36,7 +36,10 @@ incoming_csv = Asset(
     watchers=[
         AssetWatcher(
             name="nats_incoming_csv",
-            trigger=NatsObjectChangeTrigger(bucket=BUCKET, pattern=INCOMING + "**.csv"),
+            # "all": CSVs that landed before the watcher first started count too.
+            trigger=NatsObjectChangeTrigger(
+                bucket=BUCKET, pattern=INCOMING + "**.csv", start_at="all"
+            ),
         )
     ],
 )

@@ -28,6 +28,9 @@ from natsobj.model import ObjectInfo
 from natsobj.settings import ConnectionSettings
 
 SETTINGS_FIELDS = frozenset(f.name for f in fields(ConnectionSettings))
+STORE_OPTIONS = frozenset(
+    ("description", "metadata", "ttl", "max_bytes", "storage", "replicas", "compression")
+)
 _END = object()
 
 
@@ -244,8 +247,9 @@ class NatsObjectFileSystem(AsyncFileSystem):
         bucket, _ = _split(self._strip_protocol(path))
         client = await self._get_client()
         if bucket not in await client.store_names():
+            options = {k: v for k, v in kwargs.items() if k in STORE_OPTIONS}  # not pathlib's mode
             with contextlib.suppress(BucketExists):
-                await client.create_store(bucket, **kwargs)
+                await client.create_store(bucket, **options)
 
     async def _makedirs(self, path: str, exist_ok: bool = False) -> None:
         await self._mkdir(path)

@@ -107,8 +107,9 @@ def test_put_get_copy_and_remove(fs, bucket_name: str, tmp_path) -> None:
 
 def test_buckets_are_made_and_removed_as_top_level_directories(fs, bucket_name: str) -> None:
     other = bucket_name + "_b"
-    fs.mkdir(other)
+    fs.mkdir(f"{other}/some/prefix", create_parents=True, mode=0o755, description="made by mkdir")
     assert fs.isdir(other)
+    fs.makedirs(f"{other}/again", exist_ok=True)
     fs.pipe(f"{other}/x", b"1")
     with pytest.raises(OSError, match="not empty"):
         fs.rmdir(other)

@@ -22,7 +22,6 @@ from airflow.sdk.execution_time.supervisor import (
 )
 from airflow.triggers.base import TriggerEvent
 from airflow_natsobj.triggers.object_store import (
-    CURSOR_KEY,
     NatsObjectChangeTrigger,
     NatsObjectTrigger,
 )
@@ -227,10 +226,10 @@ class _Triggerer:
     the trigger resumes right after each event is taken; ``stop()`` cancels it."""
 
     def __init__(self, bucket: str, store: AssetStateStoreAccessors) -> None:
-        trigger = NatsObjectChangeTrigger(bucket=bucket, pattern="in/*")
-        trigger.asset_state_store = store  # what the triggerer injects before run()
+        self.trigger = NatsObjectChangeTrigger(bucket=bucket, pattern="in/*")
+        self.trigger.asset_state_store = store  # what the triggerer injects before run()
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        self.task = asyncio.ensure_future(self._consume(trigger))
+        self.task = asyncio.ensure_future(self._consume(self.trigger))
 
     async def _consume(self, trigger: NatsObjectChangeTrigger) -> None:
         async for event in trigger.run():
@@ -249,22 +248,27 @@ async def test_change_trigger_restart_neither_loses_nor_repeats(
     astore, bucket_name, asset_state_store
 ) -> None:
     triggerer = _Triggerer(bucket_name, asset_state_store)
+    key = triggerer.trigger.cursor_key
+    assert key.startswith(f"nats_meta_sequence:{bucket_name}:")
     for _ in range(100):  # the start position is stored before the watch begins
-        if await asset_state_store.aget(CURSOR_KEY) is not None:
+        if await asset_state_store.aget(key) is not None:
             break
         await asyncio.sleep(0.1)
-    assert await asset_state_store.aget(CURSOR_KEY) == 0
+    assert await asset_state_store.aget(key) == 0
     one = await astore("in/1")
     two = await astore("in/2")
     assert (await triggerer.next())["sequence"] == one.sequence
     assert (await triggerer.next())["sequence"] == two.sequence
     await asyncio.sleep(0.3)
     await triggerer.stop()
-    assert await asset_state_store.aget(CURSOR_KEY) == two.sequence
+    assert await asset_state_store.aget(key) == two.sequence
 
     three = await astore("in/3")  # written while no triggerer runs
     await astore("elsewhere")
     four = await astore("in/4")
+
+    other = NatsObjectChangeTrigger(bucket=bucket_name, pattern="in/*", start_at="all")
+    assert other.cursor_key != key  # another configuration keeps its own place
 
     restarted = _Triggerer(bucket_name, asset_state_store)
     assert (await restarted.next())["sequence"] == three.sequence
@@ -274,7 +278,7 @@ async def test_change_trigger_restart_neither_loses_nor_repeats(
     await asyncio.sleep(0.5)
     assert restarted.events.empty()  # nothing repeated
     await restarted.stop()
-    assert await asset_state_store.aget(CURSOR_KEY) == five.sequence
+    assert await asset_state_store.aget(key) == five.sequence
 
 
 async def test_change_trigger_retries_until_the_bucket_exists(

@@ -8,6 +8,8 @@ asset state store, so a restarted triggerer carries on after the last event it h
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -114,8 +116,9 @@ class _CursorStore:
     as the smallest, so no asset misses an event.
     """
 
-    def __init__(self, accessors: Any) -> None:
+    def __init__(self, accessors: Any, key: str) -> None:
         self._accessors = accessors
+        self._key = key
         self._memory: int | None = None
 
     def _each(self) -> list[Any]:
@@ -127,7 +130,7 @@ class _CursorStore:
         return found or [self._accessors]
 
     async def get(self) -> int | None:
-        values = [await accessor.aget(CURSOR_KEY) for accessor in self._each()]
+        values = [await accessor.aget(self._key) for accessor in self._each()]
         known = [int(v) for v in values if v is not None]
         if known:
             return min(known)
@@ -136,7 +139,7 @@ class _CursorStore:
     async def set(self, sequence: int) -> None:
         self._memory = sequence
         for accessor in self._each():
-            await accessor.aset(CURSOR_KEY, sequence)
+            await accessor.aset(self._key, sequence)
 
 
 class NatsObjectChangeTrigger(BaseEventTrigger):
@@ -182,10 +185,18 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
             },
         )
 
+    @property
+    def cursor_key(self) -> str:
+        """The asset state store key of this exact watch: several watchers may share an asset,
+        and a changed configuration starts afresh (``start_at`` applies again)."""
+        _, kwargs = self.serialize()
+        digest = hashlib.sha256(json.dumps(kwargs, sort_keys=True).encode()).hexdigest()[:12]
+        return f"{CURSOR_KEY}:{self.bucket}:{digest}"
+
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Watch forever; a lost server or missing bucket is logged and retried from the cursor."""
         matcher = NameMatcher(self.pattern, self.match)
-        cursor_store = _CursorStore(self.asset_state_store)
+        cursor_store = _CursorStore(self.asset_state_store, self.cursor_key)
         delay = RETRY_FIRST_DELAY
         while True:
             try:
