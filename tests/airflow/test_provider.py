@@ -66,6 +66,27 @@ def test_cli_lists_provider_hook_and_tests_the_connection(run_airflow) -> None:
         "connections", "test", "nats_default", env={"AIRFLOW__CORE__TEST_CONNECTION": "Enabled"}
     )
     assert "Connection success!" in tested.stdout, tested.stdout[-2000:] + tested.stderr[-2000:]
+    added = run_airflow(
+        "connections",
+        "add",
+        "nats_cli",
+        "--conn-type",
+        "nats",
+        "--conn-host",
+        "10.1.2.3",
+        "--conn-port",
+        "4333",
+        "--conn-extra",
+        '{"domain": "hub"}',
+    )
+    assert "Successfully added" in added.stdout, added.stdout + added.stderr[-2000:]
+    listed = run_airflow("connections", "list", "-o", "json")
+    assert {"conn_id": "nats_cli", "conn_type": "nats"} in json.loads(listed.stdout)
+    (row,) = json.loads(run_airflow("connections", "get", "nats_cli", "-o", "json").stdout)
+    assert row["get_uri"] == "nats://10.1.2.3:4333/?domain=hub"
+    assert (
+        settings_from_connection(Connection.from_uri(row["get_uri"], conn_id="x")).domain == "hub"
+    )
 
 
 def _conn(**fields) -> Connection:
