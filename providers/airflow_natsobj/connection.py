@@ -45,9 +45,9 @@ class NatsConnectionError(ValueError):
     """A connection that cannot describe a NATS server; the message says which field to fix."""
 
 
-def _extras(conn: ConnectionLike) -> dict[str, Any]:
+def _extras(conn: ConnectionLike, raw: dict[str, Any]) -> dict[str, Any]:
     extras: dict[str, Any] = {}
-    for key, value in (conn.extra_dejson or {}).items():
+    for key, value in raw.items():
         key = key.removeprefix(_PREFIX)
         if value in (None, ""):
             continue
@@ -93,9 +93,14 @@ def _from_servers(text: str) -> ConnectionSettings:
     return ConnectionSettings.from_url(text)
 
 
-def settings_from_connection(conn: ConnectionLike) -> ConnectionSettings:
-    """Map host/port/login/password and the extras onto ConnectionSettings fields."""
-    extras = _extras(conn)
+def settings_from_connection(
+    conn: ConnectionLike, extra: dict[str, Any] | None = None
+) -> ConnectionSettings:
+    """Map host/port/login/password and the extras onto ConnectionSettings fields.
+
+    ``extra`` is the already decoded extra (async callers get it with ``aextra_dejson()``:
+    the property masks secrets through a blocking call to the supervisor)."""
+    extras = _extras(conn, conn.extra_dejson if extra is None else extra)
     overrides: dict[str, Any] = {key: extras[key] for key in SETTINGS_EXTRAS if key in extras}
     if conn.login:
         overrides["user"] = conn.login

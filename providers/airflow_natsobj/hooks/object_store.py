@@ -58,7 +58,9 @@ class NatsObjectStoreHook(BaseHook):
 
     async def asettings(self) -> ConnectionSettings:
         """Like ``settings`` but safe inside the triggerer's event loop."""
-        return settings_from_connection(await self.aget_connection(self.nats_conn_id))
+        conn = await self.aget_connection(self.nats_conn_id)
+        decode = getattr(conn, "aextra_dejson", None)  # the metastore's Connection has none
+        return settings_from_connection(conn, await decode() if decode else None)
 
     def get_conn(self) -> natsobj.Client:
         """The blocking client, connected once per hook."""
