@@ -147,7 +147,9 @@ def _consume(df) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
-def run(rows: int = DEFAULT_ROWS, repeat: int = 3) -> dict[str, Any]:
+def run(
+    rows: int = DEFAULT_ROWS, repeat: int = 3, compression: str | None = None
+) -> dict[str, Any]:
     import natsobj
     from natsobj.embedded import NatsServerProcess
 
@@ -155,8 +157,15 @@ def run(rows: int = DEFAULT_ROWS, repeat: int = 3) -> dict[str, Any]:
     server = NatsServerProcess(work / "nats")
     server.start()
     options = {"url": server.url, "bucket": BUCKET}
+    if compression:
+        options["compression"] = compression
     local = str(work / "parquet")
-    figures: dict[str, Any] = {"rows": rows, "repeat": repeat, "cores": os.cpu_count()}
+    figures: dict[str, Any] = {
+        "rows": rows,
+        "repeat": repeat,
+        "cores": os.cpu_count(),
+        "natsobj_compression": compression or "default",
+    }
     try:
         spark = _session(2)
         _warm_up(spark, options, str(work / "warm"))
@@ -218,8 +227,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=DEFAULT_ROWS)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--compression", help="natsobj Parquet codec (default: the source's)")
     args = parser.parse_args(argv)
-    figures = run(rows=args.rows, repeat=args.repeat)
+    figures = run(rows=args.rows, repeat=args.repeat, compression=args.compression)
     print(json.dumps(figures, indent=2))
     return figures
 

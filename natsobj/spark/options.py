@@ -43,7 +43,7 @@ DEFAULTS = {
     "mode": TABLE,
     "rows_per_object": "1000000",
     "row_group_rows": "1000000",
-    "compression": "snappy",
+    "compression": "zstd",
     "retain_generations": "1",
     "create_bucket": "true",
 }
@@ -64,7 +64,7 @@ class SourceOptions:
     mode: str = TABLE
     rows_per_object: int = 1_000_000
     row_group_rows: int = 1_000_000
-    compression: str = "snappy"
+    compression: str = "zstd"
     retain_generations: int = 1
     create_bucket: bool = True
     if_exists: str | None = None

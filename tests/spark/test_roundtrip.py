@@ -182,11 +182,22 @@ def test_format_is_found_by_auto_discovery_without_register(spark, options, stor
     assert fresh.read.format("natsobj").options(**options).load("auto").count() == 5
 
 
-@pytest.mark.parametrize("compression", ["zstd", "none"])
-def test_compression_option(spark, options, store, compression) -> None:
-    spark.range(100).write.format("natsobj").mode("overwrite").options(**options).option(
-        "compression", compression
+@pytest.mark.parametrize(
+    ("compression", "codec"), [(None, "ZSTD"), ("snappy", "SNAPPY"), ("none", "UNCOMPRESSED")]
+)
+def test_compression_option(spark, options, store, compression, codec) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    extra = {"compression": compression} if compression else {}
+    spark.range(100, numPartitions=1).write.format("natsobj").mode("overwrite").options(
+        **options, **extra
     ).save("c")
+    manifest = json.loads(store.get_bytes("c/_manifest.json"))
+    part = store.get_bytes(manifest["parts"][0]["name"])
+    assert (
+        pq.ParquetFile(pa.BufferReader(part)).metadata.row_group(0).column(0).compression == codec
+    )
     assert spark.read.format("natsobj").options(**options).load("c").count() == 100
 
 
