@@ -122,7 +122,8 @@ class NatsObjWriter(DataSourceArrowWriter):
             try:
                 manifest, doomed = self._publish(store, parts)
             except BaseException:
-                self._clean_up(store, parts)
+                with contextlib.suppress(Exception):  # keep the commit's own error
+                    self._clean_up(store, parts)
                 raise
             if manifest is None:  # if_exists=ignore and the dataset appeared meanwhile
                 self._clean_up(store, parts)
