@@ -13,20 +13,23 @@ from natsobj.settings import EMBEDDED, ConnectionSettings
 DEFAULT_PORT = 4222
 _PREFIX = "extra__nats__"
 
-# Connection extras copied verbatim onto the ConnectionSettings field of the same name.
-SETTINGS_EXTRAS = (
-    "token",
-    "creds_file",
-    "nkey_seed",
-    "tls_ca",
-    "tls_cert",
-    "tls_key",
-    "domain",
-    "api_prefix",
-    "inbox_prefix",
-    "name",
-    "connect_timeout",
-)
+# Connection extras and the ConnectionSettings field each one sets. Airflow hides extras by
+# name (names containing "token", "secret", ...), so the NKey seed's extra says "secret".
+SETTINGS_EXTRAS = {
+    "token": "token",
+    "nkey_seed_secret": "nkey_seed",
+    "creds_file": "creds_file",
+    "tls_ca": "tls_ca",
+    "tls_cert": "tls_cert",
+    "tls_key": "tls_key",
+    "domain": "domain",
+    "api_prefix": "api_prefix",
+    "inbox_prefix": "inbox_prefix",
+    "name": "name",
+    "connect_timeout": "connect_timeout",
+}
+# Names that would show a secret in Airflow's UI and logs; refused with the name to use.
+RENAMED_EXTRAS = {"nkey_seed": "nkey_seed_secret"}
 KNOWN_EXTRAS = frozenset((*SETTINGS_EXTRAS, "servers", "embedded", "embedded_dir"))
 
 
@@ -51,6 +54,12 @@ def _extras(conn: ConnectionLike, raw: dict[str, Any]) -> dict[str, Any]:
         key = key.removeprefix(_PREFIX)
         if value in (None, ""):
             continue
+        if key in RENAMED_EXTRAS:
+            raise NatsConnectionError(
+                f"connection {conn.conn_id!r}: put the NKey seed in the extra "
+                f"{RENAMED_EXTRAS[key]!r}, not {key!r} (Airflow masks extras by name and "
+                f"would show {key!r} in plain text)"
+            )
         if key not in KNOWN_EXTRAS:
             raise NatsConnectionError(
                 f"connection {conn.conn_id!r}: unknown extra {key!r}; "
@@ -101,7 +110,7 @@ def settings_from_connection(
     ``extra`` is the already decoded extra (async callers get it with ``aextra_dejson()``:
     the property masks secrets through a blocking call to the supervisor)."""
     extras = _extras(conn, conn.extra_dejson if extra is None else extra)
-    overrides: dict[str, Any] = {key: extras[key] for key in SETTINGS_EXTRAS if key in extras}
+    overrides = {field: extras[key] for key, field in SETTINGS_EXTRAS.items() if key in extras}
     if conn.login:
         overrides["user"] = conn.login
         overrides["password"] = conn.password or ""

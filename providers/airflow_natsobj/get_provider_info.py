@@ -32,7 +32,7 @@ CONN_FIELDS: dict[str, dict[str, Any]] = {
     ),
     "token": _field("Token", "Token authentication.", _SECRET),
     "creds_file": _field("Credentials file", "Path to a .creds file (JWT + NKey)."),
-    "nkey_seed": _field("NKey seed", "NKey seed, or the path of a seed file.", _SECRET),
+    "nkey_seed_secret": _field("NKey seed", "NKey seed, or the path of a seed file.", _SECRET),
     "tls_ca": _field("TLS CA file", "CA bundle used to verify the server."),
     "tls_cert": _field("TLS client certificate", "Client certificate for mutual TLS."),
     "tls_key": _field("TLS client key", "Private key of the client certificate."),

@@ -29,7 +29,7 @@ def test_provider_info_matches_airflows_schema() -> None:
         "servers",
         "token",
         "creds_file",
-        "nkey_seed",
+        "nkey_seed_secret",
         "tls_ca",
         "tls_cert",
         "tls_key",
@@ -52,7 +52,7 @@ def test_providers_manager_loads_connection_form_and_filesystem() -> None:
     assert manager.field_behaviours["nats"]["hidden_fields"] == ["schema"]
     widgets = manager.connection_form_widgets
     assert widgets["extra__nats__token"].is_sensitive
-    assert widgets["extra__nats__nkey_seed"].is_sensitive
+    assert widgets["extra__nats__nkey_seed_secret"].is_sensitive
     assert not widgets["extra__nats__domain"].is_sensitive
     assert "airflow_natsobj.fs.nats" in runtime.filesystem_module_names
 
@@ -145,7 +145,9 @@ def test_credentials_and_extras_map_onto_settings_fields() -> None:
         name="airflow:c1",
     )
     assert "s3cret" not in repr(settings)
-    token = settings_from_connection(_conn(host="h", extra={"token": "t0k", "nkey_seed": "SU..."}))
+    token = settings_from_connection(
+        _conn(host="h", extra={"token": "t0k", "nkey_seed_secret": "SU..."})
+    )
     assert (token.token, token.nkey_seed, token.user) == ("t0k", "SU...", None)
     assert settings_from_connection(_conn(host="h", password="only")).token == "only"
 
@@ -163,6 +165,7 @@ def test_a_connection_uri_is_parsed_by_airflow_then_mapped() -> None:
         ({}, "names no NATS server"),
         ({"host": "h", "extra": {"tokn": "x"}}, "unknown extra 'tokn'"),
         ({"host": "h", "extra": {"domain": "a", "api_prefix": "b"}}, "either domain or api_prefix"),
+        ({"host": "h", "extra": {"nkey_seed": "SU..."}}, "in the extra 'nkey_seed_secret'"),
     ],
 )
 def test_bad_connections_say_what_to_fix(fields, message) -> None:
