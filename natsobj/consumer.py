@@ -7,6 +7,7 @@ chunks vanished); watches use long pulls with idle heartbeats.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import time
@@ -15,11 +16,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import nats.errors
 from nats.aio.msg import Msg
 from nats.nuid import NUID
 
-from natsobj.errors import NotConnected
+from natsobj.errors import NotConnected, PermissionDenied
 from natsobj.jsapi import DESCRIPTION, JetStreamApi, status_of
 from natsobj.model import time_from_nanos
 
@@ -83,16 +83,29 @@ class OrderedConsumer:
         self._requests: deque[int] = deque()  # messages still owed by each open pull request
         self._inbox = api.nc.new_inbox()
         self._subscription: Any = None
+        # Deliveries, or the PermissionDenied of a refused pull request (see _create).
+        self._queue: asyncio.Queue[Msg | PermissionDenied] = asyncio.Queue()
+        self._stop_listening = lambda: None
         self._last_activity = time.monotonic()
 
     async def start(self) -> int:
         """Create the consumer; returns how many messages were pending at creation."""
-        self._subscription = await self.api.nc.subscribe(self._inbox)
+        self._subscription = await self.api.nc.subscribe(self._inbox, cb=self._deliver)
         self.initial_pending = await self._create()
         return self.initial_pending
 
+    async def _deliver(self, msg: Msg) -> None:
+        self._queue.put_nowait(msg)
+
+    def _pull_subject(self) -> str:
+        return f"{self.api.prefix}.CONSUMER.MSG.NEXT.{self.stream}.{self._name}"
+
     async def _create(self) -> int:
         self._name = _nuid.next().decode()
+        self._stop_listening()
+        self._stop_listening = self.api.listen_for_denial(
+            self._pull_subject(), self._queue.put_nowait
+        )
         config: dict[str, Any] = {
             "name": self._name,
             "ack_policy": "none",
@@ -154,15 +167,18 @@ class OrderedConsumer:
             wait = self.heartbeat * 3 if not self.no_wait else self.api.timeout
             if deadline is not None:
                 wait = min(wait, max(0.0, deadline - time.monotonic()))
+            if self.api.nc.is_closed:
+                raise NotConnected("connection closed while reading", bucket=self.bucket)
             try:
-                msg: Msg = await self._subscription.next_msg(timeout=max(wait, 0.001))
-            except nats.errors.TimeoutError:
+                async with asyncio.timeout(max(wait, 0.001)):
+                    msg = await self._queue.get()
+            except TimeoutError:
                 if deadline is not None and time.monotonic() >= deadline:
                     return None
                 await self._on_silence()
                 continue
-            except nats.errors.ConnectionClosedError as exc:
-                raise NotConnected("connection closed while reading", bucket=self.bucket) from exc
+            if isinstance(msg, PermissionDenied):
+                raise msg
             self._last_activity = time.monotonic()
             result = await self._handle(msg)
             if result is not None:
@@ -217,6 +233,7 @@ class OrderedConsumer:
             self._last_activity = time.monotonic()  # try again after another silence
 
     async def close(self) -> None:
+        self._stop_listening()
         if self._subscription is None:
             return
         with contextlib.suppress(Exception):

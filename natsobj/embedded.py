@@ -201,8 +201,9 @@ def running_server(data_dir: str | Path) -> ServerInfo | None:
     return None
 
 
-def ensure_server(data_dir: str | Path = ".natsobj") -> ServerInfo:
-    """Return the embedded server for ``data_dir``, starting one when none is running."""
+def ensure_server(data_dir: str | Path = ".natsobj", *, port: int | None = None) -> ServerInfo:
+    """Return the embedded server for ``data_dir``, starting one (on ``port``, or a free one)
+    when none is running."""
     data_dir = Path(data_dir).resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     live = running_server(data_dir)
@@ -213,7 +214,7 @@ def ensure_server(data_dir: str | Path = ".natsobj") -> ServerInfo:
         live = running_server(data_dir)
         if live:
             return live
-        server = NatsServerProcess(data_dir, detach=True)
+        server = NatsServerProcess(data_dir, port=port, detach=True)
         (data_dir / LOG_FILE).unlink(missing_ok=True)
         server.start()
         assert server.pid is not None and server.port is not None

@@ -29,6 +29,8 @@ class NatsObjError(Exception):
         if where:
             parts[0] = f"{where}: {message}"
         if self.hint:
+            if not parts[0].endswith((".", "!", "?")):
+                parts[0] += "."
             parts.append(self.hint)
         super().__init__(" ".join(parts))
         self.message = message

@@ -11,6 +11,7 @@ import asyncio
 import itertools
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from nats.aio.client import Client as NatsConnection
@@ -31,6 +32,7 @@ from natsobj.settings import ConnectionSettings
 STATUS = "Status"
 DESCRIPTION = "Description"
 _VIOLATION = re.compile(r'Permissions Violation for (Publish|Subscription) to "?([^"\s]+)"?', re.I)
+_BUCKET_IN_SUBJECT = re.compile(r"(?:\bOBJ_|\$O\.)([A-Za-z0-9_-]+)")
 
 
 class RetryableError(NatsObjError):
@@ -69,6 +71,21 @@ def api_error(
     return NatsObjError(f"JetStream error {code}/{err_code}: {text}", bucket=bucket, name=name)
 
 
+def publish_denied(subject: str) -> PermissionDenied:
+    """The error for a denied publish, with the bucket the subject belongs to."""
+    found = _BUCKET_IN_SUBJECT.search(subject)
+    return PermissionDenied(
+        f"not allowed to publish to {subject!r}",
+        bucket=found.group(1) if found else None,
+    )
+
+
+def _fail(future: asyncio.Future[Msg], error: PermissionDenied) -> None:
+    if not future.done():
+        future.set_exception(error)
+        future.exception()  # its waiter may be gone (a failed put stops awaiting later acks)
+
+
 def status_of(msg: Msg) -> str | None:
     headers = msg.headers
     return headers.get(STATUS) if headers else None
@@ -89,6 +106,8 @@ class JetStreamApi:
         self._waiting: dict[str, tuple[asyncio.Future[Msg], str]] = {}
         self._subscription: Any = None
         self._denied_subscription: str | None = None
+        # Subjects published without a reply future here (pull requests), told of denials.
+        self._denial_listeners: dict[str, tuple[str, Callable[[PermissionDenied], None]]] = {}
 
     async def start(self) -> None:
         self._subscription = await self.nc.subscribe(self._inbox + ".*", cb=self._on_reply)
@@ -99,30 +118,51 @@ class JetStreamApi:
             entry[0].set_result(msg)
 
     def on_permission_error(self, text: str) -> bool:
-        """Fail every request aimed at the denied subject; True when the error was one of ours."""
+        """Fail every request aimed at the denied subject; True when the error was one of ours.
+
+        nats-py lowercases the server's error text, so subjects are compared ignoring case."""
         match = _VIOLATION.search(text)
         if not match:
             return False
         kind, subject = match.groups()
         if kind.lower() == "subscription":
-            self._denied_subscription = subject
-            targets = list(self._waiting.values())
-        else:
-            targets = [entry for entry in self._waiting.values() if entry[1] == subject]
-        for future, target in targets:
-            if not future.done():
-                future.set_exception(PermissionDenied(f"not allowed to use subject {target!r}"))
+            inbox = self._inbox + ".*"
+            self._denied_subscription = inbox if subject.lower() == inbox.lower() else subject
+            for future, _ in list(self._waiting.values()):
+                _fail(future, self.subscription_denied())
+            return True
+        for future, target in list(self._waiting.values()):
+            if target.lower() == subject.lower():
+                _fail(future, publish_denied(target))
+        if subject.lower() in self._denial_listeners:
+            original, listener = self._denial_listeners[subject.lower()]
+            listener(publish_denied(original))
         return True
+
+    def subscription_denied(self) -> PermissionDenied:
+        return PermissionDenied(
+            f"not allowed to subscribe to reply subject {self._denied_subscription!r}",
+            hint="Allow the inbox prefix (or set inbox_prefix to one you may subscribe to).",
+        )
+
+    def listen_for_denial(
+        self, subject: str, listener: Callable[[PermissionDenied], None]
+    ) -> Callable[[], None]:
+        """Call ``listener`` if publishing to ``subject`` is denied; returns the undo."""
+        key = subject.lower()
+        self._denial_listeners[key] = (subject, listener)
+
+        def stop() -> None:
+            self._denial_listeners.pop(key, None)
+
+        return stop
 
     async def send(
         self, subject: str, payload: bytes, headers: dict[str, str] | None = None
     ) -> asyncio.Future[Msg]:
         """Publish with a reply subject; return the future of the reply without waiting for it."""
         if self._denied_subscription:
-            raise PermissionDenied(
-                f"not allowed to subscribe to reply subject {self._denied_subscription!r}",
-                hint="Allow the inbox prefix (or set inbox_prefix to one you may subscribe to).",
-            )
+            raise self.subscription_denied()
         token = str(next(self._tokens))
         future: asyncio.Future[Msg] = asyncio.get_running_loop().create_future()
         self._waiting[token] = (future, subject)

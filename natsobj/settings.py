@@ -76,11 +76,26 @@ class ConnectionSettings:
     def __post_init__(self) -> None:
         if isinstance(self.servers, str):
             self.servers = [s.strip() for s in self.servers.split(",") if s.strip()]
+        self.servers = [self._take_userinfo(server) for server in self.servers]
         if not self.servers:
             raise ValueError("ConnectionSettings needs at least one server URL (or 'embedded')")
         if self.domain and self.api_prefix:
             raise ValueError("set either domain or api_prefix, not both")
         self.connect_timeout = float(self.connect_timeout)
+
+    def _take_userinfo(self, server: str) -> str:
+        """Move ``user:pass@`` / ``token@`` out of a server URL into the secret fields, so a
+        server list handed over as it is can never print its credentials."""
+        scheme, sep, rest = server.partition("://")
+        userinfo, at, hosts = rest.rpartition("@")
+        if not (sep and at) or scheme == EMBEDDED:
+            return server
+        user, colon, password = userinfo.partition(":")
+        if colon and self.user is None:
+            self.user, self.password = unquote(user), unquote(password)
+        elif not colon and self.token is None:
+            self.token = unquote(user)
+        return f"{scheme}://{hosts}"
 
     def __repr__(self) -> str:
         shown = []
@@ -118,7 +133,8 @@ class ConnectionSettings:
                 values["token"] = unquote(user)
         else:
             hosts = rest
-        values["servers"] = [f"{scheme}://{h}" for h in hosts.split(",") if h]
+        # "nats://h1:4222,h2:4222" and the NATS_URL form "nats://h1:4222,nats://h2:4222"
+        values["servers"] = [h if "://" in h else f"{scheme}://{h}" for h in hosts.split(",") if h]
         for key, vals in parse_qs(query, keep_blank_values=False).items():
             target = _QUERY_FIELDS.get(key)
             if target is None:

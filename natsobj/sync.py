@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import os
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 from natsobj import aio
@@ -134,8 +134,14 @@ class ObjectStore:
     def get_bytes(self, name: str, *, max_size: int | None = None) -> bytes:
         return run(self._store.get_bytes(name, max_size=max_size))
 
-    def get_file(self, name: str, path: str | os.PathLike[str]) -> ObjectInfo:
-        return run(self._store.get_file(name, path))
+    def get_file(
+        self,
+        name: str,
+        path: str | os.PathLike[str],
+        *,
+        progress: Callable[[int], None] | None = None,
+    ) -> ObjectInfo:
+        return run(self._store.get_file(name, path, progress=progress))
 
     def get_info(self, name: str, *, include_deleted: bool = False) -> ObjectInfo:
         return run(self._store.get_info(name, include_deleted=include_deleted))

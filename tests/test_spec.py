@@ -6,6 +6,7 @@ import base64
 import hashlib
 import io
 import json
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -370,3 +371,28 @@ def test_object_info_json_round_trip():
     assert legacy.metadata == {"owner": "infra"}
     with pytest.raises(natsobj.BadObjectMeta):
         ObjectInfo.from_json(b"{not json")
+
+
+def test_conditional_put_is_a_compare_and_swap(store, raw):
+    first = store.put("cas", b"v1", expected_sequence=0)
+    with pytest.raises(natsobj.ObjectChanged):
+        store.put("cas", b"never", expected_sequence=0)
+    second = store.put("cas", b"v2", expected_sequence=first.sequence)
+    with pytest.raises(natsobj.ObjectChanged, match="sequence"):
+        store.put("cas", b"stale", expected_sequence=first.sequence)
+    assert store.get_bytes("cas") == b"v2"
+    assert raw.subject_count(store.bucket, f"$O.{store.bucket}.C.>") == second.chunks
+
+
+def test_server_lists_in_both_url_forms():
+    settings = natsobj.ConnectionSettings
+    expected = ["nats://h1:4222", "nats://h2:4222"]
+    assert settings.from_url("nats://h1:4222,h2:4222").servers == expected
+    assert settings.from_url("nats://h1:4222,nats://h2:4222").servers == expected
+
+
+def test_large_blocks_are_rechunked_exactly(store):
+    blocks = [os.urandom(5 * 1024 * 1024), b"x", os.urandom(300_001)]
+    info = store.put("blocks", iter(blocks), chunk_size=100_000)
+    assert info.size == sum(map(len, blocks)) and info.chunks == -(-info.size // 100_000)
+    assert store.get_bytes("blocks") == b"".join(blocks)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import ssl
 from datetime import timedelta
 from typing import Any
 
-import nats
 import nats.errors
+from nats.aio.client import Client as NatsConnection
 
 from natsobj.aio.store import ObjectStore
 from natsobj.errors import BucketNotFound, NatsObjError, NotConnected, PermissionDenied
@@ -19,6 +22,7 @@ log = logging.getLogger("natsobj")
 
 DEFAULT_PUT_WINDOW = 8 * 1024 * 1024
 DEFAULT_READ_WINDOW = 8 * 1024 * 1024
+RECONNECT_ATTEMPTS = 120  # with 0.5 s between attempts: ride out a restart of about a minute
 _NANOS = 1_000_000_000
 
 
@@ -37,33 +41,49 @@ class Client:
         self.read_window_bytes = read_window_bytes
         self.nc: Any = None
         self.api: JetStreamApi = None  # type: ignore[assignment]
+        self._connect_errors: list[Exception] | None = None  # set while the first connect runs
+        self._tls = False
 
     def __repr__(self) -> str:
         return f"Client({self.settings.redacted_url()!r})"
 
     async def _connect(self) -> Client:
-        resolved = self.settings.resolved()
+        # finding or starting the embedded server touches files and processes: not on the loop
+        resolved = await asyncio.to_thread(self.settings.resolved)
+        options = resolved.nats_options()
+        self._tls = "tls" in options
+        self._connect_errors = []
+        nc = NatsConnection()
         try:
-            self.nc = await nats.connect(
-                **resolved.nats_options(),
+            # The first connect tries each server twice (nats-py reads 0 as "forever"), so a
+            # wrong address or refused credentials is reported at once; reconnects keep trying.
+            await nc.connect(
+                **options,
                 error_cb=self._on_error,
-                max_reconnect_attempts=120,
+                max_reconnect_attempts=1,
                 reconnect_time_wait=0.5,
             )
-        except nats.errors.NoServersError as exc:
-            raise NotConnected(f"cannot reach NATS at {resolved.redacted_url()}") from exc
-        except (OSError, nats.errors.Error, TimeoutError) as exc:
-            text = str(exc) or type(exc).__name__
-            if "authorization" in text.lower() or "authentication" in text.lower():
-                raise PermissionDenied(
-                    f"NATS refused the credentials for {resolved.redacted_url()}"
-                ) from None
-            raise NotConnected(f"cannot connect to {resolved.redacted_url()}: {text}") from None
+        except Exception as exc:
+            with contextlib.suppress(Exception):  # a failed TLS transport can hang on close
+                await asyncio.wait_for(nc.close(), 0.5)
+            raise _connect_failure(resolved, self._connect_errors or [exc]) from None
+        finally:
+            self._connect_errors = None
+        nc.options["max_reconnect_attempts"] = RECONNECT_ATTEMPTS
+        self.nc = nc
         self.api = JetStreamApi(self.nc, resolved, timeout=self.api_timeout)
         await self.api.start()
         return self
 
     async def _on_error(self, error: Exception) -> None:
+        if self._connect_errors is not None:
+            self._connect_errors.append(error)
+            if _definitive(error, tls=self._tls):
+                # nats-py re-raises what error_cb raises, ending its first-connect loop before
+                # it closes a half-open TLS transport (which can hang)
+                raise error
+            log.debug("NATS connect attempt failed: %s", type(error).__name__)
+            return
         text = str(error)
         if self.api is not None and self.api.on_permission_error(text):
             log.warning("NATS permission error: %s", text)
@@ -179,6 +199,46 @@ class Client:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _refused_credentials(error: Exception) -> bool:
+    text = str(error).lower()
+    return "authorization violation" in text or "authentication" in text
+
+
+def _definitive(error: Exception, *, tls: bool) -> bool:
+    """Errors that retrying cannot fix: refused credentials, TLS failures, an unreadable
+    creds or seed file. A reset during a TLS connect is a refused client certificate."""
+    if _refused_credentials(error):
+        return True
+    if isinstance(error, ssl.SSLError | FileNotFoundError | PermissionError):
+        return True
+    return tls and isinstance(error, ConnectionResetError)
+
+
+def _connect_failure(resolved: ConnectionSettings, errors: list[Exception]) -> NatsObjError:
+    where = resolved.redacted_url()
+    last = errors[-1]
+    if any(_refused_credentials(e) for e in errors):
+        return PermissionDenied(
+            f"NATS refused the credentials for {where}",
+            hint="Check the user/password, token, nkey seed or creds file.",
+        )
+    if isinstance(last, ssl.SSLCertVerificationError):
+        return NotConnected(
+            f"TLS: the certificate of {where} is not trusted ({last.verify_message})",
+            hint="Set tls_ca (NATS_CA) to the CA file that signed the server certificate.",
+        )
+    if isinstance(last, nats.errors.NoServersError):
+        return NotConnected(f"cannot reach NATS at {where}")
+    text = str(last) or type(last).__name__
+    if resolved.ssl_context() is not None and isinstance(last, ssl.SSLError | ConnectionResetError):
+        return NotConnected(
+            f"TLS connection to {where} refused: {text}",
+            hint="If the server requires a client certificate, set tls_cert and tls_key"
+            " (NATS_CERT, NATS_KEY) to one its CA trusts.",
+        )
+    return NotConnected(f"cannot connect to {where}: {text}")
 
 
 def _ttl_nanos(ttl: float | timedelta | None) -> int:

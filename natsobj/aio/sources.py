@@ -95,13 +95,22 @@ async def _from_file(handle: BinaryIO, chunk_size: int) -> AsyncIterator[bytes]:
 
 
 async def _rechunk(items: AsyncIterable[bytes], chunk_size: int) -> AsyncIterator[bytes]:
-    buffer = bytearray()
+    pending = bytearray()  # never more than one chunk: large blocks are sliced, not shifted
     async for item in items:
         if not isinstance(item, bytes | bytearray | memoryview):
             raise TypeError(f"iterable sources must yield bytes, got {type(item).__name__}")
-        buffer += item
-        while len(buffer) >= chunk_size:
-            yield bytes(buffer[:chunk_size])
-            del buffer[:chunk_size]
-    if buffer:
-        yield bytes(buffer)
+        view = memoryview(item)
+        if pending:
+            take = chunk_size - len(pending)
+            pending += view[:take]
+            view = view[take:]
+            if len(pending) < chunk_size:
+                continue
+            yield bytes(pending)
+            pending.clear()
+        while len(view) >= chunk_size:
+            yield bytes(view[:chunk_size])
+            view = view[chunk_size:]
+        pending += view
+    if pending:
+        yield bytes(pending)

@@ -10,7 +10,7 @@ import json
 import os
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -197,9 +197,14 @@ class ObjectStore:
         headers: dict[str, list[str] | str] | None = None,
         metadata: dict[str, str] | None = None,
         chunk_size: int | None = None,
+        expected_sequence: int | None = None,
     ) -> ObjectInfo:
         """Store ``source`` as ``name``. Chunks first, meta last: a failed put leaves no object
-        and the previous version intact, and its chunks are purged where the server allows."""
+        and the previous version intact, and its chunks are purged where the server allows.
+
+        With ``expected_sequence`` the put is a compare-and-swap: it succeeds only if the
+        name's meta record is still at that sequence (0: the name has never been written),
+        and raises ObjectChanged otherwise."""
         check_object_name(name, bucket=self.bucket)
         chunk_size = int(chunk_size or DEFAULT_CHUNK_SIZE)
         if chunk_size <= 0:
@@ -239,7 +244,7 @@ class ObjectStore:
                 metadata=dict(metadata or {}),
                 chunk_size=chunk_size,
             )
-            replaced, sequence = await self._replace_meta(info, await current)
+            replaced, sequence = await self._replace_meta(info, await current, expected_sequence)
             published = True
         finally:
             if not published:
@@ -252,19 +257,28 @@ class ObjectStore:
         return info
 
     async def _replace_meta(
-        self, info: ObjectInfo, current: ObjectInfo | None
+        self, info: ObjectInfo, current: ObjectInfo | None, required: int | None
     ) -> tuple[ObjectInfo | None, int]:
         """Publish meta only over the version we read, so we always purge exactly what we
-        replaced: concurrent writers to one name then leave no orphaned chunks."""
+        replaced: concurrent writers to one name then leave no orphaned chunks. With
+        ``required``, anything but that version is a conflict for the caller."""
         for attempt in range(META_ATTEMPTS):
             if attempt:
                 current = await self._current(info.name)
+            expected = current.sequence if current else 0
             try:
-                sequence = await self._publish_meta(
-                    info, expected_sequence=current.sequence if current else 0
-                )
+                if required is not None and required != expected:
+                    raise _Conflict()
+                sequence = await self._publish_meta(info, expected_sequence=expected)
                 return current, sequence
             except _Conflict:
+                if required is not None:
+                    raise ObjectChanged(
+                        f"it is no longer at sequence {required}",
+                        bucket=self.bucket,
+                        name=info.name,
+                        hint="Another writer replaced it; read it again and retry.",
+                    ) from None
                 continue
         raise NatsObjError("too many concurrent writers", bucket=self.bucket, name=info.name)
 
@@ -326,9 +340,15 @@ class ObjectStore:
                     raise
         raise AssertionError("unreachable")
 
-    async def get_file(self, name: str, path: str | os.PathLike[str]) -> ObjectInfo:
+    async def get_file(
+        self,
+        name: str,
+        path: str | os.PathLike[str],
+        *,
+        progress: Callable[[int], None] | None = None,
+    ) -> ObjectInfo:
         """Write to a temporary file beside ``path`` and rename it only once the digest matches,
-        so ``path`` never holds partial or corrupt data."""
+        so ``path`` never holds partial or corrupt data. ``progress`` gets each chunk's size."""
         destination = Path(path)
         destination.parent.mkdir(parents=True, exist_ok=True)
         for attempt in range(READ_ATTEMPTS):
@@ -340,6 +360,8 @@ class ObjectStore:
                     async with self.get(name) as reader:
                         async for chunk in reader:
                             handle.write(chunk)
+                            if progress is not None:
+                                progress(len(chunk))
                         info = reader.info
                 os.replace(tmp_name, destination)
                 return info
