@@ -15,12 +15,10 @@ from typing import Any
 
 import click
 
-from natsobj import aio
 from natsobj.cli.exits import CliError, ExitCode, UsageProblem
 from natsobj.embedded import running_server
-from natsobj.errors import NotConnected
 from natsobj.settings import ConnectionSettings
-from natsobj.sync import Client, ObjectStore, run
+from natsobj.sync import Client, ObjectStore, connect
 
 
 def resolve_settings(
@@ -45,23 +43,6 @@ def resolve_settings(
     return settings
 
 
-def connect_within_timeout(settings: ConnectionSettings) -> Client:
-    """Connect, giving up after ``connect_timeout`` seconds in all.
-
-    The core keeps retrying a failed first connection (as a pipeline wants); a person at a
-    prompt wants to hear at once that the server is down or the credentials are wrong.
-    """
-    resolved = settings.resolved()  # an explicit 'embedded' may start the server: not timed
-    try:
-        return Client(run(aio.connect(resolved), timeout=resolved.connect_timeout))
-    except TimeoutError as exc:
-        raise NotConnected(
-            f"no connection to {resolved.redacted_url()} within {resolved.connect_timeout:g}s "
-            "(server down, wrong address, or credentials refused)",
-            hint="Check the URL and credentials, or raise --timeout.",
-        ) from exc
-
-
 @dataclass
 class Session:
     """Connection options from the root command; connects on first use, closes on exit."""
@@ -76,7 +57,7 @@ class Session:
 
     def client(self) -> Client:
         if self._client is None:
-            self._client = connect_within_timeout(self.settings)
+            self._client = connect(self.settings)
             click.get_current_context().find_root().call_on_close(self.close)
         return self._client
 

@@ -82,7 +82,9 @@ def _base(conn: ConnectionLike, extras: dict[str, Any]) -> ConnectionSettings:
         return ConnectionSettings(servers=[EMBEDDED])
     servers = extras.get("servers")
     if servers:
-        return _from_servers(",".join(servers) if isinstance(servers, list) else str(servers))
+        return ConnectionSettings.from_url(
+            ",".join(servers) if isinstance(servers, list) else str(servers)
+        )
     host = (conn.host or "").strip()
     if not host:
         raise NatsConnectionError(
@@ -90,16 +92,8 @@ def _base(conn: ConnectionLike, extras: dict[str, Any]) -> ConnectionSettings:
             "'servers' extra, or the 'embedded' extra"
         )
     if "://" in host or host == EMBEDDED or "," in host:
-        return _from_servers(host)
+        return ConnectionSettings.from_url(host)
     return ConnectionSettings.from_url(f"nats://{host}:{conn.port or DEFAULT_PORT}")
-
-
-def _from_servers(text: str) -> ConnectionSettings:
-    """One URL (``nats://u:p@h1:4222,h2:4222?domain=x``) goes to from_url; a list of full
-    URLs (``tls://a:4222,tls://b:4222``) becomes the server list as it is."""
-    if text.count("://") > 1:
-        return ConnectionSettings(servers=text)
-    return ConnectionSettings.from_url(text)
 
 
 def settings_from_connection(

@@ -6,7 +6,6 @@ import signal
 import subprocess
 from pathlib import Path
 
-import pytest
 from cli_support import cli_env
 
 from natsobj.embedded import free_port, running_server
@@ -58,10 +57,6 @@ def test_serve_is_the_default_server_here_and_stops_on_ctrl_c(
     assert running_server(data_dir) is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs natsobj.embedded.ensure_server(data_dir, port=...) from the core (requested)",
-)
 def test_serve_listens_on_the_port_asked_for(natsobj_bin: Path, tmp_path: Path) -> None:
     port = free_port()
     server = subprocess.Popen(

@@ -10,7 +10,6 @@ import contextlib
 import os
 import stat
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -104,17 +103,9 @@ def _copy_out(store: ObjectStore, name: str, out: BinaryIO, bar: Meter) -> Objec
 
 
 def _get_to_file(store: ObjectStore, name: str, target: Path, bar: Meter) -> ObjectInfo:
-    """Write beside the target and rename, so a failed or corrupt download leaves nothing."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            info = _copy_out(store, name, out, bar)
-        os.replace(temp, target)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    return info
+    """The core writes beside the target and renames once the digest matches."""
+    with bar.task(name, store.get_info(name).size) as advance:
+        return store.get_file(name, target, progress=advance)
 
 
 @click.command("get")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from functools import cached_property
@@ -14,19 +13,13 @@ from airflow.sdk import BaseHook
 import natsobj
 from airflow_natsobj.assets import asset_uri
 from airflow_natsobj.connection import settings_from_connection
-from natsobj.errors import NotConnected
 from natsobj.model import ObjectInfo
 from natsobj.settings import ConnectionSettings
 from natsobj.sync import run
 
 
 async def _probe(settings: ConnectionSettings) -> list[str]:
-    try:
-        client = await asyncio.wait_for(natsobj.aio.connect(settings), settings.connect_timeout)
-    except TimeoutError:
-        raise NotConnected(
-            f"no connection to {settings.redacted_url()} within {settings.connect_timeout:g}s"
-        ) from None
+    client = await natsobj.aio.connect(settings)
     try:
         return await client.store_names()
     finally:
@@ -81,20 +74,15 @@ class NatsObjectStoreHook(BaseHook):
 
     @asynccontextmanager
     async def aclient(self) -> AsyncIterator[natsobj.aio.Client]:
-        """A fresh async client on the running loop (triggers must not share loops).
-
-        Finding or starting the embedded server blocks, so it runs in a thread: the
-        triggerer's loop serves every other trigger meanwhile."""
-        settings = await asyncio.to_thread((await self.asettings()).resolved)
-        client = await natsobj.aio.connect(settings)
+        """A fresh async client on the running loop (triggers must not share loops)."""
+        client = await natsobj.aio.connect(await self.asettings())
         try:
             yield client
         finally:
             await client.close()
 
     def test_connection(self) -> tuple[bool, str]:
-        """Connect once, giving up after the connection's connect_timeout (the client itself
-        keeps retrying a first connection for a minute, which suits tasks, not a UI button)."""
+        """Connect once and list the stores: what the UI's Test button reports."""
         try:
             settings = self.settings
             names = run(_probe(settings))
