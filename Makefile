@@ -36,10 +36,10 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check natsobj tests benchmarks
+	$(BIN)/ruff format --check .
 
 format: $(STAMP)
-	$(BIN)/ruff format natsobj tests benchmarks
+	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
 clean:
