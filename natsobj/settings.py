@@ -15,8 +15,8 @@ EMBEDDED = "embedded"
 SECRET_FIELDS = ("password", "token", "nkey_seed")
 _REDACTED = "***"
 
-# Query parameters accepted in a URL, mapped to fields.
-_QUERY_FIELDS = {
+# Option names (URL query parameters, Spark options, ...) and the field each one sets.
+OPTION_FIELDS = {
     "domain": "domain",
     "api_prefix": "api_prefix",
     "js_api_prefix": "api_prefix",
@@ -136,9 +136,9 @@ class ConnectionSettings:
         # "nats://h1:4222,h2:4222" and the NATS_URL form "nats://h1:4222,nats://h2:4222"
         values["servers"] = [h if "://" in h else f"{scheme}://{h}" for h in hosts.split(",") if h]
         for key, vals in parse_qs(query, keep_blank_values=False).items():
-            target = _QUERY_FIELDS.get(key)
+            target = OPTION_FIELDS.get(key)
             if target is None:
-                raise ValueError(f"unknown NATS URL option {key!r}; known: {sorted(_QUERY_FIELDS)}")
+                raise ValueError(f"unknown NATS URL option {key!r}; known: {sorted(OPTION_FIELDS)}")
             values[target] = vals[-1]
         values.update(_clean(overrides))
         return cls(**values)

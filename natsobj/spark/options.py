@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from natsobj.names import check_bucket
-from natsobj.settings import EMBEDDED, ConnectionSettings
+from natsobj.settings import EMBEDDED, OPTION_FIELDS, ConnectionSettings
 from natsobj.spark.errors import BadSparkOption
 
 TABLE = "table"
@@ -21,24 +21,10 @@ IF_EXISTS = ("error", "ignore")
 COMPRESSIONS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
 URL_SCHEMES = ("nats", "tls", "ws", "wss")
 
-# Spark option name -> ConnectionSettings field. Secrets travel as their own options (never
-# inside "url") so Spark's redaction of "password"/"token" keys hides them in plans and UIs.
-CONNECTION_OPTIONS = {
-    "user": "user",
-    "password": "password",
-    "token": "token",
-    "nkey_seed": "nkey_seed",
-    "creds_file": "creds_file",
-    "creds": "creds_file",
-    "tls_ca": "tls_ca",
-    "tls_cert": "tls_cert",
-    "tls_key": "tls_key",
-    "domain": "domain",
-    "api_prefix": "api_prefix",
-    "inbox_prefix": "inbox_prefix",
-    "name": "name",
-    "connect_timeout": "connect_timeout",
-}
+# Spark option name -> ConnectionSettings field: the same names a NATS URL's query takes.
+# Secrets travel as their own options (never inside "url") so Spark's redaction of
+# "password"/"token" keys hides them in plans and UIs.
+CONNECTION_OPTIONS = OPTION_FIELDS
 DEFAULTS = {
     "mode": TABLE,
     "rows_per_object": "1000000",
@@ -148,12 +134,10 @@ def connection_settings(values: Mapping[str, str]) -> ConnectionSettings:
 def settings_options(settings: ConnectionSettings) -> dict[str, str]:
     """The inverse of ``connection_settings``: options that rebuild ``settings`` on executors."""
     out = {"url": _join_servers(settings.servers)}
-    for option, target in CONNECTION_OPTIONS.items():
-        if option == "creds":
-            continue
-        value = getattr(settings, target)
-        if value is not None and not (target == "connect_timeout" and value == 5.0):
-            out[option] = str(value)
+    for field in sorted(set(CONNECTION_OPTIONS.values())):  # every field is its own option name
+        value = getattr(settings, field)
+        if value is not None and not (field == "connect_timeout" and value == 5.0):
+            out[field] = str(value)
     return out
 
 
