@@ -48,11 +48,11 @@ def serve(data_dir: Path, port: int | None) -> None:
             "use it, or stop it first",
             ExitCode.FAILED,
         )
-    server = ensure_server(data_dir) if port is None else ensure_server(data_dir, port=port)
-    click.echo(server.url)
-    click.echo(f"serving {data_dir} (pid {server.pid}); Ctrl-C to stop", err=True)
     previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
+    try:  # from here on, Ctrl-C (even one sent the moment the URL appears) stops cleanly
+        server = ensure_server(data_dir, port=port)
+        click.echo(server.url)
+        click.echo(f"serving {data_dir} (pid {server.pid}); Ctrl-C to stop", err=True)
         while running_server(data_dir) is not None:
             time.sleep(POLL_SECONDS)
     except KeyboardInterrupt:
