@@ -2,7 +2,7 @@
 df.write.parquet / spark.read.parquet on local disk, and read scaling from 1 to 2 cores.
 
 Run: python -m benchmarks.bench_spark [--rows N] [--repeat R]. Prints one JSON object; ``run``
-returns the same dict for ``benchmarks.run``. Every timing is the best of ``repeat`` rounds.
+returns the same dict for ``benchmarks.run``. Every timing is the median of ``repeat`` rounds.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -131,15 +132,15 @@ def _register_discard_sink(spark) -> str:
 
 
 def _race(repeat: int, contenders: dict[str, Callable[[], object]]) -> dict[str, float]:
-    """Best time of each contender over ``repeat`` rounds, taking turns within each round so a
-    burst of load on the shared machine does not fall on one contender only."""
-    best = dict.fromkeys(contenders, float("inf"))
+    """Median time of each contender over ``repeat`` rounds, taking turns within each round so
+    a burst of load on the shared machine does not fall on one contender only."""
+    times: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(repeat):
         for name, action in contenders.items():
             start = time.perf_counter()
             action()
-            best[name] = min(best[name], time.perf_counter() - start)
-    return {name: round(seconds, 3) for name, seconds in best.items()}
+            times[name].append(time.perf_counter() - start)
+    return {name: round(statistics.median(runs), 3) for name, runs in times.items()}
 
 
 def _consume(df) -> None:
