@@ -52,6 +52,15 @@ def open_store(opts: SourceOptions, *, create: bool = False) -> Iterator[natsobj
         yield store
 
 
+def manifest_sequence(store: natsobj.ObjectStore, prefix: str) -> int:
+    """The meta sequence of the manifest (0 when it was never written): what a commit must
+    still find there to replace it."""
+    try:
+        return store.get_info(manifest_name(prefix), include_deleted=True).sequence or 0
+    except ObjectNotFound:
+        return 0
+
+
 def read_manifest(store: natsobj.ObjectStore, prefix: str) -> Manifest | None:
     name = manifest_name(prefix)
     try:

@@ -19,8 +19,9 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 import natsobj
+from natsobj.errors import ObjectChanged
 from natsobj.spark.arrowio import ObjectSplitter, RowCount, parquet_stream
-from natsobj.spark.errors import BadSparkOption, DatasetExists, WriteAborted
+from natsobj.spark.errors import BadSparkOption, DatasetChanged, DatasetExists, WriteAborted
 from natsobj.spark.manifest import (
     WRITE_ID_KEY,
     Manifest,
@@ -32,7 +33,14 @@ from natsobj.spark.manifest import (
     part_name,
 )
 from natsobj.spark.options import SourceOptions
-from natsobj.spark.storage import delete_quietly, is_aborted, open_store, read_manifest, strays
+from natsobj.spark.storage import (
+    delete_quietly,
+    is_aborted,
+    manifest_sequence,
+    open_store,
+    read_manifest,
+    strays,
+)
 
 log = logging.getLogger("natsobj.spark")
 
@@ -67,6 +75,9 @@ def check_target(
         raise DatasetExists(f"dataset {opts.prefix!r} already exists", bucket=opts.bucket)
     if previous is not None and not overwrite:
         merge_schemas(previous.schema, schema.jsonValue(), where=opts.prefix)
+
+
+COMMIT_ATTEMPTS = 20  # concurrent committers to one prefix, each retried on top of the last
 
 
 class NatsObjWriter(DataSourceArrowWriter):
@@ -142,6 +153,23 @@ class NatsObjWriter(DataSourceArrowWriter):
     def _publish(
         self, store: natsobj.ObjectStore, parts: list[Part]
     ) -> tuple[Manifest | None, list[str]]:
+        """Publish the next generation as a compare-and-swap on the manifest: when another
+        writer commits in between, build again on its generation, so concurrent committers
+        are serialized and none loses the other's parts."""
+        for _ in range(COMMIT_ATTEMPTS):
+            expected = manifest_sequence(store, self.opts.prefix)
+            try:
+                return self._publish_over(store, parts, expected)
+            except ObjectChanged:
+                continue
+        raise DatasetChanged(
+            f"dataset {self.opts.prefix!r} kept changing under {COMMIT_ATTEMPTS} commit attempts",
+            bucket=self.opts.bucket,
+        )
+
+    def _publish_over(
+        self, store: natsobj.ObjectStore, parts: list[Part], expected: int
+    ) -> tuple[Manifest | None, list[str]]:
         previous = read_manifest(store, self.opts.prefix)
         if previous is not None and self.opts.if_exists == "error":
             raise DatasetExists(
@@ -163,6 +191,7 @@ class NatsObjWriter(DataSourceArrowWriter):
             manifest_name(self.opts.prefix),
             manifest.to_json(),
             metadata={WRITE_ID_KEY: self.write_id, "generation": str(manifest.generation)},
+            expected_sequence=expected,
         )
         return manifest, doomed
 

@@ -231,3 +231,26 @@ def test_a_later_commit_sweeps_parts_of_aborted_writes(spark, options, store) ->
     _write(spark, options, "overwrite", 0, 4)
     assert straggler not in _dataset(store)
     assert _ids(spark, options) == [0, 1, 2, 3]
+
+
+def test_concurrent_commits_are_serialized_and_lose_nothing(spark, options, store) -> None:
+    import threading
+
+    schema = spark.range(1).schema
+    writers = [_writer(options, schema, overwrite=False) for _ in range(6)]
+    messages = [w.write(_batches(10 * i, 10 * i + 10)) for i, w in enumerate(writers)]
+    start = threading.Barrier(len(writers))
+
+    def commit(writer, message) -> None:
+        start.wait()
+        writer.commit([message])
+
+    pairs = zip(writers, messages, strict=True)
+    threads = [threading.Thread(target=commit, args=pair) for pair in pairs]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    every_part = {p.name for m in messages for p in m.parts}
+    assert _parts(store) == every_part  # each commit built on the one before it
+    assert _ids(spark, options) == list(range(60))
