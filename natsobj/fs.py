@@ -25,6 +25,7 @@ from fsspec.spec import AbstractBufferedFile
 from natsobj import aio
 from natsobj.errors import BucketExists, BucketNotFound, NatsObjError, ObjectNotFound
 from natsobj.model import ObjectInfo
+from natsobj.paths import split_level, under
 from natsobj.settings import ConnectionSettings
 
 SETTINGS_FIELDS = frozenset(f.name for f in fields(ConnectionSettings))
@@ -141,8 +142,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
             return _file_entry(await store.get_info(key))
         except ObjectNotFound:
             pass
-        prefix = key.rstrip("/") + "/"
-        if any(info.name.startswith(prefix) for info in await store.list()):
+        if under(await store.list(), key):
             return _dir_entry(path)
         raise _not_found(path)
 
@@ -164,21 +164,11 @@ class NatsObjectFileSystem(AsyncFileSystem):
             exact = [info for info in objects if info.name == key]
             if exact:
                 return [_file_entry(exact[0])]
-        prefix = key.rstrip("/") + "/" if key else ""
-        files: list[dict[str, Any]] = []
-        dirs: dict[str, dict[str, Any]] = {}
-        for info in objects:
-            if not info.name.startswith(prefix):
-                continue
-            head, sep, _ = info.name[len(prefix) :].partition("/")
-            if sep:
-                name = f"{bucket}/{prefix}{head}"
-                dirs.setdefault(name, _dir_entry(name))
-            elif head:
-                files.append(_file_entry(info))
-        if key and not files and not dirs:
+        below, inside = split_level(objects, key)
+        if key and not below and not inside:
             raise _not_found(f"{bucket}/{key}")
-        return sorted([*dirs.values(), *files], key=lambda e: e["name"])
+        dirs = [_dir_entry(f"{bucket}/{name.rstrip('/')}") for name in below]
+        return sorted([*dirs, *map(_file_entry, inside)], key=lambda e: e["name"])
 
     # -- reading ----------------------------------------------------------------------------------
 

@@ -1,8 +1,5 @@
-"""Object names seen as paths: '/'-separated prefixes behave like directories.
-
-The store itself is flat; this is only how the CLI presents and maps names, so ``ls`` reads
-like a directory listing and ``put -r`` / ``get -r`` mirror a local tree.
-"""
+"""How the CLI presents the core's path view (``natsobj.paths``): ``ls`` reads like a directory
+listing with sizes, and ``put -r`` / ``get -r`` mirror a local tree."""
 
 from __future__ import annotations
 
@@ -13,20 +10,7 @@ from pathlib import Path, PurePosixPath
 
 from natsobj.cli.exits import CliError
 from natsobj.model import ObjectInfo
-
-SEP = "/"
-
-
-def as_dir(prefix: str | None) -> str:
-    """'reports', 'reports/' and 'reports//' all mean the directory 'reports/'."""
-    if not prefix or prefix.strip(SEP) in ("", "."):
-        return ""
-    return prefix.rstrip(SEP) + SEP
-
-
-def under(infos: Iterable[ObjectInfo], prefix: str | None) -> list[ObjectInfo]:
-    directory = as_dir(prefix)
-    return [i for i in infos if i.name.startswith(directory)]
+from natsobj.paths import SEP, as_dir, split_level
 
 
 @dataclass
@@ -56,19 +40,15 @@ class Directory:
 def one_level(
     infos: Iterable[ObjectInfo], prefix: str | None
 ) -> tuple[list[Directory], list[ObjectInfo]]:
-    """Split a listing into the sub-directories and the objects directly inside ``prefix``."""
-    directory = as_dir(prefix)
-    dirs: dict[str, Directory] = {}
-    objects: list[ObjectInfo] = []
-    for info in under(infos, directory):
-        rest = info.name[len(directory) :]
-        head, sep, _ = rest.partition(SEP)
-        if sep and head:
-            name = directory + head + SEP
-            dirs.setdefault(name, Directory(name)).add(info)
-        else:
-            objects.append(info)
-    return sorted(dirs.values(), key=lambda d: d.name), sorted(objects, key=lambda i: i.name)
+    """Split a listing into the sub-directories (with totals) and the objects directly inside."""
+    below, objects = split_level(infos, prefix)
+    dirs = []
+    for name, members in sorted(below.items()):
+        directory = Directory(name)
+        for info in members:
+            directory.add(info)
+        dirs.append(directory)
+    return dirs, sorted(objects, key=lambda i: i.name)
 
 
 def local_files(root: Path) -> Iterator[tuple[Path, str]]:

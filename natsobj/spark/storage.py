@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 import natsobj
 from natsobj.errors import BucketExists, BucketNotFound, ObjectNotFound
 from natsobj.model import ObjectInfo
+from natsobj.paths import under
 from natsobj.spark.errors import DatasetNotFound
 from natsobj.spark.manifest import (
     WRITE_ID_KEY,
@@ -72,8 +73,7 @@ def read_manifest(store: natsobj.ObjectStore, prefix: str) -> Manifest | None:
 
 def objects_under(store: natsobj.ObjectStore, prefix: str) -> list[ObjectInfo]:
     """Current objects whose names start with ``prefix/`` (all objects for an empty prefix)."""
-    start = prefix + "/" if prefix else ""
-    return sorted((i for i in store.list() if i.name.startswith(start)), key=lambda i: i.name)
+    return sorted(under(store.list(), prefix), key=lambda i: i.name)
 
 
 def is_aborted(store: natsobj.ObjectStore, prefix: str, write_id: str) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from natsobj import paths
 from natsobj.cli import render, tree
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.params import header_option, json_option, metadata_option
@@ -51,18 +52,18 @@ def ls(
     if exact:
         dirs, objects = [], exact
     elif recursive:
-        dirs, objects = [], sorted(tree.under(infos, prefix), key=lambda i: i.name)
+        dirs, objects = [], sorted(paths.under(infos, prefix), key=lambda i: i.name)
     else:
         dirs, objects = tree.one_level(infos, prefix)
     if prefix and not (dirs or objects):
         raise ObjectNotFound(
-            f"nothing named {prefix!r} or below {tree.as_dir(prefix)!r}", bucket=bucket
+            f"nothing named {prefix!r} or below {paths.as_dir(prefix)!r}", bucket=bucket
         )
     if as_json:
         render.emit_json(
             {
                 "bucket": bucket,
-                "prefix": tree.as_dir(prefix) if not exact else prefix,
+                "prefix": paths.as_dir(prefix) if not exact else prefix,
                 "directories": [d.as_dict() for d in dirs],
                 "objects": [i.as_dict() for i in objects],
             }
@@ -103,7 +104,7 @@ def rm(session: Session, bucket: str, names: tuple[str, ...], recursive: bool) -
     targets = list(names)
     if recursive:
         listing = store.list()
-        targets = sorted({i.name for n in names for i in tree.under(listing, n)})
+        targets = sorted({i.name for n in names for i in paths.under(listing, n)})
         if not targets:
             raise ObjectNotFound(f"no objects below {', '.join(names)}", bucket=bucket)
     for name in targets:

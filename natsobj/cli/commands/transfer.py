@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 
 import click
 
+from natsobj import paths
 from natsobj.cli import render, tree
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.params import header_option, metadata_option, progress_option
@@ -136,17 +137,17 @@ def get(
         destination = Path(path)
         if not recursive:
             if destination.is_dir():
-                destination = destination / name.rsplit(tree.SEP, 1)[-1]
+                destination = destination / name.rsplit(paths.SEP, 1)[-1]
             click.echo(
                 f"{_summary('got', _get_to_file(store, name, destination, bar))} -> {destination}"
             )
             return
         wanted = [
-            i for i in tree.under(store.list(), name) if not (i.link and i.link.is_bucket_link)
+            i for i in paths.under(store.list(), name) if not (i.link and i.link.is_bucket_link)
         ]
         if not wanted:
             raise ObjectNotFound(
-                f"no objects below {tree.as_dir(name) or 'the top'!r}", bucket=bucket
+                f"no objects below {paths.as_dir(name) or 'the top'!r}", bucket=bucket
             )
         for info in wanted:
             target = tree.local_target(destination, info, name)

@@ -1,0 +1,41 @@
+"""Object names seen as paths: the store is flat, but '/'-separated prefixes read as
+directories. The CLI's listings, the fsspec filesystem and the Spark data source all use this
+one view, so "a/b" means the same directory everywhere."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from natsobj.model import ObjectInfo
+
+SEP = "/"
+
+
+def as_dir(prefix: str | None) -> str:
+    """'reports', 'reports/' and 'reports//' all mean the directory 'reports/'; '' is the top."""
+    if not prefix or prefix.strip(SEP) in ("", "."):
+        return ""
+    return prefix.rstrip(SEP) + SEP
+
+
+def under(infos: Iterable[ObjectInfo], prefix: str | None) -> list[ObjectInfo]:
+    """The objects anywhere below the directory ``prefix``."""
+    directory = as_dir(prefix)
+    return [i for i in infos if i.name.startswith(directory)]
+
+
+def split_level(
+    infos: Iterable[ObjectInfo], prefix: str | None
+) -> tuple[dict[str, list[ObjectInfo]], list[ObjectInfo]]:
+    """One directory level: sub-directories (name ending in '/') with the objects below each,
+    and the objects directly inside ``prefix``."""
+    directory = as_dir(prefix)
+    dirs: dict[str, list[ObjectInfo]] = {}
+    objects: list[ObjectInfo] = []
+    for info in under(infos, directory):
+        head, sep, _ = info.name[len(directory) :].partition(SEP)
+        if sep and head:
+            dirs.setdefault(directory + head + SEP, []).append(info)
+        elif head:
+            objects.append(info)
+    return dirs, objects
