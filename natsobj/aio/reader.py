@@ -43,12 +43,17 @@ class ObjectReader:
 
     async def read(self, n: int = -1) -> bytes:
         """Read up to ``n`` bytes (all that remains when n < 0); b"" at the end."""
-        while not self._eof and (n < 0 or len(self._buffer) < n):
+        if n < 0:  # join the chunks once instead of growing a buffer and copying it
+            rest = [bytes(self._buffer), *[chunk async for chunk in self._chunks]]
+            self._buffer.clear()
+            self._eof = True
+            return b"".join(rest)
+        while not self._eof and len(self._buffer) < n:
             try:
                 self._buffer += await self._chunks.__anext__()
             except StopAsyncIteration:
                 self._eof = True
-        if n < 0 or n >= len(self._buffer):
+        if n >= len(self._buffer):
             data = bytes(self._buffer)
             self._buffer.clear()
         else:
