@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
 EMBEDDED = "embedded"
+URL_SCHEMES = ("nats", "tls", "ws", "wss")
 SECRET_FIELDS = ("password", "token", "nkey_seed")
 _REDACTED = "***"
 
@@ -135,6 +136,8 @@ class ConnectionSettings:
             hosts = rest
         # "nats://h1:4222,h2:4222" and the NATS_URL form "nats://h1:4222,nats://h2:4222"
         values["servers"] = [h if "://" in h else f"{scheme}://{h}" for h in hosts.split(",") if h]
+        for server in values["servers"]:
+            _check_server(server)
         for key, vals in parse_qs(query, keep_blank_values=False).items():
             target = OPTION_FIELDS.get(key)
             if target is None:
@@ -246,6 +249,17 @@ class ConnectionSettings:
         if context is not None:
             options["tls"] = context
         return options
+
+
+def _check_server(server: str) -> None:
+    """Refuse an http:// or hostless URL at once, rather than after a failed connect."""
+    scheme, _, rest = server.partition("://")
+    host = rest.split("?")[0].strip("/")
+    if scheme.lower() not in URL_SCHEMES or not host:
+        raise ValueError(
+            f"must look like nats://host:4222 (schemes {list(URL_SCHEMES)}) or 'embedded'; "
+            f"got a {scheme} URL for host {host!r}"
+        )
 
 
 def _clean(overrides: Mapping[str, Any]) -> dict[str, Any]:

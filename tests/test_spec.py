@@ -396,3 +396,9 @@ def test_large_blocks_are_rechunked_exactly(store):
     info = store.put("blocks", iter(blocks), chunk_size=100_000)
     assert info.size == sum(map(len, blocks)) and info.chunks == -(-info.size // 100_000)
     assert store.get_bytes("blocks") == b"".join(blocks)
+
+
+@pytest.mark.parametrize("url", ["http://example.invalid", "postgres://db:5432", "ftp://h:21"])
+def test_urls_that_are_not_nats_are_refused_at_once(url):
+    with pytest.raises(ValueError, match="must look like nats://host:4222"):
+        natsobj.ConnectionSettings.from_url(url)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from natsobj.settings import ConnectionSettings
 from natsobj.spark.errors import BadSparkOption, DatasetNotFound
-from natsobj.spark.options import BINARY, SourceOptions, settings_options
+from natsobj.spark.options import BINARY, SourceOptions, connection_settings, settings_options
 from natsobj.spark.source import FORMAT_NAME, NatsObjDataSource
 from natsobj.spark.storage import load_plan, open_store, read_manifest
 from natsobj.spark.writer import check_target
@@ -34,7 +34,11 @@ def spark_options(
     store_url: str | ConnectionSettings | None, bucket: str, prefix: str, **options: Any
 ) -> dict[str, str]:
     """Options for ``format("natsobj")``: credentials as separate options so Spark redacts them."""
-    settings = ConnectionSettings.coerce(store_url)
+    settings = (
+        store_url
+        if isinstance(store_url, ConnectionSettings)
+        else connection_settings({"url": store_url} if store_url is not None else {})
+    )
     if settings.embedded_dir is not None:
         # Pin `embedded` to this process's data directory: Spark's workers were started with
         # the environment and working directory the JVM had, which may differ by now.

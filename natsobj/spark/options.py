@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from natsobj.names import check_bucket
-from natsobj.settings import EMBEDDED, OPTION_FIELDS, ConnectionSettings
+from natsobj.settings import OPTION_FIELDS, ConnectionSettings
 from natsobj.spark.errors import BadSparkOption
 
 TABLE = "table"
@@ -19,7 +19,6 @@ BINARY = "binary"
 READ_MODES = (TABLE, BINARY)
 IF_EXISTS = ("error", "ignore")
 COMPRESSIONS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
-URL_SCHEMES = ("nats", "tls", "ws", "wss")
 
 # Spark option name -> ConnectionSettings field: the same names a NATS URL's query takes.
 # Secrets travel as their own options (never inside "url") so Spark's redaction of
@@ -123,12 +122,13 @@ def connection_settings(values: Mapping[str, str]) -> ConnectionSettings:
         if values.get(option)
     }
     url = values.get("url")
-    if url is not None:
-        _check_url(url)
     try:
         return ConnectionSettings.coerce(url, **overrides)
     except ValueError as exc:
-        raise BadSparkOption(f"bad connection options: {exc}") from None
+        raise BadSparkOption(
+            f"option 'url' {exc}" if url is not None else f"bad connection options: {exc}",
+            hint="Put credentials in the user/password/token options, not in the URL.",
+        ) from None
 
 
 def settings_options(settings: ConnectionSettings) -> dict[str, str]:
@@ -142,30 +142,10 @@ def settings_options(settings: ConnectionSettings) -> dict[str, str]:
 
 
 def _join_servers(servers: list[str]) -> str:
-    """``nats://h1:4222,h2:4222``: the list form ``ConnectionSettings.from_url`` reads back."""
+    """``nats://h1:4222,h2:4222``: one scheme, the compact form of a server list."""
     first, *rest = servers
     scheme = first.partition("://")[0] + "://"
     return ",".join([first, *(s.removeprefix(scheme) for s in rest)])
-
-
-def _check_url(url: str) -> None:
-    """Catch an http:// or garbled URL at once instead of after the client's reconnect loop.
-    Only the first server needs a scheme (``nats://h1:4222,h2:4222``)."""
-    text = url.strip()
-    if text == EMBEDDED or text.startswith(EMBEDDED + ":"):
-        return
-    for index, server in enumerate(s.strip() for s in text.split(",")):
-        scheme, sep, rest = server.partition("://")
-        if not sep and index > 0:
-            scheme, sep, rest = "nats", "://", server
-        host = rest.rpartition("@")[2].split("?")[0].strip("/")
-        if not sep or scheme.lower() not in URL_SCHEMES or not host:
-            shown = host if sep else "<unparsed>"
-            raise BadSparkOption(
-                f"option 'url' must look like nats://host:4222 (schemes {list(URL_SCHEMES)}) "
-                f"or 'embedded'; got a {scheme if sep else 'scheme-less'} URL for host {shown!r}",
-                hint="Put credentials in the user/password/token options, not in the URL.",
-            )
 
 
 def _prefix(values: Mapping[str, str], bucket: str, mode: str) -> str:
