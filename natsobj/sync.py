@@ -11,6 +11,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 from natsobj import aio
+from natsobj.aio.sources import PutSource
 from natsobj.aio.store import Changes, CompactResult
 from natsobj.model import ObjectInfo, StoreStatus
 from natsobj.settings import ConnectionSettings
@@ -119,7 +120,7 @@ class ObjectStore:
     def aio(self) -> aio.ObjectStore:
         return self._store
 
-    def put(self, name: str, source: Any, **options: Any) -> ObjectInfo:
+    def put(self, name: str, source: PutSource, **options: Any) -> ObjectInfo:
         return run(self._store.put(name, source, **options))
 
     @contextlib.contextmanager

@@ -20,7 +20,7 @@ from nats.nuid import NUID
 
 from natsobj.aio.publish import PublishWindow
 from natsobj.aio.reader import ObjectReader
-from natsobj.aio.sources import iter_chunks
+from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.watch import ObjectWatcher, info_from_msg
 from natsobj.consumer import OrderedConsumer
 from natsobj.errors import (
@@ -191,7 +191,7 @@ class ObjectStore:
     async def put(
         self,
         name: str,
-        source: Any,
+        source: PutSource,
         *,
         description: str | None = None,
         headers: dict[str, list[str] | str] | None = None,
