@@ -15,7 +15,7 @@ from pydantic import Field
 
 import natsobj
 from natsobj import ConnectionSettings
-from natsobj.errors import BucketExists, BucketNotFound
+from natsobj.errors import BucketNotFound
 
 _SECRET_HINT = "Secret: pass dagster.EnvVar(...) so the value never shows in Dagster's config."
 CREATE_HINT = "Create it with `natsobj store create {bucket}`, or check the bucket name."
@@ -101,14 +101,11 @@ def open_store(
 ) -> natsobj.ObjectStore:
     """Bind to ``bucket``, creating it if asked; ``missing_hint`` ({bucket} filled in) says
     what to do when it is missing and may not be created."""
+    if create:
+        return client.ensure_store(bucket, description="Dagster artifacts (natsobj)")
     try:
         return client.store(bucket)
     except BucketNotFound:
-        if not create:
-            raise BucketNotFound(
-                "bucket does not exist", bucket=bucket, hint=missing_hint.format(bucket=bucket)
-            ) from None
-    try:
-        return client.create_store(bucket, description="Dagster artifacts (natsobj)")
-    except BucketExists:  # another step created it first
-        return client.store(bucket)
+        raise BucketNotFound(
+            "bucket does not exist", bucket=bucket, hint=missing_hint.format(bucket=bucket)
+        ) from None

@@ -134,5 +134,4 @@ def _parse_cursor(sensor_name: str, cursor: str | None) -> int:
 
 def _last_sequence(store: Any) -> int:
     """The backing stream's last sequence; below the cursor only if the bucket was recreated."""
-    state = store.status().stream_info.get("state", {})
-    return int(state.get("last_seq") or 0)
+    return store.status().last_sequence

@@ -23,7 +23,7 @@ from fsspec.asyn import AsyncFileSystem, sync, sync_wrapper
 from fsspec.spec import AbstractBufferedFile
 
 from natsobj import aio
-from natsobj.errors import BucketExists, BucketNotFound, NatsObjError, ObjectNotFound
+from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound
 from natsobj.model import ObjectInfo
 from natsobj.paths import split_level, under
 from natsobj.settings import ConnectionSettings
@@ -235,11 +235,8 @@ class NatsObjectFileSystem(AsyncFileSystem):
     async def _mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
         """A bucket is created; a prefix needs nothing until an object is written under it."""
         bucket, _ = _split(self._strip_protocol(path))
-        client = await self._get_client()
-        if bucket not in await client.store_names():
-            options = {k: v for k, v in kwargs.items() if k in STORE_OPTIONS}  # not pathlib's mode
-            with contextlib.suppress(BucketExists):
-                await client.create_store(bucket, **options)
+        options = {k: v for k, v in kwargs.items() if k in STORE_OPTIONS}  # not pathlib's mode
+        await (await self._get_client()).ensure_store(bucket, **options)
 
     async def _makedirs(self, path: str, exist_ok: bool = False) -> None:
         await self._mkdir(path)

@@ -238,6 +238,7 @@ class StoreStatus:
     backing_store: str = "JetStream"
     placement: dict[str, Any] | None = None
     messages: int = 0
+    last_sequence: int = 0  # the stream's last sequence: where a change cursor starts "now"
     stream_info: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -260,6 +261,7 @@ class StoreStatus:
             is_compressed=config.get("compression", "none") == "s2",
             placement=config.get("placement"),
             messages=int(state.get("messages") or 0),
+            last_sequence=int(state.get("last_seq") or 0),
             stream_info=info,
         )
 

@@ -200,6 +200,9 @@ class Client:
     def create_store(self, bucket: str, **config: Any) -> ObjectStore:
         return ObjectStore(run(self._client.create_store(bucket, **config)))
 
+    def ensure_store(self, bucket: str, **config: Any) -> ObjectStore:
+        return ObjectStore(run(self._client.ensure_store(bucket, **config)))
+
     def update_store(self, bucket: str, **config: Any) -> ObjectStore:
         return ObjectStore(run(self._client.update_store(bucket, **config)))
 

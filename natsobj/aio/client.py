@@ -12,11 +12,18 @@ from typing import Any
 import nats.errors
 from nats.aio.client import Client as NatsConnection
 
+from natsobj.aio.jsapi import JetStreamApi
 from natsobj.aio.store import ObjectStore
-from natsobj.errors import BucketNotFound, NatsObjError, NotConnected, PermissionDenied
-from natsobj.jsapi import JetStreamApi
+from natsobj.errors import (
+    BucketExists,
+    BucketNotFound,
+    NatsObjError,
+    NotConnected,
+    PermissionDenied,
+)
 from natsobj.names import all_chunks_subject, all_meta_subject, check_bucket, stream_name
 from natsobj.settings import ConnectionSettings
+from natsobj.wire import stream_api
 
 log = logging.getLogger("natsobj")
 
@@ -127,7 +134,7 @@ class Client:
             config["metadata"] = dict(metadata)
         if placement:
             config["placement"] = placement
-        info = await self.api.call(f"STREAM.CREATE.{config['name']}", config, bucket=bucket)
+        info = await self.api.call(stream_api("CREATE", config["name"]), config, bucket=bucket)
         return ObjectStore(self, bucket, info)
 
     async def update_store(
@@ -144,7 +151,7 @@ class Client:
     ) -> ObjectStore:
         """Change the settings given; the others are kept."""
         check_bucket(bucket)
-        current = await self.api.call(f"STREAM.INFO.{stream_name(bucket)}", bucket=bucket)
+        current = await self.api.call(stream_api("INFO", stream_name(bucket)), bucket=bucket)
         config = dict(current["config"])
         changes = {
             "description": description,
@@ -156,18 +163,32 @@ class Client:
             "compression": None if compression is None else ("s2" if compression else "none"),
         }
         config.update({k: v for k, v in changes.items() if v is not None})
-        info = await self.api.call(f"STREAM.UPDATE.{stream_name(bucket)}", config, bucket=bucket)
+        info = await self.api.call(stream_api("UPDATE", stream_name(bucket)), config, bucket=bucket)
         return ObjectStore(self, bucket, info)
+
+    async def ensure_store(self, bucket: str, **config: Any) -> ObjectStore:
+        """Bind to ``bucket``, creating it with ``config`` when it is missing.
+
+        Many workers may race to create the same bucket: whoever loses the create binds to the
+        winner's bucket, whatever configuration it was created with, so no caller fails."""
+        try:
+            return await self.store(bucket)
+        except BucketNotFound:
+            pass
+        try:
+            return await self.create_store(bucket, **config)
+        except BucketExists:
+            return await self.store(bucket)
 
     async def store(self, bucket: str) -> ObjectStore:
         """Bind to an existing bucket; BucketNotFound when it is missing."""
         check_bucket(bucket)
-        info = await self.api.call(f"STREAM.INFO.{stream_name(bucket)}", bucket=bucket)
+        info = await self.api.call(stream_api("INFO", stream_name(bucket)), bucket=bucket)
         return ObjectStore(self, bucket, info)
 
     async def delete_store(self, bucket: str) -> None:
         check_bucket(bucket)
-        await self.api.call(f"STREAM.DELETE.{stream_name(bucket)}", bucket=bucket)
+        await self.api.call(stream_api("DELETE", stream_name(bucket)), bucket=bucket)
 
     async def store_names(self) -> list[str]:
         names: list[str] = []

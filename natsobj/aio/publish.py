@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from nats.aio.msg import Msg
 
+from natsobj.aio.jsapi import JetStreamApi, RetryableError, api_error, status_of
 from natsobj.errors import BucketNotFound, NatsObjError
-from natsobj.jsapi import JetStreamApi, RetryableError, api_error, status_of
 
 MAX_RETRIES = 6
 NO_RESPONDERS = "no responders"

@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from natsobj.consumer import OrderedConsumer
+from natsobj.aio.consumer import OrderedConsumer
 from natsobj.errors import DigestMismatch, ObjectChanged
 from natsobj.model import DEFAULT_CHUNK_SIZE, ObjectInfo, digest_bytes
 from natsobj.names import chunk_subject

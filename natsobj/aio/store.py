@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from nats.nuid import NUID
 
+from natsobj.aio.consumer import OrderedConsumer
+from natsobj.aio.jsapi import api_error, status_of
 from natsobj.aio.publish import PublishWindow
 from natsobj.aio.reader import ObjectReader
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.watch import ObjectWatcher, info_from_msg
-from natsobj.consumer import OrderedConsumer
 from natsobj.errors import (
     BadObjectMeta,
     BucketNotFound,
@@ -33,7 +34,6 @@ from natsobj.errors import (
     ObjectExists,
     ObjectNotFound,
 )
-from natsobj.jsapi import api_error, status_of
 from natsobj.model import (
     DEFAULT_CHUNK_SIZE,
     ObjectInfo,
@@ -50,14 +50,18 @@ from natsobj.names import (
     meta_subject,
     stream_name,
 )
+from natsobj.wire import (
+    EXPECTED_LAST_SUBJECT_SEQ,
+    ROLLUP,
+    WRONG_LAST_SEQUENCE,
+    direct_get_subject,
+    stream_api,
+)
 
 if TYPE_CHECKING:
     from natsobj.aio.client import Client
 
 _nuid = NUID()
-ROLLUP = {"Nats-Rollup": "sub"}
-EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
-WRONG_LAST_SEQUENCE = 10071
 READ_ATTEMPTS = 3
 META_ATTEMPTS = 20
 
@@ -98,7 +102,9 @@ class ObjectStore:
     ) -> tuple[bytes, int, datetime] | None:
         """The last message on a subject through direct get: (data, sequence, time) or None."""
         if self._allow_direct:
-            reply = await self.api.request(f"{self.api.prefix}.DIRECT.GET.{self.stream}.{subject}")
+            reply = await self.api.request(
+                direct_get_subject(self.api.prefix, self.stream, subject)
+            )
             status = status_of(reply)
             if status is None:
                 headers = reply.headers or {}
@@ -131,7 +137,7 @@ class ObjectStore:
         )
 
     async def _require_stream(self) -> dict[str, Any]:
-        info = await self.api.call(f"STREAM.INFO.{self.stream}", bucket=self.bucket)
+        info = await self.api.call(stream_api("INFO", self.stream), bucket=self.bucket)
         self._allow_direct = bool(info.get("config", {}).get("allow_direct", False))
         return info
 
@@ -183,7 +189,7 @@ class ObjectStore:
         body: dict[str, Any] = {"filter": subject}
         if keep is not None:
             body["keep"] = keep
-        response = await self.api.call(f"STREAM.PURGE.{self.stream}", body, bucket=self.bucket)
+        response = await self.api.call(stream_api("PURGE", self.stream), body, bucket=self.bucket)
         return int(response.get("purged", 0))
 
     # -- put --------------------------------------------------------------------------------------
@@ -468,7 +474,7 @@ class ObjectStore:
     async def seal(self) -> StoreStatus:
         info = await self._require_stream()
         config = dict(info["config"], sealed=True)
-        updated = await self.api.call(f"STREAM.UPDATE.{self.stream}", config, bucket=self.bucket)
+        updated = await self.api.call(stream_api("UPDATE", self.stream), config, bucket=self.bucket)
         return StoreStatus.from_stream_info(self.bucket, updated)
 
     # -- listing and watching ---------------------------------------------------------------------
@@ -546,7 +552,7 @@ class ObjectStore:
         """Purge chunk subjects no meta record references (left by interrupted puts). Chunks
         written within ``min_age`` seconds are left alone: they may belong to a put in progress."""
         before = await self.api.call(
-            f"STREAM.INFO.{self.stream}",
+            stream_api("INFO", self.stream),
             {"subjects_filter": all_chunks_subject(self.bucket)},
             bucket=self.bucket,
         )

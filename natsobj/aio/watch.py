@@ -6,7 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
-from natsobj.consumer import OrderedConsumer, StreamMsg
+from natsobj.aio.consumer import OrderedConsumer, StreamMsg
 from natsobj.errors import BadObjectMeta
 from natsobj.model import ObjectInfo
 from natsobj.names import all_meta_subject

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import natsobj
-from natsobj.errors import BucketExists, BucketNotFound, ObjectNotFound
+from natsobj.errors import ObjectNotFound
 from natsobj.model import ObjectInfo
 from natsobj.paths import under
 from natsobj.spark.errors import DatasetNotFound
@@ -41,16 +41,10 @@ class NoManifestWarning(UserWarning):
 @contextlib.contextmanager
 def open_store(opts: SourceOptions, *, create: bool = False) -> Iterator[natsobj.ObjectStore]:
     with natsobj.connect(opts.settings) as client:
-        try:
-            store = client.store(opts.bucket)
-        except BucketNotFound:
-            if not create:
-                raise
-            try:
-                store = client.create_store(opts.bucket, description="natsobj Spark datasets")
-            except BucketExists:  # another task created it first
-                store = client.store(opts.bucket)
-        yield store
+        if create:
+            yield client.ensure_store(opts.bucket, description="natsobj Spark datasets")
+        else:
+            yield client.store(opts.bucket)
 
 
 def manifest_sequence(store: natsobj.ObjectStore, prefix: str) -> int:

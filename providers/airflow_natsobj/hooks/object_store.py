@@ -102,6 +102,9 @@ class NatsObjectStoreHook(BaseHook):
     def create_store(self, bucket: str, **options: Any) -> Any:
         return self.get_conn().create_store(bucket, **options)
 
+    def ensure_store(self, bucket: str, **options: Any) -> Any:
+        return self.get_conn().ensure_store(bucket, **options)
+
     def delete_store(self, bucket: str) -> None:
         self.get_conn().delete_store(bucket)
 

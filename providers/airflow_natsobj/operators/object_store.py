@@ -88,9 +88,8 @@ class NatsObjectPutOperator(_NatsOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         with self.hook() as hook:
-            if self.create_bucket and self.bucket not in hook.store_names():
-                with contextlib.suppress(BucketExists):
-                    hook.create_store(self.bucket)
+            if self.create_bucket:
+                hook.ensure_store(self.bucket)
             meta = {
                 "description": self.description,
                 "metadata": self.metadata,

@@ -10,9 +10,9 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 
 import natsobj.errors
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
-from airflow_natsobj.matching import MatchKind, NameMatcher
 from airflow_natsobj.triggers.object_store import NatsObjectTrigger
 from natsobj.errors import NatsObjError, ObjectNotFound
+from natsobj.matching import MatchKind, NameMatcher
 from natsobj.model import ObjectInfo
 
 if TYPE_CHECKING:

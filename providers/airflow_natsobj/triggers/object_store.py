@@ -16,8 +16,8 @@ from typing import Any
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
-from airflow_natsobj.matching import MatchKind, NameMatcher
 from natsobj.errors import NatsObjError, ObjectNotFound
+from natsobj.matching import MatchKind, NameMatcher
 from natsobj.model import ObjectInfo
 
 CURSOR_KEY = "nats_meta_sequence"
@@ -32,8 +32,7 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
 
 async def _stream_end(store: Any) -> int:
     """The bucket stream's last sequence: a cursor meaning "only what comes after now"."""
-    status = await store.status()
-    return int(status.stream_info.get("state", {}).get("last_seq", 0))
+    return (await store.status()).last_sequence
 
 
 class NatsObjectTrigger(BaseTrigger):

@@ -19,9 +19,10 @@ from typing import Any
 from nats.aio.msg import Msg
 from nats.nuid import NUID
 
+from natsobj.aio.jsapi import JetStreamApi, status_of
 from natsobj.errors import NotConnected, PermissionDenied
-from natsobj.jsapi import DESCRIPTION, JetStreamApi, status_of
 from natsobj.model import time_from_nanos
+from natsobj.wire import DESCRIPTION, consumer_delete_subject, pull_subject
 
 _nuid = NUID()
 _NANOS = 1_000_000_000
@@ -98,7 +99,7 @@ class OrderedConsumer:
         self._queue.put_nowait(msg)
 
     def _pull_subject(self) -> str:
-        return f"{self.api.prefix}.CONSUMER.MSG.NEXT.{self.stream}.{self._name}"
+        return pull_subject(self.api.prefix, self.stream, self._name)
 
     async def _create(self) -> int:
         self._name = _nuid.next().decode()
@@ -140,7 +141,7 @@ class OrderedConsumer:
         else:
             body["expires"] = int(self.expires * _NANOS)
             body["idle_heartbeat"] = int(self.heartbeat * _NANOS)
-        subject = f"{self.api.prefix}.CONSUMER.MSG.NEXT.{self.stream}.{self._name}"
+        subject = pull_subject(self.api.prefix, self.stream, self._name)
         await self.api.wait_connected(subject)
         await self.api.nc.publish(subject, json.dumps(body).encode(), reply=self._inbox)
         self._requests.append(self.batch)
@@ -226,7 +227,9 @@ class OrderedConsumer:
     async def _reset(self) -> None:
         old = self._name
         with contextlib.suppress(Exception):
-            await self.api.nc.publish(f"{self.api.prefix}.CONSUMER.DELETE.{self.stream}.{old}", b"")
+            await self.api.nc.publish(
+                consumer_delete_subject(self.api.prefix, self.stream, old), b""
+            )
         try:
             await self._create()
         except NotConnected:
@@ -241,6 +244,6 @@ class OrderedConsumer:
         with contextlib.suppress(Exception):
             if self._name and self.api.nc.is_connected:
                 await self.api.nc.publish(
-                    f"{self.api.prefix}.CONSUMER.DELETE.{self.stream}.{self._name}", b""
+                    consumer_delete_subject(self.api.prefix, self.stream, self._name), b""
                 )
         self._subscription = None

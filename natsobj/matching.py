@@ -1,7 +1,8 @@
-"""Which object names a sensor or trigger is waiting for: an exact name, a glob or a regex.
+"""The one name matcher every face uses: an exact name, a glob or a regex, on the full name.
 
 Globs follow path rules: ``*`` and ``?`` stay inside one ``/`` segment, ``**`` crosses them,
-so ``raw/*.csv`` does not match ``raw/old/x.csv`` but ``raw/**.csv`` does.
+so ``raw/*.csv`` does not match ``raw/old/x.csv`` but ``raw/**.csv`` does. ``[abc]``/``[!abc]``
+are character classes. The same rules hold in Airflow, Dagster, Spark, the CLI and ``list``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,16 @@ from typing import Literal
 
 MatchKind = Literal["exact", "glob", "regex"]
 MATCH_KINDS = ("exact", "glob", "regex")
+
+
+_GLOB_SPECIALS = "*?["
+
+
+def glob_literal_prefix(pattern: str) -> str:
+    """The part of a glob before its first wildcard: every match starts with it, so a listing
+    can be narrowed to that prefix before the glob is applied."""
+    cut = min((i for i in (pattern.find(c) for c in _GLOB_SPECIALS) if i != -1), default=None)
+    return pattern if cut is None else pattern[:cut]
 
 
 def glob_to_regex(pattern: str) -> str:
@@ -72,6 +83,13 @@ class NameMatcher:
     def exact_name(self) -> str | None:
         """The single name matched, when there is one (lets pokes use get_info, not list)."""
         return self.pattern if self.match == "exact" else None
+
+    @property
+    def literal_prefix(self) -> str:
+        """A prefix every matching name has ("" when none is known, as for a regex)."""
+        if self.match == "exact":
+            return self.pattern
+        return glob_literal_prefix(self.pattern) if self.match == "glob" else ""
 
     def matches(self, name: str) -> bool:
         return self._regex.fullmatch(name) is not None

@@ -28,9 +28,15 @@ from natsobj.errors import (
     StoreSealed,
 )
 from natsobj.settings import ConnectionSettings
+from natsobj.wire import (
+    JETSTREAM_NOT_ENABLED_FOR_ACCOUNT,
+    NO_MESSAGE_FOUND,
+    STATUS,
+    STREAM_NAME_IN_USE,
+    STREAM_NOT_FOUND,
+    STREAM_SEALED,
+)
 
-STATUS = "Status"
-DESCRIPTION = "Description"
 _VIOLATION = re.compile(r'Permissions Violation for (Publish|Subscription) to "?([^"\s]+)"?', re.I)
 _BUCKET_IN_SUBJECT = re.compile(r"(?:\bOBJ_|\$O\.)([A-Za-z0-9_-]+)")
 
@@ -47,19 +53,19 @@ def api_error(
     err_code = int(error.get("err_code") or 0)
     text = str(error.get("description") or "JetStream error")
     low = text.lower()
-    if err_code == 10059 or "stream not found" in low:
+    if err_code == STREAM_NOT_FOUND or "stream not found" in low:
         return BucketNotFound("bucket does not exist", bucket=bucket)
-    if err_code == 10037 or "no message found" in low:
+    if err_code == NO_MESSAGE_FOUND or "no message found" in low:
         return ObjectNotFound("object does not exist", bucket=bucket, name=name)
-    if err_code == 10058 or "stream name already in use" in low:
+    if err_code == STREAM_NAME_IN_USE or "stream name already in use" in low:
         return BucketExists(f"bucket exists with a different configuration ({text})", bucket=bucket)
-    if "sealed" in low:
+    if err_code == STREAM_SEALED or "sealed" in low:
         return StoreSealed("store is sealed", bucket=bucket, name=name)
     if "maximum bytes" in low or "insufficient resources" in low or "maximum messages" in low:
         return StoreFull(f"store is full ({text})", bucket=bucket, name=name)
     if code == 429 or "too many" in low:
         return RetryableError(text, bucket=bucket, name=name)
-    if err_code == 10039 or "not enabled for account" in low:
+    if err_code == JETSTREAM_NOT_ENABLED_FOR_ACCOUNT or "not enabled for account" in low:
         return NotConnected(
             "this account has no JetStream",
             bucket=bucket,
