@@ -19,6 +19,10 @@ STATUS = "Status"
 DESCRIPTION = "Description"
 ROLLUP = {"Nats-Rollup": "sub"}
 EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
+# On a push consumer's idle heartbeat: the last consumer sequence sent, and the flow-control
+# subject the server waits on when it stalled.
+LAST_CONSUMER_SEQUENCE = "Nats-Last-Consumer"
+CONSUMER_STALLED = "Nats-Consumer-Stalled"
 
 
 def stream_api(operation: str, stream: str) -> str:
@@ -31,9 +35,11 @@ def direct_get_subject(api_prefix: str, stream: str, subject: str) -> str:
     return f"{api_prefix}.DIRECT.GET.{stream}.{subject}"
 
 
-def pull_subject(api_prefix: str, stream: str, consumer: str) -> str:
-    return f"{api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer}"
-
-
 def consumer_delete_subject(api_prefix: str, stream: str, consumer: str) -> str:
     return f"{api_prefix}.CONSUMER.DELETE.{stream}.{consumer}"
+
+
+def flow_control_prefix(stream: str, consumer: str) -> str:
+    """Where a push consumer's flow-control requests want their answers (never prefixed:
+    across accounts the ``$JS.FC.>`` import carries them)."""
+    return f"$JS.FC.{stream}.{consumer}."

@@ -15,15 +15,20 @@ import natsobj
 PEER = Path(__file__).parent / "interop_js"
 
 
-def js(op: str, url: str, bucket: str, *args: str):
+def js(op: str, url: str, bucket: str, *args: str, prefixes: tuple[str, str] | None = None):
+    """Run one peer operation; ``prefixes`` is (API prefix, inbox prefix) across accounts."""
     node = shutil.which("node")
     assert node, "Node.js is required for the JavaScript interop tests"
+    env = dict(os.environ)
+    if prefixes:
+        env["NATS_JS_API_PREFIX"], env["NATS_INBOX_PREFIX"] = prefixes
     result = subprocess.run(
         [node, str(PEER / "peer.mjs"), op, url, bucket, *args],
         capture_output=True,
         text=True,
         timeout=60,
         cwd=PEER,
+        env=env,
     )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)

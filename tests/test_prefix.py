@@ -13,21 +13,23 @@ import natsobj
 from natsobj.embedded import NatsServerProcess, free_port
 
 
-def two_accounts(stream_responses: bool = True, import_objects: bool = True) -> str:
-    """The ADR-19 test configuration with ``$KV`` adapted to ``$O``. Pull deliveries are
-    multi-message replies, so the API export says ``response_type: stream``."""
-    response = ", response_type: stream" if stream_responses else ""
+def two_accounts(import_objects: bool = True, import_flow_control: bool = True) -> str:
+    """The ADR-19 test configuration with its ``$KV`` lines written for ``$O``, plus the
+    ``$JS.FC`` and ``$JS.ACK`` services that push consumers answer on (issue 10)."""
     obj_import = (
         "{service: {account: A, subject: '$O.>'}, to: 'fromA.$O.>'}" if import_objects else ""
     )
+    fc_import = "{service: {account: A, subject: '$JS.FC.>'}}" if import_flow_control else ""
     return f"""
 accounts: {{
   A: {{
     users: [ {{user: a, password: a}} ]
     jetstream: enabled
     exports: [
-      {{service: '$JS.API.>'{response}}}
+      {{service: '$JS.API.>'}}
       {{service: '$O.>'}}
+      {{service: '$JS.FC.>'}}
+      {{service: '$JS.ACK.>'}}
       {{stream: 'forI.>'}}
     ]
   }},
@@ -36,6 +38,8 @@ accounts: {{
     imports: [
       {{service: {{account: A, subject: '$JS.API.>'}}, to: 'fromA.>'}}
       {obj_import}
+      {fc_import}
+      {{service: {{account: A, subject: '$JS.ACK.>'}}}}
       {{stream: {{subject: 'forI.>', account: A}}}}
     ]
   }},
@@ -103,20 +107,6 @@ def test_missing_object_import_gives_a_clear_error(tmp_path, bucket_name):
             with pytest.raises(natsobj.NotConnected, match=r"import '\$O\.>'"):
                 store.put("x", b"data")  # ...but chunk publishes have nowhere to go
             assert store.list() == []  # and nothing partial is visible
-
-
-def test_literal_adr_export_names_the_missing_response_type(tmp_path, bucket_name):
-    config = two_accounts(stream_responses=False)
-    with NatsServerProcess(tmp_path, config=config) as server:
-        with natsobj.connect(url_for(server, "a")) as owner:
-            owner.create_store(bucket_name).put("big", os.urandom(400_000))
-        with (
-            natsobj.connect(
-                url_for(server, "i"), api_prefix="fromA", inbox_prefix="forI", api_timeout=1.0
-            ) as c,
-            pytest.raises(natsobj.NotConnected, match="response_type: stream"),
-        ):
-            c.store(bucket_name).get_bytes("big")
 
 
 def test_domain_across_a_leaf_node(tmp_path, bucket_name):

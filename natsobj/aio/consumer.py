@@ -1,17 +1,22 @@
-"""An ordered pull consumer: one filter subject, read in stream order, credit given only as the
-reader consumes, recreated from the last sequence after a gap, a lost heartbeat or a restart.
+"""An ordered push consumer: one filter subject, read in stream order, recreated from the last
+sequence after a gap, a lost heartbeat, a restart or the loss of the stream leader.
 
-Object reads use it with ``no_wait`` (every chunk already exists, so "no messages" means the
-chunks vanished); watches use long pulls with idle heartbeats.
+Push, not pull: the server delivers to an inbox subject, so the consumer works across accounts
+with nothing more than the inbox-prefix stream import (a pull request's many-message reply needs
+``response_type: stream`` on the API export; the official clients read with push for this
+reason). Flow control gives the back-pressure that pull credit gave: a flow-control request
+queues behind the messages delivered before it and is answered when the reader takes it, so
+the server never runs more than its flow-control window ahead of the reader.
+
+Object reads use ``stop_when_idle``: every chunk already exists, so an idle consumer (a
+heartbeat that reports no gap) means the chunks vanished. Watches keep waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
-from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,12 +25,22 @@ from nats.aio.msg import Msg
 from nats.nuid import NUID
 
 from natsobj.aio.jsapi import JetStreamApi, status_of
-from natsobj.errors import NotConnected, PermissionDenied
+from natsobj.errors import NatsObjError, NotConnected, PermissionDenied
 from natsobj.model import time_from_nanos
-from natsobj.wire import DESCRIPTION, consumer_delete_subject, pull_subject
+from natsobj.wire import (
+    CONSUMER_STALLED,
+    DESCRIPTION,
+    LAST_CONSUMER_SEQUENCE,
+    consumer_delete_subject,
+    flow_control_prefix,
+)
 
 _nuid = NUID()
 _NANOS = 1_000_000_000
+FAILOVER_DEADLINE = 30.0
+# Stalled heartbeats on one flow-control subject, each answered, before we conclude that our
+# answers cannot reach the server (across accounts: no '$JS.FC.>' import).
+STALLED_HEARTBEATS = 3
 
 
 @dataclass
@@ -61,10 +76,9 @@ class OrderedConsumer:
         *,
         deliver_policy: str = "all",
         start_sequence: int | None = None,
-        batch: int = 64,
-        no_wait: bool = False,
+        stop_when_idle: bool = False,
         heartbeat: float = 5.0,
-        expires: float = 30.0,
+        failover_deadline: float = FAILOVER_DEADLINE,
         bucket: str | None = None,
     ) -> None:
         self.api = api
@@ -72,44 +86,38 @@ class OrderedConsumer:
         self.filter_subject = filter_subject
         self.deliver_policy = deliver_policy
         self.start_sequence = start_sequence
-        self.batch = max(1, batch)
-        self.no_wait = no_wait
+        self.stop_when_idle = stop_when_idle
         self.heartbeat = heartbeat
-        self.expires = expires
+        self.failover_deadline = failover_deadline
         self.bucket = bucket
         self.last_sequence = 0  # last stream sequence handed to the reader
         self.initial_pending = 0
+        self.exhausted = False  # stop_when_idle: the server has nothing more to deliver
         self._consumer_seq = 0
         self._name = ""
-        self._requests: deque[int] = deque()  # messages still owed by each open pull request
-        self._inbox = api.nc.new_inbox()
         self._subscription: Any = None
-        # Deliveries, or the PermissionDenied of a refused pull request (see _create).
+        # Deliveries, or the PermissionDenied of a refused flow-control answer.
         self._queue: asyncio.Queue[Msg | PermissionDenied] = asyncio.Queue()
         self._stop_listening = lambda: None
-        self._last_activity = time.monotonic()
+        self._last_arrival = time.monotonic()
+        self._ever_delivered = False  # anything at all reached our inbox: the import works
+        self._trouble_since: float | None = None  # first failed recovery since the last message
+        self._stalled_on = ""  # the flow-control subject of the last stalled heartbeat
+        self._unanswered = 0  # stalled heartbeats in a row on that subject
 
     async def start(self) -> int:
         """Create the consumer; returns how many messages were pending at creation."""
-        self._subscription = await self.api.nc.subscribe(self._inbox, cb=self._deliver)
         self.initial_pending = await self._create()
         return self.initial_pending
 
-    async def _deliver(self, msg: Msg) -> None:
-        self._queue.put_nowait(msg)
-
-    def _pull_subject(self) -> str:
-        return pull_subject(self.api.prefix, self.stream, self._name)
-
-    async def _create(self) -> int:
-        self._name = _nuid.next().decode()
-        self._stop_listening()
-        self._stop_listening = self.api.listen_for_denial(
-            self._pull_subject(), self._queue.put_nowait
-        )
+    def _config(self, deliver_subject: str) -> dict[str, Any]:
         config: dict[str, Any] = {
             "name": self._name,
+            "deliver_subject": deliver_subject,
             "ack_policy": "none",
+            "max_deliver": 1,
+            "flow_control": True,
+            "idle_heartbeat": int(self.heartbeat * _NANOS),
             "filter_subject": self.filter_subject,
             "mem_storage": True,
             "num_replicas": 1,
@@ -124,68 +132,68 @@ class OrderedConsumer:
             config["opt_start_seq"] = self.start_sequence or 1
         else:
             config["deliver_policy"] = self.deliver_policy
-        response = await self.api.call(
-            f"CONSUMER.CREATE.{self.stream}.{self._name}.{self.filter_subject}",
-            {"stream_name": self.stream, "config": config},
-            bucket=self.bucket,
+        return config
+
+    async def _create(self) -> int:
+        """A new consumer on a new inbox, so nothing from a replaced one can be mistaken for
+        ours (its heartbeats report another consumer's sequence)."""
+        await self._unsubscribe()
+        self._queue = asyncio.Queue()
+        self._name = _nuid.next().decode()
+        inbox = self.api.nc.new_inbox()
+        queue = self._queue
+
+        async def deliver(msg: Msg) -> None:
+            self._last_arrival = time.monotonic()
+            self._ever_delivered = True
+            queue.put_nowait(msg)
+
+        self._subscription = await self.api.nc.subscribe(inbox, cb=deliver)
+        self._stop_listening = self.api.listen_for_denial(
+            flow_control_prefix(self.stream, self._name), queue.put_nowait
         )
         self._consumer_seq = 0
-        self._requests.clear()
-        self._last_activity = time.monotonic()
+        self.exhausted = False
+        self._last_arrival = time.monotonic()
+        response = await self.api.call(
+            f"CONSUMER.CREATE.{self.stream}.{self._name}.{self.filter_subject}",
+            {"stream_name": self.stream, "config": self._config(inbox)},
+            bucket=self.bucket,
+        )
         return int(response.get("num_pending", 0))
 
-    async def _pull(self) -> None:
-        body: dict[str, Any] = {"batch": self.batch}
-        if self.no_wait:
-            body["no_wait"] = True
-        else:
-            body["expires"] = int(self.expires * _NANOS)
-            body["idle_heartbeat"] = int(self.heartbeat * _NANOS)
-        subject = pull_subject(self.api.prefix, self.stream, self._name)
-        await self.api.wait_connected(subject)
-        await self.api.nc.publish(subject, json.dumps(body).encode(), reply=self._inbox)
-        self._requests.append(self.batch)
-
-    def _owed(self) -> int:
-        return sum(self._requests)
-
-    @property
-    def exhausted(self) -> bool:
-        """With no_wait: every open request has ended, so nothing more will arrive."""
-        return self.no_wait and not self._requests
-
     async def next(self, timeout: float | None = None) -> StreamMsg | None:
-        """The next message in order; None on timeout, or (no_wait) when nothing is left."""
+        """The next message in order; None on timeout, or (stop_when_idle) when nothing is
+        left."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            if self._owed() <= self.batch // 2 and not (self.no_wait and self._requests):
-                try:
-                    await self._pull()
-                except NotConnected:
-                    if self.no_wait:
-                        raise
-                    self._requests.clear()  # a watch outlives a server restart: retry later
-            wait = self.heartbeat * 3 if not self.no_wait else self.api.timeout
-            if deadline is not None:
-                wait = min(wait, max(0.0, deadline - time.monotonic()))
+        while not self.exhausted:
             if self.api.nc.is_closed:
                 raise NotConnected("connection closed while reading", bucket=self.bucket)
-            try:
-                async with asyncio.timeout(max(wait, 0.001)):
-                    msg = await self._queue.get()
-            except TimeoutError:
-                if deadline is not None and time.monotonic() >= deadline:
-                    return None
-                await self._on_silence()
-                continue
-            if isinstance(msg, PermissionDenied):
-                raise msg
-            self._last_activity = time.monotonic()
-            result = await self._handle(msg)
+            item = self._take()
+            if item is None:
+                wait = self.heartbeat
+                if deadline is not None:
+                    wait = min(wait, max(0.0, deadline - time.monotonic()))
+                try:
+                    async with asyncio.timeout(max(wait, 0.001)):
+                        item = await self._queue.get()
+                except TimeoutError:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        return None
+                    await self._on_silence()
+                    continue
+            if isinstance(item, PermissionDenied):
+                raise item
+            result = await self._handle(item)
             if result is not None:
                 return result
-            if self.exhausted:
-                return None
+        return None
+
+    def _take(self) -> Msg | PermissionDenied | None:
+        try:
+            return self._queue.get_nowait()
+        except asyncio.QueueEmpty:
+            return None
 
     async def _handle(self, msg: Msg) -> StreamMsg | None:
         status = status_of(msg)
@@ -197,53 +205,87 @@ class OrderedConsumer:
                 await self._reset()  # a gap: start over after the last message we handed out
                 return None
             self._consumer_seq = cseq
-            if self._requests:
-                self._requests[0] -= 1
-                if self._requests[0] <= 0:
-                    self._requests.popleft()
             self.last_sequence = sseq
+            self._trouble_since = None
             return StreamMsg(msg.subject, msg.data, sseq, pending, time_from_nanos(nanos))
-        if status == "100":  # idle heartbeat
-            return None
-        if status in ("404", "408"):  # a pull request ended
-            if self._requests:
-                self._requests.popleft()
+        if status == "100":
+            headers = msg.headers or {}
+            if msg.reply:  # flow control: the reader has taken everything delivered before it
+                await self._answer(msg.reply)
+                return None
+            await self._on_heartbeat(headers)
             return None
         if status == "409":
             description = (msg.headers or {}).get(DESCRIPTION, "")
             if "deleted" in description.lower() or "leadership" in description.lower():
                 await self._reset()
-            elif self._requests:
-                self._requests.popleft()
-            return None
         return None
 
+    async def _on_heartbeat(self, headers: dict[str, str]) -> None:
+        stalled = headers.get(CONSUMER_STALLED)
+        if stalled:  # our flow-control answer got lost (a reconnect): answer again
+            # Count only heartbeats sent after our answer: older ones wait behind the queue.
+            recent = self._queue.empty()
+            same = stalled == self._stalled_on
+            self._unanswered = self._unanswered + recent if same else int(recent)
+            self._stalled_on = stalled
+            if self._unanswered > STALLED_HEARTBEATS:
+                raise self.api.flow_control_unreachable(stalled, self.bucket)
+            await self._answer(stalled)
+        last = int(headers.get(LAST_CONSUMER_SEQUENCE) or 0)
+        if last > self._consumer_seq:
+            await self._reset()  # messages were lost on the way
+        elif self.stop_when_idle and not stalled and self._queue.empty():
+            self.exhausted = True  # idle with nothing lost: the server has nothing more
+
+    async def _answer(self, reply: str) -> None:
+        with contextlib.suppress(Exception):  # a lost answer is retried on the stalled heartbeat
+            await self.api.nc.publish(reply, b"")
+
     async def _on_silence(self) -> None:
-        if self.no_wait:
-            raise self.api.unreachable(f"{self.stream} consumer {self._name}")
-        if time.monotonic() - self._last_activity >= self.heartbeat * 3:
-            await self._reset()  # heartbeats stopped: the consumer or the server went away
+        if time.monotonic() - self._last_arrival < self.heartbeat * 3:
+            return
+        if not self._ever_delivered and self.api.nc.is_connected:
+            # the consumer exists but not even a heartbeat reached us: deliveries cannot
+            # cross into this account
+            raise self.api.undeliverable(f"{self.stream} consumer {self._name}", self.bucket)
+        await self._reset()  # heartbeats stopped: the consumer or its server went away
 
     async def _reset(self) -> None:
+        """Recreate the consumer after the last message handed out, until the failover
+        deadline; past it, the cluster has no stream leader to serve us."""
         old = self._name
-        with contextlib.suppress(Exception):
-            await self.api.nc.publish(
-                consumer_delete_subject(self.api.prefix, self.stream, old), b""
-            )
+        if self.api.nc.is_connected:
+            with contextlib.suppress(Exception):
+                await self.api.nc.publish(
+                    consumer_delete_subject(self.api.prefix, self.stream, old), b""
+                )
+        now = time.monotonic()
+        if self._trouble_since is None:
+            self._trouble_since = now
         try:
             await self._create()
-        except NotConnected:
-            self._last_activity = time.monotonic()  # try again after another silence
+        except PermissionDenied:
+            raise
+        except NatsObjError as exc:
+            if now - self._trouble_since >= self.failover_deadline and self.stop_when_idle:
+                raise self.api.no_leader(
+                    self.stream, self.bucket, waited=now - self._trouble_since
+                ) from exc
+            self._last_arrival = time.monotonic()  # try again after another silence
+
+    async def _unsubscribe(self) -> None:
+        self._stop_listening()
+        if self._subscription is not None:
+            with contextlib.suppress(Exception):
+                await self._subscription.unsubscribe()
+            self._subscription = None
 
     async def close(self) -> None:
-        self._stop_listening()
-        if self._subscription is None:
-            return
-        with contextlib.suppress(Exception):
-            await self._subscription.unsubscribe()
+        await self._unsubscribe()
         with contextlib.suppress(Exception):
             if self._name and self.api.nc.is_connected:
                 await self.api.nc.publish(
                     consumer_delete_subject(self.api.prefix, self.stream, self._name), b""
                 )
-        self._subscription = None
+        self._name = ""

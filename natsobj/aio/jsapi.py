@@ -39,6 +39,11 @@ from natsobj.wire import (
 
 _VIOLATION = re.compile(r'Permissions Violation for (Publish|Subscription) to "?([^"\s]+)"?', re.I)
 _BUCKET_IN_SUBJECT = re.compile(r"(?:\bOBJ_|\$O\.)([A-Za-z0-9_-]+)")
+ACCOUNT_IMPORTS = (
+    "the using account must import '$JS.API.>' (to the API prefix), import '$O.>' (to"
+    " '<API prefix>.$O.>'), import '$JS.FC.>' and '$JS.ACK.>', import the stream"
+    " '<inbox prefix>.>', and connect with that inbox_prefix."
+)
 
 
 class RetryableError(NatsObjError):
@@ -106,13 +111,15 @@ class JetStreamApi:
         self.nc = nc
         self.prefix = settings.js_api_prefix
         self.object_prefix = settings.object_prefix
+        self.inbox_prefix = settings.inbox_prefix or "_INBOX"
         self.timeout = timeout
         self._inbox = nc.new_inbox()
         self._tokens = itertools.count(1)
         self._waiting: dict[str, tuple[asyncio.Future[Msg], str]] = {}
         self._subscription: Any = None
         self._denied_subscription: str | None = None
-        # Subjects published without a reply future here (pull requests), told of denials.
+        # Subject prefixes published to without a reply future (flow-control answers), told of
+        # denials.
         self._denial_listeners: dict[str, tuple[str, Callable[[PermissionDenied], None]]] = {}
 
     async def start(self) -> None:
@@ -140,9 +147,9 @@ class JetStreamApi:
         for future, target in list(self._waiting.values()):
             if target.lower() == subject.lower():
                 _fail(future, publish_denied(target))
-        if subject.lower() in self._denial_listeners:
-            original, listener = self._denial_listeners[subject.lower()]
-            listener(publish_denied(original))
+        for key, (prefix, listener) in list(self._denial_listeners.items()):
+            if subject.lower().startswith(key):
+                listener(publish_denied(prefix + subject[len(prefix) :]))
         return True
 
     def subscription_denied(self) -> PermissionDenied:
@@ -152,11 +159,12 @@ class JetStreamApi:
         )
 
     def listen_for_denial(
-        self, subject: str, listener: Callable[[PermissionDenied], None]
+        self, prefix: str, listener: Callable[[PermissionDenied], None]
     ) -> Callable[[], None]:
-        """Call ``listener`` if publishing to ``subject`` is denied; returns the undo."""
-        key = subject.lower()
-        self._denial_listeners[key] = (subject, listener)
+        """Call ``listener`` if publishing to a subject starting with ``prefix`` is denied;
+        returns the undo."""
+        key = prefix.lower()
+        self._denial_listeners[key] = (prefix, listener)
 
         def stop() -> None:
             self._denial_listeners.pop(key, None)
@@ -219,12 +227,33 @@ class JetStreamApi:
             return NotConnected(f"lost the connection to the NATS server while calling {subject!r}")
         hint = "Check that JetStream is enabled and the domain / API prefix is right."
         if self.prefix != "$JS.API":
-            hint += (
-                " Across accounts, export '$JS.API.>' with response_type: stream (pull"
-                " deliveries are multi-message replies) and import '$O.>' under the prefix."
-            )
+            hint += f" Across accounts: {ACCOUNT_IMPORTS}"
         return NotConnected(
             f"no reply from JetStream for {subject!r} within {self.timeout:g}s", hint=hint
+        )
+
+    def undeliverable(self, what: str, bucket: str | None) -> NotConnected:
+        """A consumer exists but nothing it delivers to our inbox arrives."""
+        return NotConnected(
+            f"{what} delivers to {self.inbox_prefix}.> but nothing arrived",
+            bucket=bucket,
+            hint=f"Across accounts: {ACCOUNT_IMPORTS}",
+        )
+
+    def flow_control_unreachable(self, subject: str, bucket: str | None) -> NotConnected:
+        return NotConnected(
+            f"the server keeps waiting for our flow-control answer on {subject!r}",
+            bucket=bucket,
+            hint=f"Allow publishing to '$JS.FC.>'. Across accounts: {ACCOUNT_IMPORTS}",
+        )
+
+    def no_leader(self, stream: str, bucket: str | None, *, waited: float) -> NotConnected:
+        """Reads gave up recreating their consumer: the stream has no leader to serve it."""
+        return NotConnected(
+            f"stream {stream} had no leader for {waited:.0f}s (leader election failed or the"
+            " cluster lost its quorum)",
+            bucket=bucket,
+            hint="Check that a majority of the stream's replicas are up and reachable.",
         )
 
     async def call(

@@ -12,11 +12,14 @@ from typing import TYPE_CHECKING
 
 from natsobj.aio.consumer import OrderedConsumer
 from natsobj.errors import DigestMismatch, ObjectChanged
-from natsobj.model import DEFAULT_CHUNK_SIZE, ObjectInfo, digest_bytes
+from natsobj.model import ObjectInfo, digest_bytes
 from natsobj.names import chunk_subject
 
 if TYPE_CHECKING:
     from natsobj.aio.store import ObjectStore
+
+# Idle heartbeats of a chunk consumer: how soon vanished chunks or a dead server are noticed.
+READ_HEARTBEAT = 1.0
 
 
 class ObjectReader:
@@ -76,14 +79,12 @@ class ObjectReader:
             self._verify(sha, len(data), 1)
             yield data
             return
-        chunk_size = info.chunk_size or DEFAULT_CHUNK_SIZE
-        batch = max(2, min(256, store.client.read_window_bytes // chunk_size))
         consumer = OrderedConsumer(
             store.api,
             store.stream,
             chunk_subject(store.bucket, info.nuid),
-            batch=batch,
-            no_wait=True,
+            stop_when_idle=True,
+            heartbeat=READ_HEARTBEAT,
             bucket=store.bucket,
         )
         self._consumer = consumer

@@ -21,7 +21,7 @@ from nats.nuid import NUID
 from natsobj.aio.consumer import OrderedConsumer
 from natsobj.aio.jsapi import api_error, status_of
 from natsobj.aio.publish import PublishWindow
-from natsobj.aio.reader import ObjectReader
+from natsobj.aio.reader import READ_HEARTBEAT, ObjectReader
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.watch import ObjectWatcher, info_from_msg
 from natsobj.errors import (
@@ -504,8 +504,8 @@ class ObjectStore:
             all_meta_subject(self.bucket),
             deliver_policy=deliver_policy,
             start_sequence=start,
-            batch=min(max(limit, 1), 1024),
-            no_wait=True,
+            stop_when_idle=True,
+            heartbeat=READ_HEARTBEAT,
             bucket=self.bucket,
         )
         messages = []

@@ -58,7 +58,6 @@ class ObjectWatcher:
             all_meta_subject(store.bucket),
             deliver_policy=policy,
             start_sequence=start,
-            batch=256,
             heartbeat=heartbeat,
             bucket=store.bucket,
         )

@@ -1,14 +1,21 @@
 // The JavaScript object-store client as a test peer: node peer.mjs <op> <url> <bucket> [args]
-// Prints one JSON line; exits non-zero with the error on stderr.
+// Prints one JSON line; exits non-zero with the error on stderr. Across accounts (ADR-19), set
+// NATS_JS_API_PREFIX and NATS_INBOX_PREFIX.
 import { readFileSync, writeFileSync } from "node:fs";
 import { connect } from "@nats-io/transport-node";
+import { jetstream } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 
 const [op, url, bucket, ...args] = process.argv.slice(2);
 // nats.js returns an ObjectInfo wrapper; flatten it to the spec's fields
 const plain = (i) => (i && i.info ? { ...i.info, mtime: i.mtime, revision: i.revision } : i);
-const nc = await connect({ servers: url });
-const objm = new Objm(nc);
+const { NATS_JS_API_PREFIX: apiPrefix, NATS_INBOX_PREFIX: inboxPrefix } = process.env;
+// nats.js takes credentials as options, not from the URL
+const { username: user, password: pass, host } = new URL(url);
+const auth = user ? { user: decodeURIComponent(user), pass: decodeURIComponent(pass) } : {};
+const servers = user ? `nats://${host}` : url;
+const nc = await connect({ servers, ...auth, ...(inboxPrefix ? { inboxPrefix } : {}) });
+const objm = new Objm(jetstream(nc, apiPrefix ? { apiPrefix } : {}));
 let out;
 try {
   const store = await objm.open(bucket);

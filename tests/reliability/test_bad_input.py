@@ -98,7 +98,7 @@ async def _read_all_chunks(store: natsobj.aio.ObjectStore, name: str) -> None:
 
     info = await store.get_info(name)
     consumer = OrderedConsumer(
-        store.api, store.stream, f"$O.{store.bucket}.C.{info.nuid}", no_wait=True
+        store.api, store.stream, f"$O.{store.bucket}.C.{info.nuid}", stop_when_idle=True
     )
     pending = await consumer.start()
     await consumer.close()
