@@ -1,8 +1,10 @@
 """One benchmark case per process, so peak RSS is the case's own.
 
 ``python -m benchmarks.core CASE URL SIZE FILE`` prints one JSON line. Cases:
-raw (publish_async + ordered consumer, the practical limit), natspy (nats-py's built-in
-ObjectStore, get through ``writeinto``), ours (natsobj), and the ``*-ops`` small-object cases.
+raw (publish_async + ordered consumer, the practical limit), raw-push (the same, read by a
+callback-driven ordered push consumer writing to a file: issue 13's get baseline), natspy
+(nats-py's built-in ObjectStore, get through ``writeinto``), ours (natsobj), and the ``*-ops``
+small-object cases.
 """
 
 from __future__ import annotations
@@ -74,6 +76,46 @@ async def raw(url: str, size: int, path: Path) -> dict[str, float]:
             handle.write(msg.data)
         await sub.unsubscribe()
     get = time.perf_counter() - start
+    out.unlink()
+    await js.delete_stream(stream)
+    await nc.close()
+    return {"put_s": put, "get_s": get, "rss_growth": rss.growth()}
+
+
+async def raw_push(url: str, size: int, path: Path) -> dict[str, float]:
+    """The baseline of issue 13: nats-py's ordered push consumer with a callback that writes
+    each message to a file, the fastest plain nats-py reader (no per-message future, as
+    ``next_msg`` has; the file's own buffer batches the writes)."""
+    nc = await nats.connect(url)
+    js = nc.jetstream(publish_async_max_pending=64)
+    stream = f"RAWP{os.getpid()}"
+    await js.add_stream(name=stream, subjects=[f"{stream}.>"])
+    rss = RssSampler()
+    start = time.perf_counter()
+    for chunk in file_chunks(path):
+        await js.publish_async(f"{stream}.data", chunk)
+    await js.publish_async_completed()
+    put = time.perf_counter() - start
+    out = path.with_suffix(".rawp-out")
+    expected = (size + CHUNK - 1) // CHUNK
+    done = asyncio.Event()
+    with out.open("wb", buffering=1024 * 1024) as handle:
+        received = 0
+        write = handle.write
+
+        async def on_message(msg) -> None:
+            nonlocal received
+            write(msg.data)
+            received += 1
+            if received == expected:
+                done.set()
+
+        start = time.perf_counter()
+        sub = await js.subscribe(f"{stream}.data", cb=on_message, ordered_consumer=True)
+        await asyncio.wait_for(done.wait(), 120)
+    get = time.perf_counter() - start
+    await sub.unsubscribe()
+    assert out.stat().st_size == size
     out.unlink()
     await js.delete_stream(stream)
     await nc.close()
@@ -161,6 +203,7 @@ async def ours_ops(url: str, count: int, _: Path) -> dict[str, float]:
 
 CASES = {
     "raw": raw,
+    "raw-push": raw_push,
     "natspy": natspy,
     "ours": ours,
     "natspy-ops": natspy_ops,

@@ -7,10 +7,11 @@ one whose bytes do not match the recorded digest raises ``DigestMismatch`` after
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from natsobj.aio.consumer import OrderedConsumer
+from natsobj.aio.offload import ChunkWorker
 from natsobj.errors import DigestMismatch, ObjectChanged
 from natsobj.model import ObjectInfo, digest_bytes
 from natsobj.names import chunk_subject
@@ -23,18 +24,25 @@ READ_HEARTBEAT = 1.0
 
 
 class ObjectReader:
-    """Returned by ``ObjectStore.get``: ``info``, ``read(n)`` and ``async for chunk``."""
+    """Returned by ``ObjectStore.get``: ``info``, ``read(n)``, ``async for chunk`` and
+    ``copy_to(write)``."""
 
     def __init__(self, store: ObjectStore, info: ObjectInfo) -> None:
         self.store = store
         self.info = info
-        self._consumer: OrderedConsumer | None = None
-        self._chunks = self._iter_chunks()
+        self._chunks: AsyncGenerator[bytes] | None = None
         self._buffer = bytearray()
         self._eof = False
 
+    def _stream(self, write: Callable[[bytes], object] | None = None) -> AsyncGenerator[bytes]:
+        if self._chunks is None:
+            self._chunks = self._iter_chunks(write)
+        elif write is not None:
+            raise RuntimeError("copy_to() needs a reader nothing has been read from yet")
+        return self._chunks
+
     def __aiter__(self) -> AsyncIterator[bytes]:
-        return self._drain_then(self._chunks)
+        return self._drain_then(self._stream())
 
     async def _drain_then(self, chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
         if self._buffer:
@@ -46,14 +54,15 @@ class ObjectReader:
 
     async def read(self, n: int = -1) -> bytes:
         """Read up to ``n`` bytes (all that remains when n < 0); b"" at the end."""
+        chunks = self._stream()
         if n < 0:  # join the chunks once instead of growing a buffer and copying it
-            rest = [bytes(self._buffer), *[chunk async for chunk in self._chunks]]
+            rest = [bytes(self._buffer), *[chunk async for chunk in chunks]]
             self._buffer.clear()
             self._eof = True
             return b"".join(rest)
         while not self._eof and len(self._buffer) < n:
             try:
-                self._buffer += await self._chunks.__anext__()
+                self._buffer += await chunks.__anext__()
             except StopAsyncIteration:
                 self._eof = True
         if n >= len(self._buffer):
@@ -64,19 +73,29 @@ class ObjectReader:
             del self._buffer[:n]
         return data
 
-    async def _iter_chunks(self) -> AsyncIterator[bytes]:
+    async def copy_to(
+        self, write: Callable[[bytes], object], progress: Callable[[int], None] | None = None
+    ) -> None:
+        """Pass the whole object to ``write`` (a file's ``write``) on a worker thread that also
+        hashes it, overlapped with receiving; returns once all is written and the digest
+        matched. ``progress`` gets each chunk's size as it arrives."""
+        async for chunk in self._stream(write):
+            if progress is not None:
+                progress(len(chunk))
+
+    async def _iter_chunks(
+        self, write: Callable[[bytes], object] | None = None
+    ) -> AsyncGenerator[bytes]:
         info = self.info
         if info.size == 0 and info.chunks == 0:
-            self._verify(hashlib.sha256(), 0, 0)
+            self._verify(hashlib.sha256().digest(), 0, 0)
             return
         store = self.store
-        sha = hashlib.sha256()
-        size = 0
-        count = 0
         if info.chunks == 1:
             data = await store._chunk_of_single_chunk_object(info)
-            sha.update(data)
-            self._verify(sha, len(data), 1)
+            self._verify(hashlib.sha256(data).digest(), len(data), 1)
+            if write is not None:
+                write(data)
             yield data
             return
         consumer = OrderedConsumer(
@@ -87,7 +106,9 @@ class ObjectReader:
             heartbeat=READ_HEARTBEAT,
             bucket=store.bucket,
         )
-        self._consumer = consumer
+        worker = ChunkWorker(store.client.read_window_bytes, write)
+        size = count = 0
+        digest = b""
         try:
             available = await consumer.start()
             if available < info.chunks:
@@ -96,16 +117,18 @@ class ObjectReader:
                 msg = await consumer.next()
                 if msg is None:
                     raise self._changed()
-                sha.update(msg.data)
                 size += len(msg.data)
                 count += 1
                 if size > info.size:
                     break
+                await worker.put(msg.data)
                 yield msg.data
+            digest = await worker.digest()
         finally:
+            if not digest:
+                await worker.abandon()
             await consumer.close()
-            self._consumer = None
-        self._verify(sha, size, count)
+        self._verify(digest, size, count)
 
     def _changed(self) -> ObjectChanged:
         return ObjectChanged(
@@ -114,7 +137,7 @@ class ObjectReader:
             name=self.info.name,
         )
 
-    def _verify(self, sha: hashlib._Hash, size: int, count: int) -> None:
+    def _verify(self, digest: bytes, size: int, count: int) -> None:
         info = self.info
         if size != info.size or count != info.chunks:
             raise DigestMismatch(
@@ -123,7 +146,7 @@ class ObjectReader:
                 name=info.name,
             )
         expected = digest_bytes(info.digest)
-        if info.digest and expected != sha.digest():
+        if info.digest and expected != digest:
             raise DigestMismatch(
                 f"SHA-256 of the data does not match {info.digest}",
                 bucket=info.bucket,
@@ -131,4 +154,5 @@ class ObjectReader:
             )
 
     async def close(self) -> None:
-        await self._chunks.aclose()
+        if self._chunks is not None:
+            await self._chunks.aclose()

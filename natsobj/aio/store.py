@@ -364,10 +364,7 @@ class ObjectStore:
             try:
                 with os.fdopen(fd, "wb") as handle:
                     async with self.get(name) as reader:
-                        async for chunk in reader:
-                            handle.write(chunk)
-                            if progress is not None:
-                                progress(len(chunk))
+                        await reader.copy_to(handle.write, progress)
                         info = reader.info
                 os.replace(tmp_name, destination)
                 return info

@@ -1,0 +1,110 @@
+"""Hashing (and writing) an object's chunks on a worker thread while the event loop receives the
+next ones.
+
+SHA-256 and file writes release the GIL, so a thread fed in order overlaps them with the
+socket reads and message parsing that must stay on the loop: a get runs at the speed of the
+slower of the two instead of their sum. The queue is bounded in bytes, so a slow disk holds
+back the reader (and, through flow control, the server) instead of filling memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import queue
+import threading
+from collections.abc import Callable
+
+HANDOFF_BYTES = 1024 * 1024
+
+
+class ChunkWorker:
+    """Feeds chunks, in order, to SHA-256 and an optional ``write`` on one thread."""
+
+    def __init__(self, max_bytes: int, write: Callable[[bytes], object] | None = None) -> None:
+        self.max_bytes = max(1, max_bytes)
+        self._sha = hashlib.sha256()
+        self._write = write
+        self._loop = asyncio.get_running_loop()
+        self._queue: queue.SimpleQueue[list[bytes] | None] = queue.SimpleQueue()
+        self._batch: list[bytes] = []  # chunks not yet handed to the thread
+        self._batch_bytes = 0
+        self._lock = threading.Lock()
+        self._queued = 0  # bytes handed over and not yet processed
+        self._room: asyncio.Future[None] | None = None  # waited on while the queue is full
+        self._done: asyncio.Future[None] = self._loop.create_future()
+        self._error: BaseException | None = None
+        self._abandoned = False
+        self._thread = threading.Thread(target=self._run, name="natsobj-chunks", daemon=True)
+        self._thread.start()
+
+    async def put(self, chunk: bytes) -> None:
+        """Hand a chunk over; waits only while ``max_bytes`` are already queued. Chunks go to
+        the thread in batches of ``HANDOFF_BYTES``: one wake-up per batch, not per chunk."""
+        if self._error is not None:
+            raise self._error
+        self._batch.append(chunk)
+        self._batch_bytes += len(chunk)
+        if self._batch_bytes >= HANDOFF_BYTES:
+            await self._hand_off()
+
+    async def _hand_off(self) -> None:
+        batch, size = self._batch, self._batch_bytes
+        self._batch, self._batch_bytes = [], 0
+        with self._lock:
+            self._queued += size
+            full = self._queued > self.max_bytes
+            if full:
+                self._room = self._loop.create_future()
+            room = self._room
+        self._queue.put(batch)
+        if full and room is not None:
+            await room
+
+    async def digest(self) -> bytes:
+        """The SHA-256 of every chunk, once the thread has processed (and written) them all."""
+        if self._batch:
+            await self._hand_off()
+        self._queue.put(None)
+        await self._done
+        if self._error is not None:
+            raise self._error
+        return self._sha.digest()
+
+    async def abandon(self) -> None:
+        """Stop early (the read failed or was closed): skip what is queued, wait for the thread
+        so nothing is written after the caller closes or removes its file."""
+        self._abandoned = True
+        self._queue.put(None)
+        await asyncio.shield(self._done)
+
+    def _run(self) -> None:
+        try:
+            while (batch := self._queue.get()) is not None:
+                # one buffer per batch: each call below gives up and retakes the GIL, and
+                # retaking it can wait for the loop thread's switch interval
+                data = batch[0] if len(batch) == 1 else b"".join(batch)
+                if not self._abandoned and self._error is None:
+                    try:
+                        self._sha.update(data)
+                        if self._write is not None:
+                            self._write(data)
+                    except BaseException as exc:  # surfaced on the loop by put() / digest()
+                        self._error = exc
+                self._processed(len(data))
+        finally:
+            self._loop.call_soon_threadsafe(_resolve, self._done)
+
+    def _processed(self, size: int) -> None:
+        with self._lock:
+            self._queued -= size
+            room = self._room
+            if room is None or (self._queued > self.max_bytes // 2 and self._error is None):
+                return
+            self._room = None
+        self._loop.call_soon_threadsafe(_resolve, room)
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
