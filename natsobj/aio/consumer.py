@@ -26,6 +26,10 @@ from natsobj.wire import DESCRIPTION, consumer_delete_subject, pull_subject
 
 _nuid = NUID()
 _NANOS = 1_000_000_000
+# In a cluster a pull can reach its node before the new consumer's interest has: the server
+# answers 503 (no responders). Ask again shortly; after this many in a row, recreate it.
+PULL_RETRY_SECONDS = 0.05
+MAX_UNANSWERED_PULLS = 40
 
 
 @dataclass
@@ -88,6 +92,7 @@ class OrderedConsumer:
         self._queue: asyncio.Queue[Msg | PermissionDenied] = asyncio.Queue()
         self._stop_listening = lambda: None
         self._last_activity = time.monotonic()
+        self._unanswered_pulls = 0
 
     async def start(self) -> int:
         """Create the consumer; returns how many messages were pending at creation."""
@@ -197,6 +202,7 @@ class OrderedConsumer:
                 await self._reset()  # a gap: start over after the last message we handed out
                 return None
             self._consumer_seq = cseq
+            self._unanswered_pulls = 0
             if self._requests:
                 self._requests[0] -= 1
                 if self._requests[0] <= 0:
@@ -204,6 +210,9 @@ class OrderedConsumer:
             self.last_sequence = sseq
             return StreamMsg(msg.subject, msg.data, sseq, pending, time_from_nanos(nanos))
         if status == "100":  # idle heartbeat
+            return None
+        if status == "503":
+            await self._pull_again()
             return None
         if status in ("404", "408"):  # a pull request ended
             if self._requests:
@@ -217,6 +226,17 @@ class OrderedConsumer:
                 self._requests.popleft()
             return None
         return None
+
+    async def _pull_again(self) -> None:
+        """A pull found no consumer to answer it (see PULL_RETRY_SECONDS)."""
+        if self._requests:
+            self._requests.popleft()
+        self._unanswered_pulls += 1
+        if self._unanswered_pulls >= MAX_UNANSWERED_PULLS:
+            self._unanswered_pulls = 0
+            await self._reset()
+        await asyncio.sleep(PULL_RETRY_SECONDS)
+        await self._pull()
 
     async def _on_silence(self) -> None:
         if self.no_wait:
