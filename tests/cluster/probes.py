@@ -37,8 +37,11 @@ async def run_probes(
     *,
     seed: int = 10,
     list_every: int = 10,
+    hand_off: bool = False,
 ) -> ProbeResult:
-    """``probes`` writes, each followed by reads on every reader; listings every ``list_every``."""
+    """``probes`` writes, each followed by reads on one of the readers; listings every
+    ``list_every``. With ``hand_off`` the reads are given the put's sequence, the way a
+    pipeline hands an artifact to the next task."""
     rng = random.Random(seed)
     result = ProbeResult()
     live: dict[str, bytes] = {}
@@ -61,7 +64,7 @@ async def run_probes(
             data = rng.randbytes(size)
             info = await writer.put(name, data, chunk_size=CHUNK)
             live[name] = data
-            await _expect_current(reader, name, info.sequence, data, result)
+            await _expect_current(reader, name, info.sequence, data, result, hand_off)
         if index % list_every == 0:
             await _expect_listing(reader, live, result)
             await _expect_change(reader, name, kind, result)
@@ -75,15 +78,21 @@ def _count(result: ProbeResult, operation: str, stale: bool) -> None:
 
 
 async def _expect_current(
-    reader: aio.ObjectStore, name: str, sequence: int, data: bytes, result: ProbeResult
+    reader: aio.ObjectStore,
+    name: str,
+    sequence: int,
+    data: bytes,
+    result: ProbeResult,
+    hand_off: bool,
 ) -> None:
+    known = sequence if hand_off else None
     try:
-        info = await reader.get_info(name)
+        info = await reader.get_info(name, min_sequence=known)
         _count(result, "get_info", info.sequence < sequence)
     except ObjectNotFound:
         _count(result, "get_info", True)
     try:
-        _count(result, "get_bytes", await reader.get_bytes(name) != data)
+        _count(result, "get_bytes", await reader.get_bytes(name, min_sequence=known) != data)
     except ObjectNotFound:
         _count(result, "get_bytes", True)
 
