@@ -287,11 +287,21 @@ class NatsCluster:
     by signal to the node's PID.
     """
 
-    def __init__(self, data_dir: str | Path, size: int = 3, *, detach: bool = False) -> None:
+    def __init__(
+        self,
+        data_dir: str | Path,
+        size: int = 3,
+        *,
+        client_port: int | None = None,
+        detach: bool = False,
+    ) -> None:
         if size < 1:
             raise ValueError("a cluster needs at least one node")
         self.data_dir = Path(data_dir).resolve()
-        self.ports = [NodePorts(free_port(), free_port(), free_port()) for _ in range(size)]
+        self.ports = [
+            NodePorts(client_port + i if client_port else free_port(), free_port(), free_port())
+            for i in range(size)
+        ]
         self.nodes = [
             NatsServerProcess(
                 self.data_dir / self.node_name(i),

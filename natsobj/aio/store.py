@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from nats.nuid import NUID
 
 from natsobj.aio.consumer import OrderedConsumer
-from natsobj.aio.jsapi import api_error, status_of
+from natsobj.aio.jsapi import Failover, api_error, status_of
 from natsobj.aio.publish import PublishWindow
 from natsobj.aio.reader import ObjectReader
 from natsobj.aio.sources import PutSource, iter_chunks
@@ -53,9 +53,11 @@ from natsobj.names import (
 from natsobj.settings import STRONG
 from natsobj.wire import (
     EXPECTED_LAST_SUBJECT_SEQ,
+    MSG_ID,
     ROLLUP,
     WRONG_LAST_SEQUENCE,
     direct_get_subject,
+    meta_msg_id,
     stream_api,
 )
 
@@ -223,17 +225,41 @@ class ObjectStore:
         except ObjectNotFound:
             return None
 
-    async def _publish_meta(self, info: ObjectInfo, *, expected_sequence: int | None = None) -> int:
-        """Publish a meta record as a per-subject rollup; returns its stream sequence."""
+    async def _publish_meta(
+        self,
+        info: ObjectInfo,
+        *,
+        expected_sequence: int | None = None,
+        msg_id: str | None = None,
+    ) -> int:
+        """Publish a meta record as a per-subject rollup; returns its stream sequence.
+
+        In a cluster an unanswered publish is sent again until a stream leader answers (see
+        jsapi.Failover); ``msg_id`` and the expected-sequence guard keep that from storing
+        the record twice."""
         headers = dict(ROLLUP)
         if expected_sequence is not None:
             headers[EXPECTED_LAST_SUBJECT_SEQ] = str(expected_sequence)
+        if msg_id is not None:
+            headers[MSG_ID] = msg_id
         subject = self._publish_subject(meta_subject(self.bucket, info.name))
-        reply = await self.api.request(subject, info.encode(), headers=headers)
-        if status_of(reply) == "503":
-            await self._require_stream()
-            raise NotConnected(
-                "no stream accepted the meta record", bucket=self.bucket, name=info.name
+        failover = Failover(self.api, subject, self.bucket)
+        while True:
+            try:
+                reply = await self.api.request(
+                    subject, info.encode(), headers=headers, timeout=failover.attempt_timeout
+                )
+            except NotConnected as exc:
+                await failover.wait(exc)
+                continue
+            if status_of(reply) != "503":
+                break
+            if not self.api.in_cluster:
+                await self._require_stream()
+            await failover.wait(
+                NotConnected(
+                    "no stream accepted the meta record", bucket=self.bucket, name=info.name
+                )
             )
         response = json.loads(reply.data)
         if "error" in response:
@@ -278,6 +304,7 @@ class ObjectStore:
             self.api,
             self._publish_subject(local_chunks),
             self.stream,
+            nuid=nuid,
             max_bytes=self.client.put_window_bytes,
             bucket=self.bucket,
             name=name,
@@ -325,14 +352,21 @@ class ObjectStore:
         """Publish meta only over the version we read, so we always purge exactly what we
         replaced: concurrent writers to one name then leave no orphaned chunks. With
         ``required``, anything but that version is a conflict for the caller."""
+        replaced = current
         for attempt in range(META_ATTEMPTS):
             if attempt:
                 current = await self._current(info.name)
+                if current is not None and current.nuid == info.nuid:
+                    # our record landed, but its acknowledgement was lost to a failover
+                    return replaced, current.sequence
+                replaced = current
             expected = current.sequence if current else 0
             try:
                 if required is not None and required != expected:
                     raise _Conflict()
-                sequence = await self._publish_meta(info, expected_sequence=expected)
+                sequence = await self._publish_meta(
+                    info, expected_sequence=expected, msg_id=meta_msg_id(info.nuid)
+                )
                 return current, sequence
             except _Conflict:
                 if required is not None:
