@@ -18,6 +18,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -239,3 +240,186 @@ def stop_server(data_dir: str | Path = ".natsobj", timeout: float = 10.0) -> boo
             os.waitpid(live.pid, os.WNOHANG)
         time.sleep(0.05)
     return True
+
+
+CLUSTER_NAME = "natsobj"
+
+
+@dataclass(frozen=True)
+class NodePorts:
+    """The three loopback ports of one cluster node: clients, routes and HTTP monitoring."""
+
+    client: int
+    route: int
+    monitor: int
+
+
+def cluster_node_config(name: str, ports: NodePorts, peers: list[NodePorts]) -> str:
+    """The configuration file of one node of a loopback JetStream cluster.
+
+    The store directory and the JetStream switch come from the command line (see
+    :class:`NatsServerProcess`); everything that makes the node a cluster member is here, so
+    the same text is what ``docs/production.md`` shows and what ``natsobj serve --cluster``
+    and the tests run.
+    """
+    routes = ", ".join(f'"nats-route://127.0.0.1:{peer.route}"' for peer in peers)
+    return (
+        f"server_name: {name}\n"
+        f"listen: 127.0.0.1:{ports.client}\n"
+        f"http: 127.0.0.1:{ports.monitor}\n"
+        "jetstream {\n"
+        "  max_memory_store: 256MB\n"
+        "  max_file_store: 8GB\n"
+        "}\n"
+        "cluster {\n"
+        f"  name: {CLUSTER_NAME}\n"
+        f"  listen: 127.0.0.1:{ports.route}\n"
+        f"  routes: [{routes}]\n"
+        "}\n"
+    )
+
+
+class NatsCluster:
+    """A JetStream cluster of ``size`` nats-server processes on loopback, for failover work.
+
+    Each node keeps its data directory, ports and config file across restarts, so a killed
+    node rejoins as the same peer. Nodes are addressed by index (0-based); faults are injected
+    by signal to the node's PID.
+    """
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        size: int = 3,
+        *,
+        client_port: int | None = None,
+        detach: bool = False,
+    ) -> None:
+        if size < 1:
+            raise ValueError("a cluster needs at least one node")
+        self.data_dir = Path(data_dir).resolve()
+        self.ports = [
+            NodePorts(client_port + i if client_port else free_port(), free_port(), free_port())
+            for i in range(size)
+        ]
+        self.nodes = [
+            NatsServerProcess(
+                self.data_dir / self.node_name(i),
+                port=ports.client,
+                config=cluster_node_config(
+                    self.node_name(i), ports, [p for p in self.ports if p is not ports]
+                ),
+                detach=detach,
+            )
+            for i, ports in enumerate(self.ports)
+        ]
+
+    @staticmethod
+    def node_name(index: int) -> str:
+        return f"n{index + 1}"
+
+    @property
+    def urls(self) -> list[str]:
+        return [f"nats://127.0.0.1:{ports.client}" for ports in self.ports]
+
+    @property
+    def url(self) -> str:
+        """One URL naming every node, so a client fails over between them."""
+        return ",".join(self.urls)
+
+    @property
+    def pids(self) -> list[int | None]:
+        return [node.pid for node in self.nodes]
+
+    def start(self, timeout: float = 60.0) -> str:
+        for index in range(len(self.nodes)):
+            self.start_node(index)
+        self.wait_for_meta_leader(timeout)
+        return self.url
+
+    def start_node(self, index: int) -> str:
+        node = self.nodes[index]
+        (node.data_dir / LOG_FILE).unlink(missing_ok=True)
+        return node.start()
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+    def kill(self, index: int, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` (SIGKILL by default) to node ``index`` and reap it."""
+        node = self.nodes[index]
+        if node.process is None or node.process.poll() is not None:
+            return
+        node.process.send_signal(sig)
+        node.process.wait()
+
+    def restart(self, index: int, timeout: float = 60.0) -> None:
+        """Stop node ``index`` (if running) and start it again as the same peer."""
+        self.nodes[index].stop()
+        self.start_node(index)
+        self.wait_for_meta_leader(timeout)
+
+    def is_running(self, index: int) -> bool:
+        process = self.nodes[index].process
+        return process is not None and process.poll() is None
+
+    def jsz(self, index: int, query: str = "") -> dict:
+        """The ``/jsz`` monitoring document of node ``index``."""
+        url = f"http://127.0.0.1:{self.ports[index].monitor}/jsz{query}"
+        with urllib.request.urlopen(url, timeout=2.0) as response:
+            return json.loads(response.read())
+
+    def meta_leader(self) -> str | None:
+        """The server name of the JetStream meta leader, as a running node sees it."""
+        for index in self._running():
+            with contextlib.suppress(OSError, ValueError):
+                leader = (self.jsz(index).get("meta_cluster") or {}).get("leader")
+                if leader:
+                    return leader
+        return None
+
+    def wait_for_meta_leader(self, timeout: float = 60.0) -> str:
+        """Wait until the running nodes agree on a meta leader and all of them are current."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            leaders = set()
+            for index in self._running():
+                with contextlib.suppress(OSError, ValueError):
+                    meta = self.jsz(index).get("meta_cluster") or {}
+                    leaders.add(meta.get("leader"))
+            if len(leaders) == 1 and None not in leaders and "" not in leaders:
+                return leaders.pop()
+            time.sleep(0.1)
+        raise NotConnected(f"the cluster elected no JetStream meta leader within {timeout:g}s")
+
+    def leader_of(self, stream: str, timeout: float = 30.0) -> int:
+        """The index of the node that leads ``stream``, waiting out an election."""
+        deadline = time.monotonic() + timeout
+        names = [self.node_name(i) for i in range(len(self.nodes))]
+        while time.monotonic() < deadline:
+            for index in self._running():
+                with contextlib.suppress(OSError, ValueError):
+                    leader = self._stream_leader(self.jsz(index, "?accounts=1&streams=1"), stream)
+                    if leader in names and self.is_running(names.index(leader)):
+                        return names.index(leader)
+            time.sleep(0.1)
+        raise NotConnected(f"stream {stream!r} has no leader after {timeout:g}s")
+
+    @staticmethod
+    def _stream_leader(jsz: dict, stream: str) -> str | None:
+        for account in jsz.get("account_details") or []:
+            for detail in account.get("stream_detail") or []:
+                if detail.get("name") == stream:
+                    return (detail.get("cluster") or {}).get("leader")
+        return None
+
+    def _running(self) -> list[int]:
+        return [i for i in range(len(self.nodes)) if self.is_running(i)]
+
+    def __enter__(self) -> NatsCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -98,6 +98,17 @@ class NotConnected(NatsObjError):
     hint = "Check that the NATS server is running and the URL and credentials are right."
 
 
+class ClusterUnavailable(NotConnected):
+    """The server answers, but the JetStream cluster behind it cannot serve the request: a
+    leader election is under way, fewer than a quorum of the replicas are up, or the cluster
+    cannot place the replicas asked for. The message says which."""
+
+    hint = (
+        "Check that a majority of the cluster's nodes are up and routed to each other; "
+        "raise failover_timeout to wait longer for an election."
+    )
+
+
 class ObjectTooLarge(NatsObjError):
     hint = "Stream it to a file instead of loading it into memory."
 

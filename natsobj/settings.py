@@ -12,6 +12,10 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
 EMBEDDED = "embedded"
+# Read consistency on replicated stores (see docs/production.md, "Consistency").
+STRONG = "strong"  # every read sees every write that has returned, from any node
+EVENTUAL = "eventual"  # reads may be served by a replica that is a few writes behind
+CONSISTENCY_LEVELS = (STRONG, EVENTUAL)
 URL_SCHEMES = ("nats", "tls", "ws", "wss")
 SECRET_FIELDS = ("password", "token", "nkey_seed")
 _REDACTED = "***"
@@ -34,6 +38,7 @@ OPTION_FIELDS = {
     "tls_ca": "tls_ca",
     "tls_cert": "tls_cert",
     "tls_key": "tls_key",
+    "consistency": "consistency",
 }
 
 # Environment variables read by from_env(), the same names the nats CLI uses where it has one.
@@ -73,6 +78,7 @@ class ConnectionSettings:
     inbox_prefix: str | None = None
     name: str | None = None
     connect_timeout: float = 5.0
+    consistency: str = STRONG
 
     def __post_init__(self) -> None:
         if isinstance(self.servers, str):
@@ -83,6 +89,11 @@ class ConnectionSettings:
         if self.domain and self.api_prefix:
             raise ValueError("set either domain or api_prefix, not both")
         self.connect_timeout = float(self.connect_timeout)
+        self.consistency = str(self.consistency).lower()
+        if self.consistency not in CONSISTENCY_LEVELS:
+            raise ValueError(
+                f"consistency must be one of {list(CONSISTENCY_LEVELS)}, not {self.consistency!r}"
+            )
 
     def _take_userinfo(self, server: str) -> str:
         """Move ``user:pass@`` / ``token@`` out of a server URL into the secret fields, so a

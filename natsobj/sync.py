@@ -124,16 +124,18 @@ class ObjectStore:
         return run(self._store.put(name, source, **options))
 
     @contextlib.contextmanager
-    def get(self, name: str) -> Iterator[ObjectReader]:
-        manager = self._store.get(name)
+    def get(self, name: str, *, min_sequence: int | None = None) -> Iterator[ObjectReader]:
+        manager = self._store.get(name, min_sequence=min_sequence)
         reader = run(manager.__aenter__())
         try:
             yield ObjectReader(reader)
         finally:
             run(manager.__aexit__(None, None, None))
 
-    def get_bytes(self, name: str, *, max_size: int | None = None) -> bytes:
-        return run(self._store.get_bytes(name, max_size=max_size))
+    def get_bytes(
+        self, name: str, *, max_size: int | None = None, min_sequence: int | None = None
+    ) -> bytes:
+        return run(self._store.get_bytes(name, max_size=max_size, min_sequence=min_sequence))
 
     def get_file(
         self,
@@ -141,11 +143,16 @@ class ObjectStore:
         path: str | os.PathLike[str],
         *,
         progress: Callable[[int], None] | None = None,
+        min_sequence: int | None = None,
     ) -> ObjectInfo:
-        return run(self._store.get_file(name, path, progress=progress))
+        return run(self._store.get_file(name, path, progress=progress, min_sequence=min_sequence))
 
-    def get_info(self, name: str, *, include_deleted: bool = False) -> ObjectInfo:
-        return run(self._store.get_info(name, include_deleted=include_deleted))
+    def get_info(
+        self, name: str, *, include_deleted: bool = False, min_sequence: int | None = None
+    ) -> ObjectInfo:
+        return run(
+            self._store.get_info(name, include_deleted=include_deleted, min_sequence=min_sequence)
+        )
 
     def update_meta(self, name: str, **changes: Any) -> ObjectInfo:
         return run(self._store.update_meta(name, **changes))

@@ -13,6 +13,10 @@ STREAM_NAME_IN_USE = 10058
 JETSTREAM_NOT_ENABLED_FOR_ACCOUNT = 10039
 WRONG_LAST_SEQUENCE = 10071
 STREAM_SEALED = 10109
+# Cluster conditions: the meta layer has no leader/quorum (503), and a stream or consumer
+# whose replicas cannot be placed on enough servers.
+CLUSTER_NOT_AVAILABLE = 10008
+NO_SUITABLE_PEERS = 10005
 
 # Headers.
 STATUS = "Status"
@@ -23,6 +27,19 @@ EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
 # subject the server waits on when it stalled.
 LAST_CONSUMER_SEQUENCE = "Nats-Last-Consumer"
 CONSUMER_STALLED = "Nats-Consumer-Stalled"
+MSG_ID = "Nats-Msg-Id"  # the stream drops a second message with the same id (duplicate window)
+
+
+def chunk_msg_id(nuid: str, index: int, generation: int = 0) -> str:
+    """The message id of chunk ``index`` of the put ``nuid``: a resend after a lost ack is
+    stored once. ``generation`` changes when a chunk is deliberately stored again (after its
+    out-of-order copy was deleted), which the stream would otherwise drop as a duplicate."""
+    return f"{nuid}.{index}" if not generation else f"{nuid}.{index}.{generation}"
+
+
+def meta_msg_id(nuid: str) -> str:
+    """The message id of the meta record that completes the put ``nuid``."""
+    return f"{nuid}.meta"
 
 
 def stream_api(operation: str, stream: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 import nats.errors
 from nats.aio.client import Client as NatsConnection
 
-from natsobj.aio.jsapi import JetStreamApi
+from natsobj.aio.jsapi import DEFAULT_FAILOVER_TIMEOUT, JetStreamApi
 from natsobj.aio.store import ObjectStore
 from natsobj.errors import (
     BucketExists,
@@ -41,9 +41,11 @@ class Client:
         api_timeout: float = 5.0,
         put_window_bytes: int = DEFAULT_PUT_WINDOW,
         read_window_bytes: int = DEFAULT_READ_WINDOW,
+        failover_timeout: float = DEFAULT_FAILOVER_TIMEOUT,
     ) -> None:
         self.settings = settings
         self.api_timeout = api_timeout
+        self.failover_timeout = failover_timeout
         self.put_window_bytes = put_window_bytes
         self.read_window_bytes = read_window_bytes
         self.nc: Any = None
@@ -78,7 +80,9 @@ class Client:
             self._connect_errors = None
         nc.options["max_reconnect_attempts"] = RECONNECT_ATTEMPTS
         self.nc = nc
-        self.api = JetStreamApi(self.nc, resolved, timeout=self.api_timeout)
+        self.api = JetStreamApi(
+            self.nc, resolved, timeout=self.api_timeout, failover_timeout=self.failover_timeout
+        )
         await self.api.start()
         return self
 
@@ -275,16 +279,21 @@ async def connect(
     api_timeout: float = 5.0,
     put_window_bytes: int = DEFAULT_PUT_WINDOW,
     read_window_bytes: int = DEFAULT_READ_WINDOW,
+    failover_timeout: float = DEFAULT_FAILOVER_TIMEOUT,
     **overrides: Any,
 ) -> Client:
     """Connect from a URL, settings, or (None) the NATS_* environment; ``embedded`` starts or
-    finds the local server."""
+    finds the local server.
+
+    ``failover_timeout``: in a cluster, how long an operation waits for a new stream leader
+    (or for any node to be reachable) before raising ClusterUnavailable."""
     settings = ConnectionSettings.coerce(url_or_settings, **overrides)
     client = Client(
         settings,
         api_timeout=api_timeout,
         put_window_bytes=put_window_bytes,
         read_window_bytes=read_window_bytes,
+        failover_timeout=failover_timeout,
     )
     return await client._connect()
 

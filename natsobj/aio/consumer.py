@@ -37,7 +37,6 @@ from natsobj.wire import (
 
 _nuid = NUID()
 _NANOS = 1_000_000_000
-FAILOVER_DEADLINE = 30.0
 # Stalled heartbeats on one flow-control subject, each answered, before we conclude that our
 # answers cannot reach the server (across accounts: no '$JS.FC.>' import).
 STALLED_HEARTBEATS = 3
@@ -78,7 +77,6 @@ class OrderedConsumer:
         start_sequence: int | None = None,
         stop_when_idle: bool = False,
         heartbeat: float = 5.0,
-        failover_deadline: float = FAILOVER_DEADLINE,
         bucket: str | None = None,
     ) -> None:
         self.api = api
@@ -88,7 +86,6 @@ class OrderedConsumer:
         self.start_sequence = start_sequence
         self.stop_when_idle = stop_when_idle
         self.heartbeat = heartbeat
-        self.failover_deadline = failover_deadline
         self.bucket = bucket
         self.last_sequence = 0  # last stream sequence handed to the reader
         self.initial_pending = 0
@@ -101,12 +98,13 @@ class OrderedConsumer:
         self._stop_listening = lambda: None
         self._last_arrival = time.monotonic()
         self._ever_delivered = False  # anything at all reached our inbox: the import works
-        self._trouble_since: float | None = None  # first failed recovery since the last message
+        self._first_created = 0.0  # when the first consumer was created
         self._stalled_on = ""  # the flow-control subject of the last stalled heartbeat
         self._unanswered = 0  # stalled heartbeats in a row on that subject
 
     async def start(self) -> int:
         """Create the consumer; returns how many messages were pending at creation."""
+        self._first_created = time.monotonic()
         self.initial_pending = await self._create()
         return self.initial_pending
 
@@ -206,7 +204,6 @@ class OrderedConsumer:
                 return None
             self._consumer_seq = cseq
             self.last_sequence = sseq
-            self._trouble_since = None
             return StreamMsg(msg.subject, msg.data, sseq, pending, time_from_nanos(nanos))
         if status == "100":
             headers = msg.headers or {}
@@ -245,34 +242,33 @@ class OrderedConsumer:
     async def _on_silence(self) -> None:
         if time.monotonic() - self._last_arrival < self.heartbeat * 3:
             return
-        if not self._ever_delivered and self.api.nc.is_connected:
-            # the consumer exists but not even a heartbeat reached us: deliveries cannot
-            # cross into this account
+        # Not even a heartbeat ever reached us (in a cluster: not even after the time an
+        # election may take): deliveries cannot cross into this account.
+        patience = self.api.failover_timeout if self.api.in_cluster else self.heartbeat * 3
+        never = not self._ever_delivered and self.api.nc.is_connected
+        if never and time.monotonic() - self._first_created >= patience:
             raise self.api.undeliverable(f"{self.stream} consumer {self._name}", self.bucket)
         await self._reset()  # heartbeats stopped: the consumer or its server went away
 
     async def _reset(self) -> None:
-        """Recreate the consumer after the last message handed out, until the failover
-        deadline; past it, the cluster has no stream leader to serve us."""
+        """Recreate the consumer after the last message handed out. In a cluster the create
+        call itself rides out a leader election (up to the client's failover_timeout, then
+        ClusterUnavailable names the missing leader or quorum); a read gives up with that
+        error, a watch tries again after the next silence."""
         old = self._name
         if self.api.nc.is_connected:
             with contextlib.suppress(Exception):
                 await self.api.nc.publish(
                     consumer_delete_subject(self.api.prefix, self.stream, old), b""
                 )
-        now = time.monotonic()
-        if self._trouble_since is None:
-            self._trouble_since = now
         try:
             await self._create()
         except PermissionDenied:
             raise
-        except NatsObjError as exc:
-            if now - self._trouble_since >= self.failover_deadline and self.stop_when_idle:
-                raise self.api.no_leader(
-                    self.stream, self.bucket, waited=now - self._trouble_since
-                ) from exc
-            self._last_arrival = time.monotonic()  # try again after another silence
+        except NatsObjError:
+            if self.stop_when_idle:
+                raise
+            self._last_arrival = time.monotonic()  # a watch outlives any outage
 
     async def _unsubscribe(self) -> None:
         self._stop_listening()

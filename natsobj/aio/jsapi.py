@@ -20,6 +20,7 @@ from nats.aio.msg import Msg
 from natsobj.errors import (
     BucketExists,
     BucketNotFound,
+    ClusterUnavailable,
     NatsObjError,
     NotConnected,
     ObjectNotFound,
@@ -29,8 +30,10 @@ from natsobj.errors import (
 )
 from natsobj.settings import ConnectionSettings
 from natsobj.wire import (
+    CLUSTER_NOT_AVAILABLE,
     JETSTREAM_NOT_ENABLED_FOR_ACCOUNT,
     NO_MESSAGE_FOUND,
+    NO_SUITABLE_PEERS,
     STATUS,
     STREAM_NAME_IN_USE,
     STREAM_NOT_FOUND,
@@ -44,6 +47,10 @@ ACCOUNT_IMPORTS = (
     " '<API prefix>.$O.>'), import '$JS.FC.>' and '$JS.ACK.>', import the stream"
     " '<inbox prefix>.>', and connect with that inbox_prefix."
 )
+DEFAULT_FAILOVER_TIMEOUT = 30.0
+# While a cluster recovers, requests are retried this often, each waiting this long at most.
+FAILOVER_RETRY_SECONDS = 0.25
+FAILOVER_ATTEMPT_TIMEOUT = 2.0
 
 
 class RetryableError(NatsObjError):
@@ -58,6 +65,18 @@ def api_error(
     err_code = int(error.get("err_code") or 0)
     text = str(error.get("description") or "JetStream error")
     low = text.lower()
+    if err_code == CLUSTER_NOT_AVAILABLE:
+        return ClusterUnavailable(
+            "the JetStream cluster has no meta leader (no quorum of servers)", bucket=bucket
+        )
+    if err_code == NO_SUITABLE_PEERS or "no suitable peers" in low:
+        return ClusterUnavailable(
+            f"the cluster cannot place the replicas ({text})",
+            bucket=bucket,
+            hint="A replicated store needs at least as many running, routed servers as"
+            " replicas (and ones matching its placement tags); start more nodes or lower"
+            " replicas.",
+        )
     if err_code == STREAM_NOT_FOUND or "stream not found" in low:
         return BucketNotFound("bucket does not exist", bucket=bucket)
     if err_code == NO_MESSAGE_FOUND or "no message found" in low:
@@ -106,13 +125,19 @@ class JetStreamApi:
     """Requests to one JetStream (local, another account's, or another domain's)."""
 
     def __init__(
-        self, nc: NatsConnection, settings: ConnectionSettings, timeout: float = 5.0
+        self,
+        nc: NatsConnection,
+        settings: ConnectionSettings,
+        timeout: float = 5.0,
+        *,
+        failover_timeout: float = DEFAULT_FAILOVER_TIMEOUT,
     ) -> None:
         self.nc = nc
         self.prefix = settings.js_api_prefix
         self.object_prefix = settings.object_prefix
         self.inbox_prefix = settings.inbox_prefix or "_INBOX"
         self.timeout = timeout
+        self.failover_timeout = failover_timeout
         self._inbox = nc.new_inbox()
         self._tokens = itertools.count(1)
         self._waiting: dict[str, tuple[asyncio.Future[Msg], str]] = {}
@@ -197,14 +222,28 @@ class JetStreamApi:
             raise NotConnected(f"could not publish to {subject!r}: {exc}") from exc
         return future
 
+    @property
+    def in_cluster(self) -> bool:
+        """Whether the server we talk to is part of a cluster (its INFO names one): then a
+        missing answer is an election or a lost node to wait out, not a misconfiguration."""
+        info = getattr(self.nc, "_server_info", None) or {}
+        return bool(info.get("cluster"))
+
     async def wait_connected(self, subject: str) -> None:
-        """Ride out a brief reconnect; a server that stays away is a NotConnected error."""
+        """Ride out a reconnect (in a cluster, to another node, for up to failover_timeout);
+        a server that stays away is a NotConnected error."""
         if self.nc.is_connected:
             return
-        deadline = asyncio.get_running_loop().time() + self.timeout
+        patience = self.failover_timeout if self.in_cluster else self.timeout
+        deadline = asyncio.get_running_loop().time() + patience
         while not self.nc.is_connected:
             if self.nc.is_closed or asyncio.get_running_loop().time() > deadline:
-                raise NotConnected(f"not connected to NATS (while sending to {subject!r})")
+                raise NotConnected(
+                    f"not connected to NATS (while sending to {subject!r}); no server of the"
+                    f" cluster could be reached within {patience:g}s"
+                    if self.in_cluster
+                    else f"not connected to NATS (while sending to {subject!r})"
+                )
             await asyncio.sleep(0.05)
 
     async def request(
@@ -225,6 +264,11 @@ class JetStreamApi:
     def unreachable(self, subject: str) -> NatsObjError:
         if not self.nc.is_connected:
             return NotConnected(f"lost the connection to the NATS server while calling {subject!r}")
+        if self.in_cluster:
+            return ClusterUnavailable(
+                f"no reply from the JetStream cluster for {subject!r} within {self.timeout:g}s:"
+                " the stream's leader is being elected, or too few of its replicas are up"
+            )
         hint = "Check that JetStream is enabled and the domain / API prefix is right."
         if self.prefix != "$JS.API":
             hint += f" Across accounts: {ACCOUNT_IMPORTS}"
@@ -247,15 +291,6 @@ class JetStreamApi:
             hint=f"Allow publishing to '$JS.FC.>'. Across accounts: {ACCOUNT_IMPORTS}",
         )
 
-    def no_leader(self, stream: str, bucket: str | None, *, waited: float) -> NotConnected:
-        """Reads gave up recreating their consumer: the stream has no leader to serve it."""
-        return NotConnected(
-            f"stream {stream} had no leader for {waited:.0f}s (leader election failed or the"
-            " cluster lost its quorum)",
-            bucket=bucket,
-            hint="Check that a majority of the stream's replicas are up and reachable.",
-        )
-
     async def call(
         self,
         operation: str,
@@ -267,17 +302,29 @@ class JetStreamApi:
         """One JetStream API call, e.g. ``call("STREAM.INFO.OBJ_x")``, errors mapped."""
         subject = f"{self.prefix}.{operation}"
         payload = json.dumps(body).encode() if body is not None else b""
-        reply = await self.request(subject, payload)
-        if status_of(reply) == "503":
-            raise NotConnected(
-                f"JetStream did not answer on {subject!r} (no responders)",
-                bucket=bucket,
-                hint="Check that JetStream is enabled and the domain / API prefix is right.",
-            )
-        response = json.loads(reply.data)
-        if "error" in response:
-            raise api_error(response["error"], bucket=bucket, name=name)
-        return response
+        failover = Failover(self, subject, bucket)
+        while True:
+            try:
+                reply = await self.request(subject, payload, timeout=failover.attempt_timeout)
+            except NotConnected as exc:
+                await failover.wait(exc)
+                continue
+            if status_of(reply) == "503":
+                error: NatsObjError = NotConnected(
+                    f"JetStream did not answer on {subject!r} (no responders)",
+                    bucket=bucket,
+                    hint="Check that JetStream is enabled and the domain / API prefix is right.",
+                )
+                await failover.wait(error)
+                continue
+            response = json.loads(reply.data)
+            if "error" in response:
+                error = api_error(response["error"], bucket=bucket, name=name)
+                if int(response["error"].get("err_code") or 0) == CLUSTER_NOT_AVAILABLE:
+                    await failover.wait(error)
+                    continue
+                raise error
+            return response
 
     async def close(self) -> None:
         for future, _ in list(self._waiting.values()):
@@ -285,3 +332,64 @@ class JetStreamApi:
         self._waiting.clear()
         if self._subscription is not None and not self.nc.is_closed:
             await self._subscription.unsubscribe()
+
+
+class Failover:
+    """Retries of one request while a cluster recovers from a lost node.
+
+    Outside a cluster the first failure is final (a missing answer there is a setup problem).
+    In a cluster, a missing answer, no responders or "temporarily unavailable" are what an
+    election looks like: the request is repeated until ``failover_timeout`` has passed, and
+    then the error says what is missing, the stream's leader or the cluster's quorum."""
+
+    def __init__(self, api: JetStreamApi, subject: str, bucket: str | None) -> None:
+        self.api = api
+        self.subject = subject
+        self.bucket = bucket
+        self.deadline: float | None = None
+
+    @property
+    def attempt_timeout(self) -> float | None:
+        if self.deadline is None:
+            return None
+        return min(self.api.timeout, FAILOVER_ATTEMPT_TIMEOUT)
+
+    async def wait(self, error: NatsObjError) -> None:
+        """Return when the request should be tried again; raise when it should not."""
+        if self.api.nc.is_closed or not self.api.in_cluster:
+            raise error
+        now = asyncio.get_running_loop().time()
+        if self.deadline is None:
+            self.deadline = now + self.api.failover_timeout
+        if now >= self.deadline:
+            raise await cluster_unavailable(self.api, self.subject, self.bucket) from error
+        await asyncio.sleep(FAILOVER_RETRY_SECONDS)
+
+
+async def cluster_unavailable(
+    api: JetStreamApi, subject: str, bucket: str | None
+) -> ClusterUnavailable:
+    """The error for a cluster that did not recover in time, naming what is missing: the
+    meta layer answers account info only with a quorum of servers."""
+    waited = f"{api.failover_timeout:g}s"
+    if not api.nc.is_connected:
+        return ClusterUnavailable(
+            f"no node of the cluster could be reached within {waited} (calling {subject!r})",
+            bucket=bucket,
+        )
+    try:
+        reply = await api.request(f"{api.prefix}.INFO", b"", timeout=FAILOVER_ATTEMPT_TIMEOUT)
+        meta_ok = status_of(reply) != "503" and "error" not in json.loads(reply.data)
+    except NatsObjError:
+        meta_ok = False
+    if not meta_ok:
+        return ClusterUnavailable(
+            f"the cluster has had no JetStream meta leader for {waited} (no quorum: fewer than"
+            f" a majority of its servers are up and routed) while calling {subject!r}",
+            bucket=bucket,
+        )
+    return ClusterUnavailable(
+        f"no leader was elected for the stream within {waited} (no quorum: fewer than a"
+        f" majority of its replicas are up) while calling {subject!r}",
+        bucket=bucket,
+    )

@@ -1,30 +1,46 @@
 """Publishing a chunk stream with a bounded window of unacknowledged bytes.
 
-The window keeps memory flat and stays well under the server's ingest queue. If the server
-answers 429 (slow down), chunk order must survive the retry: the chunks stored after the
-refused one are deleted and everything from the refused chunk on is sent again, in order.
+The window keeps memory flat and stays well under the server's ingest queue. Every chunk
+carries a message id (``Nats-Msg-Id``), so sending it again is harmless: the stream stores it
+once and acknowledges the copy with the original's sequence. That makes recovery simple. When
+a chunk is refused (429 slow down, 503 no responders), stored out of order, or not
+acknowledged at all (the stream leader was lost), every chunk still in the window is sent
+again in order until all of them are acknowledged in order. Copies stored out of order are
+deleted first, and their chunks sent under a new id generation, which the stream would
+otherwise drop as duplicates.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nats.aio.msg import Msg
 
-from natsobj.aio.jsapi import JetStreamApi, RetryableError, api_error, status_of
+from natsobj.aio.jsapi import (
+    FAILOVER_ATTEMPT_TIMEOUT,
+    JetStreamApi,
+    RetryableError,
+    api_error,
+    cluster_unavailable,
+    status_of,
+)
 from natsobj.errors import BucketNotFound, NatsObjError
+from natsobj.wire import MSG_ID, chunk_msg_id
 
-MAX_RETRIES = 6
+MAX_RETRIES = 6  # outside a cluster; in one, recovery lasts up to the failover timeout
 NO_RESPONDERS = "no responders"
+UNANSWERED = "no acknowledgement"
 
 
 @dataclass
 class _InFlight:
+    index: int
     data: bytes
-    reply: asyncio.Future[Msg]
+    reply: asyncio.Future[Msg] = field(init=False)
 
 
 class PublishWindow:
@@ -34,6 +50,7 @@ class PublishWindow:
         subject: str,
         stream: str,
         *,
+        nuid: str,
         max_bytes: int,
         bucket: str,
         name: str,
@@ -42,15 +59,22 @@ class PublishWindow:
         self.api = api
         self.subject = subject
         self.stream = stream
+        self.nuid = nuid
         self.max_bytes = max_bytes
         self.bucket = bucket
         self.name = name
         self.ack_timeout = ack_timeout
         self._inflight: deque[_InFlight] = deque()
         self._bytes = 0
+        self._next_index = 0
+        self._generation = 0
+        self._last_sequence = 0  # stream sequence of the last chunk acknowledged in order
 
     async def publish(self, data: bytes) -> None:
-        self._inflight.append(_InFlight(data, await self.api.send(self.subject, data)))
+        entry = _InFlight(self._next_index, data)
+        self._next_index += 1
+        await self._send(entry)
+        self._inflight.append(entry)
         self._bytes += len(data)
         while self._bytes > self.max_bytes:
             await self._settle_oldest()
@@ -59,22 +83,35 @@ class PublishWindow:
         while self._inflight:
             await self._settle_oldest()
 
+    async def _send(self, entry: _InFlight) -> None:
+        msg_id = chunk_msg_id(self.nuid, entry.index, self._generation)
+        entry.reply = await self.api.send(self.subject, entry.data, {MSG_ID: msg_id})
+
     async def _settle_oldest(self) -> None:
         entry = self._inflight[0]
         try:
-            self._check(await self._ack(entry))
+            sequence = self._check(await self._ack(entry, self.ack_timeout))
         except RetryableError:
-            await self._resend_from_oldest()
+            await self._recover()
             return
-        self._inflight.popleft()
-        self._bytes -= len(entry.data)
+        if sequence <= self._last_sequence:  # stored behind a later chunk
+            await self._recover()
+            return
+        self._accept(sequence)
 
-    async def _ack(self, entry: _InFlight) -> Msg:
+    def _accept(self, sequence: int) -> None:
+        entry = self._inflight.popleft()
+        self._bytes -= len(entry.data)
+        self._last_sequence = sequence
+
+    async def _ack(self, entry: _InFlight, timeout: float) -> Msg:
         try:
-            async with asyncio.timeout(self.ack_timeout):
+            async with asyncio.timeout(timeout):
                 return await asyncio.shield(entry.reply)
         except TimeoutError:
-            raise self.api.unreachable(self.subject) from None
+            if not self.api.in_cluster:
+                raise self.api.unreachable(self.subject) from None
+            raise RetryableError(UNANSWERED, bucket=self.bucket, name=self.name) from None
 
     def _check(self, reply: Msg) -> int:
         status = status_of(reply)
@@ -85,46 +122,86 @@ class PublishWindow:
             raise api_error(response["error"], bucket=self.bucket, name=self.name)
         return int(response["seq"])
 
-    async def _resend_from_oldest(self) -> None:
-        last_error = "429"
-        for attempt in range(MAX_RETRIES):
-            stored_after = []
-            for entry in list(self._inflight)[1:]:
-                try:
-                    stored_after.append(self._check(await self._ack(entry)))
-                except RetryableError:
-                    continue
-            for sequence in stored_after:
-                await self.api.call(
-                    f"STREAM.MSG.DELETE.{self.stream}",
-                    {"seq": sequence, "no_erase": True},
-                    bucket=self.bucket,
-                )
+    async def _outcomes(self) -> list[int | str]:
+        """Each in-flight chunk's stream sequence, or why it has none (refused, unanswered)."""
+        pending = [entry.reply for entry in self._inflight if not entry.reply.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=min(self.ack_timeout, FAILOVER_ATTEMPT_TIMEOUT))
+        outcomes: list[int | str] = []
+        for entry in self._inflight:
+            if not entry.reply.done():
+                outcomes.append(UNANSWERED)
+                continue
+            try:
+                outcomes.append(self._check(entry.reply.result()))
+            except RetryableError as exc:
+                outcomes.append(exc.message)
+        return outcomes
+
+    async def _recover(self) -> None:
+        """Send the window again until every chunk in it is acknowledged in order."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.api.failover_timeout
+        attempt = 0
+        while True:
+            outcomes = await self._outcomes()
+            stored = [o for o in outcomes if isinstance(o, int)]
+            if len(stored) == len(outcomes) and _ascending([self._last_sequence, *stored]):
+                for sequence in stored:
+                    self._accept(sequence)
+                return
+            if UNANSWERED not in outcomes and stored:
+                # every answer is in: drop the copies stored out of order or after a refused
+                # chunk, and store those chunks again under new ids
+                for sequence in stored:
+                    await self.api.call(
+                        f"STREAM.MSG.DELETE.{self.stream}",
+                        {"seq": sequence, "no_erase": True},
+                        bucket=self.bucket,
+                    )
+                self._generation += 1
+            refused = [o for o in outcomes if isinstance(o, str)]
+            problem = refused[0] if refused else "stored out of order"
+            attempt += 1
+            if self.api.in_cluster and loop.time() >= deadline:
+                raise await self._cluster_error()
+            if not self.api.in_cluster and attempt > MAX_RETRIES:
+                raise self._refused(problem)
             await asyncio.sleep(min(0.05 * 2**attempt, 2.0))
             for entry in self._inflight:
-                entry.reply = await self.api.send(self.subject, entry.data)
-            try:
-                self._check(await self._ack(self._inflight[0]))
-            except RetryableError as exc:
-                last_error = exc.message
-                continue
-            entry = self._inflight.popleft()
-            self._bytes -= len(entry.data)
-            return
-        if last_error == NO_RESPONDERS:
-            raise BucketNotFound(
+                await self._send(entry)
+
+    def _refused(self, problem: str) -> NatsObjError:
+        if problem == NO_RESPONDERS:
+            return BucketNotFound(
                 f"no stream stores {self.subject!r}",
                 bucket=self.bucket,
                 name=self.name,
                 hint="The bucket was deleted, or (across accounts) '$O.>' is not imported"
                 " under the API prefix.",
             )
-        raise NatsObjError(
-            f"the server kept refusing chunks ({last_error})",
+        return NatsObjError(
+            f"the server kept refusing chunks ({problem})",
             bucket=self.bucket,
             name=self.name,
             hint="The server is overloaded; retry later or lower put_window_bytes.",
         )
+
+    async def _cluster_error(self) -> NatsObjError:
+        """After failover_timeout: the bucket is gone, or the cluster lacks a leader/quorum."""
+        try:
+            reply = await self.api.request(
+                f"{self.api.prefix}.STREAM.INFO.{self.stream}",
+                timeout=FAILOVER_ATTEMPT_TIMEOUT,
+            )
+            error = json.loads(reply.data).get("error") if status_of(reply) is None else None
+            if error is not None and isinstance(
+                api_error(error, bucket=self.bucket), BucketNotFound
+            ):
+                return self._refused(NO_RESPONDERS)
+        except NatsObjError:
+            pass
+        return await cluster_unavailable(self.api, self.subject, self.bucket)
 
     async def abandon(self) -> None:
         """Wait briefly for acks still in flight so a purge afterwards catches every chunk."""
@@ -133,3 +210,7 @@ class PublishWindow:
             await asyncio.wait(pending, timeout=self.api.timeout)
         self._inflight.clear()
         self._bytes = 0
+
+
+def _ascending(sequences: list[int]) -> bool:
+    return all(a < b for a, b in itertools.pairwise(sequences))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from nats.nuid import NUID
 
 from natsobj.aio.consumer import OrderedConsumer
-from natsobj.aio.jsapi import api_error, status_of
+from natsobj.aio.jsapi import Failover, api_error, status_of
 from natsobj.aio.publish import PublishWindow
 from natsobj.aio.reader import READ_HEARTBEAT, ObjectReader
 from natsobj.aio.sources import PutSource, iter_chunks
@@ -50,11 +50,14 @@ from natsobj.names import (
     meta_subject,
     stream_name,
 )
+from natsobj.settings import STRONG
 from natsobj.wire import (
     EXPECTED_LAST_SUBJECT_SEQ,
+    MSG_ID,
     ROLLUP,
     WRONG_LAST_SEQUENCE,
     direct_get_subject,
+    meta_msg_id,
     stream_api,
 )
 
@@ -62,7 +65,9 @@ if TYPE_CHECKING:
     from natsobj.aio.client import Client
 
 _nuid = NUID()
+_UNAVAILABLE = object()  # no replica answered a direct get: ask the leader
 READ_ATTEMPTS = 3
+SCAN_ATTEMPTS = 12  # a listing from a lagging replica is read again, for up to ~6 s
 META_ATTEMPTS = 20
 
 
@@ -86,7 +91,13 @@ class ObjectStore:
         self.api = client.api
         self.bucket = bucket
         self.stream = stream_name(bucket)
-        self._allow_direct = bool(stream_info.get("config", {}).get("allow_direct", False))
+        self._consistency = client.settings.consistency
+        self._configure(stream_info)
+
+    def _configure(self, stream_info: dict[str, Any]) -> None:
+        config = stream_info.get("config", {})
+        self._allow_direct = bool(config.get("allow_direct", False))
+        self._replicas = int(config.get("num_replicas") or 1)
 
     def __repr__(self) -> str:
         return f"ObjectStore(bucket={self.bucket!r})"
@@ -97,29 +108,68 @@ class ObjectStore:
 
     # -- reading raw messages -------------------------------------------------------------------
 
+    @property
+    def strong_reads(self) -> bool:
+        """Whether a read without a known sequence must be answered by the stream leader.
+
+        Direct gets are answered by any replica, and a replica may not yet hold a write that
+        has already returned. With one replica, or ``consistency="eventual"``, they are used."""
+        return self._consistency == STRONG and self._replicas > 1
+
+    def read_floor(self, stream_info: dict[str, Any]) -> int | None:
+        """The listing hook: the sequence a replica must have reached for its answer to
+        include every write that returned before ``stream_info`` was taken (STREAM.INFO is
+        answered by the stream leader), or None when any replica's answer will do.
+
+        Batched direct gets take it as ``up_to_seq``: a replica that is behind answers 404 and
+        one that is current answers exactly as of that sequence (``Nats-UpTo-Sequence``)."""
+        if not self.strong_reads:
+            return None
+        return int(stream_info.get("state", {}).get("last_seq", 0)) or None
+
     async def _last_msg(
-        self, subject: str, *, name: str | None = None
+        self, subject: str, *, name: str | None = None, min_sequence: int | None = None
     ) -> tuple[bytes, int, datetime] | None:
-        """The last message on a subject through direct get: (data, sequence, time) or None."""
-        if self._allow_direct:
-            reply = await self.api.request(
-                direct_get_subject(self.api.prefix, self.stream, subject)
+        """The last message on a subject: (data, sequence, time), or None when there is none.
+
+        ``min_sequence`` is a sequence the caller knows the subject has reached (the meta
+        sequence handed over by a writer, or 1 for a chunk that must exist): a direct get
+        answered below it came from a replica that is behind, and the leader is asked."""
+        if self._allow_direct and (min_sequence is not None or not self.strong_reads):
+            found = await self._direct_last(subject, name=name)
+            if found is not _UNAVAILABLE:
+                fresh = found is not None and found[1] >= (min_sequence or 0)
+                if min_sequence is None or fresh or self._replicas == 1:
+                    return found
+        return await self._leader_last(subject, name=name)
+
+    async def _direct_last(
+        self, subject: str, *, name: str | None
+    ) -> tuple[bytes, int, datetime] | object | None:
+        """Direct get (ADR-31) from whichever replica answers; _UNAVAILABLE when none can."""
+        reply = await self.api.request(direct_get_subject(self.api.prefix, self.stream, subject))
+        status = status_of(reply)
+        if status is None:
+            headers = reply.headers or {}
+            return (
+                reply.data,
+                int(headers["Nats-Sequence"]),
+                parse_server_time(headers["Nats-Time-Stamp"]),
             )
-            status = status_of(reply)
-            if status is None:
-                headers = reply.headers or {}
-                return (
-                    reply.data,
-                    int(headers["Nats-Sequence"]),
-                    parse_server_time(headers["Nats-Time-Stamp"]),
-                )
-            if status == "404":
-                return None
-            if status != "503":
-                raise NatsObjError(
-                    f"direct get failed with status {status}", bucket=self.bucket, name=name
-                )
-            await self._require_stream()
+        if status == "404":
+            return None
+        if status != "503":
+            raise NatsObjError(
+                f"direct get failed with status {status}", bucket=self.bucket, name=name
+            )
+        await self._require_stream()
+        return _UNAVAILABLE
+
+    async def _leader_last(
+        self, subject: str, *, name: str | None
+    ) -> tuple[bytes, int, datetime] | None:
+        """STREAM.MSG.GET, answered only by the stream leader, which holds every acknowledged
+        write (and has applied every purge)."""
         try:
             response = await self.api.call(
                 f"STREAM.MSG.GET.{self.stream}",
@@ -138,20 +188,29 @@ class ObjectStore:
 
     async def _require_stream(self) -> dict[str, Any]:
         info = await self.api.call(stream_api("INFO", self.stream), bucket=self.bucket)
-        self._allow_direct = bool(info.get("config", {}).get("allow_direct", False))
+        self._configure(info)
         return info
 
     async def _chunk_of_single_chunk_object(self, info: ObjectInfo) -> bytes:
-        found = await self._last_msg(chunk_subject(self.bucket, info.nuid), name=info.name)
+        found = await self._last_msg(
+            chunk_subject(self.bucket, info.nuid), name=info.name, min_sequence=1
+        )
         if found is None:
             raise ObjectChanged("chunk vanished while reading", bucket=self.bucket, name=info.name)
         return found[0]
 
     # -- info -------------------------------------------------------------------------------------
 
-    async def get_info(self, name: str, *, include_deleted: bool = False) -> ObjectInfo:
+    async def get_info(
+        self, name: str, *, include_deleted: bool = False, min_sequence: int | None = None
+    ) -> ObjectInfo:
+        """The object's current meta record. ``min_sequence``: the sequence of a write the
+        caller knows about (``ObjectInfo.sequence`` from a put, handed over by another task);
+        the read then reflects that write or a later one, at the cost of a direct get."""
         check_object_name(name, bucket=self.bucket)
-        found = await self._last_msg(meta_subject(self.bucket, name), name=name)
+        found = await self._last_msg(
+            meta_subject(self.bucket, name), name=name, min_sequence=min_sequence
+        )
         if found is None:
             raise ObjectNotFound("object does not exist", bucket=self.bucket, name=name)
         data, sequence, mtime = found
@@ -166,17 +225,41 @@ class ObjectStore:
         except ObjectNotFound:
             return None
 
-    async def _publish_meta(self, info: ObjectInfo, *, expected_sequence: int | None = None) -> int:
-        """Publish a meta record as a per-subject rollup; returns its stream sequence."""
+    async def _publish_meta(
+        self,
+        info: ObjectInfo,
+        *,
+        expected_sequence: int | None = None,
+        msg_id: str | None = None,
+    ) -> int:
+        """Publish a meta record as a per-subject rollup; returns its stream sequence.
+
+        In a cluster an unanswered publish is sent again until a stream leader answers (see
+        jsapi.Failover); ``msg_id`` and the expected-sequence guard keep that from storing
+        the record twice."""
         headers = dict(ROLLUP)
         if expected_sequence is not None:
             headers[EXPECTED_LAST_SUBJECT_SEQ] = str(expected_sequence)
+        if msg_id is not None:
+            headers[MSG_ID] = msg_id
         subject = self._publish_subject(meta_subject(self.bucket, info.name))
-        reply = await self.api.request(subject, info.encode(), headers=headers)
-        if status_of(reply) == "503":
-            await self._require_stream()
-            raise NotConnected(
-                "no stream accepted the meta record", bucket=self.bucket, name=info.name
+        failover = Failover(self.api, subject, self.bucket)
+        while True:
+            try:
+                reply = await self.api.request(
+                    subject, info.encode(), headers=headers, timeout=failover.attempt_timeout
+                )
+            except NotConnected as exc:
+                await failover.wait(exc)
+                continue
+            if status_of(reply) != "503":
+                break
+            if not self.api.in_cluster:
+                await self._require_stream()
+            await failover.wait(
+                NotConnected(
+                    "no stream accepted the meta record", bucket=self.bucket, name=info.name
+                )
             )
         response = json.loads(reply.data)
         if "error" in response:
@@ -221,6 +304,7 @@ class ObjectStore:
             self.api,
             self._publish_subject(local_chunks),
             self.stream,
+            nuid=nuid,
             max_bytes=self.client.put_window_bytes,
             bucket=self.bucket,
             name=name,
@@ -268,14 +352,21 @@ class ObjectStore:
         """Publish meta only over the version we read, so we always purge exactly what we
         replaced: concurrent writers to one name then leave no orphaned chunks. With
         ``required``, anything but that version is a conflict for the caller."""
+        replaced = current
         for attempt in range(META_ATTEMPTS):
             if attempt:
                 current = await self._current(info.name)
+                if current is not None and current.nuid == info.nuid:
+                    # our record landed, but its acknowledgement was lost to a failover
+                    return replaced, current.sequence
+                replaced = current
             expected = current.sequence if current else 0
             try:
                 if required is not None and required != expected:
                     raise _Conflict()
-                sequence = await self._publish_meta(info, expected_sequence=expected)
+                sequence = await self._publish_meta(
+                    info, expected_sequence=expected, msg_id=meta_msg_id(info.nuid)
+                )
                 return current, sequence
             except _Conflict:
                 if required is not None:
@@ -295,8 +386,10 @@ class ObjectStore:
 
     # -- get --------------------------------------------------------------------------------------
 
-    async def _resolve(self, name: str) -> tuple[ObjectStore, ObjectInfo]:
-        info = await self.get_info(name)
+    async def _resolve(
+        self, name: str, min_sequence: int | None = None
+    ) -> tuple[ObjectStore, ObjectInfo]:
+        info = await self.get_info(name, min_sequence=min_sequence)
         if info.link is None:
             if not info.nuid and info.chunks:
                 raise BadObjectMeta(
@@ -319,21 +412,26 @@ class ObjectStore:
         return target, target_info
 
     @contextlib.asynccontextmanager
-    async def get(self, name: str) -> AsyncIterator[ObjectReader]:
-        """Stream an object (following an object link); the digest is checked at the end."""
-        target, info = await self._resolve(name)
+    async def get(
+        self, name: str, *, min_sequence: int | None = None
+    ) -> AsyncIterator[ObjectReader]:
+        """Stream an object (following an object link); the digest is checked at the end.
+        ``min_sequence`` as for get_info."""
+        target, info = await self._resolve(name, min_sequence)
         reader = ObjectReader(target, info)
         try:
             yield reader
         finally:
             await reader.close()
 
-    async def get_bytes(self, name: str, *, max_size: int | None = None) -> bytes:
+    async def get_bytes(
+        self, name: str, *, max_size: int | None = None, min_sequence: int | None = None
+    ) -> bytes:
         from natsobj.errors import ObjectTooLarge
 
         for attempt in range(READ_ATTEMPTS):
             try:
-                async with self.get(name) as reader:
+                async with self.get(name, min_sequence=min_sequence) as reader:
                     if max_size is not None and reader.info.size > max_size:
                         raise ObjectTooLarge(
                             f"object is {reader.info.size} bytes, over the {max_size} byte cap",
@@ -352,6 +450,7 @@ class ObjectStore:
         path: str | os.PathLike[str],
         *,
         progress: Callable[[int], None] | None = None,
+        min_sequence: int | None = None,
     ) -> ObjectInfo:
         """Write to a temporary file beside ``path`` and rename it only once the digest matches,
         so ``path`` never holds partial or corrupt data. ``progress`` gets each chunk's size."""
@@ -363,7 +462,7 @@ class ObjectStore:
             )
             try:
                 with os.fdopen(fd, "wb") as handle:
-                    async with self.get(name) as reader:
+                    async with self.get(name, min_sequence=min_sequence) as reader:
                         await reader.copy_to(handle.write, progress)
                         info = reader.info
                 os.replace(tmp_name, destination)
@@ -493,6 +592,31 @@ class ObjectStore:
         )
 
     async def _scan_meta(
+        self, *, deliver_policy: str, start: int | None, limit: int
+    ) -> tuple[list[Any], int]:
+        """Read meta records through an ordered consumer. The consumer may live on a replica
+        that is behind; with strong reads, a scan that ends before the leader's last meta
+        record (and before ``limit``) came from such a replica and is read again."""
+        floor = 0
+        if self.strong_reads:
+            last = await self._leader_last(all_meta_subject(self.bucket), name=None)
+            floor = last[1] if last else 0
+        for attempt in range(SCAN_ATTEMPTS):
+            messages, last_sequence = await self._scan_meta_once(
+                deliver_policy=deliver_policy, start=start, limit=limit
+            )
+            if last_sequence >= floor or len(messages) >= limit:
+                break
+            await asyncio.sleep(min(0.01 * 2**attempt, 1.0))
+        else:
+            raise NotConnected(
+                f"the replica serving the listing stayed behind sequence {floor}",
+                bucket=self.bucket,
+                hint="A node of the cluster is lagging; retry, or check the cluster's health.",
+            )
+        return messages, last_sequence
+
+    async def _scan_meta_once(
         self, *, deliver_policy: str, start: int | None, limit: int
     ) -> tuple[list[Any], int]:
         consumer = OrderedConsumer(

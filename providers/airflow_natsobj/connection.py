@@ -27,6 +27,7 @@ SETTINGS_EXTRAS = {
     "inbox_prefix": "inbox_prefix",
     "name": "name",
     "connect_timeout": "connect_timeout",
+    "consistency": "consistency",
 }
 # Names that would show a secret in Airflow's UI and logs; refused with the name to use.
 RENAMED_EXTRAS = {"nkey_seed": "nkey_seed_secret"}

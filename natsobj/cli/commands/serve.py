@@ -1,7 +1,9 @@
 """``natsobj serve``: the embedded JetStream server in the foreground, for local work.
 
-The server is registered for its data directory, so other ``natsobj`` commands (and
-``embedded`` URLs in pipelines) run from the same place find it without any setting.
+The single server is registered for its data directory, so other ``natsobj`` commands (and
+``embedded`` URLs in pipelines) run from the same place find it without any setting. With
+``--cluster N`` it runs N clustered nodes instead, so failover can be tried on a laptop: their
+URL is printed for ``--url`` / ``NATS_URL``, and each node's PID for ``kill -9``.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from types import FrameType
 import click
 
 from natsobj.cli.exits import CliError, ExitCode
-from natsobj.embedded import ensure_server, running_server, stop_server
+from natsobj.embedded import NatsCluster, ensure_server, running_server, stop_server
 
 POLL_SECONDS = 0.5
+CLUSTER_DIR = "cluster"
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
@@ -36,11 +39,31 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     "--port",
     type=click.IntRange(0, 65535),
     default=None,
-    help="Listen on this loopback port (default: a free one).",
+    help="Listen on this loopback port (default: a free one); with --cluster, the first "
+    "node's, the others on the ports after it.",
 )
-def serve(data_dir: Path, port: int | None) -> None:
-    """Run the embedded nats-server in the foreground until Ctrl-C."""
+@click.option(
+    "--cluster",
+    "nodes",
+    type=click.IntRange(1, 9),
+    default=None,
+    metavar="N",
+    help="Run N clustered nodes (routes and JetStream on each) for replicated stores.",
+)
+def serve(data_dir: Path, port: int | None, nodes: int | None) -> None:
+    """Run the embedded nats-server (or a cluster of them) in the foreground until Ctrl-C."""
     data_dir = data_dir.resolve()
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        if nodes is None:
+            _serve_one(data_dir, port)
+        else:
+            _serve_cluster(data_dir / CLUSTER_DIR, nodes, port)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _serve_one(data_dir: Path, port: int | None) -> None:
     live = running_server(data_dir)
     if live is not None:
         raise CliError(
@@ -48,7 +71,6 @@ def serve(data_dir: Path, port: int | None) -> None:
             "use it, or stop it first",
             ExitCode.FAILED,
         )
-    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:  # from here on, Ctrl-C (even one sent the moment the URL appears) stops cleanly
         server = ensure_server(data_dir, port=port)
         click.echo(server.url)
@@ -59,10 +81,50 @@ def serve(data_dir: Path, port: int | None) -> None:
         stop_server(data_dir)
         click.echo("stopped", err=True)
         return
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     raise CliError(
         f"the server for {data_dir} exited unexpectedly; see {data_dir}/server.log",
+        ExitCode.CONNECTION,
+    )
+
+
+def _serve_cluster(data_dir: Path, size: int, port: int | None) -> None:
+    """Serve until Ctrl-C; a node that dies (say, to a ``kill -9``) is reported and left down,
+    so what the cluster does without it can be watched."""
+    cluster = NatsCluster(data_dir, size, client_port=port, detach=True)
+    try:
+        cluster.start()
+        click.echo(cluster.url)
+        for index, node in enumerate(cluster.nodes):
+            click.echo(
+                f"{cluster.node_name(index)}: {cluster.urls[index]} (pid {node.pid}, "
+                f"data {node.data_dir})",
+                err=True,
+            )
+        click.echo(
+            f"serving a {size}-node cluster; create stores with replicas={min(size, 3)}; "
+            "Ctrl-C to stop",
+            err=True,
+        )
+        alive = set(range(size))
+        while alive:
+            for index in sorted(alive):
+                if not cluster.is_running(index):
+                    alive.discard(index)
+                    click.echo(
+                        f"{cluster.node_name(index)} exited (pid {cluster.pids[index]}); "
+                        f"{len(alive)} of {size} nodes left",
+                        err=True,
+                    )
+            time.sleep(POLL_SECONDS)
+    except KeyboardInterrupt:
+        cluster.stop()
+        click.echo("stopped", err=True)
+        return
+    except BaseException:
+        cluster.stop()
+        raise
+    raise CliError(
+        f"every node of the cluster in {data_dir} has exited; see <node>/server.log there",
         ExitCode.CONNECTION,
     )
 
