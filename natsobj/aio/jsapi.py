@@ -234,11 +234,13 @@ class JetStreamApi:
         *,
         bucket: str | None = None,
         name: str | None = None,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
-        """One JetStream API call, e.g. ``call("STREAM.INFO.OBJ_x")``, errors mapped."""
+        """One JetStream API call, e.g. ``call("STREAM.INFO.OBJ_x")``, errors mapped.
+        ``timeout`` overrides the API timeout for calls the server needs long for."""
         subject = f"{self.prefix}.{operation}"
         payload = json.dumps(body).encode() if body is not None else b""
-        reply = await self.request(subject, payload)
+        reply = await self.request(subject, payload, timeout=timeout)
         if status_of(reply) == "503":
             raise NotConnected(
                 f"JetStream did not answer on {subject!r} (no responders)",
