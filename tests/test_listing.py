@@ -4,12 +4,16 @@ consumer scan, for prefixes, globs and deletes, and the same again on the scan f
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import uuid
 from collections.abc import Iterator
 
+import fsspec
+import fsspec.asyn
 import pytest
+from fsspec.asyn import AsyncFileSystem
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -319,3 +323,36 @@ def test_names_spread_over_several_pages(nats_url, sync_client):
             )
     finally:
         sync_client.delete_store(bucket)
+
+
+# -- the faces: fsspec's find/glob/ls answer from one listing, as fsspec's own walk would -----
+
+
+@pytest.fixture
+def fs(nats_url: str):
+    return fsspec.filesystem("nats", servers=nats_url, skip_instance_cache=True)
+
+
+def walked_find(fs, path: str, **options) -> list[str]:
+    """fsspec's own find: a walk that lists one directory level at a time."""
+    return fsspec.asyn.sync(fs.loop, functools.partial(AsyncFileSystem._find, fs), path, **options)
+
+
+@pytest.mark.parametrize("sub", ["", "/raw", "/raw/2024", "/reports/漢字", "/top.txt", "/ra"])
+def test_fs_find_equals_fsspecs_walk(tree, fs, sub):
+    path = tree.bucket + sub
+    for withdirs in (False, True):
+        assert fs.find(path, withdirs=withdirs) == walked_find(fs, path, withdirs=withdirs)
+    assert fs.find(path, maxdepth=1) == walked_find(fs, path, maxdepth=1)
+
+
+def test_fs_glob_and_ls_see_the_listing(tree, fs):
+    bucket = tree.bucket
+    assert fs.glob(f"{bucket}/raw/*/*.csv") == [f"{bucket}/raw/2024/a.csv"]
+    assert fs.glob(f"{bucket}/raw/**/*.csv") == [
+        f"{bucket}/raw/2024/a.csv",
+        f"{bucket}/raw/2024/old/c.csv",
+    ]
+    assert fs.ls(f"{bucket}/raw", detail=False) == [f"{bucket}/raw/2024", f"{bucket}/raw/2025"]
+    assert fs.ls(f"{bucket}/raw/2024/a.csv", detail=False) == [f"{bucket}/raw/2024/a.csv"]
+    assert fs.isdir(f"{bucket}/reports/é") and not fs.exists(f"{bucket}/raw/2024/b.csv")
