@@ -34,26 +34,26 @@ import itertools
 import json
 import logging
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from nats.aio.msg import Msg
-
 from natsobj.aio.consumer import OrderedConsumer
-from natsobj.aio.jsapi import status_of
+from natsobj.aio.jsapi import raw_header, raw_status
 from natsobj.aio.watch import info_from_msg
 from natsobj.errors import NatsObjError, NotConnected, PermissionDenied
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, parse_server_time
 from natsobj.names import all_meta_subject, decode_name
-from natsobj.wire import DESCRIPTION, direct_get_batch_subject, stream_api
+from natsobj.wire import direct_get_batch_subject, stream_api
 
 if TYPE_CHECKING:
     from natsobj.aio.store import ObjectStore
 
 log = logging.getLogger(__name__)
+
+RawMsg = tuple[bytes, bytes]  # a direct-get reply's header block and payload
 
 MULTI_LAST_LIMIT = 1024  # subjects per batched direct get; nats-server answers 413 above it
 IN_FLIGHT = 4  # batched direct gets outstanding at once: enough to hide the round trip
@@ -217,7 +217,7 @@ class _SubjectStateListing:
     async def rest(self) -> AsyncIterator[list[ObjectInfo]]:
         """The remaining batches, with up to IN_FLIGHT requests outstanding."""
         assert self._gets is not None and self._requests is not None
-        in_flight: list[asyncio.Task[list[Msg]]] = []
+        in_flight: list[asyncio.Future[list[RawMsg]]] = []
         try:
             async for subjects in self._requests:
                 in_flight.append(asyncio.ensure_future(self._gets.fetch(subjects)))
@@ -230,10 +230,10 @@ class _SubjectStateListing:
             for task in in_flight:
                 task.cancel()
 
-    def _keep(self, messages: list[Msg]) -> list[ObjectInfo]:
+    def _keep(self, messages: list[RawMsg]) -> list[ObjectInfo]:
         kept = []
-        for msg in messages:
-            info = _info_from_direct_get(self.store, msg)
+        for headers, data in messages:
+            info = _info_from_direct_get(self.store, headers, data)
             if info is not None and _wanted(info, self.name_filter, self.include_deleted):
                 kept.append(info)
         return kept
@@ -285,6 +285,8 @@ class _SubjectStateListing:
         return bool(self.token_prefix) and subject > bound and not subject.startswith(bound)
 
     def _matching(self, subjects: Iterator[str]) -> list[str]:
+        if not self.name_filter.prefix and not self.name_filter.glob:
+            return list(subjects)  # everything: no name to decode
         bound = self.meta_prefix + self.token_prefix
         skip = len(self.meta_prefix)
         out = []
@@ -322,23 +324,23 @@ class _BatchedDirectGets:
         self._inbox = self.api.nc.new_inbox()
         self._tokens = itertools.count(1)
         self._open: dict[str, _Batch] = {}
-        self._subscription: Any = None
+        self._unsubscribe: Callable[[], Awaitable[None]] | None = None
         self._stop_listening = lambda: None
 
     async def open(self) -> None:
-        self._subscription = await self.api.nc.subscribe(self._inbox + ".*", cb=self._on_msg)
         self._stop_listening = self.api.listen_for_denial(self.subject, self._on_denied)
+        self._unsubscribe = await self.api.subscribe_raw(self._inbox + ".*", self._on_msg)
 
-    async def _on_msg(self, msg: Msg) -> None:
-        batch = self._open.get(msg.subject[len(self._inbox) + 1 :])
+    def _on_msg(self, subject: bytes, headers: bytes, data: bytes) -> None:
+        batch = self._open.get(subject[len(self._inbox) + 1 :].decode())
         if batch is not None:
-            batch.add(msg)
+            batch.add(headers, data)
 
     def _on_denied(self, error: PermissionDenied) -> None:
         for batch in self._open.values():
             batch.fail(error)
 
-    async def fetch(self, subjects: list[str]) -> list[Msg]:
+    async def fetch(self, subjects: list[str]) -> list[RawMsg]:
         """The last message of each subject that still exists (in stream order)."""
         body: dict[str, Any] = {"multi_last": subjects, "batch": len(subjects)}
         if self.min_last_seq:
@@ -363,9 +365,9 @@ class _BatchedDirectGets:
         self._stop_listening()
         for batch in self._open.values():
             batch.fail(NotConnected("listing closed", bucket=self.store.bucket))
-        if self._subscription is not None and not self.api.nc.is_closed:
-            await self._subscription.unsubscribe()
-        self._subscription = None
+        if self._unsubscribe is not None:
+            await self._unsubscribe()
+        self._unsubscribe = None
 
 
 class _TooMany(Exception):
@@ -376,28 +378,27 @@ class _Batch:
     """The messages of one batched direct get, done at its end-of-batch status."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.messages: list[Msg] = []
+        self.messages: list[RawMsg] = []
         self.done: asyncio.Future[None] = loop.create_future()
 
-    def add(self, msg: Msg) -> None:
+    def add(self, headers: bytes, data: bytes) -> None:
         if self.done.done():
             return
-        status = status_of(msg)
+        status = raw_status(headers)
         if status is None:
-            self.messages.append(msg)
-        elif status in ("204", "404"):  # end of batch; 404: none of the subjects exist
+            self.messages.append((headers, data))
+        elif status[0] in ("204", "404"):  # end of batch; 404: none of the subjects exist
             self.done.set_result(None)
-        elif status == "413":
+        elif status[0] == "413":
             self.done.set_exception(_TooMany())
         else:
-            description = (msg.headers or {}).get(DESCRIPTION, "")
-            self.done.set_exception(_Unsupported(f"status {status} {description}".strip()))
+            self.done.set_exception(_Unsupported(" ".join(["status", *status]).strip()))
 
     def fail(self, error: Exception) -> None:
         if not self.done.done():
             self.done.set_exception(error)
 
-    async def wait(self, timeout: float, bucket: str) -> list[Msg]:
+    async def wait(self, timeout: float, bucket: str) -> list[RawMsg]:
         """Wait for the end of the batch; only silence (no message for ``timeout``) fails."""
         seen = -1
         while not self.done.done():
@@ -416,21 +417,20 @@ class _Batch:
         return self.messages
 
 
-def _info_from_direct_get(store: ObjectStore, msg: Msg) -> ObjectInfo | None:
+def _info_from_direct_get(store: ObjectStore, headers: bytes, data: bytes) -> ObjectInfo | None:
     """A direct-get reply carries sequence and time in headers; a corrupt record is skipped."""
-    headers = msg.headers or {}
     try:
         return ObjectInfo.from_json(
-            msg.data,
-            mtime=parse_server_time(headers["Nats-Time-Stamp"]),
-            sequence=int(headers["Nats-Sequence"]),
+            data,
+            mtime=parse_server_time(raw_header(headers, b"Nats-Time-Stamp") or ""),
+            sequence=int(raw_header(headers, b"Nats-Sequence") or ""),
             bucket=store.bucket,
         )
-    except (NatsObjError, KeyError, ValueError) as exc:
+    except (NatsObjError, ValueError) as exc:
         log.warning(
             "bucket %r: skipping unreadable meta record on %s: %s",
             store.bucket,
-            headers.get("Nats-Subject"),
+            raw_header(headers, b"Nats-Subject"),
             exc,
         )
         return None
