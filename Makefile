@@ -33,7 +33,7 @@ demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
 
 bench: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m benchmarks.run
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
