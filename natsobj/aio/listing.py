@@ -253,31 +253,40 @@ class _SubjectStateListing:
         )
 
     async def _matching_pages(self, page: dict[str, Any]) -> AsyncIterator[list[str]]:
-        """The matching meta subjects, page by page.
+        """The matching meta subjects, page by page; the next page is requested before this
+        one's matches are handed on, so the server walks its subjects while we read meta.
 
         Pages are recomputed per request, so writes between two requests shift the offsets:
         a subject is taken only if it sorts after the last one taken (no duplicates), and when
         ``total`` shrank the next request steps back by as much (fewer names missed)."""
         last_subject = ""
-        offset = 0
+        offset = 0  # where ``page`` starts
         total = int(page.get("total") or 0)
-        while True:
-            subjects = list((page.get("state") or {}).get("subjects") or {})
-            if not subjects:
-                return
-            matching = self._matching(s for s in subjects if s > last_subject)
-            if matching:
-                yield matching
-            last_subject = max(last_subject, subjects[-1])
-            offset += len(subjects)
-            if offset >= total or self._past_range(last_subject):
-                return
-            page = await self._page(offset)
-            shrunk = total - int(page.get("total") or 0)
-            total -= shrunk
-            if shrunk > 0:
-                offset = max(0, offset - shrunk)
-                page = await self._page(offset)
+        upcoming: asyncio.Future[dict[str, Any]] | None = None
+        try:
+            while True:
+                subjects = list((page.get("state") or {}).get("subjects") or {})
+                if not subjects:
+                    return
+                offset += len(subjects)
+                if offset < total and not self._past_range(subjects[-1]):
+                    upcoming = asyncio.ensure_future(self._page(offset))
+                matching = self._matching(s for s in subjects if s > last_subject)
+                last_subject = max(last_subject, subjects[-1])
+                del page, subjects  # hold one page of names at a time
+                if matching:
+                    yield matching
+                if upcoming is None:
+                    return
+                page, upcoming = await upcoming, None
+                latest = int(page.get("total") or 0)
+                if latest < total:
+                    offset = max(0, offset - (total - latest))
+                    page = await self._page(offset)
+                total = latest
+        finally:
+            if upcoming is not None:
+                upcoming.cancel()
 
     def _past_range(self, subject: str) -> bool:
         """Sorted pages: once past every subject starting with the token prefix, stop."""
