@@ -1,6 +1,7 @@
 # natsobj: two commands do all the setup on a fresh machine (Python 3.11 + Java 17).
 #   make demo   run the example Spark pipeline against an embedded NATS server
 #   make test   create .venv when missing and run the whole suite
+#   make bench  BENCHMARKS.md; BENCH_ARGS="--scale 10000,50000,100000,1000000" adds listing at scale
 
 PYTHON ?= python3
 VENV   := .venv
@@ -32,7 +33,7 @@ demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
 
 bench: $(STAMP)
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m benchmarks.run
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m benchmarks.run $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

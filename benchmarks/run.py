@@ -22,6 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from benchmarks.scale import scale_figures, scale_section
 from natsobj.embedded import NatsServerProcess, server_binary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -270,6 +271,12 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=500, help="operations per small-object run")
     parser.add_argument("--spark-rows", type=int, default=10_000_000)
     parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument(
+        "--scale",
+        default="",
+        help="listing at scale: comma-separated store sizes, e.g. 10000,50000,100000,1000000"
+        " (the million takes several minutes)",
+    )
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args()
     sizes = dict(SIZES)
@@ -282,11 +289,15 @@ def main() -> None:
     try:
         transfer = transfer_figures(server.url, work, sizes, args.repeats)
         ops = ops_figures(server.url, work, args.repeats, args.ops)
+        counts = [int(c) for c in args.scale.split(",") if c]
+        scale = scale_figures(server.url, counts, args.repeats) if counts else None
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
     spark = None if args.no_spark else spark_figures(args.spark_rows)
     report = render(machine(), transfer, ops, spark)
+    if scale:
+        report += "\n".join(scale_section(scale)) + "\n"
     Path(args.output).write_text(report)
     print(report)
 

@@ -25,7 +25,7 @@ from fsspec.spec import AbstractBufferedFile
 from natsobj import aio
 from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound
 from natsobj.model import ObjectInfo
-from natsobj.paths import split_level, under
+from natsobj.paths import as_dir, listing_prefix, split_level, under
 from natsobj.settings import ConnectionSettings
 
 SETTINGS_FIELDS = frozenset(f.name for f in fields(ConnectionSettings))
@@ -62,6 +62,14 @@ def _not_found(path: str, exc: Exception | None = None) -> FileNotFoundError:
     if exc is not None:
         error.__cause__ = exc
     return error
+
+
+async def _has_objects(store: aio.ObjectStore, prefix: str) -> bool:
+    """Whether anything lives below ``prefix``: stops at the first object found."""
+    async with contextlib.aclosing(store.iter_list(prefix=prefix)) as listing:
+        async for _ in listing:
+            return True
+    return False
 
 
 class NatsObjectFileSystem(AsyncFileSystem):
@@ -142,7 +150,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
             return _file_entry(await store.get_info(key))
         except ObjectNotFound:
             pass
-        if under(await store.list(), key):
+        if await _has_objects(store, as_dir(key)):
             return _dir_entry(path)
         raise _not_found(path)
 
@@ -159,7 +167,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
 
     async def _ls_bucket(self, bucket: str, key: str) -> list[dict[str, Any]]:
         store = await self._store(bucket)
-        objects = await store.list()
+        objects = await store.list(prefix=listing_prefix(key))
         if key and not key.endswith("/"):
             exact = [info for info in objects if info.name == key]
             if exact:
@@ -169,6 +177,36 @@ class NatsObjectFileSystem(AsyncFileSystem):
             raise _not_found(f"{bucket}/{key}")
         dirs = [_dir_entry(f"{bucket}/{name.rstrip('/')}") for name in below]
         return sorted([*dirs, *map(_file_entry, inside)], key=lambda e: e["name"])
+
+    async def _find(
+        self, path: str, maxdepth: int | None = None, withdirs: bool = False, **kwargs: Any
+    ) -> Any:
+        """One prefix listing for everything below ``path`` (so ``glob`` too), where fsspec's
+        walk would list every directory level on its own."""
+        path = self._strip_protocol(path)
+        bucket, key = _split(path)
+        if not bucket or maxdepth is not None:
+            return await super()._find(path, maxdepth=maxdepth, withdirs=withdirs, **kwargs)
+        detail = kwargs.pop("detail", False)
+        store = await self._store(bucket)
+        infos = await store.list(prefix=listing_prefix(key))
+        directory = as_dir(key)
+        found: dict[str, dict[str, Any]] = {}
+        for info in under(infos, directory):
+            if withdirs:
+                parents = info.name[len(directory) :].split("/")[:-1]
+                for depth in range(1, len(parents) + 1):
+                    name = f"{bucket}/{directory}{'/'.join(parents[:depth])}"
+                    found.setdefault(name, _dir_entry(name))
+            entry = _file_entry(info)
+            found[entry["name"]] = entry
+        if withdirs and found:
+            found[path] = _dir_entry(path)
+        exact = [i for i in infos if i.name == key]
+        if not found and exact:
+            found[path] = _file_entry(exact[0])
+        names = sorted(found)
+        return {name: found[name] for name in names} if detail else names
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -245,7 +283,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
         bucket, key = _split(self._strip_protocol(path))
         if key:
             return
-        if await (await self._store(bucket)).list():
+        if await _has_objects(await self._store(bucket), ""):
             raise OSError(39, f"bucket {bucket!r} is not empty", bucket)
         await (await self._get_client()).delete_store(bucket)
         self._stores.pop(bucket, None)

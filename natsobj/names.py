@@ -32,6 +32,12 @@ def encode_name(name: str) -> str:
     return base64.urlsafe_b64encode(name.encode("utf-8")).decode("ascii")
 
 
+def decode_name(token: str) -> str:
+    """The name behind a meta subject's last token (``encode_name`` reversed); raises
+    ``binascii.Error`` or ``UnicodeDecodeError`` for a token no client would write."""
+    return base64.urlsafe_b64decode(token).decode("utf-8")
+
+
 def stream_name(bucket: str) -> str:
     return f"OBJ_{bucket}"
 

@@ -18,6 +18,15 @@ def as_dir(prefix: str | None) -> str:
     return prefix.rstrip(SEP) + SEP
 
 
+def listing_prefix(prefix: str | None) -> str:
+    """The string prefix to list by (``ObjectStore.list(prefix=...)``) to find both the object
+    named ``prefix`` and everything in the directory ``as_dir(prefix)``."""
+    directory = as_dir(prefix)
+    if not directory or (prefix or "").startswith(directory):
+        return directory
+    return prefix or ""  # "a/b": the object "a/b" and the directory "a/b/"
+
+
 def under(infos: Iterable[ObjectInfo], prefix: str | None) -> list[ObjectInfo]:
     """The objects anywhere below the directory ``prefix``."""
     directory = as_dir(prefix)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 from natsobj import aio
+from natsobj.aio import listing
 from natsobj.aio.sources import PutSource
 from natsobj.aio.store import Changes, CompactResult
 from natsobj.model import ObjectInfo, StoreStatus
@@ -166,8 +167,36 @@ class ObjectStore:
     def status(self) -> StoreStatus:
         return run(self._store.status())
 
-    def list(self, *, include_deleted: bool = False) -> list[ObjectInfo]:
-        return run(self._store.list(include_deleted=include_deleted))
+    def list(
+        self,
+        *,
+        prefix: str | None = None,
+        glob: str | None = None,
+        include_deleted: bool = False,
+    ) -> list[ObjectInfo]:
+        return run(self._store.list(prefix=prefix, glob=glob, include_deleted=include_deleted))
+
+    def iter_list(
+        self,
+        *,
+        prefix: str | None = None,
+        glob: str | None = None,
+        include_deleted: bool = False,
+    ) -> Iterator[ObjectInfo]:
+        """A generator over the listing; crosses to the loop thread once per batch, not per
+        object, and holds one batch at a time."""
+        batches = listing.iter_batches(
+            self._store, prefix=prefix, glob=glob, include_deleted=include_deleted
+        )
+        try:
+            while True:
+                try:
+                    batch = run(anext(batches))
+                except StopAsyncIteration:
+                    return
+                yield from batch
+        finally:
+            run(batches.aclose())
 
     def changes(
         self, after_sequence: int = 0, *, limit: int = 100, include_deletes: bool = True

@@ -52,6 +52,11 @@ def direct_get_subject(api_prefix: str, stream: str, subject: str) -> str:
     return f"{api_prefix}.DIRECT.GET.{stream}.{subject}"
 
 
+def direct_get_batch_subject(api_prefix: str, stream: str) -> str:
+    """Where a batched direct get (ADR-31 ``multi_last`` / ``batch`` in the body) is sent."""
+    return f"{api_prefix}.DIRECT.GET.{stream}"
+
+
 def consumer_delete_subject(api_prefix: str, stream: str, consumer: str) -> str:
     return f"{api_prefix}.CONSUMER.DELETE.{stream}.{consumer}"
 

@@ -11,7 +11,7 @@ import asyncio
 import itertools
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from nats.aio.client import Client as NatsConnection
@@ -51,6 +51,10 @@ DEFAULT_FAILOVER_TIMEOUT = 30.0
 # While a cluster recovers, requests are retried this often, each waiting this long at most.
 FAILOVER_RETRY_SECONDS = 0.25
 FAILOVER_ATTEMPT_TIMEOUT = 2.0
+
+
+# A raw subscription's handler: subject, header block (b"" without headers) and payload.
+RawHandler = Callable[[bytes, bytes, bytes], None]
 
 
 class RetryableError(NatsObjError):
@@ -116,6 +120,26 @@ def _fail(future: asyncio.Future[Msg], error: PermissionDenied) -> None:
         future.exception()  # its waiter may be gone (a failed put stops awaiting later acks)
 
 
+def raw_status(headers: bytes) -> tuple[str, str] | None:
+    """(status, description) of a raw header block with an inline status
+    (``NATS/1.0 204 EOB``), None for an ordinary message."""
+    if headers[8:9] != b" ":
+        return None
+    line = headers[9 : headers.find(b"\r\n")].decode("utf-8", "replace")
+    status, _, description = line.partition(" ")
+    return status, description
+
+
+def raw_header(headers: bytes, name: bytes) -> str | None:
+    """One header's value from a raw header block, without parsing the rest; ``name`` is
+    matched exactly as the server writes it (``b"Nats-Sequence"``)."""
+    start = headers.find(b"\r\n" + name + b":")
+    if start == -1:
+        return None
+    start += len(name) + 3
+    return headers[start : headers.find(b"\r\n", start)].strip().decode("utf-8", "replace")
+
+
 def status_of(msg: Msg) -> str | None:
     headers = msg.headers
     return headers.get(STATUS) if headers else None
@@ -146,9 +170,42 @@ class JetStreamApi:
         # Subject prefixes published to without a reply future (flow-control answers), told of
         # denials.
         self._denial_listeners: dict[str, tuple[str, Callable[[PermissionDenied], None]]] = {}
+        self._raw_handlers: dict[int, RawHandler] = {}
 
     async def start(self) -> None:
+        self._route_raw_messages()
         self._subscription = await self.nc.subscribe(self._inbox + ".*", cb=self._on_reply)
+
+    def _route_raw_messages(self) -> None:
+        """Hand messages of raw subscriptions to their handler straight from the connection's
+        read loop. nats-py otherwise parses every header into a dict, builds a Msg and queues
+        it for a task per subscription: most of the cost of a many-message reply."""
+        process_msg = self.nc._process_msg
+        handlers = self._raw_handlers
+
+        async def route(sid: int, subject: bytes, reply: bytes, data: bytes, headers: Any) -> None:
+            handler = handlers.get(sid)
+            if handler is None:
+                await process_msg(sid, subject, reply, data, headers)
+            else:
+                handler(subject, bytes(headers or b""), data)
+
+        self.nc._process_msg = route
+
+    async def subscribe_raw(
+        self, subject: str, handler: RawHandler
+    ) -> Callable[[], Awaitable[None]]:
+        """Subscribe with a handler called synchronously per message with the raw subject,
+        header block and payload (see ``raw_header``); returns the unsubscribe."""
+        subscription = await self.nc.subscribe(subject)
+        self._raw_handlers[subscription._id] = handler
+
+        async def unsubscribe() -> None:
+            self._raw_handlers.pop(subscription._id, None)
+            if not self.nc.is_closed:
+                await subscription.unsubscribe()
+
+        return unsubscribe
 
     async def _on_reply(self, msg: Msg) -> None:
         entry = self._waiting.pop(msg.subject[len(self._inbox) + 1 :], None)
@@ -298,14 +355,18 @@ class JetStreamApi:
         *,
         bucket: str | None = None,
         name: str | None = None,
+        timeout: float | None = None,
     ) -> dict[str, Any]:
-        """One JetStream API call, e.g. ``call("STREAM.INFO.OBJ_x")``, errors mapped."""
+        """One JetStream API call, e.g. ``call("STREAM.INFO.OBJ_x")``, errors mapped.
+        ``timeout`` overrides the API timeout for calls the server needs long for."""
         subject = f"{self.prefix}.{operation}"
         payload = json.dumps(body).encode() if body is not None else b""
         failover = Failover(self, subject, bucket)
         while True:
             try:
-                reply = await self.request(subject, payload, timeout=failover.attempt_timeout)
+                reply = await self.request(
+                    subject, payload, timeout=timeout or failover.attempt_timeout
+                )
             except NotConnected as exc:
                 await failover.wait(exc)
                 continue

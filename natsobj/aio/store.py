@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from nats.nuid import NUID
 
+from natsobj.aio import listing
 from natsobj.aio.consumer import OrderedConsumer
 from natsobj.aio.jsapi import Failover, api_error, status_of
 from natsobj.aio.publish import PublishWindow
@@ -643,13 +644,39 @@ class ObjectStore:
             await consumer.close()
         return messages, consumer.last_sequence
 
-    async def list(self, *, include_deleted: bool = False) -> list[ObjectInfo]:
-        """Current objects ([] for an empty bucket); unreadable meta records are skipped."""
-        messages, _ = await self._scan_meta(
-            deliver_policy="last_per_subject", start=None, limit=2**62
-        )
-        infos = [info for info in (info_from_msg(self, m) for m in messages) if info is not None]
-        return [info for info in infos if include_deleted or not info.deleted]
+    async def list(
+        self,
+        *,
+        prefix: str | None = None,
+        glob: str | None = None,
+        include_deleted: bool = False,
+    ) -> list[ObjectInfo]:
+        """Current objects whose names start with ``prefix`` and match the path-aware ``glob``
+        (see ``natsobj.matching``), sorted by name; [] for an empty bucket. Unreadable meta
+        records are skipped. For big buckets prefer ``iter_list``, which holds one batch."""
+        infos = [
+            info
+            async for info in self.iter_list(
+                prefix=prefix, glob=glob, include_deleted=include_deleted
+            )
+        ]
+        return sorted(infos, key=lambda info: info.name)
+
+    async def iter_list(
+        self,
+        *,
+        prefix: str | None = None,
+        glob: str | None = None,
+        include_deleted: bool = False,
+    ) -> AsyncIterator[ObjectInfo]:
+        """Stream the objects ``list`` returns, in no promised order, without holding them all:
+        names come from the stream's subject state and only matching meta records are read
+        (``natsobj.aio.listing``, which also says how it falls back to a consumer scan)."""
+        async for batch in listing.iter_batches(
+            self, prefix=prefix, glob=glob, include_deleted=include_deleted
+        ):
+            for info in batch:
+                yield info
 
     async def changes(
         self, after_sequence: int = 0, *, limit: int = 100, include_deletes: bool = True

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import natsobj
 from natsobj.errors import ObjectNotFound
 from natsobj.model import ObjectInfo
-from natsobj.paths import under
+from natsobj.paths import as_dir
 from natsobj.spark.errors import DatasetNotFound
 from natsobj.spark.manifest import (
     WRITE_ID_KEY,
@@ -67,7 +67,7 @@ def read_manifest(store: natsobj.ObjectStore, prefix: str) -> Manifest | None:
 
 def objects_under(store: natsobj.ObjectStore, prefix: str) -> list[ObjectInfo]:
     """Current objects whose names start with ``prefix/`` (all objects for an empty prefix)."""
-    return sorted(under(store.list(), prefix), key=lambda i: i.name)
+    return store.list(prefix=as_dir(prefix))  # sorted by name
 
 
 def is_aborted(store: natsobj.ObjectStore, prefix: str, write_id: str) -> bool:

@@ -28,6 +28,7 @@ def bucket_permissions(bucket: str, *, write: bool) -> list[str]:
     read = [
         f"$JS.API.STREAM.INFO.{stream}",  # store(), status()
         f"$JS.API.DIRECT.GET.{stream}.>",  # get_info(), small objects
+        f"$JS.API.DIRECT.GET.{stream}",  # list(): batched gets of the listed names
         f"$JS.API.STREAM.MSG.GET.{stream}",  # the same, for streams without direct get
         f"$JS.API.CONSUMER.CREATE.{stream}.>",  # get(), list(), watch(), changes()
         f"$JS.FC.{stream}.>",  # their flow-control answers

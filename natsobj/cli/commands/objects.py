@@ -47,7 +47,7 @@ def ls(
     Without -r, deeper names are folded into one 'dir/' line with their total size.
     A PREFIX that is exactly an object's name lists that object.
     """
-    infos = session.store(bucket).list(include_deleted=deleted)
+    infos = session.store(bucket).list(prefix=paths.listing_prefix(prefix), include_deleted=deleted)
     exact = [i for i in infos if i.name == prefix]
     if exact:
         dirs, objects = [], exact
@@ -103,8 +103,7 @@ def rm(session: Session, bucket: str, names: tuple[str, ...], recursive: bool) -
     store = session.store(bucket)
     targets = list(names)
     if recursive:
-        listing = store.list()
-        targets = sorted({i.name for n in names for i in paths.under(listing, n)})
+        targets = sorted({i.name for n in names for i in store.list(prefix=paths.as_dir(n))})
         if not targets:
             raise ObjectNotFound(f"no objects below {', '.join(names)}", bucket=bucket)
     for name in targets:

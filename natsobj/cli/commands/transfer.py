@@ -143,7 +143,9 @@ def get(
             )
             return
         wanted = [
-            i for i in paths.under(store.list(), name) if not (i.link and i.link.is_bucket_link)
+            i
+            for i in store.list(prefix=paths.as_dir(name))
+            if not (i.link and i.link.is_bucket_link)
         ]
         if not wanted:
             raise ObjectNotFound(

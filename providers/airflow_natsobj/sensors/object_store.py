@@ -95,7 +95,11 @@ class NatsObjectSensor(BaseSensorOperator):
                     candidates = []
             else:
                 candidates = sorted(
-                    (i for i in store.list() if matcher.matches(i.name)),
+                    (
+                        i
+                        for i in store.iter_list(prefix=matcher.literal_prefix)
+                        if matcher.matches(i.name)
+                    ),
                     key=lambda i: i.sequence or 0,
                 )
         for info in candidates:

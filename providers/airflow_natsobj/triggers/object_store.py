@@ -219,7 +219,8 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
             if cursor is None:
                 end = await _stream_end(store)
                 if self.start_at == "all":
-                    for info in sorted(await store.list(), key=lambda i: i.sequence or 0):
+                    listed = await store.list(prefix=matcher.literal_prefix)
+                    for info in sorted(listed, key=lambda i: i.sequence or 0):
                         if matcher.matches(info.name):
                             yield TriggerEvent(info.as_dict())
                             await cursor_store.set(int(info.sequence or 0))

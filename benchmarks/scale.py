@@ -1,0 +1,356 @@
+"""How listing cost grows with the number of objects in a store.
+
+Stores are filled fast with raw pipelined publishes of valid ADR-20 objects (one tiny chunk and
+one meta record each, as any client writes them), so a million-object store takes a minute,
+not an hour of puts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import nats
+from nats.nuid import NUID
+
+import natsobj.aio
+from benchmarks.core import RssSampler
+from natsobj.embedded import NatsServerProcess
+from natsobj.model import ObjectInfo, format_digest
+from natsobj.names import chunk_subject, meta_subject, stream_name
+
+PER_DIR = 500  # objects per "directory": the prefix listing lists one of them
+FLUSH_EVERY = 20_000
+
+
+def object_name(index: int, per_dir: int = PER_DIR) -> str:
+    return f"d{index // per_dir:05d}/obj{index % per_dir:04d}.bin"
+
+
+def directory_of(index: int, per_dir: int = PER_DIR) -> str:
+    return f"d{index // per_dir:05d}/"
+
+
+async def fill_store(url: str, bucket: str, count: int, *, per_dir: int = PER_DIR) -> None:
+    """Create ``bucket`` and write ``count`` valid objects named by ``object_name``: each one
+    chunk (its own name as the content) and a meta record with the right size and digest."""
+    client = await natsobj.aio.connect(url)
+    try:
+        await client.ensure_store(bucket)
+    finally:
+        await client.close()
+    nc = await nats.connect(url, pending_size=64 * 1024 * 1024)
+    nuid = NUID()
+    try:
+        for index in range(count):
+            name = object_name(index, per_dir)
+            data = name.encode()
+            object_nuid = nuid.next().decode()
+            info = ObjectInfo(
+                name=name,
+                bucket=bucket,
+                nuid=object_nuid,
+                size=len(data),
+                chunks=1,
+                digest=format_digest(hashlib.sha256(data).digest()),
+            )
+            await nc.publish(chunk_subject(bucket, object_nuid), data)
+            await nc.publish(meta_subject(bucket, name), info.encode())
+            if index % FLUSH_EVERY == FLUSH_EVERY - 1:
+                await nc.flush(timeout=120)
+        await nc.flush(timeout=120)
+        await _wait_stored(nc, bucket, 2 * count)
+    finally:
+        await nc.close()
+
+
+async def _wait_stored(nc: nats.NATS, bucket: str, messages: int, timeout: float = 300) -> None:
+    """Core publishes are not acknowledged: wait until the stream holds them all."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        reply = await nc.request(f"$JS.API.STREAM.INFO.{stream_name(bucket)}", b"", timeout=30)
+        stored = int(json.loads(reply.data)["state"]["messages"])
+        if stored >= messages:
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise TimeoutError(f"only {stored} of {messages} messages stored in {bucket!r}")
+        await asyncio.sleep(0.1)
+
+
+# -- one measurement per process, so peak RSS is its own ---------------------------------------
+
+
+async def _ours(url: str, bucket: str):
+    client = await natsobj.aio.connect(url, api_timeout=30.0)
+    return client, await client.store(bucket)
+
+
+async def _natspy(url: str, bucket: str):
+    nc = await nats.connect(url)
+    return nc, await nc.jetstream(timeout=30.0).object_store(bucket)
+
+
+async def ours_list(url: str, bucket: str, count: int) -> dict[str, float]:
+    client, store = await _ours(url, bucket)
+    rss = RssSampler()
+    start = time.perf_counter()
+    listed = await store.list()
+    elapsed = time.perf_counter() - start
+    assert len(listed) == count, len(listed)
+    result = {"s": elapsed, "rss": rss.growth()}
+    await client.close()
+    return result
+
+
+async def ours_iter(url: str, bucket: str, count: int) -> dict[str, float]:
+    client, store = await _ours(url, bucket)
+    rss = RssSampler()
+    start = time.perf_counter()
+    seen = sum([1 async for _ in store.iter_list()])
+    elapsed = time.perf_counter() - start
+    assert seen == count, seen
+    result = {"s": elapsed, "rss": rss.growth()}
+    await client.close()
+    return result
+
+
+async def natspy_list(url: str, bucket: str, count: int) -> dict[str, float]:
+    nc, store = await _natspy(url, bucket)
+    rss = RssSampler()
+    start = time.perf_counter()
+    listed = await store.list()
+    elapsed = time.perf_counter() - start
+    assert len(listed) == count, len(listed)
+    result = {"s": elapsed, "rss": rss.growth()}
+    await nc.close()
+    return result
+
+
+async def ours_small_ops(url: str, bucket: str, count: int) -> dict[str, float]:
+    """A 500-object prefix listing, changes() pages, and get_info latency."""
+    client, store = await _ours(url, bucket)
+    directory = directory_of(count // 2)
+    start = time.perf_counter()
+    listed = await store.list(prefix=directory)
+    prefix_s = time.perf_counter() - start
+    assert len(listed) == PER_DIR and all(i.name.startswith(directory) for i in listed)
+    last = (await store.status()).last_sequence
+    # from the middle of the stream, leaving room for the pages (two messages per object)
+    cursor = max(0, min(last // 2, last - 2 * CHANGE_PAGE * CHANGE_PAGES))
+    page_times = []
+    for _ in range(CHANGE_PAGES):
+        start = time.perf_counter()
+        page = await store.changes(cursor, limit=CHANGE_PAGE)
+        page_times.append(time.perf_counter() - start)
+        assert len(page) == CHANGE_PAGE
+        cursor = page.last_sequence
+    latencies = []
+    for index in _sample(count):
+        start = time.perf_counter()
+        await store.get_info(object_name(index))
+        latencies.append(time.perf_counter() - start)
+    await client.close()
+    return {
+        "prefix_s": prefix_s,
+        "changes_page_s": statistics.median(page_times),
+        "get_info_us": statistics.median(latencies) * 1e6,
+    }
+
+
+async def natspy_small_ops(url: str, bucket: str, count: int) -> dict[str, float]:
+    nc, store = await _natspy(url, bucket)
+    latencies = []
+    for index in _sample(count):
+        start = time.perf_counter()
+        await store.get_info(object_name(index))
+        latencies.append(time.perf_counter() - start)
+    await nc.close()
+    return {"get_info_us": statistics.median(latencies) * 1e6}
+
+
+def _sample(count: int) -> list[int]:
+    return random.Random(count).sample(range(count), min(GET_INFO_SAMPLES, count))
+
+
+CHANGE_PAGE = 1000  # changes per changes() page
+CHANGE_PAGES = 5
+GET_INFO_SAMPLES = 300
+
+CASES = {
+    "ours-list": ours_list,
+    "ours-iter": ours_iter,
+    "natspy-list": natspy_list,
+    "ours-small": ours_small_ops,
+    "natspy-small": natspy_small_ops,
+}
+
+
+# -- the run: fill each store once, then measure every case on it ----------------------------
+
+
+def run_case(case: str, url: str, bucket: str, count: int) -> dict[str, float] | None:
+    """One case in its own process; None when it outlived CASE_TIMEOUT."""
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "benchmarks.scale", case, url, bucket, str(count)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=ROOT,
+            timeout=CASE_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+CASE_TIMEOUT = 1800
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def scale_figures(url: str, counts: list[int], repeats: int) -> dict[int, dict[str, Any]]:
+    figures: dict[int, dict[str, Any]] = {}
+    for count in counts:
+        bucket = f"scale{count}"
+        asyncio.run(fill_store(url, bucket, count))
+        reps = repeats if count < 1_000_000 else 1
+        samples: dict[str, list[dict[str, float] | None]] = {case: [] for case in CASES}
+        for _ in range(reps):
+            for case in CASES:
+                samples[case].append(run_case(case, url, bucket, count))
+        figures[count] = {case: _medians(runs) for case, runs in samples.items()}
+        asyncio.run(_delete_store(url, bucket))
+    return figures
+
+
+def _medians(runs: list[dict[str, float] | None]) -> dict[str, float] | None:
+    done = [r for r in runs if r is not None]
+    if not done:
+        return None
+    out = {key: statistics.median(r[key] for r in done) for key in done[0]}
+    if "rss" in out:
+        out["rss"] = max(r["rss"] for r in done)
+    return out
+
+
+async def _delete_store(url: str, bucket: str) -> None:
+    client = await natsobj.aio.connect(url)
+    try:
+        await client.delete_store(bucket)
+    finally:
+        await client.close()
+
+
+def scale_section(figures: dict[int, dict[str, Any]]) -> list[str]:
+    """The Markdown section for BENCHMARKS.md."""
+    lines = [
+        "",
+        "## Listing at scale (natsobj `list()` / `iter_list()` vs nats-py `list()`)",
+        "",
+        "Stores filled with raw pipelined publishes of valid ADR-20 objects (one tiny chunk",
+        f"each) in directories of {PER_DIR}. Each case runs in its own process; times are",
+        "medians (one run at 1,000,000), RSS the worst peak growth over the process baseline.",
+        "nats-py has no prefix listing and no `changes()`; it lists everything.",
+        "",
+        "| objects | natsobj list() | RSS | natsobj iter_list() | RSS | nats-py list() | RSS"
+        " | nats-py / natsobj |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for count, cases in figures.items():
+        ours, streamed, theirs = cases["ours-list"], cases["ours-iter"], cases["natspy-list"]
+        speedup = f"{theirs['s'] / ours['s']:.2f}x" if ours and theirs else "—"
+        lines.append(row(f"{count:,}", *_timed(ours), *_timed(streamed), *_timed(theirs), speedup))
+    lines += [
+        "",
+        f"| objects | prefix listing ({PER_DIR} objects) | changes() page"
+        f" ({CHANGE_PAGE:,} changes, from the middle) | get_info natsobj | get_info nats-py |",
+        "|---:|---:|---:|---:|---:|",
+    ]
+    for count, cases in figures.items():
+        small, theirs = cases["ours-small"] or {}, cases["natspy-small"] or {}
+        lines.append(
+            row(
+                f"{count:,}",
+                _seconds(small.get("prefix_s")),
+                _seconds(small.get("changes_page_s")),
+                _micros(small.get("get_info_us")),
+                _micros(theirs.get("get_info_us")),
+            )
+        )
+    lines += ["", "| target | measured | met |", "|---|---|---|"]
+    lines += [row(name, measured, "yes" if met else "**no**") for name, measured, met in
+              scale_targets(figures)]  # fmt: skip
+    return lines
+
+
+def scale_targets(figures: dict[int, dict[str, Any]]) -> list[tuple[str, str, bool]]:
+    rows = []
+    million = figures.get(1_000_000)
+    if million and million["ours-small"]:
+        prefix_s = million["ours-small"]["prefix_s"]
+        rows.append(("500-object prefix listing, 1,000,000 objects < 1 s", f"{prefix_s:.2f} s",
+                     prefix_s < 1))  # fmt: skip
+    if million and million["ours-iter"]:
+        rss = million["ours-iter"]["rss"] / MiB
+        rows.append(("iter_list() of 1,000,000: RSS growth <= 100 MiB", f"{rss:.0f} MiB",
+                     rss <= 100))  # fmt: skip
+    fifty = figures.get(50_000)
+    if fifty and fifty["ours-list"] and fifty["natspy-list"]:
+        speedup = fifty["natspy-list"]["s"] / fifty["ours-list"]["s"]
+        rows.append(("list() of 50,000 >= 3x nats-py", f"{speedup:.2f}x", speedup >= 3))
+    return rows
+
+
+def _timed(figures: dict[str, float] | None) -> tuple[str, str]:
+    if figures is None:
+        return f"> {CASE_TIMEOUT} s", "—"
+    return _seconds(figures["s"]), f"{figures['rss'] / MiB:.0f} MiB"
+
+
+def _seconds(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f} s"
+
+
+def _micros(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0f} µs"
+
+
+def row(*cells: object) -> str:
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+MiB = 1024**2
+DEFAULT_COUNTS = (10_000, 50_000, 100_000, 1_000_000)
+
+
+def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] in CASES:
+        case, url, bucket, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+        print(json.dumps(asyncio.run(CASES[case](url, bucket, count))))
+        return
+    parser = argparse.ArgumentParser(description="Listing at scale; prints its Markdown section")
+    parser.add_argument("--counts", default=",".join(map(str, DEFAULT_COUNTS)))
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="natsobj-scale-"))
+    try:
+        with NatsServerProcess(work / "nats") as server:
+            counts = [int(c) for c in args.counts.split(",")]
+            print("\n".join(scale_section(scale_figures(server.url, counts, args.repeats))))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,446 @@
+"""Listing a bucket from the server's subject state, reading only the meta records it needs.
+
+A consumer scan of every meta record costs the whole bucket, even for a 500-object
+"directory". The stream already knows every meta subject, and each subject is the base64 of a
+name, so a listing is three steps:
+
+1. **Names.** ``STREAM.INFO`` with ``subjects_filter: $O.<bucket>.M.>``, paged by ``offset``.
+   nats-server sends at most ``limit`` subjects per reply (100,000 on 2.15) out of ``total``,
+   sorted, so pages can be walked in subject order.
+2. **Filter on the client.** Subject wildcards only match whole tokens, so the server cannot
+   narrow base64-encoded names by a prefix. Names are filtered here, by prefix and by the
+   path-aware glob of :class:`natsobj.matching.NameMatcher`. The base64 of a prefix's first
+   3k bytes is a literal prefix of every matching subject, which skips decoding the rest and,
+   since pages are sorted, ends the walk once the pages are past that range.
+3. **Meta records of the matches only**, through batched direct gets (ADR-31): ``multi_last``
+   with up to 1,024 subjects per request (nats-server refuses more with 413), answered by a
+   stream of messages that ends with a ``204 EOB`` status. A few requests are kept in flight.
+
+Where the server or a permission set does not allow this (stream without ``allow_direct``,
+``STREAM.INFO`` or ``DIRECT.GET`` denied, a server without batched direct gets), the listing
+falls back to a consumer scan of the last meta record per subject, filtered the same way, so
+the result is the same, only slower. The choice is made before anything is yielded.
+
+The listing streams: at most one page of names and a few batches of ``ObjectInfo`` are held
+at once, so a million-object listing stays within a small, fixed memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import itertools
+import json
+import logging
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from natsobj.aio.consumer import OrderedConsumer
+from natsobj.aio.reader import READ_HEARTBEAT
+from natsobj.aio.jsapi import raw_header, raw_status
+from natsobj.aio.watch import info_from_msg
+from natsobj.errors import NatsObjError, NotConnected, PermissionDenied
+from natsobj.matching import NameMatcher
+from natsobj.model import ObjectInfo, parse_server_time
+from natsobj.names import all_meta_subject, decode_name
+from natsobj.wire import direct_get_batch_subject, stream_api
+
+if TYPE_CHECKING:
+    from natsobj.aio.store import ObjectStore
+
+log = logging.getLogger(__name__)
+
+RawMsg = tuple[bytes, bytes]  # a direct-get reply's header block and payload
+
+MULTI_LAST_LIMIT = 1024  # subjects per batched direct get; nats-server answers 413 above it
+IN_FLIGHT = 4  # batched direct gets outstanding at once: enough to hide the round trip
+SCAN_BATCH = 1024  # infos per batch in the consumer-scan fallback
+# The server walks every subject of the bucket for each page of names: seconds per page at a
+# million objects on a busy machine, so a page gets far longer than an ordinary API call.
+PAGE_TIMEOUT = 60.0
+
+
+@dataclass(frozen=True)
+class NameFilter:
+    """Which names a listing wants: all of ``prefix`` (a plain string prefix) and ``glob``."""
+
+    prefix: str = ""
+    glob: str | None = None
+
+    @cached_property
+    def _matcher(self) -> NameMatcher | None:
+        return NameMatcher(self.glob, "glob") if self.glob else None
+
+    def matches(self, name: str) -> bool:
+        matcher = self._matcher
+        return name.startswith(self.prefix) and (matcher is None or matcher.matches(name))
+
+    @property
+    def literal_prefix(self) -> str:
+        """The longest prefix every match has: ``prefix`` or the glob's literal part."""
+        matcher = self._matcher
+        glob_prefix = matcher.literal_prefix if matcher else ""
+        return glob_prefix if glob_prefix.startswith(self.prefix) else self.prefix
+
+    def subject_token_prefix(self) -> str:
+        """A prefix of the meta subject token that every match has: the base64 of the literal
+        prefix's first 3k bytes (base64 turns each 3 bytes into 4 characters on its own)."""
+        raw = self.literal_prefix.encode("utf-8")
+        return base64.urlsafe_b64encode(raw[: len(raw) // 3 * 3]).decode("ascii")
+
+
+def make_filter(prefix: str | None, glob: str | None) -> NameFilter:
+    """Validate once, up front, so a bad glob fails before any request is sent."""
+    name_filter = NameFilter(prefix or "", glob or None)
+    try:
+        name_filter.matches("")  # compiles the glob
+    except re.error as exc:
+        raise ValueError(f"invalid glob {glob!r}: {exc}") from None
+    return name_filter
+
+
+class FastListingUnavailable(Exception):
+    """The server or the permissions do not allow subject-state listing; use the scan."""
+
+
+async def iter_batches(
+    store: ObjectStore,
+    *,
+    prefix: str | None = None,
+    glob: str | None = None,
+    include_deleted: bool = False,
+) -> AsyncIterator[list[ObjectInfo]]:
+    """Current objects matching ``prefix`` and ``glob``, in batches (no batch is empty).
+
+    Order is the server's subject order (the base64 of the names), not name order; callers
+    that need an order sort what they collect. The direct gets ask for at least the
+    ``state.last_seq`` the leader reported in ``STREAM.INFO`` (``min_last_seq``), so a replica
+    answers only once it has every write that listing saw: read-after-write on replicated
+    stores, where the server supports it."""
+    name_filter = make_filter(prefix, glob)
+    listing = _SubjectStateListing(store, name_filter, include_deleted)
+    try:
+        first = await listing.first_batch()
+    except FastListingUnavailable as reason:
+        log.info("bucket %r: listing by consumer scan (%s)", store.bucket, reason)
+        async for batch in _scan_batches(store, name_filter, include_deleted):
+            yield batch
+        return
+    try:
+        if first:
+            yield first
+        async for batch in listing.rest():
+            yield batch
+    finally:
+        await listing.close()
+
+
+async def _scan_batches(
+    store: ObjectStore, name_filter: NameFilter, include_deleted: bool
+) -> AsyncIterator[list[ObjectInfo]]:
+    """The fallback: every current meta record through an ordered consumer, filtered here."""
+    consumer = OrderedConsumer(
+        store.api,
+        store.stream,
+        all_meta_subject(store.bucket),
+        deliver_policy="last_per_subject",
+        stop_when_idle=True,
+        heartbeat=READ_HEARTBEAT,
+        bucket=store.bucket,
+    )
+    try:
+        pending = await consumer.start()
+        batch: list[ObjectInfo] = []
+        while pending:
+            msg = await consumer.next()
+            if msg is None:
+                break
+            info = info_from_msg(store, msg)
+            if info is not None and _wanted(info, name_filter, include_deleted):
+                batch.append(info)
+            if len(batch) >= SCAN_BATCH:
+                yield batch
+                batch = []
+            if msg.pending == 0:
+                break
+        if batch:
+            yield batch
+    finally:
+        await consumer.close()
+
+
+def _wanted(info: ObjectInfo, name_filter: NameFilter, include_deleted: bool) -> bool:
+    return (include_deleted or not info.deleted) and name_filter.matches(info.name)
+
+
+class _SubjectStateListing:
+    """Steps 1-3 of the module docstring for one listing."""
+
+    def __init__(self, store: ObjectStore, name_filter: NameFilter, include_deleted: bool):
+        self.store = store
+        self.name_filter = name_filter
+        self.include_deleted = include_deleted
+        self.meta_prefix = all_meta_subject(store.bucket)[:-1]  # "$O.<bucket>.M."
+        self.token_prefix = name_filter.subject_token_prefix()
+        self.min_last_seq = 0
+        self._gets: _BatchedDirectGets | None = None
+        self._pages: AsyncIterator[list[str]] | None = None
+        self._requests: AsyncIterator[list[str]] | None = None
+
+    async def first_batch(self) -> list[ObjectInfo]:
+        """Everything that decides between this path and the scan happens here, before the
+        caller sees a single object: the first page of names and the first batched get."""
+        try:
+            first_page = await self._page(0)
+        except PermissionDenied as exc:
+            raise FastListingUnavailable(f"STREAM.INFO denied: {exc}") from None
+        config = first_page.get("config") or {}
+        if not config.get("allow_direct"):
+            raise FastListingUnavailable("the stream does not allow direct gets")
+        self.min_last_seq = int((first_page.get("state") or {}).get("last_seq") or 0)
+        self._pages = self._matching_pages(first_page)
+        self._gets = _BatchedDirectGets(self.store, self.min_last_seq)
+        await self._gets.open()
+        self._requests = self._batched_requests()
+        try:
+            subjects = await anext(self._requests, None)
+            if subjects is None:
+                return []
+            return self._keep(await self._gets.fetch(subjects))
+        except (PermissionDenied, _Unsupported) as exc:
+            await self.close()
+            raise FastListingUnavailable(f"batched direct get unavailable: {exc}") from None
+
+    async def rest(self) -> AsyncIterator[list[ObjectInfo]]:
+        """The remaining batches, with up to IN_FLIGHT requests outstanding."""
+        assert self._gets is not None and self._requests is not None
+        in_flight: list[asyncio.Future[list[RawMsg]]] = []
+        try:
+            async for subjects in self._requests:
+                in_flight.append(asyncio.ensure_future(self._gets.fetch(subjects)))
+                if len(in_flight) >= IN_FLIGHT and (kept := self._keep(await in_flight.pop(0))):
+                    yield kept
+            while in_flight:
+                if kept := self._keep(await in_flight.pop(0)):
+                    yield kept
+        finally:
+            for task in in_flight:
+                task.cancel()
+
+    def _keep(self, messages: list[RawMsg]) -> list[ObjectInfo]:
+        kept = []
+        for headers, data in messages:
+            info = _info_from_direct_get(self.store, headers, data)
+            if info is not None and _wanted(info, self.name_filter, self.include_deleted):
+                kept.append(info)
+        return kept
+
+    async def _batched_requests(self) -> AsyncIterator[list[str]]:
+        assert self._pages is not None
+        async for subjects in self._pages:
+            for start in range(0, len(subjects), MULTI_LAST_LIMIT):
+                yield subjects[start : start + MULTI_LAST_LIMIT]
+
+    async def _page(self, offset: int) -> dict[str, Any]:
+        return await self.store.api.call(
+            stream_api("INFO", self.store.stream),
+            {"subjects_filter": all_meta_subject(self.store.bucket), "offset": offset},
+            bucket=self.store.bucket,
+            timeout=max(PAGE_TIMEOUT, self.store.api.timeout),
+        )
+
+    async def _matching_pages(self, page: dict[str, Any]) -> AsyncIterator[list[str]]:
+        """The matching meta subjects, page by page; the next page is requested before this
+        one's matches are handed on, so the server walks its subjects while we read meta.
+
+        Pages are recomputed per request, so writes between two requests shift the offsets:
+        a subject is taken only if it sorts after the last one taken (no duplicates), and when
+        ``total`` shrank the next request steps back by as much (fewer names missed)."""
+        last_subject = ""
+        offset = 0  # where ``page`` starts
+        total = int(page.get("total") or 0)
+        upcoming: asyncio.Future[dict[str, Any]] | None = None
+        try:
+            while True:
+                subjects = list((page.get("state") or {}).get("subjects") or {})
+                if not subjects:
+                    return
+                offset += len(subjects)
+                if offset < total and not self._past_range(subjects[-1]):
+                    upcoming = asyncio.ensure_future(self._page(offset))
+                matching = self._matching(s for s in subjects if s > last_subject)
+                last_subject = max(last_subject, subjects[-1])
+                del page, subjects  # hold one page of names at a time
+                if matching:
+                    yield matching
+                if upcoming is None:
+                    return
+                page, upcoming = await upcoming, None
+                latest = int(page.get("total") or 0)
+                if latest < total:
+                    offset = max(0, offset - (total - latest))
+                    page = await self._page(offset)
+                total = latest
+        finally:
+            if upcoming is not None:
+                upcoming.cancel()
+
+    def _past_range(self, subject: str) -> bool:
+        """Sorted pages: once past every subject starting with the token prefix, stop."""
+        bound = self.meta_prefix + self.token_prefix
+        return bool(self.token_prefix) and subject > bound and not subject.startswith(bound)
+
+    def _matching(self, subjects: Iterator[str]) -> list[str]:
+        if not self.name_filter.prefix and not self.name_filter.glob:
+            return list(subjects)  # everything: no name to decode
+        bound = self.meta_prefix + self.token_prefix
+        skip = len(self.meta_prefix)
+        out = []
+        for subject in subjects:
+            if not subject.startswith(bound):
+                continue
+            try:
+                name = decode_name(subject[skip:])
+            except (binascii.Error, UnicodeDecodeError, ValueError):
+                out.append(subject)  # not our encoding: let the meta record decide
+                continue
+            if self.name_filter.matches(name):
+                out.append(subject)
+        return out
+
+    async def close(self) -> None:
+        if self._gets is not None:
+            await self._gets.close()
+            self._gets = None
+
+
+class _Unsupported(Exception):
+    """The server answered a batched direct get with a status that means it cannot do it."""
+
+
+class _BatchedDirectGets:
+    """Batched last-per-subject direct gets over one subscription of their own, since each
+    request is answered by many messages (the shared API inbox takes one reply per request)."""
+
+    def __init__(self, store: ObjectStore, min_last_seq: int) -> None:
+        self.store = store
+        self.api = store.api
+        self.min_last_seq = min_last_seq
+        self.subject = direct_get_batch_subject(self.api.prefix, store.stream)
+        self._inbox = self.api.nc.new_inbox()
+        self._tokens = itertools.count(1)
+        self._open: dict[str, _Batch] = {}
+        self._unsubscribe: Callable[[], Awaitable[None]] | None = None
+        self._stop_listening = lambda: None
+
+    async def open(self) -> None:
+        self._stop_listening = self.api.listen_for_denial(self.subject, self._on_denied)
+        self._unsubscribe = await self.api.subscribe_raw(self._inbox + ".*", self._on_msg)
+
+    def _on_msg(self, subject: bytes, headers: bytes, data: bytes) -> None:
+        batch = self._open.get(subject[len(self._inbox) + 1 :].decode())
+        if batch is not None:
+            batch.add(headers, data)
+
+    def _on_denied(self, error: PermissionDenied) -> None:
+        for batch in self._open.values():
+            batch.fail(error)
+
+    async def fetch(self, subjects: list[str]) -> list[RawMsg]:
+        """The last message of each subject that still exists (in stream order)."""
+        body: dict[str, Any] = {"multi_last": subjects, "batch": len(subjects)}
+        if self.min_last_seq:
+            body["min_last_seq"] = self.min_last_seq
+        token = str(next(self._tokens))
+        batch = self._open[token] = _Batch(asyncio.get_running_loop())
+        try:
+            await self.api.wait_connected(self.subject)
+            await self.api.nc.publish(
+                self.subject, json.dumps(body).encode(), reply=f"{self._inbox}.{token}"
+            )
+            return await batch.wait(self.api.timeout, self.store.bucket)
+        except _TooMany:
+            if len(subjects) == 1:
+                raise _Unsupported("413 for a single subject") from None
+            half = len(subjects) // 2
+            return [*await self.fetch(subjects[:half]), *await self.fetch(subjects[half:])]
+        finally:
+            self._open.pop(token, None)
+
+    async def close(self) -> None:
+        self._stop_listening()
+        for batch in self._open.values():
+            batch.fail(NotConnected("listing closed", bucket=self.store.bucket))
+        if self._unsubscribe is not None:
+            await self._unsubscribe()
+        self._unsubscribe = None
+
+
+class _TooMany(Exception):
+    """413: the server caps subjects per batched direct get below what we sent."""
+
+
+class _Batch:
+    """The messages of one batched direct get, done at its end-of-batch status."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.messages: list[RawMsg] = []
+        self.done: asyncio.Future[None] = loop.create_future()
+
+    def add(self, headers: bytes, data: bytes) -> None:
+        if self.done.done():
+            return
+        status = raw_status(headers)
+        if status is None:
+            self.messages.append((headers, data))
+        elif status[0] in ("204", "404"):  # end of batch; 404: none of the subjects exist
+            self.done.set_result(None)
+        elif status[0] == "413":
+            self.done.set_exception(_TooMany())
+        else:
+            self.done.set_exception(_Unsupported(" ".join(["status", *status]).strip()))
+
+    def fail(self, error: Exception) -> None:
+        if not self.done.done():
+            self.done.set_exception(error)
+
+    async def wait(self, timeout: float, bucket: str) -> list[RawMsg]:
+        """Wait for the end of the batch; only silence (no message for ``timeout``) fails."""
+        seen = -1
+        while not self.done.done():
+            if len(self.messages) == seen:
+                raise NotConnected(
+                    f"batched direct get stalled after {seen} messages",
+                    bucket=bucket,
+                    hint="Check the server's health; a retry lists again.",
+                )
+            seen = len(self.messages)
+            try:
+                await asyncio.wait_for(asyncio.shield(self.done), timeout)
+            except TimeoutError:
+                continue
+        self.done.result()
+        return self.messages
+
+
+def _info_from_direct_get(store: ObjectStore, headers: bytes, data: bytes) -> ObjectInfo | None:
+    """A direct-get reply carries sequence and time in headers; a corrupt record is skipped."""
+    try:
+        return ObjectInfo.from_json(
+            data,
+            mtime=parse_server_time(raw_header(headers, b"Nats-Time-Stamp") or ""),
+            sequence=int(raw_header(headers, b"Nats-Sequence") or ""),
+            bucket=store.bucket,
+        )
+    except (NatsObjError, ValueError) as exc:
+        log.warning(
+            "bucket %r: skipping unreadable meta record on %s: %s",
+            store.bucket,
+            raw_header(headers, b"Nats-Subject"),
+            exc,
+        )
+        return None
