@@ -47,8 +47,8 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 def cli(ctx: click.Context, url: str | None, debug: bool, **overrides: object) -> None:
     """Inspect and move pipeline artifacts in NATS JetStream object stores.
 
-    Exit codes: 0 ok, 1 usage error, 2 bucket or object not found, 3 digest mismatch,
-    4 connection or permission problem, 5 any other failure.
+    Exit codes: 0 ok, 1 failure, 2 usage error, 3 bucket or object not found,
+    4 digest mismatch, 5 connection or permission problem.
     """
     ctx.obj = Session(url=url, overrides={k: v for k, v in overrides.items() if v is not None})
     _route_library_logs(ctx, debug)
