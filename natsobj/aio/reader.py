@@ -130,4 +130,5 @@ class ObjectReader:
             )
 
     async def close(self) -> None:
+        """Stop reading and release the consumer; ``get`` calls it when its block ends."""
         await self._chunks.aclose()

@@ -150,6 +150,9 @@ class ObjectStore:
     # -- info -------------------------------------------------------------------------------------
 
     async def get_info(self, name: str, *, include_deleted: bool = False) -> ObjectInfo:
+        """The object's meta record, read straight from the stream (``mtime`` and ``sequence``
+        come from the server); ObjectNotFound when missing, or deleted unless
+        ``include_deleted``. A link is returned as the link, not followed."""
         check_object_name(name, bucket=self.bucket)
         found = await self._last_msg(meta_subject(self.bucket, name), name=name)
         if found is None:
@@ -329,6 +332,8 @@ class ObjectStore:
             await reader.close()
 
     async def get_bytes(self, name: str, *, max_size: int | None = None) -> bytes:
+        """The whole object, verified; ``max_size`` refuses (ObjectTooLarge) before reading an
+        object bigger than that. A read that raced an overwrite is retried."""
         from natsobj.errors import ObjectTooLarge
 
         for attempt in range(READ_ATTEMPTS):
@@ -431,6 +436,8 @@ class ObjectStore:
         return tombstone
 
     async def add_link(self, name: str, target: ObjectInfo) -> ObjectInfo:
+        """Make ``name`` a link to the object ``target`` (in any bucket); reads of ``name`` then
+        return the target's data. Links to links and to deleted objects are refused."""
         check_object_name(name, bucket=self.bucket)
         if target.deleted:
             raise LinkError("cannot link to a deleted object", bucket=self.bucket, name=name)
@@ -450,6 +457,7 @@ class ObjectStore:
         return await self._put_link(name, ObjectLink(bucket=target.bucket, name=target.name))
 
     async def add_bucket_link(self, name: str, target_bucket: str | ObjectStore) -> ObjectInfo:
+        """Make ``name`` a link to a whole bucket (an ADR-20 bucket link), not readable as data."""
         check_object_name(name, bucket=self.bucket)
         bucket = target_bucket.bucket if isinstance(target_bucket, ObjectStore) else target_bucket
         await self.client.store(bucket)
@@ -469,9 +477,11 @@ class ObjectStore:
     # -- bucket ---------------------------------------------------------------------------------
 
     async def status(self) -> StoreStatus:
+        """The bucket's settings and usage, read from its stream (BucketNotFound once deleted)."""
         return StoreStatus.from_stream_info(self.bucket, await self._require_stream())
 
     async def seal(self) -> StoreStatus:
+        """Make the bucket read-only for good: puts and deletes are refused from then on."""
         info = await self._require_stream()
         config = dict(info["config"], sealed=True)
         updated = await self.api.call(stream_api("UPDATE", self.stream), config, bucket=self.bucket)
@@ -487,6 +497,11 @@ class ObjectStore:
         ignore_deletes: bool = False,
         after_sequence: int | None = None,
     ) -> ObjectWatcher:
+        """Changes as they happen: by default each name's latest record first, then live ones.
+
+        ``include_history`` replays every record kept, ``updates_only`` starts at the end,
+        ``after_sequence`` resumes after a meta-stream sequence; ``ignore_deletes`` skips
+        tombstones. The watch survives server restarts."""
         return ObjectWatcher(
             self,
             include_history=include_history,

@@ -7,11 +7,13 @@ being written appears under its final name only after the store verified its dig
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import click
 
@@ -38,10 +40,14 @@ def _stdin_size(stream: BinaryIO) -> int | None:
 
 
 def _put_stream(
-    store: ObjectStore, name: str, stream: BinaryIO, total: int | None, bar: Meter, **meta: Any
+    put_one: Callable[[str, BinaryIO], ObjectInfo],
+    name: str,
+    stream: BinaryIO,
+    total: int | None,
+    bar: Meter,
 ) -> ObjectInfo:
     with bar.task(name, total) as advance:
-        return store.put(name, CountingReader(stream, advance), **meta)
+        return put_one(name, CountingReader(stream, advance))
 
 
 def _summary(verb: str, info: ObjectInfo) -> str:
@@ -69,7 +75,10 @@ def put(
     path: str,
     recursive: bool,
     progress: bool | None,
-    **meta: Any,
+    description: str | None,
+    headers: dict[str, list[str]] | None,
+    metadata: dict[str, str] | None,
+    chunk_size: int | None,
 ) -> None:
     """Store PATH (file, '-' for stdin, directory with -r) as NAME."""
     source = Path(path)
@@ -80,18 +89,23 @@ def put(
             else f"-r needs a directory, and {path} is not one"
         )
     store = session.store(bucket)
+    put_one = functools.partial(
+        store.put,
+        description=description,
+        headers=headers,
+        metadata=metadata,
+        chunk_size=chunk_size,
+    )
     with meter(progress) as bar:
         if path == STDIO:
             stdin = sys.stdin.buffer
-            click.echo(
-                _summary("put", _put_stream(store, name, stdin, _stdin_size(stdin), bar, **meta))
-            )
+            click.echo(_summary("put", _put_stream(put_one, name, stdin, _stdin_size(stdin), bar)))
             return
         files = tree.local_files(source) if recursive else [(source, "")]
         for file, relative in files:
             object_name = tree.join_name(name, relative) if recursive else name
             with file.open("rb") as stream:
-                info = _put_stream(store, object_name, stream, file.stat().st_size, bar, **meta)
+                info = _put_stream(put_one, object_name, stream, file.stat().st_size, bar)
             click.echo(_summary("put", info))
 
 
@@ -123,7 +137,7 @@ def get(
 ) -> None:
     """Fetch NAME from BUCKET into PATH (file, directory or '-').
 
-    Links are followed. The digest is verified; a mismatch exits with code 3.
+    Links are followed. The digest is verified; a mismatch exits with code 4.
     """
     if recursive and path == STDIO:
         raise UsageProblem("-r writes a directory tree and cannot write to stdout")
