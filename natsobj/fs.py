@@ -24,6 +24,7 @@ from fsspec.asyn import AsyncFileSystem, sync, sync_wrapper
 from fsspec.spec import AbstractBufferedFile
 
 from natsobj import aio
+from natsobj.aio.copy import copy_object
 from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound
 from natsobj.model import ObjectInfo
 from natsobj.paths import split_level, under
@@ -270,13 +271,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
         source = await self._store(src_bucket)
         target = await self._store(dst_bucket)
         try:
-            async with source.get(src_key) as reader:
-                return await target.put(
-                    dst_key,
-                    reader.__aiter__(),
-                    headers=reader.info.headers,
-                    metadata=reader.info.metadata,
-                )
+            return await copy_object(source, src_key, target, dst_key)
         except ObjectNotFound as exc:
             raise _not_found(f"{src_bucket}/{src_key}", exc) from None
 

@@ -21,9 +21,9 @@ def assert_one_line_error(stderr: str, *needles: str) -> None:
 
 
 def test_usage_errors_exit_2_as_click_and_posix_tools_do(invoke: Invoke) -> None:
-    missing_arg = invoke("ls")
+    missing_arg = invoke("info", "anybucket")
     assert missing_arg.exit_code == ExitCode.USAGE
-    assert "Missing argument 'BUCKET'" in missing_arg.stderr
+    assert "Missing argument 'NAME'" in missing_arg.stderr
 
     bad_option = invoke("ls", "anybucket", "--bogus")
     assert bad_option.exit_code == ExitCode.USAGE

@@ -25,6 +25,11 @@ def _max_bytes(status: StoreStatus) -> str:
 @pass_session
 def list_stores(session: Session, as_json: bool) -> None:
     """List the object stores (buckets) on the server."""
+    show_stores(session, as_json)
+
+
+def show_stores(session: Session, as_json: bool) -> None:
+    """The bucket table (``stores``, and ``ls`` without a bucket, as ``aws s3 ls`` does)."""
     client = session.client()
     statuses = [client.store(name).status() for name in sorted(client.store_names())]
     if as_json:

@@ -1,4 +1,5 @@
-"""``natsobj put`` and ``natsobj get``: files, directories (-r) and stdin/stdout ('-').
+"""``natsobj put``, ``get`` and ``cp``: files, directories (-r), stdin/stdout ('-'), and
+object to object across buckets.
 
 Data always flows chunk by chunk, so memory stays bounded whatever the object size; a file
 being written appears under its final name only after the store verified its digest.
@@ -18,6 +19,7 @@ from typing import BinaryIO
 import click
 
 from natsobj import paths
+from natsobj.aio.copy import copy_object
 from natsobj.cli import render, tree
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.params import header_option, metadata_option, progress_option
@@ -25,7 +27,7 @@ from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.session import Session, pass_session
 from natsobj.errors import ObjectNotFound
 from natsobj.model import ObjectInfo
-from natsobj.sync import ObjectStore
+from natsobj.sync import ObjectStore, run
 
 STDIO = "-"
 
@@ -170,4 +172,50 @@ def get(
             )
 
 
-COMMANDS = (put, get)
+@click.command("cp")
+@click.argument("bucket")
+@click.argument("name")
+@click.argument("dest_bucket")
+@click.argument("dest_name", required=False)
+@click.option("--recursive", "-r", is_flag=True, help="NAME is a prefix; copy everything below it.")
+@progress_option()
+@pass_session
+def cp(
+    session: Session,
+    bucket: str,
+    name: str,
+    dest_bucket: str,
+    dest_name: str | None,
+    recursive: bool,
+    progress: bool | None,
+) -> None:
+    """Copy object NAME of BUCKET to DEST_NAME (default: NAME) in DEST_BUCKET.
+
+    Description, headers, metadata and chunk size are kept; links are followed. With -r every
+    object below the prefix NAME is copied below DEST_NAME.
+    """
+    client = session.client()
+    source, target = client.store(bucket), client.store(dest_bucket)
+    if recursive:
+        below = len(paths.as_dir(name))
+        pairs = [
+            (info, tree.join_name(dest_name or name, info.name[below:]))
+            for info in paths.under(source.list(), name)
+            if not (info.link and info.link.is_bucket_link)
+        ]
+        if not pairs:
+            raise ObjectNotFound(
+                f"no objects below {paths.as_dir(name) or 'the top'!r}", bucket=bucket
+            )
+    else:
+        pairs = [(source.get_info(name), dest_name or name)]
+    with meter(progress) as bar:
+        for info, new_name in pairs:
+            with bar.task(info.name, info.size) as advance:
+                copied = run(
+                    copy_object(source.aio, info.name, target.aio, new_name, progress=advance)
+                )
+            click.echo(f"{_summary('copied', copied)}  <- {bucket}/{info.name}")
+
+
+COMMANDS = (put, get, cp)
