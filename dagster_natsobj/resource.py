@@ -1,7 +1,8 @@
 """The connection as a Dagster resource: config fields in, ``natsobj.ConnectionSettings`` out.
 
 Dagster runs sensors and IO managers outside any event loop it would keep alive for us, so
-the resource hands out the blocking client; the async core runs behind it.
+the resource hands out the blocking client; the async core runs behind it, on the process's
+one shared connection (``natsobj.shared``), with each bucket bound once.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pydantic import Field
 import natsobj
 from natsobj import ConnectionSettings
 from natsobj.errors import BucketNotFound
+from natsobj.shared import SharedClient, shared_client
 
 _SECRET_HINT = "Secret: pass dagster.EnvVar(...) so the value never shows in Dagster's config."
 CREATE_HINT = "Create it with `natsobj store create {bucket}`, or check the bucket name."
@@ -78,12 +80,10 @@ class NatsObjectStoreResource(ConfigurableResource):
 
     @contextmanager
     def get_client(self) -> Iterator[natsobj.Client]:
-        """A connected blocking client, closed on exit."""
-        client = natsobj.connect(self.settings())
-        try:
-            yield client
-        finally:
-            client.close()
+        """The blocking client on the process's shared connection for these settings: every
+        resource, IO manager and ``nats://`` path in the process uses the same one, and it
+        stays open after the block (it is drained at process exit)."""
+        yield shared_client(self.settings())
 
     @contextmanager
     def get_store(self, bucket: str, *, create: bool = False) -> Iterator[natsobj.ObjectStore]:
@@ -101,11 +101,13 @@ def open_store(
 ) -> natsobj.ObjectStore:
     """Bind to ``bucket``, creating it if asked; ``missing_hint`` ({bucket} filled in) says
     what to do when it is missing and may not be created."""
-    if create:
-        return client.ensure_store(bucket, description="Dagster artifacts (natsobj)")
+    bind = client.cached_store if isinstance(client, SharedClient) else client.store
     try:
-        return client.store(bucket)
+        return bind(bucket)
     except BucketNotFound:
+        if create:
+            client.ensure_store(bucket, description="Dagster artifacts (natsobj)")
+            return bind(bucket)
         raise BucketNotFound(
             "bucket does not exist", bucket=bucket, hint=missing_hint.format(bucket=bucket)
         ) from None

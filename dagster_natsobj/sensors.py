@@ -8,7 +8,7 @@ re-evaluated tick asks for the same runs and Dagster starts each only once.
 
 from __future__ import annotations
 
-import fnmatch
+import inspect
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,8 +22,10 @@ from dagster import (
     sensor,
 )
 
+from dagster_natsobj.resource import NatsObjectStoreResource
 from natsobj import ObjectInfo
 from natsobj.errors import BucketNotFound
+from natsobj.matching import NameMatcher, warn_deprecated
 
 TAG_PREFIX = "natsobj"
 RunConfigFn = Callable[[ObjectInfo], Mapping[str, Any]]
@@ -33,9 +35,11 @@ def make_nats_object_sensor(
     name: str,
     bucket: str,
     *,
+    target: Any = None,
     job: Any = None,
     asset_selection: Any = None,
-    name_glob: str | None = None,
+    glob: str | None = None,
+    regex: str | None = None,
     include_deletes: bool = False,
     minimum_interval_seconds: int = 30,
     run_config_fn: RunConfigFn | None = None,
@@ -43,29 +47,44 @@ def make_nats_object_sensor(
     resource_key: str = "nats",
     default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
     description: str | None = None,
+    name_glob: str | None = None,
 ) -> SensorDefinition:
     """Build a sensor requesting one run per object put (and delete, if asked) in ``bucket``.
 
-    ``name_glob`` is an fnmatch pattern on the object name (``*`` also crosses ``/``).
-    ``run_config_fn(info)`` gives the run config of each run. The connection comes from the
-    ``NatsObjectStoreResource`` bound to ``resource_key``.
+    ``target`` (or ``job``/``asset_selection``) is what each run materializes, as in
+    ``@sensor``. ``glob`` or ``regex`` filter object names with the one matcher every natsobj
+    face uses (``*`` stays within a ``/`` segment, ``**`` crosses them); ``name_glob`` is their
+    deprecated predecessor. ``run_config_fn(info)`` gives the run config of each run. The
+    connection comes from the ``NatsObjectStoreResource`` bound to ``resource_key``, declared as
+    a typed parameter, so ``sensor(build_sensor_context(resources={"nats": ...}))`` works.
     """
-    if job is None and asset_selection is None:
-        raise ValueError(f"sensor {name!r}: give job= or asset_selection= for the runs to start")
+    if name_glob is not None:
+        warn_deprecated("make_nats_object_sensor(name_glob=...)", "glob=...")
+        glob = glob or name_glob
+    if target is None and job is None and asset_selection is None:
+        raise ValueError(
+            f"sensor {name!r}: give target= (or job=/asset_selection=) for the runs to start"
+        )
     if batch_size < 1:
         raise ValueError(f"sensor {name!r}: batch_size must be at least 1")
+    matcher = (
+        None if glob is None and regex is None else NameMatcher.from_options(glob=glob, regex=regex)
+    )
 
     @sensor(
         name=name,
+        target=target,
         job=job,
         asset_selection=asset_selection,
         minimum_interval_seconds=minimum_interval_seconds,
-        required_resource_keys={resource_key},
         default_status=default_status,
         description=description or f"Starts a run for each object change in bucket {bucket!r}.",
     )
-    def _nats_object_sensor(context: SensorEvaluationContext) -> SensorResult | SkipReason:
-        resource = getattr(context.resources, resource_key)
+    @_with_resource_parameter(resource_key)
+    def _nats_object_sensor(
+        context: SensorEvaluationContext, **resources: NatsObjectStoreResource
+    ) -> SensorResult | SkipReason:
+        resource = resources[resource_key]
         cursor = _parse_cursor(name, context.cursor)
         with resource.get_client() as client:
             try:
@@ -87,7 +106,7 @@ def make_nats_object_sensor(
                 tags=object_tags(info),
             )
             for info in changes
-            if _wanted(info, name_glob, include_deletes)
+            if _wanted(info, matcher, include_deletes)
         ]
         next_cursor = str(changes.last_sequence)
         if requests:
@@ -114,10 +133,28 @@ def object_tags(info: ObjectInfo) -> dict[str, str]:
     }
 
 
-def _wanted(info: ObjectInfo, name_glob: str | None, include_deletes: bool) -> bool:
+def _wanted(info: ObjectInfo, matcher: NameMatcher | None, include_deletes: bool) -> bool:
     if info.deleted and not include_deletes:
         return False
-    return name_glob is None or fnmatch.fnmatchcase(info.name, name_glob)
+    return matcher is None or matcher.matches(info.name)
+
+
+def _with_resource_parameter(resource_key: str) -> Callable[[Callable[..., Any]], Any]:
+    """Give the evaluation function a typed ``<resource_key>: NatsObjectStoreResource``
+    parameter: Dagster then passes the resource itself, both on ticks and when a test calls the
+    sensor with ``build_sensor_context(resources=...)``."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        context = inspect.Parameter(
+            "context", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=SensorEvaluationContext
+        )
+        resource = inspect.Parameter(
+            resource_key, inspect.Parameter.KEYWORD_ONLY, annotation=NatsObjectStoreResource
+        )
+        fn.__signature__ = inspect.Signature([context, resource])  # type: ignore[attr-defined]
+        return fn
+
+    return decorate
 
 
 def _parse_cursor(sensor_name: str, cursor: str | None) -> int:

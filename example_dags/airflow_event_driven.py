@@ -38,7 +38,7 @@ incoming_csv = Asset(
             name="nats_incoming_csv",
             # "all": CSVs that landed before the watcher first started count too.
             trigger=NatsObjectChangeTrigger(
-                bucket=BUCKET, pattern=INCOMING + "**.csv", start_at="all"
+                bucket=BUCKET, glob=INCOMING + "**.csv", start_at="all"
             ),
         )
     ],

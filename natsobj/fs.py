@@ -6,8 +6,9 @@ Buckets are top-level directories; inside a bucket, ``/`` in object names makes 
 the ``ConnectionSettings`` fields (``servers``, ``user``, ``token``, ...) or ``url``; with none
 the ``NATS_*`` environment is used.
 
-fsspec runs async filesystems on its own IO thread; the natsobj client is created lazily on the
-loop that first uses it, and a new one is made if the filesystem is driven from another loop.
+Blocking use runs on the facade's one loop thread with the process's shared connection
+(``natsobj.shared``), so pandas, Airflow and Dagster reading ``nats://`` paths add no loop and
+no connection; driven from an application's own loop (``asynchronous=True``) it connects there.
 """
 
 from __future__ import annotations
@@ -23,10 +24,13 @@ from fsspec.asyn import AsyncFileSystem, sync, sync_wrapper
 from fsspec.spec import AbstractBufferedFile
 
 from natsobj import aio
+from natsobj.aio.copy import copy_object
 from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound
 from natsobj.model import ObjectInfo
 from natsobj.paths import as_dir, listing_prefix, split_level, under
 from natsobj.settings import ConnectionSettings
+from natsobj.shared import on_shared_loop, shared_aio_client
+from natsobj.sync import shared_loop
 
 SETTINGS_FIELDS = frozenset(f.name for f in fields(ConnectionSettings))
 STORE_OPTIONS = frozenset(
@@ -86,6 +90,8 @@ class NatsObjectFileSystem(AsyncFileSystem):
         **options: Any,
     ) -> None:
         settings_options = {k: options.pop(k) for k in list(options) if k in SETTINGS_FIELDS}
+        if loop is None and not asynchronous:
+            loop = shared_loop()  # no second loop thread beside the blocking facade's
         super().__init__(asynchronous=asynchronous, loop=loop, **options)
         self.settings = ConnectionSettings.coerce(url, **settings_options)
         self._client: aio.Client | None = None
@@ -109,8 +115,14 @@ class NatsObjectFileSystem(AsyncFileSystem):
     # -- connection -------------------------------------------------------------------------------
 
     async def _get_client(self) -> aio.Client:
+        """The process's shared connection on the facade's loop; a connection of its own when
+        driven from another loop (``asynchronous=True`` inside an application's loop)."""
         running = asyncio.get_running_loop()
-        if self._client is None or self._client_loop is not running:
+        if on_shared_loop():
+            client = await shared_aio_client(self.settings)
+            if client is not self._client:
+                self._client, self._client_loop, self._stores = client, running, {}
+        elif self._client is None or self._client_loop is not running:
             self._client = await aio.connect(self.settings)
             self._client_loop = running
             self._stores = {}
@@ -128,7 +140,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
         return store
 
     async def _close(self) -> None:
-        if self._client is not None:
+        if self._client is not None and not on_shared_loop():  # the shared one stays open
             with contextlib.suppress(Exception):
                 await self._client.close()
         self._client = None
@@ -297,13 +309,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
         source = await self._store(src_bucket)
         target = await self._store(dst_bucket)
         try:
-            async with source.get(src_key) as reader:
-                return await target.put(
-                    dst_key,
-                    reader.__aiter__(),
-                    headers=reader.info.headers,
-                    metadata=reader.info.metadata,
-                )
+            return await copy_object(source, src_key, target, dst_key)
         except ObjectNotFound as exc:
             raise _not_found(f"{src_bucket}/{src_key}", exc) from None
 

@@ -8,12 +8,15 @@ are character classes. The same rules hold in Airflow, Dagster, Spark, the CLI a
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
 
 MatchKind = Literal["exact", "glob", "regex"]
 MATCH_KINDS = ("exact", "glob", "regex")
+# the parameter each face takes for a kind: exact names stay ``name``
+OPTION_OF_KIND: dict[MatchKind, str] = {"exact": "name", "glob": "glob", "regex": "regex"}
 
 
 _GLOB_SPECIALS = "*?["
@@ -55,6 +58,33 @@ def glob_to_regex(pattern: str) -> str:
     return "".join(out)
 
 
+def warn_deprecated(
+    old: str, new: str, *, category: type[Warning] = DeprecationWarning, stacklevel: int = 3
+) -> None:
+    """One wording for every renamed parameter or name; removed one release after the rename."""
+    warnings.warn(
+        f"{old} is deprecated and will be removed in the next release; use {new}",
+        category,
+        stacklevel=stacklevel,
+    )
+
+
+def legacy_matcher(
+    pattern: str, match: str, *, category: type[Warning] = DeprecationWarning, stacklevel: int = 4
+) -> NameMatcher:
+    """The matcher for the old ``pattern=`` + ``match=`` pair, with a warning that names the
+    parameter to use instead."""
+    matcher = NameMatcher(pattern, match)  # type: ignore[arg-type]
+    parameter, _ = matcher.option
+    warn_deprecated(
+        f"pattern={pattern!r}, match={match!r}",
+        f"{parameter}={pattern!r}",
+        category=category,
+        stacklevel=stacklevel,
+    )
+    return matcher
+
+
 @dataclass(frozen=True)
 class NameMatcher:
     pattern: str
@@ -93,6 +123,25 @@ class NameMatcher:
 
     def matches(self, name: str) -> bool:
         return self._regex.fullmatch(name) is not None
+
+    @classmethod
+    def from_options(
+        cls, *, name: str | None = None, glob: str | None = None, regex: str | None = None
+    ) -> NameMatcher:
+        """The matcher for a face's ``name=``/``glob=``/``regex=`` parameters: exactly one is
+        given, so every face names its patterns the same way."""
+        options: dict[MatchKind, str | None] = {"exact": name, "glob": glob, "regex": regex}
+        given = [(kind, value) for kind, value in options.items() if value is not None]
+        if len(given) != 1:
+            got = ", ".join(OPTION_OF_KIND[kind] + "=" for kind, _ in given) or "none"
+            raise ValueError(f"give exactly one of name=, glob= or regex= (got {got})")
+        kind, value = given[0]
+        return cls(value, kind)
+
+    @property
+    def option(self) -> tuple[str, str]:
+        """The ``(parameter, value)`` pair this matcher came from: ``("glob", "raw/*.csv")``."""
+        return (OPTION_OF_KIND[self.match], self.pattern)
 
     def describe(self) -> str:
         return self.pattern if self.match == "exact" else f"{self.match} {self.pattern!r}"

@@ -8,16 +8,22 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Coroutine, Iterator
+from datetime import timedelta
+from types import TracebackType
 from typing import Any, TypeVar
 
 from natsobj import aio
 from natsobj.aio import listing
+from natsobj.aio.client import DEFAULT_PUT_WINDOW, DEFAULT_READ_WINDOW
+from natsobj.aio.jsapi import DEFAULT_FAILOVER_TIMEOUT
 from natsobj.aio.sources import PutSource
 from natsobj.aio.store import Changes, CompactResult
 from natsobj.model import ObjectInfo, StoreStatus
 from natsobj.settings import ConnectionSettings
 
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+_core = aio  # the classes below have an ``aio`` property that hides the module in their bodies
 
 
 class _LoopThread:
@@ -42,6 +48,11 @@ class _LoopThread:
             return cls._instance
 
 
+def shared_loop() -> asyncio.AbstractEventLoop:
+    """The process's one event loop for blocking calls (fsspec runs the filesystem on it too)."""
+    return _LoopThread.get().loop
+
+
 def run(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
     """Run a coroutine on the background loop and wait for it (callable from any thread)."""
     loop_thread = _LoopThread.get()
@@ -58,6 +69,17 @@ def run(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         raise
 
 
+def _mirrors(async_method: Callable[..., Any]) -> Callable[[F], F]:
+    """Give a blocking method its async counterpart's docstring: one text for ``help()`` on
+    both faces. The signatures are written out here and compared by a test."""
+
+    def decorate(method: F) -> F:
+        method.__doc__ = async_method.__doc__
+        return method
+
+    return decorate
+
+
 class ObjectReader:
     """Blocking view of ``aio.ObjectReader``: ``info``, ``read(n)`` and iteration."""
 
@@ -66,8 +88,19 @@ class ObjectReader:
         self.info: ObjectInfo = reader.info
         self._iterator = reader.__aiter__()
 
+    @_mirrors(_core.ObjectReader.read)
     def read(self, n: int = -1) -> bytes:
         return run(self._reader.read(n))
+
+    @_mirrors(_core.ObjectReader.copy_to)
+    def copy_to(
+        self, write: Callable[[bytes], object], progress: Callable[[int], None] | None = None
+    ) -> None:
+        run(self._reader.copy_to(write, progress))
+
+    @_mirrors(_core.ObjectReader.close)
+    def close(self) -> None:
+        run(self._reader.close())
 
     def __iter__(self) -> Iterator[bytes]:
         while True:
@@ -87,6 +120,12 @@ class ObjectWatcher:
     def initial_done(self) -> bool:
         return self._watcher.initial_done
 
+    @_mirrors(_core.ObjectWatcher.start)
+    def start(self) -> ObjectWatcher:
+        run(self._watcher.start())
+        return self
+
+    @_mirrors(_core.ObjectWatcher.next)
     def next(self, timeout: float | None = None) -> ObjectInfo | None:
         return run(self._watcher.next(timeout))
 
@@ -96,19 +135,25 @@ class ObjectWatcher:
             if info is not None:
                 yield info
 
+    @_mirrors(_core.ObjectWatcher.stop)
     def stop(self) -> None:
         run(self._watcher.stop())
 
     def __enter__(self) -> ObjectWatcher:
-        run(self._watcher.start())
-        return self
+        return self.start()
 
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        run(self._watcher.__aexit__(exc_type, exc, tb))
 
 
 class ObjectStore:
-    """Blocking view of ``aio.ObjectStore``; see it for what each method promises."""
+    """Blocking view of ``aio.ObjectStore``; each method has its async twin's signature and
+    docstring."""
 
     def __init__(self, store: aio.ObjectStore) -> None:
         self._store = store
@@ -121,23 +166,51 @@ class ObjectStore:
     def aio(self) -> aio.ObjectStore:
         return self._store
 
-    def put(self, name: str, source: PutSource, **options: Any) -> ObjectInfo:
-        return run(self._store.put(name, source, **options))
+    @_mirrors(_core.ObjectStore.put)
+    def put(
+        self,
+        name: str,
+        source: PutSource,
+        *,
+        description: str | None = None,
+        headers: dict[str, list[str] | str] | None = None,
+        metadata: dict[str, str] | None = None,
+        chunk_size: int | None = None,
+        expected_sequence: int | None = None,
+    ) -> ObjectInfo:
+        return run(
+            self._store.put(
+                name,
+                source,
+                description=description,
+                headers=headers,
+                metadata=metadata,
+                chunk_size=chunk_size,
+                expected_sequence=expected_sequence,
+            )
+        )
 
     @contextlib.contextmanager
+    @_mirrors(_core.ObjectStore.get)
     def get(self, name: str, *, min_sequence: int | None = None) -> Iterator[ObjectReader]:
         manager = self._store.get(name, min_sequence=min_sequence)
         reader = run(manager.__aenter__())
         try:
             yield ObjectReader(reader)
-        finally:
+        except BaseException as exc:
+            # the async side sees the real exception, as `async with` would show it
+            if not run(manager.__aexit__(type(exc), exc, exc.__traceback__)):
+                raise
+        else:
             run(manager.__aexit__(None, None, None))
 
+    @_mirrors(_core.ObjectStore.get_bytes)
     def get_bytes(
         self, name: str, *, max_size: int | None = None, min_sequence: int | None = None
     ) -> bytes:
         return run(self._store.get_bytes(name, max_size=max_size, min_sequence=min_sequence))
 
+    @_mirrors(_core.ObjectStore.get_file)
     def get_file(
         self,
         name: str,
@@ -148,6 +221,7 @@ class ObjectStore:
     ) -> ObjectInfo:
         return run(self._store.get_file(name, path, progress=progress, min_sequence=min_sequence))
 
+    @_mirrors(_core.ObjectStore.get_info)
     def get_info(
         self, name: str, *, include_deleted: bool = False, min_sequence: int | None = None
     ) -> ObjectInfo:
@@ -155,18 +229,43 @@ class ObjectStore:
             self._store.get_info(name, include_deleted=include_deleted, min_sequence=min_sequence)
         )
 
-    def update_meta(self, name: str, **changes: Any) -> ObjectInfo:
-        return run(self._store.update_meta(name, **changes))
+    @_mirrors(_core.ObjectStore.update_meta)
+    def update_meta(
+        self,
+        name: str,
+        *,
+        new_name: str | None = None,
+        description: str | None = None,
+        headers: dict[str, list[str] | str] | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> ObjectInfo:
+        return run(
+            self._store.update_meta(
+                name,
+                new_name=new_name,
+                description=description,
+                headers=headers,
+                metadata=metadata,
+            )
+        )
 
+    @_mirrors(_core.ObjectStore.delete)
     def delete(self, name: str) -> ObjectInfo:
         return run(self._store.delete(name))
 
+    @_mirrors(_core.ObjectStore.seal)
     def seal(self) -> StoreStatus:
         return run(self._store.seal())
 
+    @_mirrors(_core.ObjectStore.read_floor)
+    def read_floor(self, stream_info: dict[str, Any]) -> int | None:
+        return self._store.read_floor(stream_info)
+
+    @_mirrors(_core.ObjectStore.status)
     def status(self) -> StoreStatus:
         return run(self._store.status())
 
+    @_mirrors(_core.ObjectStore.list)
     def list(
         self,
         *,
@@ -176,6 +275,7 @@ class ObjectStore:
     ) -> list[ObjectInfo]:
         return run(self._store.list(prefix=prefix, glob=glob, include_deleted=include_deleted))
 
+    @_mirrors(_core.ObjectStore.iter_list)
     def iter_list(
         self,
         *,
@@ -198,6 +298,7 @@ class ObjectStore:
         finally:
             run(batches.aclose())
 
+    @_mirrors(_core.ObjectStore.changes)
     def changes(
         self, after_sequence: int = 0, *, limit: int = 100, include_deletes: bool = True
     ) -> Changes:
@@ -205,22 +306,41 @@ class ObjectStore:
             self._store.changes(after_sequence, limit=limit, include_deletes=include_deletes)
         )
 
-    def watch(self, **options: Any) -> ObjectWatcher:
-        return ObjectWatcher(self._store.watch(**options))
+    @_mirrors(_core.ObjectStore.watch)
+    def watch(
+        self,
+        *,
+        include_history: bool = False,
+        updates_only: bool = False,
+        ignore_deletes: bool = False,
+        after_sequence: int | None = None,
+    ) -> ObjectWatcher:
+        return ObjectWatcher(
+            self._store.watch(
+                include_history=include_history,
+                updates_only=updates_only,
+                ignore_deletes=ignore_deletes,
+                after_sequence=after_sequence,
+            )
+        )
 
+    @_mirrors(_core.ObjectStore.add_link)
     def add_link(self, name: str, target: ObjectInfo) -> ObjectInfo:
         return run(self._store.add_link(name, target))
 
+    @_mirrors(_core.ObjectStore.add_bucket_link)
     def add_bucket_link(self, name: str, target_bucket: str | ObjectStore) -> ObjectInfo:
         bucket = target_bucket.bucket if isinstance(target_bucket, ObjectStore) else target_bucket
         return run(self._store.add_bucket_link(name, bucket))
 
+    @_mirrors(_core.ObjectStore.compact)
     def compact(self, *, min_age: float = 3600.0) -> CompactResult:
         return run(self._store.compact(min_age=min_age))
 
 
 class Client:
-    """Blocking view of ``aio.Client``."""
+    """Blocking view of ``aio.Client``; each method has its async twin's signature and
+    docstring."""
 
     def __init__(self, client: aio.Client) -> None:
         self._client = client
@@ -233,42 +353,152 @@ class Client:
     def aio(self) -> aio.Client:
         return self._client
 
-    def create_store(self, bucket: str, **config: Any) -> ObjectStore:
-        return ObjectStore(run(self._client.create_store(bucket, **config)))
+    @_mirrors(_core.Client.create_store)
+    def create_store(
+        self,
+        bucket: str,
+        *,
+        description: str | None = None,
+        metadata: dict[str, str] | None = None,
+        ttl: float | timedelta | None = None,
+        max_bytes: int = -1,
+        storage: str = "file",
+        replicas: int = 1,
+        placement: dict[str, Any] | None = None,
+        compression: bool = False,
+    ) -> ObjectStore:
+        return ObjectStore(
+            run(
+                self._client.create_store(
+                    bucket,
+                    description=description,
+                    metadata=metadata,
+                    ttl=ttl,
+                    max_bytes=max_bytes,
+                    storage=storage,
+                    replicas=replicas,
+                    placement=placement,
+                    compression=compression,
+                )
+            )
+        )
 
-    def ensure_store(self, bucket: str, **config: Any) -> ObjectStore:
-        return ObjectStore(run(self._client.ensure_store(bucket, **config)))
+    @_mirrors(_core.Client.ensure_store)
+    def ensure_store(
+        self,
+        bucket: str,
+        *,
+        description: str | None = None,
+        metadata: dict[str, str] | None = None,
+        ttl: float | timedelta | None = None,
+        max_bytes: int = -1,
+        storage: str = "file",
+        replicas: int = 1,
+        placement: dict[str, Any] | None = None,
+        compression: bool = False,
+    ) -> ObjectStore:
+        return ObjectStore(
+            run(
+                self._client.ensure_store(
+                    bucket,
+                    description=description,
+                    metadata=metadata,
+                    ttl=ttl,
+                    max_bytes=max_bytes,
+                    storage=storage,
+                    replicas=replicas,
+                    placement=placement,
+                    compression=compression,
+                )
+            )
+        )
 
-    def update_store(self, bucket: str, **config: Any) -> ObjectStore:
-        return ObjectStore(run(self._client.update_store(bucket, **config)))
+    @_mirrors(_core.Client.update_store)
+    def update_store(
+        self,
+        bucket: str,
+        *,
+        description: str | None = None,
+        metadata: dict[str, str] | None = None,
+        ttl: float | timedelta | None = None,
+        max_bytes: int | None = None,
+        replicas: int | None = None,
+        placement: dict[str, Any] | None = None,
+        compression: bool | None = None,
+    ) -> ObjectStore:
+        return ObjectStore(
+            run(
+                self._client.update_store(
+                    bucket,
+                    description=description,
+                    metadata=metadata,
+                    ttl=ttl,
+                    max_bytes=max_bytes,
+                    replicas=replicas,
+                    placement=placement,
+                    compression=compression,
+                )
+            )
+        )
 
+    @_mirrors(_core.Client.store)
     def store(self, bucket: str) -> ObjectStore:
         return ObjectStore(run(self._client.store(bucket)))
 
+    @_mirrors(_core.Client.delete_store)
     def delete_store(self, bucket: str) -> None:
         run(self._client.delete_store(bucket))
 
+    @_mirrors(_core.Client.store_names)
     def store_names(self) -> list[str]:
         return run(self._client.store_names())
 
+    @_mirrors(_core.Client.close)
     def close(self) -> None:
         run(self._client.close())
 
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        run(self._client.__aexit__(exc_type, exc, tb))
 
 
+@_mirrors(_core.connect)
 def connect(
     url_or_settings: str | ConnectionSettings | None = None,
     *,
     api_timeout: float = 5.0,
+    put_window_bytes: int = DEFAULT_PUT_WINDOW,
+    read_window_bytes: int = DEFAULT_READ_WINDOW,
+    failover_timeout: float = DEFAULT_FAILOVER_TIMEOUT,
     **overrides: Any,
 ) -> Client:
-    """Blocking ``connect``: same arguments as ``natsobj.aio.connect``."""
-    return Client(run(aio.connect(url_or_settings, api_timeout=api_timeout, **overrides)))
+    return Client(
+        run(
+            aio.connect(
+                url_or_settings,
+                api_timeout=api_timeout,
+                put_window_bytes=put_window_bytes,
+                read_window_bytes=read_window_bytes,
+                failover_timeout=failover_timeout,
+                **overrides,
+            )
+        )
+    )
 
 
-__all__ = ["Client", "ObjectReader", "ObjectStore", "ObjectWatcher", "connect", "run"]
+__all__ = [
+    "Client",
+    "ObjectReader",
+    "ObjectStore",
+    "ObjectWatcher",
+    "connect",
+    "run",
+    "shared_loop",
+]

@@ -170,8 +170,21 @@ class Client:
         info = await self.api.call(stream_api("UPDATE", stream_name(bucket)), config, bucket=bucket)
         return ObjectStore(self, bucket, info)
 
-    async def ensure_store(self, bucket: str, **config: Any) -> ObjectStore:
-        """Bind to ``bucket``, creating it with ``config`` when it is missing.
+    async def ensure_store(
+        self,
+        bucket: str,
+        *,
+        description: str | None = None,
+        metadata: dict[str, str] | None = None,
+        ttl: float | timedelta | None = None,
+        max_bytes: int = -1,
+        storage: str = "file",
+        replicas: int = 1,
+        placement: dict[str, Any] | None = None,
+        compression: bool = False,
+    ) -> ObjectStore:
+        """Bind to ``bucket``, creating it with these settings (as ``create_store``) when it is
+        missing.
 
         Many workers may race to create the same bucket: whoever loses the create binds to the
         winner's bucket, whatever configuration it was created with, so no caller fails."""
@@ -180,7 +193,17 @@ class Client:
         except BucketNotFound:
             pass
         try:
-            return await self.create_store(bucket, **config)
+            return await self.create_store(
+                bucket,
+                description=description,
+                metadata=metadata,
+                ttl=ttl,
+                max_bytes=max_bytes,
+                storage=storage,
+                replicas=replicas,
+                placement=placement,
+                compression=compression,
+            )
         except BucketExists:
             return await self.store(bucket)
 
@@ -191,10 +214,12 @@ class Client:
         return ObjectStore(self, bucket, info)
 
     async def delete_store(self, bucket: str) -> None:
+        """Delete the bucket and everything in it (BucketNotFound when it is missing)."""
         check_bucket(bucket)
         await self.api.call(stream_api("DELETE", stream_name(bucket)), bucket=bucket)
 
     async def store_names(self) -> list[str]:
+        """The names of every object store the account can see, sorted."""
         names: list[str] = []
         offset = 0
         while True:
@@ -208,6 +233,7 @@ class Client:
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def close(self) -> None:
+        """Drain and close the connection; closing twice is a no-op."""
         if self.nc is None:
             return
         if self.api is not None:

@@ -201,7 +201,7 @@ class _SubjectStateListing:
         config = first_page.get("config") or {}
         if not config.get("allow_direct"):
             raise FastListingUnavailable("the stream does not allow direct gets")
-        self.min_last_seq = int((first_page.get("state") or {}).get("last_seq") or 0)
+        self.min_last_seq = self.store.read_floor(first_page) or 0
         self._pages = self._matching_pages(first_page)
         self._gets = _BatchedDirectGets(self.store, self.min_last_seq)
         await self._gets.open()

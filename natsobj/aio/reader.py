@@ -154,5 +154,6 @@ class ObjectReader:
             )
 
     async def close(self) -> None:
+        """Stop reading and release the consumer; ``get`` calls it when its block ends."""
         if self._chunks is not None:
             await self._chunks.aclose()

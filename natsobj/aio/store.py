@@ -205,9 +205,12 @@ class ObjectStore:
     async def get_info(
         self, name: str, *, include_deleted: bool = False, min_sequence: int | None = None
     ) -> ObjectInfo:
-        """The object's current meta record. ``min_sequence``: the sequence of a write the
-        caller knows about (``ObjectInfo.sequence`` from a put, handed over by another task);
-        the read then reflects that write or a later one, at the cost of a direct get."""
+        """The object's meta record, read straight from the stream (``mtime`` and ``sequence``
+        come from the server); ObjectNotFound when missing, or deleted unless
+        ``include_deleted``. A link is returned as the link, not followed. ``min_sequence``:
+        the sequence of a write the caller knows about (``ObjectInfo.sequence`` from a put,
+        handed over by another task); the read then reflects that write or a later one, at
+        the cost of a direct get."""
         check_object_name(name, bucket=self.bucket)
         found = await self._last_msg(
             meta_subject(self.bucket, name), name=name, min_sequence=min_sequence
@@ -428,6 +431,9 @@ class ObjectStore:
     async def get_bytes(
         self, name: str, *, max_size: int | None = None, min_sequence: int | None = None
     ) -> bytes:
+        """The whole object, verified; ``max_size`` refuses (ObjectTooLarge) before reading an
+        object bigger than that. A read that raced an overwrite is retried. ``min_sequence``
+        as for ``get_info``."""
         from natsobj.errors import ObjectTooLarge
 
         for attempt in range(READ_ATTEMPTS):
@@ -528,6 +534,8 @@ class ObjectStore:
         return tombstone
 
     async def add_link(self, name: str, target: ObjectInfo) -> ObjectInfo:
+        """Make ``name`` a link to the object ``target`` (in any bucket); reads of ``name`` then
+        return the target's data. Links to links and to deleted objects are refused."""
         check_object_name(name, bucket=self.bucket)
         if target.deleted:
             raise LinkError("cannot link to a deleted object", bucket=self.bucket, name=name)
@@ -547,6 +555,7 @@ class ObjectStore:
         return await self._put_link(name, ObjectLink(bucket=target.bucket, name=target.name))
 
     async def add_bucket_link(self, name: str, target_bucket: str | ObjectStore) -> ObjectInfo:
+        """Make ``name`` a link to a whole bucket (an ADR-20 bucket link), not readable as data."""
         check_object_name(name, bucket=self.bucket)
         bucket = target_bucket.bucket if isinstance(target_bucket, ObjectStore) else target_bucket
         await self.client.store(bucket)
@@ -566,9 +575,11 @@ class ObjectStore:
     # -- bucket ---------------------------------------------------------------------------------
 
     async def status(self) -> StoreStatus:
+        """The bucket's settings and usage, read from its stream (BucketNotFound once deleted)."""
         return StoreStatus.from_stream_info(self.bucket, await self._require_stream())
 
     async def seal(self) -> StoreStatus:
+        """Make the bucket read-only for good: puts and deletes are refused from then on."""
         info = await self._require_stream()
         config = dict(info["config"], sealed=True)
         updated = await self.api.call(stream_api("UPDATE", self.stream), config, bucket=self.bucket)
@@ -584,6 +595,11 @@ class ObjectStore:
         ignore_deletes: bool = False,
         after_sequence: int | None = None,
     ) -> ObjectWatcher:
+        """Changes as they happen: by default each name's latest record first, then live ones.
+
+        ``include_history`` replays every record kept, ``updates_only`` starts at the end,
+        ``after_sequence`` resumes after a meta-stream sequence; ``ignore_deletes`` skips
+        tombstones. The watch survives server restarts."""
         return ObjectWatcher(
             self,
             include_history=include_history,

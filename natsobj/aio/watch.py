@@ -65,6 +65,7 @@ class ObjectWatcher:
         self._started = False
 
     async def start(self) -> ObjectWatcher:
+        """Create the watch's consumer; ``next``, iteration and ``async with`` call it for you."""
         if not self._started:
             self._started = True
             pending = await self._consumer.start()
@@ -95,6 +96,7 @@ class ObjectWatcher:
                 yield info
 
     async def stop(self) -> None:
+        """Delete the watch's consumer; the watcher yields nothing after this."""
         await self._consumer.close()
 
     async def __aenter__(self) -> ObjectWatcher:

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from natsobj.cli.commands import objects, serve, stores, transfer, watch
+from natsobj.cli.commands import objects, serve, stores, syncing, transfer, watch
 from natsobj.cli.exits import NatsobjGroup
 from natsobj.cli.session import Session
 
@@ -47,8 +47,8 @@ CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 def cli(ctx: click.Context, url: str | None, debug: bool, **overrides: object) -> None:
     """Inspect and move pipeline artifacts in NATS JetStream object stores.
 
-    Exit codes: 0 ok, 1 usage error, 2 bucket or object not found, 3 digest mismatch,
-    4 connection or permission problem, 5 any other failure.
+    Exit codes: 0 ok, 1 failure, 2 usage error, 3 bucket or object not found,
+    4 digest mismatch, 5 connection or permission problem.
     """
     ctx.obj = Session(url=url, overrides={k: v for k, v in overrides.items() if v is not None})
     _route_library_logs(ctx, debug)
@@ -76,6 +76,6 @@ def _route_library_logs(ctx: click.Context, debug: bool) -> None:
     ctx.call_on_close(restore)
 
 
-for module in (serve, stores, objects, transfer, watch):
+for module in (serve, stores, objects, transfer, syncing, watch):
     for command in module.COMMANDS:
         cli.add_command(command)

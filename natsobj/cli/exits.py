@@ -1,7 +1,8 @@
 """Exit codes and the one place where exceptions become a one-line message and a code.
 
 Scripts branch on the code (missing object vs corrupt data vs server down), people read the
-line; the traceback is kept for ``--debug``.
+line; the traceback is kept for ``--debug``. The codes follow click, POSIX tools and ``aws``:
+1 is a failure, 2 a usage error; the specific failures take the codes after them.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from natsobj.errors import (
 
 class ExitCode(IntEnum):
     OK = 0
-    USAGE = 1
-    NOT_FOUND = 2
-    DIGEST_MISMATCH = 3
-    CONNECTION = 4
-    FAILED = 5
+    FAILED = 1
+    USAGE = 2
+    NOT_FOUND = 3
+    DIGEST_MISMATCH = 4
+    CONNECTION = 5
 
 
 _CODES: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], ExitCode], ...] = (
@@ -72,21 +73,11 @@ def _one_line(text: str) -> str:
 
 
 class NatsobjGroup(click.Group):
-    """The root group: usage errors exit 1 (click says 2), store errors map to their codes."""
-
-    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
-        try:
-            return super().make_context(*args, **kwargs)
-        except click.UsageError as exc:
-            exc.exit_code = ExitCode.USAGE
-            raise
+    """The root group: usage errors keep click's 2, store errors map to their codes."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except click.UsageError as exc:
-            exc.exit_code = ExitCode.USAGE
-            raise
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt:

@@ -1,4 +1,4 @@
-"""Option types shared by several commands (K=V pairs, headers, byte counts, seconds)."""
+"""Option types shared by several commands (K=V metadata, K:V headers, byte counts, seconds)."""
 
 from __future__ import annotations
 
@@ -24,15 +24,34 @@ def metadata_map(
     return dict(_split(v, param, ctx) for v in values)
 
 
+def _split_header(
+    value: str, param: click.Parameter | None, ctx: click.Context | None
+) -> tuple[str, str]:
+    """``K:V`` as natscli and curl write headers. A header name holds neither ``:`` nor ``=``,
+    so whichever comes first separates; ``K=V`` is the deprecated pre-0.2 form."""
+    colon, equals = value.find(":"), value.find("=")
+    if equals != -1 and (colon == -1 or equals < colon):
+        click.echo(
+            f"natsobj: warning: --header {value!r}: K=V is deprecated and will be removed in"
+            " the next release; write K:V",
+            err=True,
+        )
+        return _split(value, param, ctx)
+    key, _, val = value.partition(":")
+    if colon == -1 or not key.strip():
+        raise click.BadParameter(f"{value!r} is not KEY:VALUE", ctx=ctx, param=param)
+    return key.strip(), val.strip()
+
+
 def header_map(
     ctx: click.Context, param: click.Parameter, values: Sequence[str]
 ) -> dict[str, list[str]] | None:
-    """Repeated ``--header K=V``; a repeated key keeps every value, like HTTP headers."""
+    """Repeated ``--header K:V``; a repeated key keeps every value, like HTTP headers."""
     if not values:
         return None
     headers: dict[str, list[str]] = {}
     for value in values:
-        key, val = _split(value, param, ctx)
+        key, val = _split_header(value, param, ctx)
         headers.setdefault(key, []).append(val)
     return headers
 
@@ -55,7 +74,7 @@ def header_option(help_text: str) -> Any:
         "-H",
         "headers",
         multiple=True,
-        metavar="KEY=VALUE",
+        metavar="KEY:VALUE",
         callback=header_map,
         help=help_text,
     )

@@ -32,10 +32,10 @@ with DAG("DAG_ID", schedule=None) as dag:
     v2 = NatsObjectPutOperator(task_id="v2", bucket=B, name="model.bin", data="two")
     exact = NatsObjectSensor(task_id="exact", name="small.csv", timeout=10, **common)
     glob_check = NatsObjectSensor(
-        task_id="glob_check", name="*.csv", match="glob", check_fn=lambda i: i.size > 100,
+        task_id="glob_check", glob="*.csv", check_fn=lambda i: i.size > 100,
         timeout=10, **common,
     )
-    regex = NatsObjectSensor(task_id="regex", name=r"big\\.(csv|tsv)", match="regex",
+    regex = NatsObjectSensor(task_id="regex", regex=r"big\\.(csv|tsv)",
                              timeout=10, **common)
     changed = NatsObjectSensor(
         task_id="changed", name="model.bin",
@@ -73,7 +73,7 @@ with DAG("DAG_ID", schedule=None) as dag:
     late = NatsObjectSensor(task_id="late", bucket="{bucket}", name="incoming/late.csv",
                             timeout=120)
     checked = NatsObjectSensor(
-        task_id="checked", bucket="{bucket}", name="incoming/*.csv", match="glob",
+        task_id="checked", bucket="{bucket}", glob="incoming/*.csv",
         check_fn=lambda i: i.size >= 10, deferrable=True, timeout=120,
     )
     late >> checked
@@ -123,7 +123,7 @@ def _sensor(**kwargs) -> NatsObjectSensor:
 
 
 def test_deferral_carries_the_trigger_and_the_timeout() -> None:
-    sensor = _sensor(timeout=90, after_sequence="12", match="exact")
+    sensor = _sensor(timeout=90, after_sequence="12")
     with pytest.raises(TaskDeferred) as deferred:
         sensor.execute(context={})
     assert isinstance(deferred.value.trigger, NatsObjectTrigger)
@@ -158,4 +158,30 @@ def test_bad_after_sequence_and_regex_fail_before_waiting() -> None:
     with pytest.raises(ValueError, match="after_sequence must be a stream sequence"):
         _sensor(after_sequence="{{ not rendered }}").execute(context={})
     with pytest.raises(ValueError, match="invalid regex"):
-        NatsObjectSensor(task_id="s", bucket="b", name="(", match="regex").execute(context={})
+        NatsObjectSensor(task_id="s", bucket="b", regex="(").execute(context={})
+
+
+@pytest.mark.parametrize(
+    ("match", "expected"),
+    [
+        ("glob", {"glob": "in/*.csv"}),
+        ("regex", {"regex": "in/*.csv"}),
+        ("exact", {"name": "in/*.csv"}),
+    ],
+)
+def test_deprecated_match_parameter_still_works_and_warns(match, expected) -> None:
+    from airflow.exceptions import AirflowProviderDeprecationWarning
+
+    with pytest.warns(AirflowProviderDeprecationWarning, match=r"match=.*deprecated.*use"):
+        sensor = NatsObjectSensor(
+            task_id="old", bucket="b", name="in/*.csv", match=match, deferrable=True
+        )
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute(context={})
+    kwargs = deferred.value.trigger.serialize()[1]
+    assert {k: kwargs[k] for k in ("name", "glob", "regex") if k in kwargs} == expected
+
+
+def test_sensor_takes_exactly_one_of_name_glob_regex() -> None:
+    with pytest.raises(ValueError, match="exactly one of name=, glob= or regex="):
+        NatsObjectSensor(task_id="s", bucket="b", name="a", glob="*.csv").execute(context={})

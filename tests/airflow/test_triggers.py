@@ -65,13 +65,10 @@ async def no_event(events: AsyncIterator[TriggerEvent], wait: float = 1.0) -> No
 @pytest.mark.parametrize(
     "trigger",
     [
-        NatsObjectTrigger(
-            bucket="b", pattern="raw/*.csv", match="glob", after_sequence=7, nats_conn_id="other"
-        ),
+        NatsObjectTrigger(bucket="b", glob="raw/*.csv", after_sequence=7, nats_conn_id="other"),
         NatsObjectChangeTrigger(
             bucket="b",
-            pattern="^in/.+$",
-            match="regex",
+            regex="^in/.+$",
             include_deletes=True,
             start_at="all",
             nats_conn_id="other",
@@ -87,16 +84,39 @@ def test_serialize_round_trips(trigger) -> None:
     assert kwargs["nats_conn_id"] == "other"
 
 
+@pytest.mark.parametrize(
+    ("cls", "old", "new"),
+    [
+        (NatsObjectTrigger, {"pattern": "a.csv"}, {"name": "a.csv"}),
+        (NatsObjectTrigger, {"pattern": "r/*", "match": "glob"}, {"glob": "r/*"}),
+        (NatsObjectChangeTrigger, {"pattern": "in/*"}, {"glob": "in/*"}),
+        (NatsObjectChangeTrigger, {"pattern": "^x$", "match": "regex"}, {"regex": "^x$"}),
+    ],
+)
+def test_triggers_serialized_by_the_previous_release_resume_with_a_warning(cls, old, new) -> None:
+    from airflow.exceptions import AirflowProviderDeprecationWarning
+
+    with pytest.warns(AirflowProviderDeprecationWarning, match="match=.*deprecated"):
+        trigger = cls(bucket="b", **old)
+    kwargs = trigger.serialize()[1]
+    assert {k: kwargs[k] for k in ("name", "glob", "regex") if k in kwargs} == new
+    assert "pattern" not in kwargs and "match" not in kwargs
+
+
+def test_change_trigger_watches_every_object_by_default() -> None:
+    assert NatsObjectChangeTrigger(bucket="b").serialize()[1]["glob"] == "**"
+
+
 def test_change_trigger_rejects_bad_patterns_at_parse_time() -> None:
     with pytest.raises(ValueError, match="invalid regex"):
-        NatsObjectChangeTrigger(bucket="b", pattern="(", match="regex")
+        NatsObjectChangeTrigger(bucket="b", regex="(")
     with pytest.raises(ValueError, match="start_at"):
         NatsObjectChangeTrigger(bucket="b", start_at="yesterday")
 
 
 async def test_object_trigger_fires_at_once_for_an_existing_object(astore, bucket_name) -> None:
     info = await astore("reports/a.csv", b"1,2")
-    events = NatsObjectTrigger(bucket=bucket_name, pattern="reports/a.csv").run()
+    events = NatsObjectTrigger(bucket=bucket_name, name="reports/a.csv").run()
     payload = await next_event(events)
     assert payload["status"] == "success"
     assert payload["object"]["name"] == "reports/a.csv"
@@ -106,7 +126,7 @@ async def test_object_trigger_fires_at_once_for_an_existing_object(astore, bucke
 
 async def test_object_trigger_waits_on_the_watch_for_a_matching_put(astore, bucket_name) -> None:
     await astore("raw/notes.txt")
-    events = NatsObjectTrigger(bucket=bucket_name, pattern=r"raw/\d+\.csv", match="regex").run()
+    events = NatsObjectTrigger(bucket=bucket_name, regex=r"raw/\d+\.csv").run()
     waiting = asyncio.ensure_future(next_event(events))
     await asyncio.sleep(0.5)
     assert not waiting.done()
@@ -122,7 +142,7 @@ async def test_object_trigger_waits_on_the_watch_for_a_matching_put(astore, buck
 async def test_object_trigger_after_sequence_waits_for_a_change(astore, bucket_name) -> None:
     first = await astore("model.bin", b"v1")
     events = NatsObjectTrigger(
-        bucket=bucket_name, pattern="model.bin", after_sequence=first.sequence
+        bucket=bucket_name, name="model.bin", after_sequence=first.sequence
     ).run()
     waiting = asyncio.ensure_future(next_event(events))
     await asyncio.sleep(0.5)
@@ -138,7 +158,7 @@ async def test_object_trigger_skips_replayed_records_no_longer_current(astore, b
     await astore("kept.txt", b"v1")
     latest = await astore("kept.txt", b"v2")
     events = NatsObjectTrigger(
-        bucket=bucket_name, pattern="*.txt", match="glob", after_sequence=start.sequence
+        bucket=bucket_name, glob="*.txt", after_sequence=start.sequence
     ).run()
     payload = await next_event(events)
     assert payload["object"]["name"] == "kept.txt"
@@ -146,7 +166,7 @@ async def test_object_trigger_skips_replayed_records_no_longer_current(astore, b
 
 
 async def test_object_trigger_reports_an_unknown_bucket(nats_default, bucket_name) -> None:
-    events = NatsObjectTrigger(bucket=bucket_name, pattern="x").run()
+    events = NatsObjectTrigger(bucket=bucket_name, name="x").run()
     payload = await next_event(events)
     assert payload["status"] == "error"
     assert payload["error_type"] == "BucketNotFound"
@@ -155,7 +175,7 @@ async def test_object_trigger_reports_an_unknown_bucket(nats_default, bucket_nam
 
 async def test_change_trigger_fires_per_matching_put_and_optionally_deletes(astore, bucket_name):
     await astore("in/before.csv")  # start_at="new": earlier objects are not events
-    trigger = NatsObjectChangeTrigger(bucket=bucket_name, pattern="in/*.csv")
+    trigger = NatsObjectChangeTrigger(bucket=bucket_name, glob="in/*.csv")
     events = trigger.run()
     waiting = asyncio.ensure_future(next_event(events))
     await asyncio.sleep(0.5)
@@ -169,7 +189,7 @@ async def test_change_trigger_fires_per_matching_put_and_optionally_deletes(asto
     await events.aclose()
 
     with_deletes = NatsObjectChangeTrigger(
-        bucket=bucket_name, pattern="in/*.csv", include_deletes=True
+        bucket=bucket_name, glob="in/*.csv", include_deletes=True
     ).run()
     waiting = asyncio.ensure_future(next_event(with_deletes))
     await asyncio.sleep(0.5)
@@ -182,7 +202,7 @@ async def test_change_trigger_fires_per_matching_put_and_optionally_deletes(asto
 async def test_change_trigger_start_at_all_replays_current_objects(astore, bucket_name) -> None:
     await astore("in/old.csv", b"v1")
     current = await astore("in/old.csv", b"v2")
-    events = NatsObjectChangeTrigger(bucket=bucket_name, pattern="in/*", start_at="all").run()
+    events = NatsObjectChangeTrigger(bucket=bucket_name, glob="in/*", start_at="all").run()
     payload = await next_event(events)
     assert payload["sequence"] == current.sequence
     await no_event(events)
@@ -226,7 +246,7 @@ class _Triggerer:
     the trigger resumes right after each event is taken; ``stop()`` cancels it."""
 
     def __init__(self, bucket: str, store: AssetStateStoreAccessors) -> None:
-        self.trigger = NatsObjectChangeTrigger(bucket=bucket, pattern="in/*")
+        self.trigger = NatsObjectChangeTrigger(bucket=bucket, glob="in/*")
         self.trigger.asset_state_store = store  # what the triggerer injects before run()
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.task = asyncio.ensure_future(self._consume(self.trigger))
@@ -267,7 +287,7 @@ async def test_change_trigger_restart_neither_loses_nor_repeats(
     await astore("elsewhere")
     four = await astore("in/4")
 
-    other = NatsObjectChangeTrigger(bucket=bucket_name, pattern="in/*", start_at="all")
+    other = NatsObjectChangeTrigger(bucket=bucket_name, glob="in/*", start_at="all")
     assert other.cursor_key != key  # another configuration keeps its own place
 
     restarted = _Triggerer(bucket_name, asset_state_store)
@@ -284,7 +304,7 @@ async def test_change_trigger_restart_neither_loses_nor_repeats(
 async def test_change_trigger_retries_until_the_bucket_exists(
     nats_default, bucket_name, sync_client
 ) -> None:
-    events = NatsObjectChangeTrigger(bucket=bucket_name, pattern="*").run()
+    events = NatsObjectChangeTrigger(bucket=bucket_name, glob="*").run()
     waiting = asyncio.ensure_future(next_event(events, timeout=20))
     await asyncio.sleep(1.5)
     assert not waiting.done()

@@ -20,10 +20,10 @@ def assert_one_line_error(stderr: str, *needles: str) -> None:
         assert needle in stderr, stderr
 
 
-def test_usage_errors_exit_1(invoke: Invoke) -> None:
-    missing_arg = invoke("ls")
+def test_usage_errors_exit_2_as_click_and_posix_tools_do(invoke: Invoke) -> None:
+    missing_arg = invoke("info", "anybucket")
     assert missing_arg.exit_code == ExitCode.USAGE
-    assert "Missing argument 'BUCKET'" in missing_arg.stderr
+    assert "Missing argument 'NAME'" in missing_arg.stderr
 
     bad_option = invoke("ls", "anybucket", "--bogus")
     assert bad_option.exit_code == ExitCode.USAGE
@@ -41,7 +41,7 @@ def test_usage_errors_exit_1(invoke: Invoke) -> None:
     assert_one_line_error(bad_bucket.stderr, "no.dots.allowed")
 
 
-def test_not_found_exits_2_naming_bucket_and_object(
+def test_not_found_exits_3_naming_bucket_and_object(
     invoke: Invoke, bucket_name: str, store
 ) -> None:
     no_bucket = invoke("ls", "nosuchbucket")
@@ -57,6 +57,18 @@ def test_not_found_exits_2_naming_bucket_and_object(
     assert get_missing.stdout_bytes == b""
 
 
+def test_exit_code_numbers_follow_the_documented_table() -> None:
+    """Scripts hard-code these numbers: changing one is a breaking change."""
+    assert {c.name: int(c) for c in ExitCode} == {
+        "OK": 0,
+        "FAILED": 1,
+        "USAGE": 2,
+        "NOT_FOUND": 3,
+        "DIGEST_MISMATCH": 4,
+        "CONNECTION": 5,
+    }
+
+
 def test_debug_shows_the_traceback(invoke: Invoke) -> None:
     result = invoke("--debug", "ls", "nosuchbucket")
     assert result.exit_code == ExitCode.NOT_FOUND
@@ -64,14 +76,14 @@ def test_debug_shows_the_traceback(invoke: Invoke) -> None:
     assert "BucketNotFound" in result.stderr
 
 
-def test_unreachable_server_exits_4(invoke: Invoke) -> None:
+def test_unreachable_server_exits_5(invoke: Invoke) -> None:
     url = f"nats://127.0.0.1:{free_port()}"
     result = invoke("--timeout", "0.5", "stores", url=url)
     assert result.exit_code == ExitCode.CONNECTION
     assert_one_line_error(result.stderr)
 
 
-def test_no_server_configured_exits_4_and_says_what_to_do(
+def test_no_server_configured_exits_5_and_says_what_to_do(
     invoke: Invoke, isolated_cwd: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("NATS_URL", raising=False)
@@ -87,7 +99,7 @@ def test_bad_url_option_is_a_usage_error(invoke: Invoke) -> None:
     assert_one_line_error(result.stderr, "colour")
 
 
-def test_digest_mismatch_exits_3_and_leaves_no_file(
+def test_digest_mismatch_exits_4_and_leaves_no_file(
     invoke: Invoke, nats_url: str, bucket_name: str, store, tmp_path: Path
 ) -> None:
     info = store.put("model.bin", b"x" * 300_000)
@@ -117,7 +129,7 @@ authorization {
 """
 
 
-def test_permission_and_auth_problems_exit_4(invoke: Invoke, tmp_path: Path) -> None:
+def test_permission_and_auth_problems_exit_5(invoke: Invoke, tmp_path: Path) -> None:
     with NatsServerProcess(tmp_path / "secured", config=PERMISSIONS) as server:
         host = server.url.removeprefix("nats://")
         denied = invoke("store", "create", "forbidden", url=f"nats://reader:readerpw@{host}")

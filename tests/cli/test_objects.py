@@ -137,7 +137,7 @@ def test_meta_set_merges_unsets_and_replaces(invoke: Invoke, bucket_name: str, s
 
     merged = invoke(
         "meta", "set", bucket_name, "m.txt", "-d", "checked", "-m", "c=3", "--unset", "a",
-        "-H", "X-Owner=ana", "--json",
+        "-H", "X-Owner:ana", "--json",
     )  # fmt: skip
     assert merged.exit_code == 0, merged.stderr
     doc = json.loads(merged.stdout)
@@ -149,3 +149,18 @@ def test_meta_set_merges_unsets_and_replaces(invoke: Invoke, bucket_name: str, s
     assert json.loads(replaced.stdout)["metadata"] == {"only": "this"}
     assert store.get_info("m.txt").description == "checked"  # not given, so kept
     assert store.get_bytes("m.txt") == b"payload"  # the data is never touched
+
+
+def test_header_k_equals_v_is_deprecated_but_still_works(
+    invoke: Invoke, bucket_name: str, store
+) -> None:
+    store.put("h.txt", b"payload")
+    old = invoke(
+        "meta", "set", bucket_name, "h.txt", "-H", "X-Url=http://a/b", "-H", "X-Kind: csv=yes",
+        "--json",
+    )  # fmt: skip
+    assert old.exit_code == 0, old.stderr
+    assert "K=V is deprecated" in old.stderr and "X-Url=http://a/b" in old.stderr
+    assert json.loads(old.stdout)["headers"] == {"X-Url": ["http://a/b"], "X-Kind": ["csv=yes"]}
+    bad = invoke("meta", "set", bucket_name, "h.txt", "-H", "no-separator")
+    assert bad.exit_code == ExitCode.USAGE and "KEY:VALUE" in bad.stderr

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from cli_support import cli_env
 
+from natsobj.cli.exits import ExitCode
 from natsobj.embedded import free_port, running_server
 
 
@@ -42,11 +43,11 @@ def test_serve_is_the_default_server_here_and_stops_on_ctrl_c(
         assert "hello.txt" in natsobj("ls", "artifacts").stdout
 
         second = natsobj("serve")
-        assert second.returncode == 5
+        assert second.returncode == ExitCode.FAILED
         assert "already running" in second.stderr
 
         elsewhere = natsobj("stores", cwd=tmp_path.parent)  # no server registered there
-        assert elsewhere.returncode == 4
+        assert elsewhere.returncode == ExitCode.CONNECTION
 
         server.send_signal(signal.SIGINT)
         _, err = server.communicate(timeout=30)

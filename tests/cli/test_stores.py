@@ -45,7 +45,7 @@ def test_create_status_list_seal_and_remove(invoke: Invoke, bucket_name: str, sy
     assert "sealed" in refused.stderr.lower()
 
     declined = invoke("store", "rm", bucket_name, input="n\n")
-    assert declined.exit_code == ExitCode.USAGE  # aborted at the prompt
+    assert declined.exit_code == ExitCode.FAILED  # aborted at the prompt, as click does
     assert bucket_name in sync_client.store_names()
 
     removed = invoke("store", "rm", bucket_name, "--yes")

@@ -24,7 +24,7 @@ def test_put_and_get_a_file(invoke: Invoke, bucket_name: str, store, tmp_path: P
     source.write_bytes(os.urandom(700_000))
     put = invoke(
         "put", bucket_name, "models/in.bin", str(source),
-        "-d", "weights", "-m", "run=42", "-H", "Content-Type=application/octet-stream",
+        "-d", "weights", "-m", "run=42", "-H", "Content-Type: application/octet-stream",
         "--chunk-size", "100000",
     )  # fmt: skip
     assert put.exit_code == 0, put.stderr

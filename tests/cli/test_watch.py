@@ -30,6 +30,22 @@ def test_history_with_glob_as_text_and_json(invoke: Invoke, bucket_name: str, st
     assert all(d["deleted"] is False and d["digest"].startswith("SHA-256=") for d in docs)
 
 
+def test_glob_is_path_aware_and_regex_filters(invoke: Invoke, bucket_name: str, store) -> None:
+    for name in ("data/a.csv", "data/old/b.csv", "data/c.json"):
+        store.put(name, b"x")
+    shallow = invoke("watch", bucket_name, "--history", "--glob", "data/*.csv", "--count", "1")
+    deep = invoke("watch", bucket_name, "--history", "--glob", "data/**.csv", "--count", "2")
+    regex = invoke("watch", bucket_name, "--history", "--regex", r".*\.json", "--count", "1")
+    assert [line.split()[3] for line in shallow.stdout.splitlines()] == ["data/a.csv"]
+    assert [line.split()[3] for line in deep.stdout.splitlines()] == [
+        "data/a.csv",
+        "data/old/b.csv",
+    ]
+    assert [line.split()[3] for line in regex.stdout.splitlines()] == ["data/c.json"]
+    bad = invoke("watch", bucket_name, "--regex", "(")
+    assert bad.exit_code == 2 and "invalid regex" in bad.stderr
+
+
 def test_live_changes_from_the_executable(
     natsobj_bin: Path, nats_url: str, bucket_name: str, store
 ) -> None:

@@ -104,7 +104,7 @@ def test_glob_and_deletes_with_an_asset_selection(store, bucket_name, instance, 
         "csv_only",
         bucket_name,
         asset_selection=AssetSelection.assets(on_csv),
-        name_glob="*.csv",
+        glob="*.csv",
         include_deletes=True,
     )
     defs = Definitions(assets=[on_csv], sensors=[sensor], resources={"nats": nats_resource})
@@ -146,7 +146,7 @@ def test_missing_bucket_skips_and_bad_cursor_explains(bucket_name, instance, nat
 
 
 def test_factory_rejects_a_sensor_without_target():
-    with pytest.raises(ValueError, match="job= or asset_selection="):
+    with pytest.raises(ValueError, match=r"give target= \(or job=/asset_selection=\)"):
         make_nats_object_sensor("no_target", "b")
 
 
@@ -165,3 +165,36 @@ def test_recreated_bucket_restarts_the_cursor(sync_client, bucket_name, instance
         assert [r.tags["natsobj/object"] for r in after.run_requests] == ["fresh"]
     finally:
         sync_client.delete_store(bucket_name)
+
+
+def test_sensor_targets_assets_with_target_and_globs_by_path(
+    store, bucket_name, instance, nats_resource
+):
+    @asset
+    def landed() -> int:
+        return 1
+
+    sensor = make_nats_object_sensor("by_target", bucket_name, target=[landed], glob="in/*.csv")
+    defs = Definitions(assets=[landed], sensors=[sensor], resources={"nats": nats_resource})
+    store.put("in/a.csv", b"1")
+    store.put("in/old/b.csv", b"2")  # `*` stays within one path segment
+    result = _tick(sensor, instance, nats_resource, None, defs)
+    assert [r.tags["natsobj/object"] for r in result.run_requests] == ["in/a.csv"]
+    assert [a.key for t in sensor.targets for a in t.assets_defs] == [landed.key]
+
+
+def test_documented_direct_invocation_passes_the_resource(store, bucket_name, nats_resource):
+    sensor = make_nats_object_sensor("direct", bucket_name, job=react_job, regex=r"r/\d+")
+    store.put("r/1", b"1")
+    store.put("r/x", b"2")
+    result = sensor(build_sensor_context(resources={"nats": nats_resource}))
+    assert [r.tags["natsobj/object"] for r in result.run_requests] == ["r/1"]
+
+
+def test_name_glob_is_a_deprecated_alias_of_glob(store, bucket_name, instance, nats_resource):
+    with pytest.warns(DeprecationWarning, match=r"name_glob=.*deprecated.*glob="):
+        sensor = make_nats_object_sensor("old", bucket_name, job=react_job, name_glob="*.csv")
+    store.put("a.csv", b"1")
+    store.put("d/b.csv", b"2")
+    result = _tick(sensor, instance, nats_resource, None)
+    assert [r.tags["natsobj/object"] for r in result.run_requests] == ["a.csv"]

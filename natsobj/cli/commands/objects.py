@@ -6,6 +6,7 @@ import click
 
 from natsobj import paths
 from natsobj.cli import render, tree
+from natsobj.cli.commands.stores import show_stores
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.params import header_option, json_option, metadata_option
 from natsobj.cli.session import Session, pass_session
@@ -31,7 +32,7 @@ def _dir_row(directory: tree.Directory) -> list[str]:
 
 
 @click.command("ls")
-@click.argument("bucket")
+@click.argument("bucket", required=False)
 @click.argument("prefix", required=False, default="")
 @click.option(
     "--recursive", "-r", is_flag=True, help="List everything below PREFIX, not one level."
@@ -40,13 +41,21 @@ def _dir_row(directory: tree.Directory) -> list[str]:
 @json_option()
 @pass_session
 def ls(
-    session: Session, bucket: str, prefix: str, recursive: bool, deleted: bool, as_json: bool
+    session: Session,
+    bucket: str | None,
+    prefix: str,
+    recursive: bool,
+    deleted: bool,
+    as_json: bool,
 ) -> None:
-    """List objects in BUCKET, with '/' prefixes as directories.
+    """List objects in BUCKET, with '/' prefixes as directories; without BUCKET, the buckets.
 
     Without -r, deeper names are folded into one 'dir/' line with their total size.
     A PREFIX that is exactly an object's name lists that object.
     """
+    if bucket is None:
+        show_stores(session, as_json)
+        return
     infos = session.store(bucket).list(prefix=paths.listing_prefix(prefix), include_deleted=deleted)
     exact = [i for i in infos if i.name == prefix]
     if exact:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import click
 
@@ -26,6 +25,11 @@ def _max_bytes(status: StoreStatus) -> str:
 @pass_session
 def list_stores(session: Session, as_json: bool) -> None:
     """List the object stores (buckets) on the server."""
+    show_stores(session, as_json)
+
+
+def show_stores(session: Session, as_json: bool) -> None:
+    """The bucket table (``stores``, and ``ls`` without a bucket, as ``aws s3 ls`` does)."""
     client = session.client()
     statuses = [client.store(name).status() for name in sorted(client.store_names())]
     if as_json:
@@ -97,9 +101,29 @@ def _show_status(status: StoreStatus, as_json: bool) -> None:
 @click.option("--compression", is_flag=True, help="Compress stored chunks (s2).")
 @json_option()
 @pass_session
-def create(session: Session, bucket: str, as_json: bool, **options: Any) -> None:
+def create(
+    session: Session,
+    bucket: str,
+    description: str | None,
+    metadata: dict[str, str] | None,
+    ttl: float | None,
+    max_bytes: int,
+    storage: str,
+    replicas: int,
+    compression: bool,
+    as_json: bool,
+) -> None:
     """Create an object store named BUCKET."""
-    store = session.client().create_store(bucket, **options)
+    store = session.client().create_store(
+        bucket,
+        description=description,
+        metadata=metadata,
+        ttl=ttl,
+        max_bytes=max_bytes,
+        storage=storage,
+        replicas=replicas,
+        compression=compression,
+    )
     _show_status(store.status(), as_json)
 
 

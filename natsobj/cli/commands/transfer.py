@@ -1,4 +1,5 @@
-"""``natsobj put`` and ``natsobj get``: files, directories (-r) and stdin/stdout ('-').
+"""``natsobj put``, ``get`` and ``cp``: files, directories (-r), stdin/stdout ('-'), and
+object to object across buckets.
 
 Data always flows chunk by chunk, so memory stays bounded whatever the object size; a file
 being written appears under its final name only after the store verified its digest.
@@ -7,15 +8,18 @@ being written appears under its final name only after the store verified its dig
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import stat
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import click
 
 from natsobj import paths
+from natsobj.aio.copy import copy_object
 from natsobj.cli import render, tree
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.params import header_option, metadata_option, progress_option
@@ -23,7 +27,7 @@ from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.session import Session, pass_session
 from natsobj.errors import ObjectNotFound
 from natsobj.model import ObjectInfo
-from natsobj.sync import ObjectStore
+from natsobj.sync import ObjectStore, run
 
 STDIO = "-"
 
@@ -38,10 +42,14 @@ def _stdin_size(stream: BinaryIO) -> int | None:
 
 
 def _put_stream(
-    store: ObjectStore, name: str, stream: BinaryIO, total: int | None, bar: Meter, **meta: Any
+    put_one: Callable[[str, BinaryIO], ObjectInfo],
+    name: str,
+    stream: BinaryIO,
+    total: int | None,
+    bar: Meter,
 ) -> ObjectInfo:
     with bar.task(name, total) as advance:
-        return store.put(name, CountingReader(stream, advance), **meta)
+        return put_one(name, CountingReader(stream, advance))
 
 
 def _summary(verb: str, info: ObjectInfo) -> str:
@@ -69,7 +77,10 @@ def put(
     path: str,
     recursive: bool,
     progress: bool | None,
-    **meta: Any,
+    description: str | None,
+    headers: dict[str, list[str]] | None,
+    metadata: dict[str, str] | None,
+    chunk_size: int | None,
 ) -> None:
     """Store PATH (file, '-' for stdin, directory with -r) as NAME."""
     source = Path(path)
@@ -80,18 +91,23 @@ def put(
             else f"-r needs a directory, and {path} is not one"
         )
     store = session.store(bucket)
+    put_one = functools.partial(
+        store.put,
+        description=description,
+        headers=headers,
+        metadata=metadata,
+        chunk_size=chunk_size,
+    )
     with meter(progress) as bar:
         if path == STDIO:
             stdin = sys.stdin.buffer
-            click.echo(
-                _summary("put", _put_stream(store, name, stdin, _stdin_size(stdin), bar, **meta))
-            )
+            click.echo(_summary("put", _put_stream(put_one, name, stdin, _stdin_size(stdin), bar)))
             return
         files = tree.local_files(source) if recursive else [(source, "")]
         for file, relative in files:
             object_name = tree.join_name(name, relative) if recursive else name
             with file.open("rb") as stream:
-                info = _put_stream(store, object_name, stream, file.stat().st_size, bar, **meta)
+                info = _put_stream(put_one, object_name, stream, file.stat().st_size, bar)
             click.echo(_summary("put", info))
 
 
@@ -123,7 +139,7 @@ def get(
 ) -> None:
     """Fetch NAME from BUCKET into PATH (file, directory or '-').
 
-    Links are followed. The digest is verified; a mismatch exits with code 3.
+    Links are followed. The digest is verified; a mismatch exits with code 4.
     """
     if recursive and path == STDIO:
         raise UsageProblem("-r writes a directory tree and cannot write to stdout")
@@ -158,4 +174,50 @@ def get(
             )
 
 
-COMMANDS = (put, get)
+@click.command("cp")
+@click.argument("bucket")
+@click.argument("name")
+@click.argument("dest_bucket")
+@click.argument("dest_name", required=False)
+@click.option("--recursive", "-r", is_flag=True, help="NAME is a prefix; copy everything below it.")
+@progress_option()
+@pass_session
+def cp(
+    session: Session,
+    bucket: str,
+    name: str,
+    dest_bucket: str,
+    dest_name: str | None,
+    recursive: bool,
+    progress: bool | None,
+) -> None:
+    """Copy object NAME of BUCKET to DEST_NAME (default: NAME) in DEST_BUCKET.
+
+    Description, headers, metadata and chunk size are kept; links are followed. With -r every
+    object below the prefix NAME is copied below DEST_NAME.
+    """
+    client = session.client()
+    source, target = client.store(bucket), client.store(dest_bucket)
+    if recursive:
+        below = len(paths.as_dir(name))
+        pairs = [
+            (info, tree.join_name(dest_name or name, info.name[below:]))
+            for info in paths.under(source.list(), name)
+            if not (info.link and info.link.is_bucket_link)
+        ]
+        if not pairs:
+            raise ObjectNotFound(
+                f"no objects below {paths.as_dir(name) or 'the top'!r}", bucket=bucket
+            )
+    else:
+        pairs = [(source.get_info(name), dest_name or name)]
+    with meter(progress) as bar:
+        for info, new_name in pairs:
+            with bar.task(info.name, info.size) as advance:
+                copied = run(
+                    copy_object(source.aio, info.name, target.aio, new_name, progress=advance)
+                )
+            click.echo(f"{_summary('copied', copied)}  <- {bucket}/{info.name}")
+
+
+COMMANDS = (put, get, cp)

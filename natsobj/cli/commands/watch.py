@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from fnmatch import fnmatchcase
-
 import click
 
 from natsobj.cli import render
 from natsobj.cli.params import json_option
 from natsobj.cli.session import Session, pass_session
+from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo
 
 
@@ -33,7 +32,15 @@ def _line(info: ObjectInfo) -> str:
     "globs",
     multiple=True,
     metavar="PATTERN",
-    help="Only names matching this shell pattern, repeatable (e.g. 'reports/*.csv').",
+    help="Only names matching this glob, repeatable ('*' stays within one '/' segment, '**'"
+    " crosses them: 'reports/**.csv').",
+)
+@click.option(
+    "--regex",
+    "regexes",
+    multiple=True,
+    metavar="REGEX",
+    help="Only names this regular expression matches in full, repeatable.",
 )
 @click.option("--ignore-deletes", is_flag=True, help="Do not report deletions.")
 @click.option("--count", type=click.IntRange(min=1), metavar="N", help="Exit after N changes.")
@@ -44,11 +51,18 @@ def watch(
     bucket: str,
     history: bool,
     globs: tuple[str, ...],
+    regexes: tuple[str, ...],
     ignore_deletes: bool,
     count: int | None,
     as_json: bool,
 ) -> None:
     """Print changes to BUCKET live, until Ctrl-C or --count."""
+    try:
+        matchers = [NameMatcher.from_options(glob=g) for g in globs] + [
+            NameMatcher.from_options(regex=r) for r in regexes
+        ]
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--regex") from None
     store = session.store(bucket)
     seen = 0
     with store.watch(
@@ -57,7 +71,7 @@ def watch(
         click.echo(f"watching {bucket} (Ctrl-C to stop)", err=True)
         try:
             for info in watcher:
-                if globs and not any(fnmatchcase(info.name, g) for g in globs):
+                if matchers and not any(m.matches(info.name) for m in matchers):
                     continue
                 if as_json:
                     render.emit_json_line(info.as_dict())

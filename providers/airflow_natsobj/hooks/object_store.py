@@ -13,8 +13,10 @@ from airflow.sdk import BaseHook
 import natsobj
 from airflow_natsobj.assets import asset_uri
 from airflow_natsobj.connection import settings_from_connection
+from natsobj.aio.sources import PutSource
 from natsobj.model import ObjectInfo
 from natsobj.settings import ConnectionSettings
+from natsobj.shared import SharedClient, shared_client
 from natsobj.sync import run
 
 
@@ -55,16 +57,17 @@ class NatsObjectStoreHook(BaseHook):
         decode = getattr(conn, "aextra_dejson", None)  # the metastore's Connection has none
         return settings_from_connection(conn, await decode() if decode else None)
 
-    def get_conn(self) -> natsobj.Client:
-        """The blocking client, connected once per hook."""
+    def get_conn(self) -> SharedClient:
+        """The blocking client on the process's shared connection for this Airflow connection
+        (``natsobj.shared``): every hook, operator and ``nats://`` path of a worker process
+        uses one connection and one loop thread."""
         if self._client is None:
-            self._client = natsobj.connect(self.settings)
+            self._client = shared_client(self.settings)
         return self._client
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        """Let go of the client; the shared connection stays open for the rest of the process."""
+        self._client = None
 
     def __enter__(self) -> NatsObjectStoreHook:
         return self
@@ -97,7 +100,7 @@ class NatsObjectStoreHook(BaseHook):
 
     def get_store(self, bucket: str) -> Any:
         """The blocking ObjectStore of an existing bucket (BucketNotFound otherwise)."""
-        return self.get_conn().store(bucket)
+        return self.get_conn().cached_store(bucket)
 
     def create_store(self, bucket: str, **options: Any) -> Any:
         return self.get_conn().create_store(bucket, **options)
@@ -113,8 +116,28 @@ class NatsObjectStoreHook(BaseHook):
 
     # -- objects (with lineage) -------------------------------------------------------------------
 
-    def put(self, bucket: str, name: str, source: Any, **meta: Any) -> ObjectInfo:
-        info = self.get_store(bucket).put(name, source, **meta)
+    def put(
+        self,
+        bucket: str,
+        name: str,
+        source: PutSource,
+        *,
+        description: str | None = None,
+        headers: dict[str, list[str] | str] | None = None,
+        metadata: dict[str, str] | None = None,
+        chunk_size: int | None = None,
+        expected_sequence: int | None = None,
+    ) -> ObjectInfo:
+        """``ObjectStore.put`` on ``bucket``, reported to lineage as an output."""
+        info = self.get_store(bucket).put(
+            name,
+            source,
+            description=description,
+            headers=headers,
+            metadata=metadata,
+            chunk_size=chunk_size,
+            expected_sequence=expected_sequence,
+        )
         self._lineage_output(bucket, name)
         return info
 

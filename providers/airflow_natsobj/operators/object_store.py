@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import functools
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -90,16 +91,19 @@ class NatsObjectPutOperator(_NatsOperator):
         with self.hook() as hook:
             if self.create_bucket:
                 hook.ensure_store(self.bucket)
-            meta = {
-                "description": self.description,
-                "metadata": self.metadata,
-                "headers": self.headers,
-            }
+            put = functools.partial(
+                hook.put,
+                self.bucket,
+                self.name,
+                description=self.description,
+                metadata=self.metadata,
+                headers=self.headers,
+            )
             if self.data is not None:
-                info = hook.put(self.bucket, self.name, self.data, **meta)
+                info = put(self.data)
             elif _is_storage_path(self.source):
                 with self.source.open("rb") as handle:  # type: ignore[union-attr]
-                    info = hook.put(self.bucket, self.name, handle, **meta)
+                    info = put(handle)
             else:
                 path = Path(str(self.source)).expanduser()
                 if not path.is_file():
@@ -107,7 +111,7 @@ class NatsObjectPutOperator(_NatsOperator):
                         f"{self.task_id}: source {str(path)!r} is not a file; nothing was put to "
                         f"bucket {self.bucket!r}, object {self.name!r}"
                     )
-                info = hook.put(self.bucket, self.name, path, **meta)
+                info = put(path)
         self.log.info(
             "Put nats://%s/%s: %d bytes in %d chunks, %s",
             info.bucket,

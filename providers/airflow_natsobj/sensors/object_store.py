@@ -6,13 +6,14 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 
 import natsobj.errors
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 from airflow_natsobj.triggers.object_store import NatsObjectTrigger
 from natsobj.errors import NatsObjError, ObjectNotFound
-from natsobj.matching import MatchKind, NameMatcher
+from natsobj.matching import OPTION_OF_KIND, MatchKind, NameMatcher, warn_deprecated
 from natsobj.model import ObjectInfo
 
 if TYPE_CHECKING:
@@ -28,7 +29,8 @@ def _raise_from_payload(event: dict[str, Any]) -> None:
 
 
 class NatsObjectSensor(BaseSensorOperator):
-    """Succeed when a live object named ``name`` exists (``match`` "glob"/"regex" for patterns).
+    """Succeed when a live object named ``name`` exists, or one matching ``glob`` or ``regex``
+    (give exactly one; globs follow ``natsobj.matching``: ``*`` within a segment, ``**`` across).
 
     ``after_sequence`` (templated) waits for a change: only meta records newer than that stream
     sequence count, e.g. ``"{{ ti.xcom_pull('put')['sequence'] }}"``. ``check_fn(ObjectInfo)``
@@ -37,25 +39,38 @@ class NatsObjectSensor(BaseSensorOperator):
     ``[operators] default_deferrable`` is set.
     """
 
-    template_fields: Sequence[str] = ("bucket", "name", "after_sequence")
+    template_fields: Sequence[str] = ("bucket", "name", "glob", "regex", "after_sequence")
     ui_color = "#b9e2d5"
 
     def __init__(
         self,
         *,
         bucket: str,
-        name: str,
-        match: MatchKind = "exact",
+        name: str | None = None,
+        glob: str | None = None,
+        regex: str | None = None,
         after_sequence: int | str | None = None,
         check_fn: Callable[[ObjectInfo], bool] | None = None,
         nats_conn_id: str = NatsObjectStoreHook.default_conn_name,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        match: MatchKind | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if match is not None:  # the pre-0.2 spelling: name= plus match=
+            warn_deprecated(
+                f"NatsObjectSensor(name=..., match={match!r})",
+                f"NatsObjectSensor({OPTION_OF_KIND[match]}=...)",
+                category=AirflowProviderDeprecationWarning,
+            )
+            if match == "glob":
+                name, glob = None, name
+            elif match == "regex":
+                name, regex = None, name
         self.bucket = bucket
         self.name = name
-        self.match = match
+        self.glob = glob
+        self.regex = regex
         self.after_sequence = after_sequence
         self.check_fn = check_fn
         self.nats_conn_id = nats_conn_id
@@ -64,7 +79,7 @@ class NatsObjectSensor(BaseSensorOperator):
     # -- shared -----------------------------------------------------------------------------------
 
     def _matcher(self) -> NameMatcher:
-        return NameMatcher(self.name, self.match)
+        return NameMatcher.from_options(name=self.name, glob=self.glob, regex=self.regex)
 
     def _after(self) -> int | None:
         value = self.after_sequence
@@ -121,8 +136,9 @@ class NatsObjectSensor(BaseSensorOperator):
         self.defer(
             trigger=NatsObjectTrigger(
                 bucket=self.bucket,
-                pattern=self.name,
-                match=self.match,
+                name=self.name,
+                glob=self.glob,
+                regex=self.regex,
                 after_sequence=after,
                 nats_conn_id=self.nats_conn_id,
             ),

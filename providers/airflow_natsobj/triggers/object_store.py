@@ -13,11 +13,12 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 from natsobj.errors import NatsObjError, ObjectNotFound
-from natsobj.matching import MatchKind, NameMatcher
+from natsobj.matching import MatchKind, NameMatcher, legacy_matcher
 from natsobj.model import ObjectInfo
 
 CURSOR_KEY = "nats_meta_sequence"
@@ -30,28 +31,59 @@ def error_payload(exc: BaseException) -> dict[str, Any]:
     return {"status": "error", "error_type": type(exc).__name__, "message": str(exc)}
 
 
+def _matcher(
+    name: str | None,
+    glob: str | None,
+    regex: str | None,
+    pattern: str | None,
+    match: MatchKind | None,
+    *,
+    default_glob: str | None = None,
+    legacy_default: MatchKind = "exact",
+) -> NameMatcher:
+    """The trigger's matcher; ``pattern``/``match`` are the deprecated pre-0.2 parameters, still
+    accepted so triggers serialized by an older release resume after an upgrade."""
+    if pattern is not None:
+        return legacy_matcher(
+            pattern,
+            match or legacy_default,
+            category=AirflowProviderDeprecationWarning,
+            stacklevel=5,
+        )
+    if name is None and glob is None and regex is None and default_glob is not None:
+        glob = default_glob
+    return NameMatcher.from_options(name=name, glob=glob, regex=regex)
+
+
+def _matcher_kwargs(matcher: NameMatcher) -> dict[str, str]:
+    parameter, value = matcher.option
+    return {parameter: value}
+
+
 async def _stream_end(store: Any) -> int:
     """The bucket stream's last sequence: a cursor meaning "only what comes after now"."""
     return (await store.status()).last_sequence
 
 
 class NatsObjectTrigger(BaseTrigger):
-    """Fire once with the first live object whose name matches and whose meta record is newer
-    than ``after_sequence`` (any current object when it is None)."""
+    """Fire once with the first live object named ``name`` (or matching ``glob`` or ``regex``)
+    whose meta record is newer than ``after_sequence`` (any current object when it is None)."""
 
     def __init__(
         self,
         *,
         bucket: str,
-        pattern: str,
-        match: MatchKind = "exact",
+        name: str | None = None,
+        glob: str | None = None,
+        regex: str | None = None,
         after_sequence: int | None = None,
         nats_conn_id: str = NatsObjectStoreHook.default_conn_name,
+        pattern: str | None = None,
+        match: MatchKind | None = None,
     ) -> None:
         super().__init__()
         self.bucket = bucket
-        self.pattern = pattern
-        self.match = match
+        self.matcher = _matcher(name, glob, regex, pattern, match)
         self.after_sequence = after_sequence
         self.nats_conn_id = nats_conn_id
 
@@ -60,8 +92,7 @@ class NatsObjectTrigger(BaseTrigger):
             f"{type(self).__module__}.{type(self).__qualname__}",
             {
                 "bucket": self.bucket,
-                "pattern": self.pattern,
-                "match": self.match,
+                **_matcher_kwargs(self.matcher),
                 "after_sequence": self.after_sequence,
                 "nats_conn_id": self.nats_conn_id,
             },
@@ -76,7 +107,7 @@ class NatsObjectTrigger(BaseTrigger):
         yield TriggerEvent({"status": "success", "object": info.as_dict()})
 
     async def _wait(self) -> ObjectInfo:
-        matcher = NameMatcher(self.pattern, self.match)
+        matcher = self.matcher
         hook = NatsObjectStoreHook(nats_conn_id=self.nats_conn_id)
         async with hook.aclient() as client:
             store = await client.store(self.bucket)
@@ -142,7 +173,8 @@ class _CursorStore:
 
 
 class NatsObjectChangeTrigger(BaseEventTrigger):
-    """Fire for every put (and with ``include_deletes``, every delete) of a matching object.
+    """Fire for every put (and with ``include_deletes``, every delete) of an object named
+    ``name`` or matching ``glob`` or ``regex`` (every object when none is given).
 
     The payload is ``ObjectInfo.as_dict()``: bucket, name, nuid, size, digest, metadata,
     ``deleted`` and ``sequence`` (the meta stream sequence, the trigger's cursor). The first run
@@ -154,19 +186,23 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
         self,
         *,
         bucket: str,
-        pattern: str = "**",
-        match: MatchKind = "glob",
+        name: str | None = None,
+        glob: str | None = None,
+        regex: str | None = None,
         include_deletes: bool = False,
         start_at: str = "new",
         nats_conn_id: str = NatsObjectStoreHook.default_conn_name,
+        pattern: str | None = None,
+        match: MatchKind | None = None,
     ) -> None:
         super().__init__()
         if start_at not in START_POSITIONS:
             raise ValueError(f"start_at must be one of {START_POSITIONS}, not {start_at!r}")
-        NameMatcher(pattern, match)  # fail at DAG parse time, not in the triggerer
+        # built here so a bad pattern fails at DAG parse time, not in the triggerer
+        self.matcher = _matcher(
+            name, glob, regex, pattern, match, default_glob="**", legacy_default="glob"
+        )
         self.bucket = bucket
-        self.pattern = pattern
-        self.match = match
         self.include_deletes = include_deletes
         self.start_at = start_at
         self.nats_conn_id = nats_conn_id
@@ -176,8 +212,7 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
             f"{type(self).__module__}.{type(self).__qualname__}",
             {
                 "bucket": self.bucket,
-                "pattern": self.pattern,
-                "match": self.match,
+                **_matcher_kwargs(self.matcher),
                 "include_deletes": self.include_deletes,
                 "start_at": self.start_at,
                 "nats_conn_id": self.nats_conn_id,
@@ -194,7 +229,7 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Watch forever; a lost server or missing bucket is logged and retried from the cursor."""
-        matcher = NameMatcher(self.pattern, self.match)
+        matcher = self.matcher
         cursor_store = _CursorStore(self.asset_state_store, self.cursor_key)
         delay = RETRY_FIRST_DELAY
         while True:

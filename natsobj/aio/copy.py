@@ -1,0 +1,40 @@
+"""Object-to-object copy, streamed chunk by chunk, for every face that copies (the fsspec
+filesystem's ``cp_file``, ``natsobj cp``)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+
+from natsobj.aio.store import ObjectStore
+from natsobj.model import ObjectInfo
+
+
+async def copy_object(
+    source: ObjectStore,
+    name: str,
+    target: ObjectStore,
+    target_name: str | None = None,
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> ObjectInfo:
+    """Copy ``name`` (following a link) to ``target_name`` (default: the same name) in
+    ``target``, which may be another bucket, keeping description, headers, metadata and the
+    chunk size. The data is checked against its digest as it streams; a failed read leaves the
+    target's previous version in place, as any failed put does."""
+    async with source.get(name) as reader:
+        info = reader.info
+
+        async def chunks() -> AsyncIterator[bytes]:
+            async for chunk in reader:
+                if progress is not None:
+                    progress(len(chunk))
+                yield chunk
+
+        return await target.put(
+            target_name or name,
+            chunks(),
+            description=info.description or None,
+            headers=info.headers,
+            metadata=info.metadata,
+            chunk_size=info.chunk_size,
+        )

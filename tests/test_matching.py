@@ -1,0 +1,112 @@
+"""The one name matcher every face uses: the semantics table in the README, checked by example
+and against properties that must hold for any name."""
+
+from __future__ import annotations
+
+import re
+import warnings
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from natsobj.matching import NameMatcher, legacy_matcher, warn_deprecated
+
+# (pattern, matches, does not match): the README's table, row by row
+GLOB_TABLE = [
+    ("raw/*.csv", ["raw/a.csv", "raw/.csv"], ["raw/old/a.csv", "raw/a.csvx", "xraw/a.csv"]),
+    ("raw/**.csv", ["raw/a.csv", "raw/old/a.csv", "raw/a/b/c.csv"], ["other/a.csv"]),
+    ("raw/**", ["raw/a", "raw/a/b"], ["raw", "rawx/a"]),
+    ("day-?.csv", ["day-1.csv"], ["day-10.csv", "day-/.csv", "day-.csv"]),
+    ("v[0-9].bin", ["v3.bin"], ["vx.bin", "v33.bin"]),
+    ("v[!0-9].bin", ["vx.bin"], ["v3.bin"]),
+    ("a+b(c).txt", ["a+b(c).txt"], ["aab(c).txt", "a+bc.txt"]),  # regex characters are literal
+]
+
+
+@pytest.mark.parametrize(("pattern", "yes", "no"), GLOB_TABLE)
+def test_glob_semantics_table(pattern: str, yes: list[str], no: list[str]) -> None:
+    matcher = NameMatcher.from_options(glob=pattern)
+    assert [n for n in yes if matcher.matches(n)] == yes
+    assert [n for n in no if matcher.matches(n)] == []
+
+
+def test_regex_matches_the_whole_name() -> None:
+    matcher = NameMatcher.from_options(regex=r"in/\d+\.csv")
+    assert matcher.matches("in/12.csv")
+    assert not matcher.matches("in/12.csv.bak")
+    assert not matcher.matches("x/in/12.csv")
+    assert matcher.literal_prefix == ""
+
+
+def test_exact_name_is_literal() -> None:
+    matcher = NameMatcher.from_options(name="raw/*.csv")
+    assert matcher.matches("raw/*.csv") and not matcher.matches("raw/a.csv")
+    assert matcher.exact_name == "raw/*.csv"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{}, {"name": "a", "glob": "b"}, {"glob": "a", "regex": "b"}, {"name": "a", "regex": "b"}],
+)
+def test_exactly_one_of_name_glob_regex(kwargs: dict[str, str]) -> None:
+    with pytest.raises(ValueError, match="exactly one of name=, glob= or regex="):
+        NameMatcher.from_options(**kwargs)
+
+
+def test_bad_patterns_are_refused_with_the_reason() -> None:
+    with pytest.raises(ValueError, match=r"invalid regex '\('"):
+        NameMatcher.from_options(regex="(")
+    with pytest.raises(ValueError, match="empty"):
+        NameMatcher.from_options(glob="")
+
+
+def test_option_round_trips_through_from_options() -> None:
+    for kwargs in ({"name": "a"}, {"glob": "a/*"}, {"regex": "a.+"}):
+        matcher = NameMatcher.from_options(**kwargs)
+        parameter, value = matcher.option
+        assert {parameter: value} == kwargs
+        assert NameMatcher.from_options(**{parameter: value}) == matcher
+
+
+def test_deprecation_helpers_name_old_and_new() -> None:
+    with pytest.warns(DeprecationWarning, match=r"old\(\) is deprecated.*use new\(\)"):
+        warn_deprecated("old()", "new()")
+    with pytest.warns(DeprecationWarning, match=r"match='glob' is deprecated.*use glob='r/\*'"):
+        assert legacy_matcher("r/*", "glob") == NameMatcher("r/*", "glob")
+
+
+segment = st.text(alphabet="abc.-_", min_size=0, max_size=4)
+names = st.lists(segment, min_size=1, max_size=4).map("/".join).filter(bool)
+literal_globs = st.text(alphabet="abc/.-_+()^$", min_size=1, max_size=12)
+
+
+@given(names)
+def test_double_star_matches_everything_and_star_one_segment(name: str) -> None:
+    assert NameMatcher("**", "glob").matches(name)
+    assert NameMatcher("*", "glob").matches(name) == ("/" not in name)
+
+
+@given(literal_globs, names)
+def test_a_glob_without_wildcards_is_an_exact_name(pattern: str, name: str) -> None:
+    glob = NameMatcher(pattern, "glob")
+    assert glob.matches(pattern)
+    assert glob.matches(name) == (name == pattern)
+
+
+@given(st.text(alphabet="ab/*?.", min_size=1, max_size=10), names)
+def test_every_match_starts_with_the_literal_prefix(pattern: str, name: str) -> None:
+    matcher = NameMatcher(pattern, "glob")
+    if matcher.matches(name):
+        assert name.startswith(matcher.literal_prefix)
+
+
+@given(st.text(alphabet="ab/.", min_size=1, max_size=10), names)
+def test_a_glob_agrees_with_the_regex_it_documents(pattern: str, name: str) -> None:
+    """``*`` is ``[^/]*`` and ``**`` is ``.*``: the table's rules, applied to random names."""
+    star = NameMatcher(pattern + "/*", "glob").matches(name)
+    assert star == bool(re.fullmatch(re.escape(pattern) + "/[^/]*", name))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        deep = NameMatcher(pattern + "/**", "glob").matches(name)
+    assert deep == bool(re.fullmatch(re.escape(pattern) + "/.*", name))
