@@ -38,7 +38,7 @@ from natsobj.errors import (
 from natsobj.model import ObjectInfo
 
 if TYPE_CHECKING:
-    from natsobj.aio.store import ObjectStore
+    from natsobj.aio.store import Changes, ObjectStore
 
 log = logging.getLogger("natsobj.archive")
 
@@ -169,15 +169,19 @@ class Archiver:
         made = 0
         while True:
             changes = await self.store.changes(self._position, limit=CHANGES_BATCH)
-            for info in changes:
-                await self._archive_version(info)
-                made += 1
-                if self._packer.full or len(self._pending) >= MAX_PENDING_RECORDS:
-                    self._position = int(info.sequence or self._position)
-                    await self.flush()
-            self._position = max(self._position, changes.last_sequence)
+            await self.archive_changes(changes)
+            made += len(changes)
             if not changes:
                 return made
+
+    async def archive_changes(self, changes: Changes) -> None:
+        """Archive one batch from ``store.changes(cursor)``; the position moves past it."""
+        for info in changes:
+            await self._archive_version(info)
+            if self._packer.full or len(self._pending) >= MAX_PENDING_RECORDS:
+                self._position = int(info.sequence or self._position)
+                await self.flush()
+        self._position = max(self._position, changes.last_sequence)
 
     async def _archive_version(self, info: ObjectInfo) -> None:
         sequence = int(info.sequence or 0)

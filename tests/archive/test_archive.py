@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 
@@ -143,10 +144,8 @@ def test_restore_latest_and_point_in_time(nats_url, sync_client, store, archive_
         assert as_of.get_info("doc").digest == v1.digest
     finally:
         for name in (latest, past):
-            try:
+            with contextlib.suppress(natsobj.NatsObjError):
                 sync_client.delete_store(name)
-            except natsobj.NatsObjError:
-                pass
 
 
 async def _restore(url, target, bucket, at):
