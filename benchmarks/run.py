@@ -22,6 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from benchmarks import archive
 from natsobj.embedded import NatsServerProcess, server_binary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -270,6 +271,7 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=500, help="operations per small-object run")
     parser.add_argument("--spark-rows", type=int, default=10_000_000)
     parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--no-archive", action="store_true", help="skip the S3 archive figures")
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args()
     sizes = dict(SIZES)
@@ -287,6 +289,8 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     spark = None if args.no_spark else spark_figures(args.spark_rows)
     report = render(machine(), transfer, ops, spark)
+    if not args.no_archive:
+        report += "\n".join(archive.section(args.quick, args.repeats)) + "\n"
     Path(args.output).write_text(report)
     print(report)
 
