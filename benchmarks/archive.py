@@ -81,7 +81,6 @@ async def case_direct(path: str, target_url: str) -> dict[str, float]:
 async def case_restore(url: str, bucket: str, target_url: str) -> dict[str, float]:
     import natsobj.aio
     from natsobj.archive import ArchiveTarget, restore
-
     from natsobj.archive.index import decode_segment, encode_segment
 
     decode_segment(encode_segment([]))  # pyarrow's one-time initialisation, as above
