@@ -22,6 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from benchmarks import archive
 from benchmarks.scale import scale_figures, scale_section
 from natsobj.embedded import NatsServerProcess, server_binary
 
@@ -277,6 +278,7 @@ def main() -> None:
         help="listing at scale: comma-separated store sizes, e.g. 10000,50000,100000,1000000"
         " (the million takes several minutes)",
     )
+    parser.add_argument("--no-archive", action="store_true", help="skip the S3 archive figures")
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args()
     sizes = dict(SIZES)
@@ -298,6 +300,8 @@ def main() -> None:
     report = render(machine(), transfer, ops, spark)
     if scale:
         report += "\n".join(scale_section(scale)) + "\n"
+    if not args.no_archive:
+        report += "\n".join(archive.section(args.quick, args.repeats)) + "\n"
     Path(args.output).write_text(report)
     print(report)
 

@@ -1,0 +1,28 @@
+"""Continuous archive of object stores to S3-compatible storage, and restore from it.
+
+Needs the ``archive`` extra (``pip install 'natsobj[archive]'``). See docs/archive.md.
+"""
+
+from natsobj.archive.archiver import Archiver, ArchiveTotals
+from natsobj.archive.index import ArchiveRecord, load_index
+from natsobj.archive.restore import RestoreResult, plan_restore, restore
+from natsobj.archive.status import ArchiveStatus, archive_status
+from natsobj.archive.target import ArchiveTarget, ArchiveTargetError, S3Options
+from natsobj.archive.verify import VerifyReport, verify
+
+__all__ = [
+    "ArchiveRecord",
+    "ArchiveStatus",
+    "ArchiveTarget",
+    "ArchiveTargetError",
+    "ArchiveTotals",
+    "Archiver",
+    "RestoreResult",
+    "S3Options",
+    "VerifyReport",
+    "archive_status",
+    "load_index",
+    "plan_restore",
+    "restore",
+    "verify",
+]

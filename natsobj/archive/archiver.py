@@ -1,0 +1,310 @@
+"""Follow a store's meta stream and copy every version to the archive target.
+
+The durable cursor is the index: each flush uploads the pack and then one Parquet segment
+covering every sequence since the previous segment, then ``cursor.json``. Anything not yet in
+a segment is simply done again after a crash, to the same keys (versions are keyed by
+sequence), so a replay duplicates nothing in the index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from natsobj.aio.reader import ObjectReader
+from natsobj.archive import index
+from natsobj.archive.index import ArchiveRecord
+from natsobj.archive.packer import (
+    DEFAULT_PACK_AGE,
+    DEFAULT_PACK_BYTES,
+    DEFAULT_SMALL_OBJECT,
+    Packer,
+)
+from natsobj.archive.target import ArchiveTarget
+from natsobj.errors import (
+    BucketNotFound,
+    DigestMismatch,
+    NatsObjError,
+    ObjectChanged,
+    PermissionDenied,
+)
+from natsobj.model import ObjectInfo
+
+if TYPE_CHECKING:
+    from natsobj.aio.store import Changes, ObjectStore
+
+log = logging.getLogger("natsobj.archive")
+
+TARGET_METADATA_KEY = "natsobj_archive"  # stream metadata: where this bucket is archived
+CHANGES_BATCH = 500
+MAX_PENDING_RECORDS = 5000
+MAX_BACKOFF = 30.0
+
+
+@dataclass
+class ArchiveTotals:
+    """What the archive holds, counted from its index."""
+
+    versions: int = 0  # put records: versions with their own bytes
+    bytes: int = 0
+    meta_updates: int = 0
+    deletes: int = 0
+    skipped: list[int] = field(default_factory=list)  # sequences whose bytes were gone
+
+    def count(self, record: ArchiveRecord) -> None:
+        if record.kind == index.PUT:
+            self.versions += 1
+            self.bytes += record.length
+        elif record.kind == index.META:
+            self.meta_updates += 1
+        elif record.kind == index.DELETE:
+            self.deletes += 1
+        elif record.kind == index.SKIPPED:
+            self.skipped.append(record.sequence)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "versions": self.versions,
+            "bytes": self.bytes,
+            "meta_updates": self.meta_updates,
+            "deletes": self.deletes,
+            "skipped": list(self.skipped),
+        }
+
+
+@dataclass
+class _Location:
+    name: str
+    digest: str
+    key: str
+    offset: int
+    length: int
+
+
+Progress = Callable[[ArchiveRecord], None]
+
+
+class Archiver:
+    """One store's archiver; ``run(once=True)`` is a catch-up pass, ``run()`` follows."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        target: ArchiveTarget,
+        *,
+        small_object: int = DEFAULT_SMALL_OBJECT,
+        pack_bytes: int = DEFAULT_PACK_BYTES,
+        pack_age: float = DEFAULT_PACK_AGE,
+        poll_interval: float = 1.0,
+        on_record: Progress | None = None,
+    ) -> None:
+        self.store = store
+        self.target = target
+        self.small_object = small_object
+        self.pack_bytes = pack_bytes
+        self.pack_age = pack_age
+        self.poll_interval = poll_interval
+        self.on_record = on_record
+        self.totals = ArchiveTotals()
+        self.committed = 0  # the last sequence in a written segment
+        self._position = 0  # the last sequence taken from the stream
+        self._pending: list[ArchiveRecord] = []
+        self._packer = Packer(pack_bytes, pack_age)
+        self._locations: dict[str, _Location] = {}  # nuid -> where its bytes are archived
+        self._opened = False
+
+    def __repr__(self) -> str:
+        return f"Archiver(bucket={self.store.bucket!r}, target={self.target.url!r})"
+
+    # -- state ------------------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Load the index: where archiving resumes, and which bytes are already archived."""
+        self.totals = ArchiveTotals()
+        self._locations = {}
+        for record in await index.load_index(self.target):
+            self._remember(record)
+        self.committed = await index.indexed_through(self.target)
+        self._reset()
+        await self._record_target()
+        self._opened = True
+
+    def _reset(self) -> None:
+        """Forget everything not yet in a segment: it is archived again from the cursor."""
+        self._position = self.committed
+        self._pending = []
+        self._packer = Packer(self.pack_bytes, self.pack_age)
+
+    def _remember(self, record: ArchiveRecord) -> None:
+        self.totals.count(record)
+        if record.key and record.nuid:
+            self._locations[record.nuid] = _Location(
+                record.name, record.digest, record.key, record.offset, record.length
+            )
+
+    async def _record_target(self) -> None:
+        """Note the target in the stream's metadata so ``archive status BUCKET`` finds it."""
+        status = await self.store.status()
+        if status.metadata.get(TARGET_METADATA_KEY) == self.target.url:
+            return
+        try:
+            await self.store.client.update_store(
+                self.store.bucket,
+                metadata={**status.metadata, TARGET_METADATA_KEY: self.target.url},
+            )
+        except PermissionDenied as exc:
+            log.warning("cannot record the archive target in the stream metadata: %s", exc)
+
+    # -- archiving --------------------------------------------------------------------------------
+
+    async def catch_up(self) -> int:
+        """Archive every change after the cursor; returns how many records were made."""
+        made = 0
+        while True:
+            changes = await self.store.changes(self._position, limit=CHANGES_BATCH)
+            await self.archive_changes(changes)
+            made += len(changes)
+            if not changes:
+                return made
+
+    async def archive_changes(self, changes: Changes) -> None:
+        """Archive one batch from ``store.changes(cursor)``; the position moves past it."""
+        for info in changes:
+            await self._archive_version(info)
+            if self._packer.full or len(self._pending) >= MAX_PENDING_RECORDS:
+                self._position = int(info.sequence or self._position)
+                await self.flush()
+        self._position = max(self._position, changes.last_sequence)
+
+    async def _archive_version(self, info: ObjectInfo) -> None:
+        sequence = int(info.sequence or 0)
+        record = ArchiveRecord(
+            sequence=sequence,
+            bucket=info.bucket,
+            name=info.name,
+            kind=index.PUT,
+            mtime=info.mtime or datetime.now(UTC),
+            size=info.size,
+            digest=info.digest,
+            nuid=info.nuid,
+            chunks=info.chunks,
+            description=info.description,
+            headers=json.dumps(info.headers, sort_keys=True),
+            metadata=json.dumps(info.metadata, sort_keys=True),
+        )
+        known = self._locations.get(info.nuid) if info.nuid else None
+        packed = False
+        if info.deleted:
+            record.kind = index.DELETE
+        elif info.link is not None:
+            record.kind = index.LINK
+            record.link = json.dumps(info.link.to_json())
+        elif known is not None and known.digest == info.digest:
+            record.kind = index.META
+            record.key, record.offset, record.length = known.key, known.offset, known.length
+            if known.name != info.name:
+                record.previous_name = known.name
+        elif await self._copy_bytes(info, record):
+            packed = True
+        record.archived_at = datetime.now(UTC)
+        if not packed:  # packed records join the pending list when their pack is uploaded
+            self._pending.append(record)
+        self._remember(record)
+        if self.on_record is not None:
+            self.on_record(record)
+
+    async def _copy_bytes(self, info: ObjectInfo, record: ArchiveRecord) -> bool:
+        """Read the version's chunks (the reader checks count, size and SHA-256) into a pack
+        or a multipart upload; True when packed. Bytes that are gone or do not verify are
+        recorded as skipped."""
+        reader = ObjectReader(self.store, info)
+        try:
+            if info.size < self.small_object:
+                data = await reader.read()
+                self._packer.add(record, data)
+                return True
+            key = index.version_key(record.sequence)
+            await self.target.put_stream(key, reader)
+            record.key, record.offset, record.length = key, 0, info.size
+        except (ObjectChanged, DigestMismatch) as exc:
+            record.kind = index.SKIPPED
+            record.description = f"not archived: {exc}"
+            log.warning(
+                "bucket %r, object %r: version at sequence %d skipped: %s",
+                info.bucket,
+                info.name,
+                record.sequence,
+                exc,
+            )
+        finally:
+            await reader.close()
+        return False
+
+    async def flush(self) -> None:
+        """Upload the pack, then the index segment up to the position, then the cursor."""
+        taken = self._packer.take()
+        if taken is not None:
+            key, data, records = taken
+            await self.target.put_bytes(key, data)
+            self._pending.extend(records)
+        if self._position <= self.committed:
+            return
+        records = sorted(self._pending, key=lambda r: r.sequence)
+        key = index.segment_key(self.committed + 1, self._position)
+        await self.target.put_bytes(key, index.encode_segment(records))
+        self.committed = self._position
+        self._pending = []
+        await index.write_cursor(
+            self.target, self.store.bucket, self.committed, **self.totals.as_dict()
+        )
+
+    # -- the loop ---------------------------------------------------------------------------------
+
+    async def run(
+        self,
+        *,
+        once: bool = False,
+        stop: asyncio.Event | None = None,
+        give_up_after: float | None = None,
+    ) -> ArchiveTotals:
+        """Archive until ``stop`` is set (or, with ``once``, until caught up).
+
+        Failures of NATS or of the target are retried with exponential backoff from the
+        durable cursor; ``give_up_after`` seconds of failing in a row raise the last error."""
+        stop = stop or asyncio.Event()
+        backoff = 0.5
+        failing_since: float | None = None
+        while not stop.is_set():
+            try:
+                if not self._opened:
+                    await self.open()
+                await self.catch_up()
+                if once:
+                    await self.flush()
+                    return self.totals
+                if self._packer.stale or (not len(self._packer) and self._pending):
+                    await self.flush()
+                backoff, failing_since = 0.5, None
+                delay = self.poll_interval
+            except (BucketNotFound, PermissionDenied, ValueError):
+                raise
+            except (TimeoutError, NatsObjError, OSError) as exc:
+                now = time.monotonic()
+                failing_since = failing_since or now
+                if give_up_after is not None and now - failing_since > give_up_after:
+                    raise
+                log.warning("archiving %r failed, retrying in %.1fs: %s", self, backoff, exc)
+                self._opened = False  # reload the index: uncommitted work is done again
+                delay, backoff = backoff, min(backoff * 2, MAX_BACKOFF)
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), delay)
+        with contextlib.suppress(NatsObjError, OSError, asyncio.TimeoutError):
+            await self.flush()  # a clean stop keeps what was done
+        return self.totals

@@ -1,0 +1,250 @@
+"""``natsobj archive``: continuous backup of a bucket to S3, its status, restore and verify.
+
+The S3 endpoint and credentials come from the standard AWS chain (``AWS_ENDPOINT_URL``,
+``AWS_ACCESS_KEY_ID``..., ``AWS_PROFILE``); ``--endpoint``, ``--region`` and ``--profile``
+override it. Keys are never accepted on the command line, where ``ps`` would show them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import click
+
+from natsobj import aio
+from natsobj.cli import render
+from natsobj.cli.exits import CliError, ExitCode, UsageProblem
+from natsobj.cli.params import json_option, progress_option
+from natsobj.cli.progress import meter
+from natsobj.cli.session import Session, pass_session
+
+T = TypeVar("T")
+
+
+def s3_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    for option in reversed(
+        [
+            click.option("--endpoint", metavar="URL", help="S3 endpoint (or $AWS_ENDPOINT_URL)."),
+            click.option("--region", help="S3 region (or $AWS_REGION)."),
+            click.option("--profile", help="AWS profile for the credentials (or $AWS_PROFILE)."),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+def _target(url: str, endpoint: str | None, region: str | None, profile: str | None) -> Any:
+    try:
+        from natsobj.archive import ArchiveTarget, S3Options
+    except ImportError as exc:
+        raise CliError(
+            f"the archive needs the 'archive' extra ({exc.name} is missing): "
+            "pip install 'natsobj[archive]'"
+        ) from exc
+    try:
+        return ArchiveTarget(url, S3Options(endpoint=endpoint, region=region, profile=profile))
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from exc
+
+
+def _with_client(session: Session, work: Callable[[aio.Client], Awaitable[T]]) -> T:
+    async def body() -> T:
+        async with await aio.connect(session.settings) as client:
+            return await work(client)
+
+    return asyncio.run(body())
+
+
+def _show_archive_warnings(ctx: click.Context) -> None:
+    """Retries and skipped versions are what an operator of a long run needs to see."""
+    logger = logging.getLogger("natsobj.archive")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("natsobj archive: %(message)s"))
+    logger.addHandler(handler)
+    level, logger.level = logger.level, logging.WARNING
+    ctx.call_on_close(lambda: (logger.removeHandler(handler), logger.setLevel(level)))
+
+
+def _parse_time(value: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise UsageProblem(f"--at {value!r} is not an ISO 8601 time") from exc
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@click.group("archive")
+def archive() -> None:
+    """Back a bucket up to S3-compatible storage, and restore it from there."""
+
+
+@archive.command("run")
+@click.argument("bucket")
+@click.option("--to", "url", required=True, metavar="s3://BUCKET/PREFIX", help="Archive target.")
+@click.option("--once", is_flag=True, help="Catch up, then exit (for schedulers).")
+@click.option(
+    "--small-object",
+    type=click.IntRange(min=0),
+    default=1024 * 1024,
+    show_default=True,
+    metavar="BYTES",
+    help="Versions smaller than this go into packs.",
+)
+@click.option(
+    "--pack-age",
+    type=click.FloatRange(min=0),
+    default=30.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Upload a pack once its oldest version waited this long.",
+)
+@s3_options
+@progress_option()
+@click.pass_context
+def run(
+    ctx: click.Context,
+    bucket: str,
+    url: str,
+    once: bool,
+    small_object: int,
+    pack_age: float,
+    progress: bool | None,
+    **s3: str | None,
+) -> None:
+    """Archive every version of BUCKET to the target: follows until stopped (Ctrl-C, SIGTERM),
+    or with --once catches up and exits."""
+    from natsobj.archive import Archiver
+
+    session: Session = ctx.obj
+    target = _target(url, **s3)
+    _show_archive_warnings(ctx)
+
+    with meter(progress) as bar, bar.task(f"archive {bucket}", None) as advance:
+
+        async def work(client: aio.Client) -> Any:
+            store = await client.store(bucket)
+            archiver = Archiver(
+                store,
+                target,
+                small_object=small_object,
+                pack_age=pack_age,
+                on_record=lambda record: advance(record.length if record.kind == "put" else 0),
+            )
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(signum, stop.set)
+            return await archiver.run(once=once, stop=stop), archiver.committed
+
+        totals, cursor = _with_client(session, work)
+    click.echo(
+        f"archived {bucket} to {target.url} through sequence {cursor}: "
+        f"{totals.versions} versions, {render.size(totals.bytes)}, "
+        f"{totals.meta_updates} meta updates, {totals.deletes} deletes"
+    )
+    for sequence in totals.skipped:
+        click.echo(f"skipped sequence {sequence}: its bytes were gone from NATS", err=True)
+
+
+@archive.command("status")
+@click.argument("bucket")
+@click.option("--to", "url", metavar="s3://BUCKET/PREFIX", help="Default: the one recorded.")
+@s3_options
+@json_option()
+@pass_session
+def status(session: Session, bucket: str, url: str | None, as_json: bool, **s3: str | None) -> None:
+    """Cursor, lag (in sequences and seconds) and what the archive of BUCKET holds."""
+    from natsobj.archive import archive_status
+    from natsobj.archive.status import target_of
+
+    async def work(client: aio.Client) -> Any:
+        store = await client.store(bucket)
+        where = url or target_of((await store.status()).metadata, bucket)
+        return await archive_status(store, _target(where, **s3))
+
+    state = _with_client(session, work)
+    if as_json:
+        render.emit_json(state.as_dict())
+        return
+    render.fields(
+        [
+            ("bucket", state.bucket),
+            ("target", state.target),
+            ("cursor", str(state.cursor)),
+            ("stream last sequence", str(state.last_sequence)),
+            ("lag", f"{state.lag_sequences} sequences, {state.lag_seconds:.1f} s"),
+            ("versions archived", str(state.versions)),
+            ("bytes archived", render.size(state.bytes)),
+            ("skipped", ", ".join(map(str, state.skipped)) or "none"),
+            ("updated", state.updated_at or "never"),
+        ]
+    )
+
+
+@archive.command("restore")
+@click.argument("url", metavar="s3://BUCKET/PREFIX")
+@click.option("--to", "bucket", required=True, help="A new or empty bucket to restore into.")
+@click.option("--at", "at", metavar="TIME", help="Restore the store as it was then (ISO 8601).")
+@s3_options
+@progress_option()
+@pass_session
+def restore(
+    session: Session,
+    url: str,
+    bucket: str,
+    at: str | None,
+    progress: bool | None,
+    **s3: str | None,
+) -> None:
+    """Rebuild a bucket from the archive: the latest versions, or as of --at."""
+    from natsobj.archive import restore as restore_archive
+
+    target = _target(url, **s3)
+    moment = _parse_time(at) if at else None
+    with meter(progress) as bar:
+        result = _with_client(
+            session,
+            lambda client: restore_archive(client, target, bucket, at=moment, task=bar.task),
+        )
+    click.echo(
+        f"restored {result.objects} objects ({render.size(result.bytes)}) and {result.links} "
+        f"links into {bucket}"
+    )
+    for record in result.unrestorable:
+        click.echo(
+            f"not restored: {record.name} (sequence {record.sequence} was never archived)",
+            err=True,
+        )
+
+
+@archive.command("verify")
+@click.argument("url", metavar="s3://BUCKET/PREFIX")
+@s3_options
+@progress_option()
+def verify(url: str, progress: bool | None, **s3: str | None) -> None:
+    """Check every archived version's bytes against its digest (exit 3 on a mismatch)."""
+    from natsobj.archive import verify as verify_archive
+
+    target = _target(url, **s3)
+    with meter(progress) as bar, bar.task("verify", None) as advance:
+        report = asyncio.run(
+            verify_archive(target, on_checked=lambda record: advance(record.length))
+        )
+    for record, problem in report.bad:
+        click.echo(f"BAD {record.name} (sequence {record.sequence}): {problem}", err=True)
+    click.echo(
+        f"checked {report.checked} versions ({render.size(report.bytes)}): "
+        f"{len(report.bad)} bad, {report.duplicates} indexed twice, "
+        f"{len(report.skipped)} skipped when archived"
+    )
+    if not report.ok:
+        raise CliError(f"archive {target.url} failed verification", ExitCode.DIGEST_MISMATCH)
+
+
+COMMANDS = (archive,)
