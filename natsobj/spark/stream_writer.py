@@ -25,7 +25,7 @@ from pyspark.sql.types import StructType
 
 import natsobj
 from natsobj.spark.errors import BadSparkOption
-from natsobj.spark.manifest import WRITE_ID_KEY, Manifest, Part
+from natsobj.spark.manifest import WRITE_ID_KEY, Manifest, Part, manifest_name
 from natsobj.spark.options import BINARY, SourceOptions
 from natsobj.spark.storage import delete_quietly, objects_under, open_store, read_manifest
 from natsobj.spark.writer import NatsObjWriter, PartsMessage, check_target
@@ -137,6 +137,7 @@ def sweep_dead_runs(store: natsobj.ObjectStore, prefix: str, query: str, write_i
     if manifest is None:
         return 0
     live = {p.name for p in manifest.parts} | {n for r in manifest.retained for n in r.parts}
+    live.add(manifest_name(prefix))  # it carries the write id of the commit that made it
     dead = [
         info.name
         for info in objects_under(store, prefix)
