@@ -90,6 +90,12 @@ class Manifest:
     mode: str = "overwrite"
     committed_at: str = ""
     retained: tuple[Retained, ...] = field(default_factory=tuple)
+    # Streaming sinks: query id -> last micro-batch id committed, so a replayed batch is skipped.
+    streams: dict[str, int] = field(default_factory=dict)
+
+    def committed_batch(self, query_id: str) -> int:
+        """The last micro-batch of ``query_id`` in this dataset (-1 for none)."""
+        return self.streams.get(query_id, -1)
 
     @property
     def num_rows(self) -> int:
@@ -114,6 +120,7 @@ class Manifest:
             "num_parts": len(self.parts),
             "parts": [p.as_dict() for p in self.parts],
             "retained": [r.as_dict() for r in self.retained],
+            "streams": dict(self.streams),
         }
 
     def to_json(self) -> bytes:
@@ -136,6 +143,7 @@ class Manifest:
                 mode=str(doc.get("mode", "overwrite")),
                 committed_at=str(doc.get("committed_at", "")),
                 retained=tuple(Retained.from_dict(r) for r in doc.get("retained", [])),
+                streams={str(k): int(v) for k, v in (doc.get("streams") or {}).items()},
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise BadObjectMeta(
@@ -155,11 +163,19 @@ def next_generation(
     overwrite: bool,
     write_id: str,
     retain: int,
+    stream: tuple[str, int] | None = None,
 ) -> tuple[Manifest, list[str]]:
-    """The manifest a commit publishes, and the part names to delete once it is published."""
+    """The manifest a commit publishes, and the part names to delete once it is published.
+    ``stream`` is the (query id, batch id) a streaming sink commits, recorded for replays."""
     now = datetime.now(UTC).isoformat()
+    streams = dict(previous.streams) if previous is not None else {}
+    if stream is not None:
+        streams[stream[0]] = stream[1]
     if previous is None:
-        return Manifest(prefix, schema, tuple(parts), 1, write_id, _mode(overwrite), now), []
+        first = Manifest(
+            prefix, schema, tuple(parts), 1, write_id, _mode(overwrite), now, (), streams
+        )
+        return first, []
     if overwrite:
         current = tuple(parts)
         superseded = Retained(previous.generation, now, tuple(p.name for p in previous.parts))
@@ -174,7 +190,9 @@ def next_generation(
     dropped = [r for r in history if generation - r.generation > retain]
     live = {p.name for p in current} | {n for r in kept for n in r.parts}
     doomed = sorted({n for r in dropped for n in r.parts} - live)
-    manifest = Manifest(prefix, schema, current, generation, write_id, _mode(overwrite), now, kept)
+    manifest = Manifest(
+        prefix, schema, current, generation, write_id, _mode(overwrite), now, kept, streams
+    )
     return manifest, doomed
 
 

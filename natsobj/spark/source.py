@@ -6,7 +6,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -14,6 +20,9 @@ from natsobj.spark.errors import BadSparkOption
 from natsobj.spark.options import BINARY, SourceOptions
 from natsobj.spark.reader import BINARY_SCHEMA, BinaryReader, TableReader
 from natsobj.spark.storage import load_plan, open_store
+from natsobj.spark.stream_options import StreamOptions, source_options
+from natsobj.spark.stream_reader import NatsObjStreamReader
+from natsobj.spark.stream_writer import prepare_stream_writer
 from natsobj.spark.writer import prepare_writer
 
 FORMAT_NAME = "natsobj"
@@ -28,7 +37,8 @@ class NatsObjDataSource(DataSource):
         return SourceOptions.parse(self.options)
 
     def schema(self) -> StructType:
-        opts = self._options()
+        # readStream asks for the schema too, with its streaming options among the others.
+        opts = StreamOptions.parse(self.options).source
         if opts.mode == BINARY:
             return BINARY_SCHEMA
         with open_store(opts) as store:
@@ -58,3 +68,10 @@ class NatsObjDataSource(DataSource):
                 hint="Write tables without the mode option; store files with `natsobj put`.",
             )
         return prepare_writer(opts, schema, overwrite)
+
+    # Structured Streaming: see stream_reader / stream_writer.
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return NatsObjStreamReader(StreamOptions.parse(self.options), schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        return prepare_stream_writer(source_options(self.options), schema, overwrite)

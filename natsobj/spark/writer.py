@@ -81,6 +81,9 @@ COMMIT_ATTEMPTS = 20  # concurrent committers to one prefix, each retried on top
 
 
 class NatsObjWriter(DataSourceArrowWriter):
+    # (query id, batch id) when a streaming sink commits a micro-batch: kept in the manifest.
+    stream: tuple[str, int] | None = None
+
     def __init__(
         self, opts: SourceOptions, schema: StructType, overwrite: bool, write_id: str
     ) -> None:
@@ -186,6 +189,7 @@ class NatsObjWriter(DataSourceArrowWriter):
             overwrite=self.overwrite,
             write_id=self.write_id,
             retain=self.opts.retain_generations,
+            stream=self.stream,
         )
         store.put(
             manifest_name(self.opts.prefix),

@@ -1,0 +1,133 @@
+"""Options of ``readStream.format("natsobj")`` and ``writeStream.format("natsobj")``.
+
+The streaming keys are taken out first; everything else (connection, bucket, path, mode,
+glob, write tuning) goes through the batch parser, so both faces accept the same names and a
+misspelt option fails the same way before the query starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from natsobj.matching import NameMatcher
+from natsobj.spark.errors import BadSparkOption
+from natsobj.spark.options import TABLE, SourceOptions
+
+EARLIEST = "earliest"
+LATEST = "latest"
+OBJECT_FORMATS = ("auto", "parquet", "csv", "json")
+# Spark passes these to every streaming source and sink; they are Spark's, not ours.
+SPARK_STREAM_KEYS = frozenset({"checkpointlocation", "queryname"})
+STREAM_KEYS = frozenset(
+    {
+        "startingsequence",
+        "maxobjectspertrigger",
+        "maxbytespertrigger",
+        "includedeletes",
+        "objectformat",
+    }
+)
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    """What the streaming source needs besides the batch options."""
+
+    source: SourceOptions
+    matcher: NameMatcher | None
+    starting: str | int = EARLIEST  # "earliest", "latest" or the first meta sequence to read
+    max_objects: int | None = None
+    max_bytes: int | None = None
+    include_deletes: bool = False
+    object_format: str = "auto"
+
+    @property
+    def bucket(self) -> str:
+        return self.source.bucket
+
+    def selects(self, name: str) -> bool:
+        """Whether an object belongs to the stream: under the path, and matching the glob."""
+        prefix = self.source.prefix
+        if prefix and not name.startswith(prefix + "/"):
+            return False
+        return self.matcher is None or self.matcher.matches(name)
+
+    @classmethod
+    def parse(cls, options: Mapping[str, str]) -> StreamOptions:
+        lowered = {str(k).lower(): v for k, v in options.items() if v is not None}
+        stream = {k: str(lowered.pop(k)) for k in STREAM_KEYS & set(lowered)}
+        glob = lowered.get("glob") or None
+        if glob and not (lowered.get("path") or lowered.get("prefix")):
+            # A table stream needs no dataset prefix: the glob says where objects land.
+            lowered["prefix"] = glob_directory(glob)
+        source = source_options(lowered)
+        where = source.bucket
+        if source.mode != TABLE and "objectformat" in stream:
+            raise BadSparkOption("option objectFormat applies to table mode only", bucket=where)
+        if source.mode == TABLE and stream.get("includedeletes", "false").lower() == "true":
+            raise BadSparkOption(
+                "includeDeletes needs binary mode: a deleted object has no rows in a table",
+                bucket=where,
+                hint='Use .option("mode", "binary") to see deletes as rows with null content.',
+            )
+        object_format = stream.get("objectformat", "auto").lower()
+        if object_format not in OBJECT_FORMATS:
+            raise BadSparkOption(
+                f"objectFormat must be one of {list(OBJECT_FORMATS)}, got {object_format!r}",
+                bucket=where,
+            )
+        return cls(
+            source=source,
+            matcher=_matcher(glob, where),
+            starting=_starting(stream.get("startingsequence", EARLIEST), where),
+            max_objects=_limit(stream, "maxobjectspertrigger", where),
+            max_bytes=_limit(stream, "maxbytespertrigger", where),
+            include_deletes=stream.get("includedeletes", "false").lower() == "true",
+            object_format=object_format,
+        )
+
+
+def source_options(options: Mapping[str, str]) -> SourceOptions:
+    """The batch options of a streaming source or sink, without Spark's own stream keys."""
+    return SourceOptions.parse(
+        {k: v for k, v in options.items() if k.lower() not in SPARK_STREAM_KEYS}
+    )
+
+
+def glob_directory(glob: str) -> str:
+    """The folder every match of ``glob`` lives in ("" for a glob that starts with a wildcard)."""
+    literal = NameMatcher(glob, "glob").literal_prefix
+    return literal.rpartition("/")[0]
+
+
+def _matcher(glob: str | None, bucket: str) -> NameMatcher | None:
+    if not glob:
+        return None
+    try:
+        return NameMatcher(glob, "glob")
+    except ValueError as exc:
+        raise BadSparkOption(f"option glob: {exc}", bucket=bucket) from None
+
+
+def _starting(value: str, bucket: str) -> str | int:
+    text = value.strip().lower()
+    if text in (EARLIEST, LATEST):
+        return text
+    if text.isdigit() and int(text) >= 1:
+        return int(text)
+    raise BadSparkOption(
+        f"startingSequence must be 'earliest', 'latest' or a meta sequence >= 1, got {value!r}",
+        bucket=bucket,
+    )
+
+
+def _limit(values: Mapping[str, str], key: str, bucket: str) -> int | None:
+    if key not in values:
+        return None
+    text = values[key].replace("_", "")
+    if not text.isdigit() or int(text) < 1:
+        raise BadSparkOption(
+            f"option {key!r} must be an integer >= 1, got {values[key]!r}", bucket=bucket
+        )
+    return int(text)

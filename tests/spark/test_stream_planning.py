@@ -1,0 +1,176 @@
+"""The streaming source's driver and task halves, called directly against the real server:
+offsets, glob selection, rate limits, and what a task does with an object replaced or
+deleted after its batch was planned. (The same code runs under Spark in test_stream_query.)"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+from natsobj.spark.errors import BadSparkOption
+from natsobj.spark.reader import BINARY_SCHEMA
+from natsobj.spark.stream_options import StreamOptions
+from natsobj.spark.stream_reader import NatsObjStreamReader, ReplacedSincePlanned
+
+TABLE = StructType([StructField("id", IntegerType()), StructField("v", StringType())])
+
+
+def reader(options: dict[str, str], schema: StructType = TABLE, **extra: str):
+    return NatsObjStreamReader(StreamOptions.parse({**options, **extra}), schema)
+
+
+def planned_names(source: NatsObjStreamReader, start: dict, end: dict) -> list[str]:
+    return [o.name for p in source.partitions(start, end) for o in p.objects]
+
+
+def rows(source: NatsObjStreamReader, start: dict, end: dict) -> list[tuple]:
+    out = []
+    for partition in source.partitions(start, end):
+        for batch in source.read(partition):
+            out += list(zip(*batch.to_pydict().values(), strict=True))
+    return sorted(out)
+
+
+def test_offsets_are_meta_sequences_and_the_glob_is_path_aware(store, options) -> None:
+    store.put("landing/a.csv", b"id,v\n1,a\n")
+    store.put("landing/old/b.csv", b"id,v\n2,b\n")  # `*` stays inside one segment
+    store.put("elsewhere/c.csv", b"id,v\n3,c\n")
+    store.put("landing/d.txt", b"not csv")
+    source = reader(options, glob="landing/*.csv")
+    start = source.initialOffset()
+    assert start == {"sequence": 0}
+    end = source.latestOffset(start, ReadAllAvailable())
+    assert end["sequence"] >= store.get_info("landing/a.csv").sequence
+    assert planned_names(source, start, end) == ["landing/a.csv"]
+    assert rows(source, start, end) == [(1, "a")]
+    # Nothing new that matches: the offset stays put, so Spark runs no empty batch.
+    store.put("landing/old/e.csv", b"id,v\n5,e\n")
+    assert source.latestOffset(end, ReadAllAvailable()) == end
+    put = store.put("landing/f.csv", b"id,v\n6,f\n")
+    later = source.latestOffset(end, ReadAllAvailable())
+    assert later == {"sequence": put.sequence}
+    assert planned_names(source, end, later) == ["landing/f.csv"]
+    # `**` crosses segments; startingSequence=latest starts after everything there now.
+    deep = reader(options, glob="landing/**.csv")
+    assert planned_names(deep, {"sequence": 0}, later) == [
+        "landing/a.csv",
+        "landing/old/b.csv",
+        "landing/old/e.csv",
+        "landing/f.csv",
+    ]
+    assert reader(options, glob="landing/*.csv", startingSequence="latest").initialOffset() == {
+        "sequence": store.status().last_sequence
+    }
+    numbered = reader(options, glob="landing/**.csv", startingSequence=str(put.sequence))
+    assert planned_names(numbered, numbered.initialOffset(), later) == ["landing/f.csv"]
+
+
+def test_rate_limits_cut_batches_by_objects_and_bytes(store, options) -> None:
+    for i in range(5):
+        store.put(f"in/{i}.csv", b"id,v\n" + f"{i},{'x' * 100}\n".encode())
+    by_count = reader(options, glob="in/*.csv", maxObjectsPerTrigger="2")
+    assert by_count.getDefaultReadLimit() == ReadMaxFiles(2)
+    offset, batches = {"sequence": 0}, []
+    while (end := by_count.latestOffset(offset, by_count.getDefaultReadLimit())) != offset:
+        batches.append(planned_names(by_count, offset, end))
+        offset = end
+    assert batches == [["in/0.csv", "in/1.csv"], ["in/2.csv", "in/3.csv"], ["in/4.csv"]]
+    # Trigger.AvailableNow / Once pass ReadAllAvailable: the engine's limit wins.
+    everything = by_count.latestOffset({"sequence": 0}, ReadAllAvailable())
+    assert len(planned_names(by_count, {"sequence": 0}, everything)) == 5
+    size = store.get_info("in/0.csv").size
+    by_bytes = reader(options, glob="in/*.csv", maxBytesPerTrigger=str(3 * size - 1))
+    assert by_bytes.getDefaultReadLimit() == ReadMaxBytes(3 * size - 1)
+    end = by_bytes.latestOffset({"sequence": 0}, by_bytes.getDefaultReadLimit())
+    assert planned_names(by_bytes, {"sequence": 0}, end) == ["in/0.csv", "in/1.csv"]
+    # One object larger than the budget still makes progress.
+    tiny = reader(options, glob="in/*.csv", maxBytesPerTrigger="1")
+    end = tiny.latestOffset({"sequence": 0}, tiny.getDefaultReadLimit())
+    assert planned_names(tiny, {"sequence": 0}, end) == ["in/0.csv"]
+
+
+def test_available_now_stops_at_what_was_there_when_it_started(store, options) -> None:
+    store.put("in/a.csv", b"id,v\n1,a\n")
+    source = reader(options, glob="in/*.csv")
+    source.prepareForTriggerAvailableNow()
+    store.put("in/b.csv", b"id,v\n2,b\n")
+    end = source.latestOffset({"sequence": 0}, ReadAllAvailable())
+    assert planned_names(source, {"sequence": 0}, end) == ["in/a.csv"]
+    assert source.latestOffset(end, ReadAllAvailable()) == end  # the query can finish
+
+
+def test_a_replaced_or_deleted_object_is_skipped_never_mixed(store, options) -> None:
+    for name in ("in/keep.csv", "in/replaced.csv", "in/deleted.csv"):
+        store.put(name, b"id,v\n1,old\n")
+    source = reader(options, glob="in/*.csv")
+    start = {"sequence": 0}
+    end = source.latestOffset(start, ReadAllAvailable())
+    partitions = source.partitions(start, end)
+    store.put("in/replaced.csv", b"id,v\n2,new\n")  # after planning, before the task reads
+    store.delete("in/deleted.csv")
+    with pytest.warns(ReplacedSincePlanned) as warned:
+        read = [b.to_pydict() for p in partitions for b in source.read(p)]
+    skipped = sorted(re.search(r"\['(.+)'\]", str(w.message)).group(1) for w in warned)
+    assert skipped == ["in/deleted.csv", "in/replaced.csv"]  # each task counts its own
+    assert read == [{"id": [1], "v": ["old"]}]  # keep.csv only; nothing of the new version
+    # The new version and the delete lie after `end`: the next batch has the new version.
+    later = source.latestOffset(end, ReadAllAvailable())
+    assert rows(source, end, later) == [(2, "new")]
+
+
+def test_binary_mode_rows_and_deletes(store, options) -> None:
+    first = store.put("raw/a.bin", b"\x00\x01")
+    store.put("raw/b.bin", b"bb")
+    store.delete("raw/b.bin")
+    plain = reader(options, BINARY_SCHEMA, glob="raw/*", mode="binary")
+    end = plain.latestOffset({"sequence": 0}, ReadAllAvailable())
+    got = [r for p in plain.partitions({"sequence": 0}, end) for r in plain.read(p)]
+    assert [(r[0], r[1], r[3], r[4]) for r in got] == [("raw/a.bin", 2, first.digest, b"\x00\x01")]
+    with_deletes = reader(
+        options, BINARY_SCHEMA, glob="raw/*", mode="binary", includeDeletes="true"
+    )
+    got = [r for p in with_deletes.partitions({"sequence": 0}, end) for r in with_deletes.read(p)]
+    assert [(r[0], r[1], r[3], r[4]) for r in got] == [
+        ("raw/a.bin", 2, first.digest, b"\x00\x01"),
+        ("raw/b.bin", 0, None, None),  # a delete: no digest, no content
+    ]
+
+
+def test_partitions_spread_small_objects_over_executors(store, options) -> None:
+    for i in range(10):
+        store.put(f"in/{i:02d}.csv", b"id,v\n1,a\n")
+    source = reader(options, glob="in/*.csv")
+    end = source.latestOffset({"sequence": 0}, ReadAllAvailable())
+    partitions = source.partitions({"sequence": 0}, end)
+    assert len(partitions) >= 2
+    assert sorted(o.name for p in partitions for o in p.objects) == [
+        f"in/{i:02d}.csv" for i in range(10)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"startingSequence": "soon"}, "startingSequence must be"),
+        ({"maxObjectsPerTrigger": "0"}, "must be an integer >= 1"),
+        ({"includeDeletes": "true"}, "includeDeletes needs binary mode"),
+        ({"objectFormat": "xml"}, "objectFormat must be one of"),
+        ({"glob": "in/*.csv", "bogus": "1"}, "unknown natsobj option"),
+    ],
+)
+def test_bad_stream_options_fail_before_the_query_starts(
+    options: dict[str, str], extra: dict[str, str], message: str
+) -> None:
+    with pytest.raises(BadSparkOption, match=message):
+        StreamOptions.parse({"glob": "in/*.csv", **options, **extra})
+
+
+def test_an_object_that_does_not_fit_the_schema_names_itself(store, options) -> None:
+    store.put("in/bad.csv", b"id,v\nnot-a-number,a\n")
+    source = reader(options, glob="in/*.csv")
+    end = source.latestOffset({"sequence": 0}, ReadAllAvailable())
+    with pytest.raises(ValueError, match=r"object 'in/bad.csv' \(csv\) does not fit"):
+        [b for p in source.partitions({"sequence": 0}, end) for b in source.read(p)]

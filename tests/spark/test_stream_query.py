@@ -1,0 +1,126 @@
+"""Structured Streaming queries on local[2] against the real server: natsobj source to natsobj
+sink, rate limits as Spark runs them, the sink's idempotent replay, and batch reads of the
+sink's dataset while the stream runs."""
+
+from __future__ import annotations
+
+import collections
+import time
+from pathlib import Path
+
+import natsobj
+from natsobj.spark.manifest import MANIFEST
+from natsobj.spark.storage import read_manifest
+
+ROWS_PER_OBJECT = 50
+SCHEMA = "obj INT, row INT"
+
+
+def land(store: natsobj.ObjectStore, objects: range, *, folder: str = "landing") -> None:
+    for i in objects:
+        body = "obj,row\n" + "".join(f"{i},{r}\n" for r in range(ROWS_PER_OBJECT))
+        store.put(f"{folder}/{i:03d}.csv", body.encode())
+
+
+def start_query(spark, options, checkpoint: Path, *, trigger: dict, **source_options: str):
+    stream = (
+        spark.readStream.format("natsobj")
+        .options(**options, glob="landing/*.csv", **source_options)
+        .schema(SCHEMA)
+        .load()
+    )
+    return (
+        stream.writeStream.format("natsobj")
+        .options(**options)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(**trigger)
+        .start("clean/rows")
+    )
+
+
+def dataset_rows(spark, options) -> list[tuple[int, int]]:
+    df = spark.read.format("natsobj").options(**options).load("clean/rows")
+    return [(r.obj, r.row) for r in df.collect()]
+
+
+def test_stream_applies_glob_and_rate_limit_and_commits_one_generation_per_batch(
+    spark, options, store, tmp_path
+) -> None:
+    land(store, range(5))
+    land(store, range(100, 102), folder="landing/old")  # `*` does not cross into old/
+    query = start_query(
+        spark, options, tmp_path / "ckpt", trigger={"availableNow": True}, maxObjectsPerTrigger="2"
+    )
+    query.awaitTermination(600)
+    assert query.exception() is None
+    per_batch = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    assert per_batch == [2 * ROWS_PER_OBJECT, 2 * ROWS_PER_OBJECT, ROWS_PER_OBJECT]
+    rows = dataset_rows(spark, options)
+    assert sorted(rows) == [(i, r) for i in range(5) for r in range(ROWS_PER_OBJECT)]
+    manifest = read_manifest(store, "clean/rows")
+    assert manifest is not None
+    assert manifest.generation == 3
+    assert manifest.streams == {str(query.id): 2}
+
+
+def test_a_replayed_batch_is_not_appended_twice(spark, options, store, tmp_path) -> None:
+    land(store, range(4))
+    checkpoint = tmp_path / "ckpt"
+    first = start_query(
+        spark, options, checkpoint, trigger={"availableNow": True}, maxObjectsPerTrigger="2"
+    )
+    first.awaitTermination(600)
+    assert first.exception() is None
+    before = read_manifest(store, "clean/rows")
+    assert before is not None and before.streams == {str(first.id): 1}
+    # Forget that batch 1 finished, as if the driver died between our commit and Spark's
+    # commit log: on restart Spark runs batch 1 again with the same offsets.
+    for name in ("1", ".1.crc"):
+        (checkpoint / "commits" / name).unlink(missing_ok=True)
+    again = start_query(
+        spark, options, checkpoint, trigger={"availableNow": True}, maxObjectsPerTrigger="2"
+    )
+    again.awaitTermination(600)
+    assert again.exception() is None
+    assert again.id == first.id
+    assert [p["batchId"] for p in again.recentProgress][:1] == [1]  # it did replay batch 1
+    counts = collections.Counter(dataset_rows(spark, options))
+    assert sorted(counts) == [(i, r) for i in range(4) for r in range(ROWS_PER_OBJECT)]
+    assert set(counts.values()) == {1}
+    after = read_manifest(store, "clean/rows")
+    assert after is not None and after.generation == before.generation
+    # The replay's own parts were deleted: only the manifest and its parts remain.
+    stored = {i.name for i in store.list() if i.name.startswith("clean/rows/")}
+    assert stored == {f"clean/rows/{MANIFEST}"} | {p.name for p in after.parts}
+
+
+def test_batch_reads_during_the_stream_see_whole_micro_batches(
+    spark, options, store, tmp_path
+) -> None:
+    objects, per_trigger = 12, 2
+    land(store, range(objects))
+    query = start_query(
+        spark,
+        options,
+        tmp_path / "ckpt",
+        trigger={"processingTime": "200 milliseconds"},
+        maxObjectsPerTrigger=str(per_trigger),
+    )
+    seen: list[int] = []
+    deadline = time.monotonic() + 480  # generous: the machine is shared
+    try:
+        while not seen or seen[-1] < objects:
+            assert time.monotonic() < deadline, f"stream still incomplete: reads saw {seen}"
+            assert query.exception() is None
+            if read_manifest(store, "clean/rows") is None:
+                time.sleep(0.2)
+                continue
+            counts = collections.Counter(obj for obj, _ in dataset_rows(spark, options))
+            # Whole objects, and whole batches of `per_trigger` objects, never a part of one.
+            assert set(counts.values()) <= {ROWS_PER_OBJECT}, counts
+            assert len(counts) % per_trigger == 0, sorted(counts)
+            seen.append(len(counts))
+    finally:
+        query.stop()
+    assert seen[-1] == objects
+    assert any(n < objects for n in seen), "no read happened while the stream was running"
