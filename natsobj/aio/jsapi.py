@@ -167,6 +167,10 @@ class JetStreamApi:
         self._waiting: dict[str, tuple[asyncio.Future[Msg], str]] = {}
         self._subscription: Any = None
         self._denied_subscription: str | None = None
+        # Set by the first listing whose batched direct get came back as a single message: an
+        # API imported from another account without response_type: stream. Later listings
+        # go straight to the consumer scan.
+        self.batched_gets_cut_off = False
         # Subject prefixes published to without a reply future (flow-control answers), told of
         # denials.
         self._denial_listeners: dict[str, tuple[str, Callable[[PermissionDenied], None]]] = {}

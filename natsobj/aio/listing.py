@@ -194,6 +194,8 @@ class _SubjectStateListing:
     async def first_batch(self) -> list[ObjectInfo]:
         """Everything that decides between this path and the scan happens here, before the
         caller sees a single object: the first page of names and the first batched get."""
+        if self.store.api.batched_gets_cut_off:
+            raise FastListingUnavailable("batched direct get replies are cut to one message")
         try:
             first_page = await self._page(0)
         except PermissionDenied as exc:
@@ -214,6 +216,11 @@ class _SubjectStateListing:
         except (PermissionDenied, _Unsupported) as exc:
             await self.close()
             raise FastListingUnavailable(f"batched direct get unavailable: {exc}") from None
+        except _Stalled as exc:
+            await self.close()
+            if exc.received == 1:  # a service import without response_type: stream
+                self.store.api.batched_gets_cut_off = True
+            raise FastListingUnavailable(str(exc)) from None
 
     async def rest(self) -> AsyncIterator[list[ObjectInfo]]:
         """The remaining batches, with up to IN_FLIGHT requests outstanding."""
@@ -380,6 +387,20 @@ class _BatchedDirectGets:
         self._unsubscribe = None
 
 
+class _Stalled(NotConnected):
+    """A batched direct get went silent before its end-of-batch status. After exactly one
+    message this is what a multi-message reply looks like across an account import that
+    lacks ``response_type: stream``; the first batch of a listing then falls back."""
+
+    def __init__(self, received: int, bucket: str) -> None:
+        super().__init__(
+            f"batched direct get stalled after {received} messages",
+            bucket=bucket,
+            hint="Check the server's health; a retry lists again.",
+        )
+        self.received = received
+
+
 class _TooMany(Exception):
     """413: the server caps subjects per batched direct get below what we sent."""
 
@@ -413,11 +434,7 @@ class _Batch:
         seen = -1
         while not self.done.done():
             if len(self.messages) == seen:
-                raise NotConnected(
-                    f"batched direct get stalled after {seen} messages",
-                    bucket=bucket,
-                    hint="Check the server's health; a retry lists again.",
-                )
+                raise _Stalled(seen, bucket)
             seen = len(self.messages)
             try:
                 await asyncio.wait_for(asyncio.shield(self.done), timeout)
