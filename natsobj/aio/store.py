@@ -605,7 +605,9 @@ class ObjectStore:
             messages, last_sequence = await self._scan_meta_once(
                 deliver_policy=deliver_policy, start=start, limit=limit
             )
-            if last_sequence >= floor or len(messages) >= limit:
+            # a scan that starts after the floor has nothing to miss
+            reached = max(last_sequence, (start or 1) - 1)
+            if reached >= floor or len(messages) >= limit:
                 break
             await asyncio.sleep(min(0.01 * 2**attempt, 1.0))
         else:
