@@ -322,10 +322,13 @@ class Failover:
     election looks like: the request is repeated until ``failover_timeout`` has passed, and
     then the error says what is missing, the stream's leader or the cluster's quorum."""
 
-    def __init__(self, api: JetStreamApi, subject: str, bucket: str | None) -> None:
+    def __init__(
+        self, api: JetStreamApi, subject: str, bucket: str | None, name: str | None = None
+    ) -> None:
         self.api = api
         self.subject = subject
         self.bucket = bucket
+        self.name = name
         self.deadline: float | None = None
 
     @property
@@ -342,12 +345,14 @@ class Failover:
         if self.deadline is None:
             self.deadline = now + self.api.failover_timeout
         if now >= self.deadline:
-            raise await cluster_unavailable(self.api, self.subject, self.bucket) from error
+            raise await cluster_unavailable(
+                self.api, self.subject, self.bucket, self.name
+            ) from error
         await asyncio.sleep(FAILOVER_RETRY_SECONDS)
 
 
 async def cluster_unavailable(
-    api: JetStreamApi, subject: str, bucket: str | None
+    api: JetStreamApi, subject: str, bucket: str | None, name: str | None = None
 ) -> ClusterUnavailable:
     """The error for a cluster that did not recover in time, naming what is missing: the
     meta layer answers account info only with a quorum of servers."""
@@ -356,6 +361,7 @@ async def cluster_unavailable(
         return ClusterUnavailable(
             f"no node of the cluster could be reached within {waited} (calling {subject!r})",
             bucket=bucket,
+            name=name,
         )
     try:
         reply = await api.request(f"{api.prefix}.INFO", b"", timeout=FAILOVER_ATTEMPT_TIMEOUT)
@@ -367,9 +373,11 @@ async def cluster_unavailable(
             f"the cluster has had no JetStream meta leader for {waited} (no quorum: fewer than"
             f" a majority of its servers are up and routed) while calling {subject!r}",
             bucket=bucket,
+            name=name,
         )
     return ClusterUnavailable(
         f"no leader was elected for the stream within {waited} (no quorum: fewer than a"
         f" majority of its replicas are up) while calling {subject!r}",
         bucket=bucket,
+        name=name,
     )

@@ -243,7 +243,7 @@ class ObjectStore:
         if msg_id is not None:
             headers[MSG_ID] = msg_id
         subject = self._publish_subject(meta_subject(self.bucket, info.name))
-        failover = Failover(self.api, subject, self.bucket)
+        failover = Failover(self.api, subject, self.bucket, info.name)
         while True:
             try:
                 reply = await self.api.request(
@@ -380,9 +380,12 @@ class ObjectStore:
         raise NatsObjError("too many concurrent writers", bucket=self.bucket, name=info.name)
 
     async def _discard_chunks(self, window: PublishWindow, local_chunks: str) -> None:
+        """Best effort and bounded, so a failed put reports promptly: chunks left behind (the
+        cluster lost its quorum, say) are orphans no meta record names; compact() drops them."""
         with contextlib.suppress(Exception):
-            await window.abandon()
-            await self._purge(local_chunks)
+            async with asyncio.timeout(2 * self.api.timeout):
+                await window.abandon()
+                await self._purge(local_chunks)
 
     # -- get --------------------------------------------------------------------------------------
 
