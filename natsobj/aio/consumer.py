@@ -19,7 +19,7 @@ from typing import Any
 from nats.aio.msg import Msg
 from nats.nuid import NUID
 
-from natsobj.aio.jsapi import JetStreamApi, status_of
+from natsobj.aio.jsapi import Failover, JetStreamApi, TransientError, status_of
 from natsobj.errors import NotConnected, PermissionDenied
 from natsobj.model import time_from_nanos
 from natsobj.wire import DESCRIPTION, consumer_delete_subject, pull_subject
@@ -106,12 +106,15 @@ class OrderedConsumer:
     def _pull_subject(self) -> str:
         return pull_subject(self.api.prefix, self.stream, self._name)
 
-    async def _create(self) -> int:
+    def _rename(self) -> None:
         self._name = _nuid.next().decode()
         self._stop_listening()
         self._stop_listening = self.api.listen_for_denial(
             self._pull_subject(), self._queue.put_nowait
         )
+
+    async def _create(self) -> int:
+        self._rename()
         config: dict[str, Any] = {
             "name": self._name,
             "ack_policy": "none",
@@ -129,15 +132,29 @@ class OrderedConsumer:
             config["opt_start_seq"] = self.start_sequence or 1
         else:
             config["deliver_policy"] = self.deliver_policy
-        response = await self.api.call(
-            f"CONSUMER.CREATE.{self.stream}.{self._name}.{self.filter_subject}",
-            {"stream_name": self.stream, "config": config},
-            bucket=self.bucket,
-        )
+        response = await self._create_named(config)
         self._consumer_seq = 0
         self._requests.clear()
         self._last_activity = time.monotonic()
         return int(response.get("num_pending", 0))
+
+    async def _create_named(self, config: dict[str, Any]) -> dict[str, Any]:
+        """CONSUMER.CREATE, under a new name for each attempt: in a cluster an unanswered
+        create may have been assigned to a node that is gone, and asking again under the same
+        name would wait for that node."""
+        failover = Failover(self.api, f"consumer create on {self.filter_subject}", self.bucket)
+        while True:
+            try:
+                return await self.api.call_once(
+                    f"CONSUMER.CREATE.{self.stream}.{self._name}.{self.filter_subject}",
+                    {"stream_name": self.stream, "config": config},
+                    bucket=self.bucket,
+                    timeout=failover.attempt_timeout,
+                )
+            except TransientError as exc:
+                await failover.wait(exc)
+            self._rename()
+            config["name"] = self._name
 
     async def _pull(self) -> None:
         body: dict[str, Any] = {"batch": self.batch}

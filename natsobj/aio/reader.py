@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from natsobj.aio.consumer import OrderedConsumer
 from natsobj.errors import DigestMismatch, ObjectChanged
 from natsobj.model import DEFAULT_CHUNK_SIZE, ObjectInfo, digest_bytes
-from natsobj.names import chunk_subject
 
 if TYPE_CHECKING:
     from natsobj.aio.store import ObjectStore
@@ -78,17 +77,9 @@ class ObjectReader:
             return
         chunk_size = info.chunk_size or DEFAULT_CHUNK_SIZE
         batch = max(2, min(256, store.client.read_window_bytes // chunk_size))
-        consumer = OrderedConsumer(
-            store.api,
-            store.stream,
-            chunk_subject(store.bucket, info.nuid),
-            batch=batch,
-            no_wait=True,
-            bucket=store.bucket,
-        )
+        consumer, available = await store._chunk_consumer(info, batch)
         self._consumer = consumer
         try:
-            available = await consumer.start()
             if available < info.chunks:
                 raise self._changed()
             while count < info.chunks:

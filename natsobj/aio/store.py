@@ -199,6 +199,37 @@ class ObjectStore:
             raise ObjectChanged("chunk vanished while reading", bucket=self.bucket, name=info.name)
         return found[0]
 
+    async def _chunk_consumer(self, info: ObjectInfo, batch: int) -> tuple[OrderedConsumer, int]:
+        """A started consumer over the object's chunks and how many it has. The consumer may
+        be placed on a replica that has not caught up; with fewer chunks than the meta record
+        names while the stream leader holds them all, another one is made after a pause."""
+        subject = chunk_subject(self.bucket, info.nuid)
+        for attempt in range(SCAN_ATTEMPTS):
+            consumer = OrderedConsumer(
+                self.api, self.stream, subject, batch=batch, no_wait=True, bucket=self.bucket
+            )
+            try:
+                available = await consumer.start()
+                if (
+                    available >= info.chunks
+                    or attempt == SCAN_ATTEMPTS - 1
+                    or await self._leader_count(subject) < info.chunks  # gone: ObjectChanged
+                ):
+                    return consumer, available
+            except BaseException:
+                await consumer.close()
+                raise
+            await consumer.close()
+            await asyncio.sleep(min(0.01 * 2**attempt, 1.0))
+        raise AssertionError("unreachable")
+
+    async def _leader_count(self, subject: str) -> int:
+        """Messages on ``subject`` as the stream leader counts them (STREAM.INFO)."""
+        info = await self.api.call(
+            stream_api("INFO", self.stream), {"subjects_filter": subject}, bucket=self.bucket
+        )
+        return sum((info.get("state", {}).get("subjects") or {}).values())
+
     # -- info -------------------------------------------------------------------------------------
 
     async def get_info(
