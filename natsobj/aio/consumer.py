@@ -24,7 +24,7 @@ from typing import Any
 from nats.aio.msg import Msg
 from nats.nuid import NUID
 
-from natsobj.aio.jsapi import JetStreamApi, status_of
+from natsobj.aio.jsapi import Failover, JetStreamApi, TransientError, status_of
 from natsobj.errors import NatsObjError, NotConnected, PermissionDenied
 from natsobj.model import time_from_nanos
 from natsobj.wire import (
@@ -40,6 +40,9 @@ _NANOS = 1_000_000_000
 # Stalled heartbeats on one flow-control subject, each answered, before we conclude that our
 # answers cannot reach the server (across accounts: no '$JS.FC.>' import).
 STALLED_HEARTBEATS = 3
+# Idle heartbeats of a one-off read (chunks, listings): how soon vanished messages or a dead
+# server are noticed.
+READ_HEARTBEAT = 1.0
 
 
 @dataclass
@@ -137,7 +140,6 @@ class OrderedConsumer:
         ours (its heartbeats report another consumer's sequence)."""
         await self._unsubscribe()
         self._queue = asyncio.Queue()
-        self._name = _nuid.next().decode()
         inbox = self.api.nc.new_inbox()
         queue = self._queue
 
@@ -147,18 +149,35 @@ class OrderedConsumer:
             queue.put_nowait(msg)
 
         self._subscription = await self.api.nc.subscribe(inbox, cb=deliver)
-        self._stop_listening = self.api.listen_for_denial(
-            flow_control_prefix(self.stream, self._name), queue.put_nowait
-        )
         self._consumer_seq = 0
         self.exhausted = False
         self._last_arrival = time.monotonic()
-        response = await self.api.call(
-            f"CONSUMER.CREATE.{self.stream}.{self._name}.{self.filter_subject}",
-            {"stream_name": self.stream, "config": self._config(inbox)},
-            bucket=self.bucket,
-        )
+        response = await self._create_named(inbox)
         return int(response.get("num_pending", 0))
+
+    def _rename(self) -> None:
+        self._name = _nuid.next().decode()
+        self._stop_listening()
+        self._stop_listening = self.api.listen_for_denial(
+            flow_control_prefix(self.stream, self._name), self._queue.put_nowait
+        )
+
+    async def _create_named(self, inbox: str) -> dict[str, Any]:
+        """CONSUMER.CREATE, under a new name for each attempt: in a cluster an unanswered
+        create may have been assigned to a node that is gone, and asking again under the same
+        name would wait for that node."""
+        failover = Failover(self.api, f"consumer create on {self.filter_subject}", self.bucket)
+        while True:
+            self._rename()
+            try:
+                return await self.api.call_once(
+                    f"CONSUMER.CREATE.{self.stream}.{self._name}.{self.filter_subject}",
+                    {"stream_name": self.stream, "config": self._config(inbox)},
+                    bucket=self.bucket,
+                    timeout=failover.attempt_timeout,
+                )
+            except TransientError as exc:
+                await failover.wait(exc)
 
     async def next(self, timeout: float | None = None) -> StreamMsg | None:
         """The next message in order; None on timeout, or (stop_when_idle) when nothing is

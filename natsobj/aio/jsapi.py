@@ -361,35 +361,53 @@ class JetStreamApi:
         name: str | None = None,
         timeout: float | None = None,
     ) -> dict[str, Any]:
-        """One JetStream API call, e.g. ``call("STREAM.INFO.OBJ_x")``, errors mapped.
-        ``timeout`` overrides the API timeout for calls the server needs long for."""
-        subject = f"{self.prefix}.{operation}"
-        payload = json.dumps(body).encode() if body is not None else b""
-        failover = Failover(self, subject, bucket)
+        """One JetStream API call, e.g. ``call("STREAM.INFO.OBJ_x")``, errors mapped; in a
+        cluster it is repeated through an election (see Failover)."""
+        failover = Failover(self, f"{self.prefix}.{operation}", bucket, name)
         while True:
             try:
-                reply = await self.request(
-                    subject, payload, timeout=timeout or failover.attempt_timeout
+                return await self.call_once(
+                    operation,
+                    body,
+                    bucket=bucket,
+                    name=name,
+                    timeout=timeout or failover.attempt_timeout,
                 )
-            except NotConnected as exc:
-                await failover.wait(exc)
-                continue
-            if status_of(reply) == "503":
-                error: NatsObjError = NotConnected(
+            except TransientError as exc:
+                await failover.wait(exc.error)
+
+    async def call_once(
+        self,
+        operation: str,
+        body: dict[str, Any] | None = None,
+        *,
+        bucket: str | None = None,
+        name: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, Any]:
+        """``call`` without the retries, for callers that must change the request between
+        attempts. What a recovering cluster may answer is raised wrapped in ``TransientError``."""
+        subject = f"{self.prefix}.{operation}"
+        payload = json.dumps(body).encode() if body is not None else b""
+        try:
+            reply = await self.request(subject, payload, timeout=timeout)
+        except NotConnected as exc:
+            raise TransientError(exc) from None
+        if status_of(reply) == "503":
+            raise TransientError(
+                NotConnected(
                     f"JetStream did not answer on {subject!r} (no responders)",
                     bucket=bucket,
                     hint="Check that JetStream is enabled and the domain / API prefix is right.",
                 )
-                await failover.wait(error)
-                continue
-            response = json.loads(reply.data)
-            if "error" in response:
-                error = api_error(response["error"], bucket=bucket, name=name)
-                if int(response["error"].get("err_code") or 0) == CLUSTER_NOT_AVAILABLE:
-                    await failover.wait(error)
-                    continue
-                raise error
-            return response
+            )
+        response = json.loads(reply.data)
+        if "error" in response:
+            error = api_error(response["error"], bucket=bucket, name=name)
+            if int(response["error"].get("err_code") or 0) == CLUSTER_NOT_AVAILABLE:
+                raise TransientError(error)
+            raise error
+        return response
 
     async def close(self) -> None:
         for future, _ in list(self._waiting.values()):
@@ -397,6 +415,14 @@ class JetStreamApi:
         self._waiting.clear()
         if self._subscription is not None and not self.nc.is_closed:
             await self._subscription.unsubscribe()
+
+
+class TransientError(Exception):
+    """An answer (or its absence) that a recovering cluster gives: retried in a cluster."""
+
+    def __init__(self, error: NatsObjError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class Failover:
@@ -407,10 +433,13 @@ class Failover:
     election looks like: the request is repeated until ``failover_timeout`` has passed, and
     then the error says what is missing, the stream's leader or the cluster's quorum."""
 
-    def __init__(self, api: JetStreamApi, subject: str, bucket: str | None) -> None:
+    def __init__(
+        self, api: JetStreamApi, subject: str, bucket: str | None, name: str | None = None
+    ) -> None:
         self.api = api
         self.subject = subject
         self.bucket = bucket
+        self.name = name
         self.deadline: float | None = None
 
     @property
@@ -419,20 +448,24 @@ class Failover:
             return None
         return min(self.api.timeout, FAILOVER_ATTEMPT_TIMEOUT)
 
-    async def wait(self, error: NatsObjError) -> None:
+    async def wait(self, error: NatsObjError | TransientError) -> None:
         """Return when the request should be tried again; raise when it should not."""
+        if isinstance(error, TransientError):
+            error = error.error
         if self.api.nc.is_closed or not self.api.in_cluster:
             raise error
         now = asyncio.get_running_loop().time()
         if self.deadline is None:
             self.deadline = now + self.api.failover_timeout
         if now >= self.deadline:
-            raise await cluster_unavailable(self.api, self.subject, self.bucket) from error
+            raise await cluster_unavailable(
+                self.api, self.subject, self.bucket, self.name
+            ) from error
         await asyncio.sleep(FAILOVER_RETRY_SECONDS)
 
 
 async def cluster_unavailable(
-    api: JetStreamApi, subject: str, bucket: str | None
+    api: JetStreamApi, subject: str, bucket: str | None, name: str | None = None
 ) -> ClusterUnavailable:
     """The error for a cluster that did not recover in time, naming what is missing: the
     meta layer answers account info only with a quorum of servers."""
@@ -441,6 +474,7 @@ async def cluster_unavailable(
         return ClusterUnavailable(
             f"no node of the cluster could be reached within {waited} (calling {subject!r})",
             bucket=bucket,
+            name=name,
         )
     try:
         reply = await api.request(f"{api.prefix}.INFO", b"", timeout=FAILOVER_ATTEMPT_TIMEOUT)
@@ -452,9 +486,11 @@ async def cluster_unavailable(
             f"the cluster has had no JetStream meta leader for {waited} (no quorum: fewer than"
             f" a majority of its servers are up and routed) while calling {subject!r}",
             bucket=bucket,
+            name=name,
         )
     return ClusterUnavailable(
         f"no leader was elected for the stream within {waited} (no quorum: fewer than a"
         f" majority of its replicas are up) while calling {subject!r}",
         bucket=bucket,
+        name=name,
     )

@@ -39,9 +39,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from natsobj.aio.consumer import OrderedConsumer
+from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
 from natsobj.aio.jsapi import raw_header, raw_status
-from natsobj.aio.reader import READ_HEARTBEAT
 from natsobj.aio.watch import info_from_msg
 from natsobj.errors import NatsObjError, NotConnected, PermissionDenied
 from natsobj.matching import NameMatcher

@@ -89,8 +89,12 @@ class PublishWindow:
 
     async def _settle_oldest(self) -> None:
         entry = self._inflight[0]
+        # in a cluster a lost ack is resent soon (harmless: the stream drops the duplicate)
+        timeout = (
+            min(self.ack_timeout, self.api.timeout) if self.api.in_cluster else self.ack_timeout
+        )
         try:
-            sequence = self._check(await self._ack(entry, self.ack_timeout))
+            sequence = self._check(await self._ack(entry, timeout))
         except RetryableError:
             await self._recover()
             return
@@ -201,7 +205,7 @@ class PublishWindow:
                 return self._refused(NO_RESPONDERS)
         except NatsObjError:
             pass
-        return await cluster_unavailable(self.api, self.subject, self.bucket)
+        return await cluster_unavailable(self.api, self.subject, self.bucket, self.name)
 
     async def abandon(self) -> None:
         """Wait briefly for acks still in flight so a purge afterwards catches every chunk."""

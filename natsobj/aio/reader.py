@@ -10,17 +10,12 @@ import hashlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
-from natsobj.aio.consumer import OrderedConsumer
 from natsobj.aio.offload import ChunkWorker
 from natsobj.errors import DigestMismatch, ObjectChanged
 from natsobj.model import ObjectInfo, digest_bytes
-from natsobj.names import chunk_subject
 
 if TYPE_CHECKING:
     from natsobj.aio.store import ObjectStore
-
-# Idle heartbeats of a chunk consumer: how soon vanished chunks or a dead server are noticed.
-READ_HEARTBEAT = 1.0
 
 
 class ObjectReader:
@@ -98,19 +93,11 @@ class ObjectReader:
                 write(data)
             yield data
             return
-        consumer = OrderedConsumer(
-            store.api,
-            store.stream,
-            chunk_subject(store.bucket, info.nuid),
-            stop_when_idle=True,
-            heartbeat=READ_HEARTBEAT,
-            bucket=store.bucket,
-        )
+        consumer, available = await store._chunk_consumer(info)
         worker = ChunkWorker(store.client.read_window_bytes, write)
         size = count = 0
         digest = b""
         try:
-            available = await consumer.start()
             if available < info.chunks:
                 raise self._changed()
             while count < info.chunks:

@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 from nats.nuid import NUID
 
 from natsobj.aio import listing
-from natsobj.aio.consumer import OrderedConsumer
+from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
 from natsobj.aio.jsapi import Failover, api_error, status_of
 from natsobj.aio.publish import PublishWindow
-from natsobj.aio.reader import READ_HEARTBEAT, ObjectReader
+from natsobj.aio.reader import ObjectReader
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.watch import ObjectWatcher, info_from_msg
 from natsobj.errors import (
@@ -200,6 +200,42 @@ class ObjectStore:
             raise ObjectChanged("chunk vanished while reading", bucket=self.bucket, name=info.name)
         return found[0]
 
+    async def _chunk_consumer(self, info: ObjectInfo) -> tuple[OrderedConsumer, int]:
+        """A started consumer over the object's chunks and how many it has. The consumer may
+        be placed on a replica that has not caught up; with fewer chunks than the meta record
+        names while the stream leader holds them all, another one is made after a pause."""
+        subject = chunk_subject(self.bucket, info.nuid)
+        for attempt in range(SCAN_ATTEMPTS):
+            consumer = OrderedConsumer(
+                self.api,
+                self.stream,
+                subject,
+                stop_when_idle=True,
+                heartbeat=READ_HEARTBEAT,
+                bucket=self.bucket,
+            )
+            try:
+                available = await consumer.start()
+                if (
+                    available >= info.chunks
+                    or attempt == SCAN_ATTEMPTS - 1
+                    or await self._leader_count(subject) < info.chunks  # gone: ObjectChanged
+                ):
+                    return consumer, available
+            except BaseException:
+                await consumer.close()
+                raise
+            await consumer.close()
+            await asyncio.sleep(min(0.01 * 2**attempt, 1.0))
+        raise AssertionError("unreachable")
+
+    async def _leader_count(self, subject: str) -> int:
+        """Messages on ``subject`` as the stream leader counts them (STREAM.INFO)."""
+        info = await self.api.call(
+            stream_api("INFO", self.stream), {"subjects_filter": subject}, bucket=self.bucket
+        )
+        return sum((info.get("state", {}).get("subjects") or {}).values())
+
     # -- info -------------------------------------------------------------------------------------
 
     async def get_info(
@@ -247,7 +283,7 @@ class ObjectStore:
         if msg_id is not None:
             headers[MSG_ID] = msg_id
         subject = self._publish_subject(meta_subject(self.bucket, info.name))
-        failover = Failover(self.api, subject, self.bucket)
+        failover = Failover(self.api, subject, self.bucket, info.name)
         while True:
             try:
                 reply = await self.api.request(
@@ -384,9 +420,12 @@ class ObjectStore:
         raise NatsObjError("too many concurrent writers", bucket=self.bucket, name=info.name)
 
     async def _discard_chunks(self, window: PublishWindow, local_chunks: str) -> None:
+        """Best effort and bounded, so a failed put reports promptly: chunks left behind (the
+        cluster lost its quorum, say) are orphans no meta record names; compact() drops them."""
         with contextlib.suppress(Exception):
-            await window.abandon()
-            await self._purge(local_chunks)
+            async with asyncio.timeout(2 * self.api.timeout):
+                await window.abandon()
+                await self._purge(local_chunks)
 
     # -- get --------------------------------------------------------------------------------------
 
@@ -622,7 +661,9 @@ class ObjectStore:
             messages, last_sequence = await self._scan_meta_once(
                 deliver_policy=deliver_policy, start=start, limit=limit
             )
-            if last_sequence >= floor or len(messages) >= limit:
+            # a scan that starts after the floor has nothing to miss
+            reached = max(last_sequence, (start or 1) - 1)
+            if reached >= floor or len(messages) >= limit:
                 break
             await asyncio.sleep(min(0.01 * 2**attempt, 1.0))
         else:

@@ -28,14 +28,19 @@ def nats_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsClust
     cluster.stop()
 
 
+def heal(cluster: NatsCluster) -> None:
+    """Start every stopped node again and wait until they agree on a meta leader."""
+    for index in range(len(cluster.nodes)):
+        if not cluster.is_running(index):
+            cluster.start_node(index)
+    cluster.wait_for_meta_leader()
+
+
 @pytest.fixture
 def cluster(nats_cluster: NatsCluster) -> Iterator[NatsCluster]:
     """The session cluster, with every node running again after the test."""
     yield nats_cluster
-    for index in range(len(nats_cluster.nodes)):
-        if not nats_cluster.is_running(index):
-            nats_cluster.start_node(index)
-    nats_cluster.wait_for_meta_leader()
+    heal(nats_cluster)
 
 
 @pytest.fixture
@@ -76,6 +81,7 @@ def r3_bucket(cluster: NatsCluster) -> Iterator[str]:
         cluster.leader_of(stream_name(bucket))
         yield bucket
     finally:
+        heal(cluster)
         with contextlib.suppress(Exception):
             client.delete_store(bucket)
         client.close()

@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from natsobj import aio
-from natsobj.errors import ObjectNotFound
+from natsobj.errors import ObjectChanged, ObjectNotFound
 
 SMALL = 512
 MULTI_CHUNK = 3 * 1024 + 7  # with CHUNK: four chunks, so gets go through a consumer
@@ -93,7 +93,7 @@ async def _expect_current(
         _count(result, "get_info", True)
     try:
         _count(result, "get_bytes", await reader.get_bytes(name, min_sequence=known) != data)
-    except ObjectNotFound:
+    except (ObjectNotFound, ObjectChanged):
         _count(result, "get_bytes", True)
 
 
