@@ -8,6 +8,7 @@ report quotes medians and ratios of medians.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import platform
@@ -270,6 +271,7 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=500, help="operations per small-object run")
     parser.add_argument("--spark-rows", type=int, default=10_000_000)
     parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--no-cluster", action="store_true", help="skip the 3-node cluster run")
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args()
     sizes = dict(SIZES)
@@ -287,6 +289,11 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
     spark = None if args.no_spark else spark_figures(args.spark_rows)
     report = render(machine(), transfer, ops, spark)
+    if not args.no_cluster:
+        from benchmarks import cluster
+
+        figures = asyncio.run(cluster.measure(args.repeats, args.ops))
+        report += "\n".join(cluster.section(figures)) + "\n"
     Path(args.output).write_text(report)
     print(report)
 
