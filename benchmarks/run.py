@@ -8,6 +8,7 @@ report quotes medians and ratios of medians.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import platform
@@ -279,6 +280,7 @@ def main() -> None:
         " (the million takes several minutes)",
     )
     parser.add_argument("--no-archive", action="store_true", help="skip the S3 archive figures")
+    parser.add_argument("--no-cluster", action="store_true", help="skip the 3-node cluster run")
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args()
     sizes = dict(SIZES)
@@ -302,6 +304,11 @@ def main() -> None:
         report += "\n".join(scale_section(scale)) + "\n"
     if not args.no_archive:
         report += "\n".join(archive.section(args.quick, args.repeats)) + "\n"
+    if not args.no_cluster:
+        from benchmarks import cluster
+
+        figures = asyncio.run(cluster.measure(args.repeats, args.ops))
+        report += "\n".join(cluster.section(figures)) + "\n"
     Path(args.output).write_text(report)
     print(report)
 
