@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
 import random
 import shutil
 import statistics
@@ -219,8 +220,8 @@ CASE_TIMEOUT = 1800
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def scale_figures(url: str, counts: list[int], repeats: int) -> dict[int, dict[str, Any]]:
-    figures: dict[int, dict[str, Any]] = {}
+def scale_figures(url: str, counts: list[int], repeats: int) -> dict[Any, Any]:
+    figures: dict[Any, Any] = {"load": os.getloadavg()[0]}
     for count in counts:
         bucket = f"scale{count}"
         asyncio.run(fill_store(url, bucket, count))
@@ -231,6 +232,7 @@ def scale_figures(url: str, counts: list[int], repeats: int) -> dict[int, dict[s
                 samples[case].append(run_case(case, url, bucket, count))
         figures[count] = {case: _medians(runs) for case, runs in samples.items()}
         asyncio.run(_delete_store(url, bucket))
+    figures["load_after"] = os.getloadavg()[0]
     return figures
 
 
@@ -252,8 +254,9 @@ async def _delete_store(url: str, bucket: str) -> None:
         await client.close()
 
 
-def scale_section(figures: dict[int, dict[str, Any]]) -> list[str]:
+def scale_section(figures: dict[Any, Any]) -> list[str]:
     """The Markdown section for BENCHMARKS.md."""
+    load, load_after = figures.pop("load"), figures.pop("load_after")
     lines = [
         "",
         "## Listing at scale (natsobj `list()` / `iter_list()` vs nats-py `list()`)",
@@ -262,6 +265,8 @@ def scale_section(figures: dict[int, dict[str, Any]]) -> list[str]:
         f"each) in directories of {PER_DIR}. Each case runs in its own process; times are",
         "medians (one run at 1,000,000), RSS the worst peak growth over the process baseline.",
         "nats-py has no prefix listing and no `changes()`; it lists everything.",
+        f"Load average (1 min) on the machine: {load:.1f} at the start, {load_after:.1f} at the"
+        " end.",
         "",
         "| objects | natsobj list() | RSS | natsobj iter_list() | RSS | nats-py list() | RSS"
         " | nats-py / natsobj |",

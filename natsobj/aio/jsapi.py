@@ -31,6 +31,7 @@ from natsobj.errors import (
 from natsobj.settings import ConnectionSettings
 from natsobj.wire import (
     CLUSTER_NOT_AVAILABLE,
+    DESCRIPTION,
     JETSTREAM_NOT_ENABLED_FOR_ACCOUNT,
     NO_MESSAGE_FOUND,
     NO_SUITABLE_PEERS,
@@ -130,6 +131,27 @@ def raw_status(headers: bytes) -> tuple[str, str] | None:
     return status, description
 
 
+def parse_headers(headers: bytes) -> dict[str, str] | None:
+    """A raw header block as the dict nats-py gives (``Status`` and ``Description`` for an
+    inline status), without nats-py's per-character name checks."""
+    if not headers:
+        return None
+    lines = headers.split(b"\r\n")
+    parsed: dict[str, str] = {}
+    status = raw_status(headers)
+    if status is not None:
+        parsed[STATUS] = status[0]
+        if status[1]:
+            parsed[DESCRIPTION] = status[1]
+    for line in lines[1:]:
+        name, sep, value = line.partition(b":")
+        if sep:
+            parsed[name.strip().decode("ascii", "replace")] = value.strip().decode(
+                "utf-8", "replace"
+            )
+    return parsed or None
+
+
 def raw_header(headers: bytes, name: bytes) -> str | None:
     """One header's value from a raw header block, without parsing the rest; ``name`` is
     matched exactly as the server writes it (``b"Nats-Sequence"``)."""
@@ -165,7 +187,7 @@ class JetStreamApi:
         self._inbox = nc.new_inbox()
         self._tokens = itertools.count(1)
         self._waiting: dict[str, tuple[asyncio.Future[Msg], str]] = {}
-        self._subscription: Any = None
+        self._unsubscribe_replies: Callable[[], Awaitable[None]] | None = None
         self._denied_subscription: str | None = None
         # Set by the first listing whose batched direct get came back as a single message: an
         # API imported from another account without response_type: stream. Later listings
@@ -178,7 +200,7 @@ class JetStreamApi:
 
     async def start(self) -> None:
         self._route_raw_messages()
-        self._subscription = await self.nc.subscribe(self._inbox + ".*", cb=self._on_reply)
+        self._unsubscribe_replies = await self.subscribe_raw(self._inbox + ".*", self._on_reply)
 
     def _route_raw_messages(self) -> None:
         """Hand messages of raw subscriptions to their handler straight from the connection's
@@ -211,10 +233,14 @@ class JetStreamApi:
 
         return unsubscribe
 
-    async def _on_reply(self, msg: Msg) -> None:
-        entry = self._waiting.pop(msg.subject[len(self._inbox) + 1 :], None)
+    def _on_reply(self, subject: bytes, headers: bytes, data: bytes) -> None:
+        """From the read loop: the waiting request resumes with no queue and task in between."""
+        entry = self._waiting.pop(subject[len(self._inbox) + 1 :].decode(), None)
         if entry is not None and not entry[0].done():
-            entry[0].set_result(msg)
+            reply = Msg(
+                self.nc, subject=subject.decode(), data=data, headers=parse_headers(headers)
+            )
+            entry[0].set_result(reply)
 
     def on_permission_error(self, text: str) -> bool:
         """Fail every request aimed at the denied subject; True when the error was one of ours.
@@ -413,8 +439,9 @@ class JetStreamApi:
         for future, _ in list(self._waiting.values()):
             future.cancel()
         self._waiting.clear()
-        if self._subscription is not None and not self.nc.is_closed:
-            await self._subscription.unsubscribe()
+        if self._unsubscribe_replies is not None:
+            await self._unsubscribe_replies()
+            self._unsubscribe_replies = None
 
 
 class TransientError(Exception):

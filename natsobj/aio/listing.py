@@ -212,7 +212,7 @@ class _SubjectStateListing:
             if subjects is None:
                 return []
             return self._keep(await self._gets.fetch(subjects))
-        except (PermissionDenied, _Unsupported) as exc:
+        except (PermissionDenied, BatchedGetFailed) as exc:
             await self.close()
             raise FastListingUnavailable(f"batched direct get unavailable: {exc}") from None
         except _Stalled as exc:
@@ -324,8 +324,11 @@ class _SubjectStateListing:
             self._gets = None
 
 
-class _Unsupported(Exception):
-    """The server answered a batched direct get with a status that means it cannot do it."""
+class BatchedGetFailed(NatsObjError):
+    """A batched direct get was answered with an error status. On the first request it means
+    the server cannot do them (the listing falls back); later it is the listing's error."""
+
+    hint = "List again; if it persists, check the server's health and version (2.11+)."
 
 
 class _BatchedDirectGets:
@@ -362,16 +365,18 @@ class _BatchedDirectGets:
         if self.min_last_seq:
             body["min_last_seq"] = self.min_last_seq
         token = str(next(self._tokens))
-        batch = self._open[token] = _Batch(asyncio.get_running_loop())
+        batch = self._open[token] = _Batch(asyncio.get_running_loop(), self.store.bucket)
         try:
             await self.api.wait_connected(self.subject)
             await self.api.nc.publish(
                 self.subject, json.dumps(body).encode(), reply=f"{self._inbox}.{token}"
             )
-            return await batch.wait(self.api.timeout, self.store.bucket)
+            return await batch.wait(self.api.timeout)
         except _TooMany:
             if len(subjects) == 1:
-                raise _Unsupported("413 for a single subject") from None
+                raise BatchedGetFailed(
+                    "batched direct get refused a single subject (413)", bucket=self.store.bucket
+                ) from None
             half = len(subjects) // 2
             return [*await self.fetch(subjects[:half]), *await self.fetch(subjects[half:])]
         finally:
@@ -407,7 +412,8 @@ class _TooMany(Exception):
 class _Batch:
     """The messages of one batched direct get, done at its end-of-batch status."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, bucket: str) -> None:
+        self.bucket = bucket
         self.messages: list[RawMsg] = []
         self.done: asyncio.Future[None] = loop.create_future()
 
@@ -422,18 +428,21 @@ class _Batch:
         elif status[0] == "413":
             self.done.set_exception(_TooMany())
         else:
-            self.done.set_exception(_Unsupported(" ".join(["status", *status]).strip()))
+            answer = " ".join(status).strip()
+            self.done.set_exception(
+                BatchedGetFailed(f"batched direct get answered {answer}", bucket=self.bucket)
+            )
 
     def fail(self, error: Exception) -> None:
         if not self.done.done():
             self.done.set_exception(error)
 
-    async def wait(self, timeout: float, bucket: str) -> list[RawMsg]:
+    async def wait(self, timeout: float) -> list[RawMsg]:
         """Wait for the end of the batch; only silence (no message for ``timeout``) fails."""
         seen = -1
         while not self.done.done():
             if len(self.messages) == seen:
-                raise _Stalled(seen, bucket)
+                raise _Stalled(seen, self.bucket)
             seen = len(self.messages)
             try:
                 await asyncio.wait_for(asyncio.shield(self.done), timeout)
