@@ -33,3 +33,24 @@ def spark() -> Iterator:
 def options(nats_url: str, bucket_name: str) -> dict[str, str]:
     """Reader/writer options pointing at the test server and this test's bucket."""
     return {"url": nats_url, "bucket": bucket_name}
+
+
+# The 3-node NATS cluster of tests/cluster, for Spark on a cluster and under failover.
+from tests.cluster.conftest import (  # noqa: E402, F401
+    cluster,
+    cluster_url,
+    kill_leader,
+    nats_cluster,
+    r3_bucket,
+)
+
+
+@pytest.fixture(scope="module")
+def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """A Spark standalone master and two one-core workers, separate JVMs on loopback."""
+    from tests.spark.standalone import SparkStandalone
+
+    standalone = SparkStandalone(tmp_path_factory.mktemp("spark-standalone"))
+    standalone.start()
+    yield standalone
+    standalone.stop()
