@@ -232,7 +232,6 @@ def test_create_object_refuses_to_overwrite_unless_replace(run_dag, store, bucke
 )
 def test_old_operator_names_are_deprecated_aliases(old: str, new: str) -> None:
     from airflow.exceptions import AirflowProviderDeprecationWarning
-
     from airflow_natsobj.operators import object_store
 
     kwargs = {"task_id": "t", "bucket": "b", "name": "n"}
