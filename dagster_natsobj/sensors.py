@@ -24,8 +24,9 @@ from dagster import (
 
 from dagster_natsobj.resource import NatsObjectStoreResource
 from natsobj import ObjectInfo
+from natsobj.deprecation import warn_deprecated
 from natsobj.errors import BucketNotFound
-from natsobj.matching import NameMatcher, warn_deprecated
+from natsobj.matching import NameMatcher
 
 TAG_PREFIX = "natsobj"
 RunConfigFn = Callable[[ObjectInfo], Mapping[str, Any]]

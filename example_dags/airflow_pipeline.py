@@ -2,14 +2,14 @@
 
     create_bucket   the bucket, if it is not there yet
     generate        a realistic, dirty day of bike-share trips as CSV (a local temp file)
-    put_raw         NatsObjectPutOperator -> nats://demo/airflow/raw/trips/<day>.csv
+    put_raw         NatsCreateObjectOperator -> nats://demo/airflow/raw/trips/<day>.csv
                     (an asset event on nats://demo/airflow/raw/trips)
     transform       Spark reads every raw CSV through the natsobj data source, cleans and
                     aggregates on the executors -> the Spark dataset airflow/trips_hourly/
     wait_for_result NatsObjectSensor, deferred to the watch trigger, waits for the dataset's
                     manifest to be newer than this run's raw input
     render_report   Spark reads the (small) aggregate back, matplotlib draws a PNG
-    put_report      NatsObjectPutOperator -> nats://demo/airflow/reports/trips-<day>.png
+    put_report      NatsCreateObjectOperator -> nats://demo/airflow/reports/trips-<day>.png
     summary         where everything is
 
 Run it against the embedded server (what `make demo` does):
@@ -29,8 +29,8 @@ from typing import Any
 from airflow.sdk import Asset, dag, task
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 from airflow_natsobj.operators.object_store import (
+    NatsCreateObjectOperator,
     NatsCreateObjectStoreOperator,
-    NatsObjectPutOperator,
 )
 from airflow_natsobj.sensors.object_store import NatsObjectSensor
 
@@ -66,13 +66,14 @@ def airflow_pipeline() -> None:
         return path
 
     raw_file = generate()
-    put_raw = NatsObjectPutOperator(
+    put_raw = NatsCreateObjectOperator(
         task_id="put_raw",
         bucket=BUCKET,
         name=f"{RAW_PREFIX}/{DAY}.csv",
         source=raw_file,
         headers={"Content-Type": "text/csv"},
         metadata={"dag_run": "{{ run_id }}"},
+        replace=True,  # a re-run of the day replaces its file
         outlets=[raw_trips],
     )
 
@@ -110,12 +111,13 @@ def airflow_pipeline() -> None:
         return str(path)
 
     report_file = render_report()
-    put_report = NatsObjectPutOperator(
+    put_report = NatsCreateObjectOperator(
         task_id="put_report",
         bucket=BUCKET,
         name=REPORT,
         source=report_file,
         headers={"Content-Type": "image/png"},
+        replace=True,
         outlets=[reports],
     )
 

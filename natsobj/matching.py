@@ -8,10 +8,11 @@ are character classes. The same rules hold in Airflow, Dagster, Spark, the CLI a
 from __future__ import annotations
 
 import re
-import warnings
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
+
+from natsobj.deprecation import warn_deprecated
 
 MatchKind = Literal["exact", "glob", "regex"]
 MATCH_KINDS = ("exact", "glob", "regex")
@@ -56,17 +57,6 @@ def glob_to_regex(pattern: str) -> str:
             out.append(re.escape(ch))
         i += 1
     return "".join(out)
-
-
-def warn_deprecated(
-    old: str, new: str, *, category: type[Warning] = DeprecationWarning, stacklevel: int = 3
-) -> None:
-    """One wording for every renamed parameter or name; removed one release after the rename."""
-    warnings.warn(
-        f"{old} is deprecated and will be removed in the next release; use {new}",
-        category,
-        stacklevel=stacklevel,
-    )
 
 
 def legacy_matcher(

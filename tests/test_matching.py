@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from natsobj.matching import NameMatcher, legacy_matcher, warn_deprecated
+from natsobj.deprecation import warn_deprecated
+from natsobj.matching import NameMatcher, legacy_matcher
 
 # (pattern, matches, does not match): the README's table, row by row
 GLOB_TABLE = [

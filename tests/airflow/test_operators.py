@@ -17,9 +17,9 @@ from airflow.sdk.lineage import get_hook_lineage_collector
 from airflow_natsobj.operators.object_store import (
     NatsCreateObjectStoreOperator,
     NatsDeleteObjectStoreOperator,
-    NatsObjectDeleteOperator,
-    NatsObjectGetOperator,
-    NatsObjectPutOperator,
+    NatsDeleteObjectsOperator,
+    NatsGetObjectOperator,
+    NatsCreateObjectOperator,
 )
 
 BUCKET = "{bucket}"
@@ -29,7 +29,7 @@ with DAG("DAG_ID", schedule=None, params={{"greeting": "hello"}}) as dag:
     create = NatsCreateObjectStoreOperator(
         task_id="create", bucket=BUCKET, description="ops test", metadata={{"team": "data"}}
     )
-    put_text = NatsObjectPutOperator(
+    put_text = NatsCreateObjectOperator(
         task_id="put_text",
         bucket=BUCKET,
         name="text/{{{{ ds }}}}.txt",
@@ -37,33 +37,33 @@ with DAG("DAG_ID", schedule=None, params={{"greeting": "hello"}}) as dag:
         metadata={{"run": "{{{{ run_id }}}}"}},
         outlets=[Asset("nats://{bucket}/text")],
     )
-    put_file = NatsObjectPutOperator(
+    put_file = NatsCreateObjectOperator(
         task_id="put_file", bucket=BUCKET, name="files/local.bin", source=LOCAL + "/in.bin"
     )
-    put_osp = NatsObjectPutOperator(
+    put_osp = NatsCreateObjectOperator(
         task_id="put_osp",
         bucket=BUCKET,
         name="files/from_osp.bin",
         source=ObjectStoragePath("file://" + LOCAL + "/in.bin"),
     )
-    get_xcom = NatsObjectGetOperator(
+    get_xcom = NatsGetObjectOperator(
         task_id="get_xcom", bucket=BUCKET, name="text/{{{{ ds }}}}.txt",
         min_sequence="{{{{ ti.xcom_pull(task_ids='put_text')['sequence'] }}}}",
     )
-    get_b64 = NatsObjectGetOperator(
+    get_b64 = NatsGetObjectOperator(
         task_id="get_b64", bucket=BUCKET, name="files/local.bin", encoding="base64"
     )
-    get_local = NatsObjectGetOperator(
+    get_local = NatsGetObjectOperator(
         task_id="get_local", bucket=BUCKET, name="files/local.bin",
         destination=LOCAL + "/out/local.bin",
     )
-    get_osp = NatsObjectGetOperator(
+    get_osp = NatsGetObjectOperator(
         task_id="get_osp",
         bucket=BUCKET,
         name="files/from_osp.bin",
         destination=ObjectStoragePath("nats://nats_default@" + BUCKET + "/copies/from_osp.bin"),
     )
-    delete = NatsObjectDeleteOperator(
+    delete = NatsDeleteObjectsOperator(
         task_id="delete", bucket=BUCKET, name=["files/local.bin", "missing"], missing_ok=True
     )
 
@@ -140,20 +140,20 @@ def _asset_events(bucket: str) -> list[dict]:
 FAILING_DAG = """
 from airflow.sdk import DAG
 
-from airflow_natsobj.operators.object_store import NatsObjectGetOperator, NatsObjectPutOperator
+from airflow_natsobj.operators.object_store import NatsGetObjectOperator, NatsCreateObjectOperator
 
 BUCKET = "{bucket}"
 
 with DAG("DAG_ID", schedule=None) as dag:
-    NatsObjectGetOperator(task_id="unknown_bucket", bucket=BUCKET + "_nope", name="x")
-    NatsObjectGetOperator(task_id="unknown_object", bucket=BUCKET, name="nope.txt")
-    NatsObjectGetOperator(task_id="missing_conn", bucket=BUCKET, name="x", nats_conn_id="no_such")
-    NatsObjectPutOperator(task_id="bad_template", bucket=BUCKET, name="{{{{ undefined_thing }}}}",
-                          data="x")
-    NatsObjectPutOperator(task_id="bad_name", bucket=BUCKET, name="{{{{ '' }}}}", data="x")
-    NatsObjectPutOperator(task_id="no_file", bucket=BUCKET, name="y", source="/no/such/file.csv")
-    NatsObjectGetOperator(task_id="too_big", bucket=BUCKET, name="big.bin", max_xcom_bytes=1000)
-    NatsObjectGetOperator(task_id="not_text", bucket=BUCKET, name="big.bin")
+    NatsGetObjectOperator(task_id="unknown_bucket", bucket=BUCKET + "_nope", name="x")
+    NatsGetObjectOperator(task_id="unknown_object", bucket=BUCKET, name="nope.txt")
+    NatsGetObjectOperator(task_id="missing_conn", bucket=BUCKET, name="x", nats_conn_id="no_such")
+    NatsCreateObjectOperator(task_id="bad_template", bucket=BUCKET,
+                             name="{{{{ undefined_thing }}}}", data="x")
+    NatsCreateObjectOperator(task_id="bad_name", bucket=BUCKET, name="{{{{ '' }}}}", data="x")
+    NatsCreateObjectOperator(task_id="no_file", bucket=BUCKET, name="y", source="/no/such/file.csv")
+    NatsGetObjectOperator(task_id="too_big", bucket=BUCKET, name="big.bin", max_xcom_bytes=1000)
+    NatsGetObjectOperator(task_id="not_text", bucket=BUCKET, name="big.bin")
 """
 
 
@@ -178,9 +178,125 @@ def test_bad_input_fails_each_task_with_a_clear_message(run_dag, store, bucket_n
 
 
 def test_put_needs_exactly_one_source() -> None:
-    from airflow_natsobj.operators.object_store import NatsObjectPutOperator
+    from airflow_natsobj.operators.object_store import NatsCreateObjectOperator
 
     with pytest.raises(ValueError, match="exactly one of source="):
-        NatsObjectPutOperator(task_id="p", bucket="b", name="n")
+        NatsCreateObjectOperator(task_id="p", bucket="b", name="n")
     with pytest.raises(ValueError, match="exactly one of source="):
-        NatsObjectPutOperator(task_id="p", bucket="b", name="n", data="x", source="/tmp/x")
+        NatsCreateObjectOperator(task_id="p", bucket="b", name="n", data="x", source="/tmp/x")
+
+
+REPLACE_DAG = """
+from airflow.sdk import DAG
+
+from airflow_natsobj.operators.object_store import NatsCreateObjectOperator
+
+B = "{bucket}"
+
+with DAG("DAG_ID", schedule=None) as dag:
+    first = NatsCreateObjectOperator(task_id="first", bucket=B, name="m.bin", data="one")
+    refused = NatsCreateObjectOperator(task_id="refused", bucket=B, name="m.bin", data="two")
+    replaced = NatsCreateObjectOperator(
+        task_id="replaced", bucket=B, name="m.bin", data="three", replace=True,
+        trigger_rule="all_done",
+    )
+    after_delete = NatsCreateObjectOperator(
+        task_id="after_delete", bucket=B, name="gone.bin", data="again"
+    )
+    first >> refused >> replaced
+"""
+
+
+def test_create_object_refuses_to_overwrite_unless_replace(run_dag, store, bucket_name) -> None:
+    store.put("gone.bin", b"old")
+    store.delete("gone.bin")  # a tombstone is no object: writing the name again is allowed
+    run = run_dag(REPLACE_DAG.format(bucket=bucket_name))
+    assert run.states == {
+        "first": "success",
+        "refused": "failed",
+        "replaced": "success",
+        "after_delete": "success",
+    }, run.output[-5000:]
+    assert f"bucket '{bucket_name}', object 'm.bin': object already exists" in run.output
+    assert "Pass replace=True to overwrite it" in run.output
+    assert store.get_bytes("m.bin") == b"three"
+    assert store.get_bytes("gone.bin") == b"again"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("NatsObjectPutOperator", "NatsCreateObjectOperator"),
+        ("NatsObjectGetOperator", "NatsGetObjectOperator"),
+        ("NatsObjectDeleteOperator", "NatsDeleteObjectsOperator"),
+    ],
+)
+def test_old_operator_names_are_deprecated_aliases(old: str, new: str) -> None:
+    from airflow.exceptions import AirflowProviderDeprecationWarning
+    from airflow_natsobj.operators import object_store
+
+    kwargs = {"task_id": "t", "bucket": "b", "name": "n"}
+    if old == "NatsObjectPutOperator":
+        kwargs["data"] = "x"
+    with pytest.warns(AirflowProviderDeprecationWarning, match=f"{old} is deprecated.*use {new}"):
+        operator = getattr(object_store, old)(**kwargs)
+    assert isinstance(operator, getattr(object_store, new))
+    if old == "NatsObjectPutOperator":
+        assert operator.replace is True  # the old name keeps its old default: overwrite
+
+
+def test_openlineage_facets_name_the_objects(nats_default: str, nats_url: str) -> None:
+    from airflow_natsobj.operators.object_store import (
+        NatsCreateObjectOperator,
+        NatsDeleteObjectsOperator,
+        NatsGetObjectOperator,
+    )
+
+    put = NatsCreateObjectOperator(task_id="p", bucket="lake", name="raw/a.csv", data="x")
+    get = NatsGetObjectOperator(task_id="g", bucket="lake", name="raw/a.csv")
+    delete = NatsDeleteObjectsOperator(task_id="d", bucket="lake", name=["a", "b"])
+    start, done = (
+        put.get_openlineage_facets_on_start(),
+        put.get_openlineage_facets_on_complete(None),
+    )
+    for lineage in (start, done):
+        assert lineage.inputs == []
+        assert [(d.namespace, d.name) for d in lineage.outputs] == [(nats_url, "lake/raw/a.csv")]
+    read = get.get_openlineage_facets_on_start()
+    assert [(d.namespace, d.name) for d in read.inputs] == [(nats_url, "lake/raw/a.csv")]
+    assert [d.name for d in delete.get_openlineage_facets_on_complete(None).outputs] == [
+        "lake/a",
+        "lake/b",
+    ]
+
+
+OPENLINEAGE_DAG = """
+from airflow.sdk import DAG
+
+from airflow_natsobj.operators.object_store import NatsCreateObjectOperator, NatsGetObjectOperator
+
+with DAG("DAG_ID", schedule=None) as dag:
+    put = NatsCreateObjectOperator(task_id="put", bucket="{bucket}", name="ol/a.txt", data="x")
+    get = NatsGetObjectOperator(task_id="get", bucket="{bucket}", name="ol/a.txt")
+    put >> get
+"""
+
+
+def test_openlineage_provider_emits_the_datasets(run_dag, store, bucket_name, tmp_path) -> None:
+    import json
+
+    events = tmp_path / "openlineage.jsonl"
+    transport = {"type": "file", "log_file_path": str(events), "append": True}
+    env = {
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport),
+        "AIRFLOW__OPENLINEAGE__DISABLED": "False",
+    }
+    run = run_dag(OPENLINEAGE_DAG.format(bucket=bucket_name), env=env)
+    assert run.states == {"put": "success", "get": "success"}, run.output[-4000:]
+    assert events.exists(), run.output[-4000:]
+    emitted = [json.loads(line) for line in events.read_text().splitlines() if line.strip()]
+    complete = {
+        e["job"]["name"].rsplit(".", 1)[-1]: e for e in emitted if e["eventType"] == "COMPLETE"
+    }
+    assert [d["name"] for d in complete["put"]["outputs"]] == [f"{bucket_name}/ol/a.txt"]
+    assert [d["name"] for d in complete["get"]["inputs"]] == [f"{bucket_name}/ol/a.txt"]

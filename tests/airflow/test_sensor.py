@@ -21,15 +21,16 @@ from .conftest import AIRFLOW_BIN, DAGS_DIR, task_states, xcom
 POKE_DAG = """
 from airflow.sdk import DAG
 
-from airflow_natsobj.operators.object_store import NatsObjectPutOperator
+from airflow_natsobj.operators.object_store import NatsCreateObjectOperator
 from airflow_natsobj.sensors.object_store import NatsObjectSensor
 
 B = "{bucket}"
 common = dict(bucket=B, poke_interval=0.2, mode="poke", deferrable=False)
 
 with DAG("DAG_ID", schedule=None) as dag:
-    v1 = NatsObjectPutOperator(task_id="v1", bucket=B, name="model.bin", data="one")
-    v2 = NatsObjectPutOperator(task_id="v2", bucket=B, name="model.bin", data="two")
+    v1 = NatsCreateObjectOperator(task_id="v1", bucket=B, name="model.bin", data="one")
+    v2 = NatsCreateObjectOperator(task_id="v2", bucket=B, name="model.bin", data="two",
+                                  replace=True)
     exact = NatsObjectSensor(task_id="exact", name="small.csv", timeout=10, **common)
     glob_check = NatsObjectSensor(
         task_id="glob_check", glob="*.csv", check_fn=lambda i: i.size > 100,

@@ -316,3 +316,23 @@ async def test_change_trigger_retries_until_the_bucket_exists(
     finally:
         await events.aclose()
         sync_client.delete_store(bucket_name)
+
+
+async def test_a_trigger_shared_by_several_assets_keeps_its_cursor_in_memory(caplog) -> None:
+    import logging
+
+    from airflow_natsobj.triggers.object_store import _CursorStore
+
+    shared = AssetStateStoreAccessors(
+        inlets=[
+            Asset(name="nats://b/x", uri="nats://b/x"),
+            Asset(name="nats://b/y", uri="nats://b/y"),
+        ]
+    )
+    cursor = _CursorStore(shared, "key", logging.getLogger("test.cursor"))
+    with caplog.at_level(logging.WARNING, logger="test.cursor"):
+        assert await cursor.get() is None
+        await cursor.set(5)
+    assert await cursor.get() == 5
+    assert "give each asset its own AssetWatcher" in caplog.text
+    assert caplog.text.count("kept in memory only") == 1

@@ -15,11 +15,20 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.sdk import BaseOperator, ObjectStoragePath
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
-from natsobj.errors import BucketExists, BucketNotFound, ObjectNotFound, ObjectTooLarge
+from natsobj.deprecation import warn_deprecated
+from natsobj.errors import (
+    BucketExists,
+    BucketNotFound,
+    ObjectExists,
+    ObjectNotFound,
+    ObjectTooLarge,
+)
 from natsobj.model import ObjectInfo
+from natsobj.settings import ConnectionSettings
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -29,6 +38,22 @@ DEFAULT_MAX_XCOM_BYTES = 1024 * 1024
 
 def _is_storage_path(value: Any) -> bool:
     return isinstance(value, ObjectStoragePath)
+
+
+def _names(value: str | list[str] | None) -> list[str]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
+
+
+def lineage_namespace(settings: ConnectionSettings) -> str:
+    """``nats://host:port`` of the first server (``embedded`` for the local one)."""
+    server = settings.servers[0]
+    return server if settings.embedded_dir is None else "embedded"
+
+
+def _deprecated_name(old: str, new: type) -> None:
+    warn_deprecated(old, new.__name__, category=AirflowProviderDeprecationWarning, stacklevel=4)
 
 
 class _NatsOperator(BaseOperator):
@@ -41,15 +66,51 @@ class _NatsOperator(BaseOperator):
     def hook(self) -> NatsObjectStoreHook:
         return NatsObjectStoreHook(nats_conn_id=self.nats_conn_id)
 
+    # -- OpenLineage (used when apache-airflow-providers-openlineage is installed) ---------------
 
-class NatsObjectPutOperator(_NatsOperator):
+    _lineage_inputs: tuple[str, ...] = ()
+    _lineage_outputs: tuple[str, ...] = ()
+
+    def _lineage(self) -> Any:
+        """The objects this task reads and writes as OpenLineage datasets: namespace
+        ``nats://<host:port>`` of the connection (credentials never included), name
+        ``<bucket>/<object>``."""
+        from airflow.providers.common.compat.openlineage.facet import Dataset
+        from airflow.providers.openlineage.extractors import OperatorLineage
+
+        namespace = lineage_namespace(self.hook().settings)
+
+        def datasets(fields: tuple[str, ...]) -> list[Any]:
+            return [
+                Dataset(namespace=namespace, name=f"{self.bucket}/{name}")  # type: ignore[attr-defined]
+                for field in fields
+                for name in _names(getattr(self, field))
+            ]
+
+        return OperatorLineage(
+            inputs=datasets(self._lineage_inputs), outputs=datasets(self._lineage_outputs)
+        )
+
+    def get_openlineage_facets_on_start(self) -> Any:
+        return self._lineage()
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        return self._lineage()
+
+
+class NatsCreateObjectOperator(_NatsOperator):
     """Store a local file, an ObjectStoragePath or rendered ``data`` as one object.
 
     Give exactly one of ``source`` (a local path, or an ObjectStoragePath on any filesystem,
-    streamed) and ``data`` (str or bytes, rendered as a template). Returns the ObjectInfo as a
-    dict; every outlet asset gets an event whose extra holds name, nuid, digest, size and
-    sequence.
+    streamed) and ``data`` (str or bytes, rendered as a template). As the Amazon provider's
+    ``S3CreateObjectOperator``, an existing object is only overwritten with ``replace=True``;
+    otherwise the task fails with ObjectExists, and the check and the put are one
+    compare-and-swap, so a writer racing this task is never overwritten either. Returns the
+    ObjectInfo as a dict; every outlet asset gets an event whose extra holds name, nuid,
+    digest, size and sequence.
     """
+
+    _lineage_outputs = ("name",)
 
     template_fields: Sequence[str] = (
         "bucket",
@@ -73,6 +134,7 @@ class NatsObjectPutOperator(_NatsOperator):
         metadata: dict[str, str] | None = None,
         headers: dict[str, str | list[str]] | None = None,
         create_bucket: bool = False,
+        replace: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -86,6 +148,7 @@ class NatsObjectPutOperator(_NatsOperator):
         self.metadata = metadata
         self.headers = headers
         self.create_bucket = create_bucket
+        self.replace = replace
 
     def execute(self, context: Context) -> dict[str, Any]:
         with self.hook() as hook:
@@ -98,6 +161,7 @@ class NatsObjectPutOperator(_NatsOperator):
                 description=self.description,
                 metadata=self.metadata,
                 headers=self.headers,
+                expected_sequence=None if self.replace else self._absent_sequence(hook),
             )
             if self.data is not None:
                 info = put(self.data)
@@ -123,6 +187,22 @@ class NatsObjectPutOperator(_NatsOperator):
         self._emit_outlet_events(context, info)
         return info.as_dict()
 
+    def _absent_sequence(self, hook: NatsObjectStoreHook) -> int:
+        """The meta sequence the put must find (0, or a tombstone's): anything else means an
+        object exists, and without ``replace`` the task must not overwrite it."""
+        try:
+            current = hook.get_store(self.bucket).get_info(self.name, include_deleted=True)
+        except ObjectNotFound:
+            return 0
+        if not current.deleted:
+            raise ObjectExists(
+                "object already exists",
+                bucket=self.bucket,
+                name=self.name,
+                hint="Pass replace=True to overwrite it, or write to another name.",
+            )
+        return current.sequence or 0
+
     def _emit_outlet_events(self, context: Context, info: ObjectInfo) -> None:
         extra = {
             "bucket": info.bucket,
@@ -138,7 +218,7 @@ class NatsObjectPutOperator(_NatsOperator):
                 outlet_events[outlet].extra.update(extra)
 
 
-class NatsObjectGetOperator(_NatsOperator):
+class NatsGetObjectOperator(_NatsOperator):
     """Read an object into a local file or an ObjectStoragePath (streamed), or into XCom.
 
     With ``destination`` the ObjectInfo dict is returned. Without it the content is returned
@@ -151,6 +231,7 @@ class NatsObjectGetOperator(_NatsOperator):
     """
 
     template_fields: Sequence[str] = ("bucket", "name", "destination", "encoding", "min_sequence")
+    _lineage_inputs = ("name",)
 
     def __init__(
         self,
@@ -251,10 +332,11 @@ class NatsObjectGetOperator(_NatsOperator):
             raise
 
 
-class NatsObjectDeleteOperator(_NatsOperator):
+class NatsDeleteObjectsOperator(_NatsOperator):
     """Delete one object or several (``name`` may be a list); returns the names deleted."""
 
     template_fields: Sequence[str] = ("bucket", "name")
+    _lineage_outputs = ("name",)
 
     def __init__(
         self, *, bucket: str, name: str | list[str], missing_ok: bool = False, **kwargs: Any
@@ -345,3 +427,28 @@ class NatsDeleteObjectStoreOperator(_NatsOperator):
             except BucketNotFound:
                 if not self.missing_ok:
                     raise
+
+
+class NatsObjectPutOperator(NatsCreateObjectOperator):
+    """Deprecated name of ``NatsCreateObjectOperator``; it keeps the old default
+    ``replace=True`` (always overwrite) until it is removed in the next release."""
+
+    def __init__(self, *, replace: bool = True, **kwargs: Any) -> None:
+        _deprecated_name("NatsObjectPutOperator", NatsCreateObjectOperator)
+        super().__init__(replace=replace, **kwargs)
+
+
+class NatsObjectGetOperator(NatsGetObjectOperator):
+    """Deprecated name of ``NatsGetObjectOperator``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        _deprecated_name("NatsObjectGetOperator", NatsGetObjectOperator)
+        super().__init__(**kwargs)
+
+
+class NatsObjectDeleteOperator(NatsDeleteObjectsOperator):
+    """Deprecated name of ``NatsDeleteObjectsOperator``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        _deprecated_name("NatsObjectDeleteOperator", NatsDeleteObjectsOperator)
+        super().__init__(**kwargs)

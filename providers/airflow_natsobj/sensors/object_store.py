@@ -12,8 +12,9 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 import natsobj.errors
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 from airflow_natsobj.triggers.object_store import NatsObjectTrigger
+from natsobj.deprecation import warn_deprecated
 from natsobj.errors import NatsObjError, ObjectNotFound
-from natsobj.matching import OPTION_OF_KIND, MatchKind, NameMatcher, warn_deprecated
+from natsobj.matching import OPTION_OF_KIND, MatchKind, NameMatcher
 from natsobj.model import ObjectInfo
 
 if TYPE_CHECKING:

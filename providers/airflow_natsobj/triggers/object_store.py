@@ -142,34 +142,39 @@ async def _is_current(store: Any, info: ObjectInfo) -> bool:
 class _CursorStore:
     """The trigger's place in the meta stream, in the triggerer's asset state store.
 
-    Several assets can share one trigger; the cursor is written to each of them and read back
-    as the smallest, so no asset misses an event.
+    Only Airflow's public accessor API is used: the state of the one asset the watcher is
+    attached to (``asset_state_store.aget``/``aset``). A trigger shared by several assets has
+    no single asset to keep it in; its cursor then lives in memory, and a restarted triggerer
+    starts it afresh (``start_at`` applies again), which is logged once.
     """
 
-    def __init__(self, accessors: Any, key: str) -> None:
+    def __init__(self, accessors: Any, key: str, log: Any) -> None:
         self._accessors = accessors
         self._key = key
+        self._log = log
         self._memory: int | None = None
 
-    def _each(self) -> list[Any]:
+    async def _persisted(self, action: Any) -> Any:
         if self._accessors is None:
-            return []
-        by_name = getattr(self._accessors, "_by_name", {})
-        by_uri = getattr(self._accessors, "_by_uri", {})
-        found = [*by_name.values(), *by_uri.values()]
-        return found or [self._accessors]
+            return None
+        try:
+            return await action(self._accessors)
+        except ValueError as exc:  # several assets share this trigger
+            self._log.warning(
+                "the NATS watch cursor is kept in memory only (%s); give each asset its own "
+                "AssetWatcher so a restarted triggerer resumes where it stopped",
+                exc,
+            )
+            self._accessors = None
+            return None
 
     async def get(self) -> int | None:
-        values = [await accessor.aget(self._key) for accessor in self._each()]
-        known = [int(v) for v in values if v is not None]
-        if known:
-            return min(known)
-        return self._memory
+        value = await self._persisted(lambda store: store.aget(self._key))
+        return int(value) if value is not None else self._memory
 
     async def set(self, sequence: int) -> None:
         self._memory = sequence
-        for accessor in self._each():
-            await accessor.aset(self._key, sequence)
+        await self._persisted(lambda store: store.aset(self._key, sequence))
 
 
 class NatsObjectChangeTrigger(BaseEventTrigger):
@@ -230,7 +235,7 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Watch forever; a lost server or missing bucket is logged and retried from the cursor."""
         matcher = self.matcher
-        cursor_store = _CursorStore(self.asset_state_store, self.cursor_key)
+        cursor_store = _CursorStore(self.asset_state_store, self.cursor_key, self.log)
         delay = RETRY_FIRST_DELAY
         while True:
             try:
