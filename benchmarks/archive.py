@@ -114,7 +114,9 @@ def _child(env: dict[str, str], *args: str) -> dict[str, float]:
         env=env,
     )
     if done.returncode:
-        raise RuntimeError(f"archive benchmark case {args[0]} failed: {done.stderr[-2000:]}")
+        raise RuntimeError(
+            f"archive benchmark case {args[0]} exited {done.returncode}: {done.stderr[-2000:]}"
+        )
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 

@@ -69,7 +69,10 @@ def get_provider_info() -> dict[str, Any]:
         "operators": [
             {
                 "integration-name": integration,
-                "python-modules": ["airflow_natsobj.operators.object_store"],
+                "python-modules": [
+                    "airflow_natsobj.operators.object_store",
+                    "airflow_natsobj.operators.archive",
+                ],
             }
         ],
         "sensors": [

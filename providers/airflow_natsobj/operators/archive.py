@@ -1,0 +1,108 @@
+"""Scheduled backups: one catch-up pass of the S3 archive of a bucket per task run.
+
+S3 credentials come from an ``aws`` connection when ``aws_conn_id`` is given (needs
+apache-airflow-providers-amazon), otherwise from the standard AWS chain of the worker
+(``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``..., ``AWS_PROFILE``). Keys never reach the logs
+or XCom: the task returns the archive's cursor and totals only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator
+
+from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from natsobj.archive import S3Options
+
+
+def s3_options_from_aws_connection(aws_conn_id: str) -> S3Options:
+    """Endpoint, region and keys of an Airflow ``aws`` connection."""
+    from natsobj.archive import S3Options
+
+    try:
+        from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
+    except ImportError as exc:
+        raise ValueError(
+            f"aws_conn_id={aws_conn_id!r} needs the Amazon provider: "
+            "pip install apache-airflow-providers-amazon (or leave aws_conn_id unset to use "
+            "the worker's AWS environment)"
+        ) from exc
+    hook = AwsBaseHook(aws_conn_id=aws_conn_id, client_type="s3")
+    credentials = hook.get_credentials()
+    return S3Options(
+        endpoint=hook.conn_config.endpoint_url,
+        region=hook.conn_region_name,
+        access_key_id=credentials.access_key,
+        secret_access_key=credentials.secret_key,
+        session_token=credentials.token,
+    )
+
+
+class NatsArchiveOperator(BaseOperator):
+    """Archive every new version of ``bucket`` to ``target`` (``s3://bucket/prefix``).
+
+    Returns ``{"bucket", "target", "cursor", "versions", "bytes", "skipped", ...}``; versions
+    whose bytes were gone from NATS before they could be archived are listed in ``skipped``
+    by sequence and logged as warnings."""
+
+    template_fields: Sequence[str] = ("bucket", "target")
+    ui_color = "#f0e6d7"
+
+    def __init__(
+        self,
+        *,
+        bucket: str,
+        target: str,
+        nats_conn_id: str = NatsObjectStoreHook.default_conn_name,
+        aws_conn_id: str | None = None,
+        endpoint: str | None = None,
+        region: str | None = None,
+        small_object: int | None = None,
+        give_up_after: float = 300.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.bucket = bucket
+        self.target = target
+        self.nats_conn_id = nats_conn_id
+        self.aws_conn_id = aws_conn_id
+        self.endpoint = endpoint
+        self.region = region
+        self.small_object = small_object
+        self.give_up_after = give_up_after
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from natsobj.archive import ArchiveTarget, S3Options
+        from natsobj.archive.scheduled import archive_pass
+
+        if self.aws_conn_id:
+            options = s3_options_from_aws_connection(self.aws_conn_id)
+        else:
+            options = S3Options()
+        options.endpoint = self.endpoint or options.endpoint
+        options.region = self.region or options.region
+        target = ArchiveTarget(self.target, options)
+        extra = {"small_object": self.small_object} if self.small_object else {}
+        summary = archive_pass(
+            NatsObjectStoreHook(nats_conn_id=self.nats_conn_id).settings,
+            self.bucket,
+            target,
+            give_up_after=self.give_up_after,
+            **extra,
+        )
+        for sequence in summary["skipped"]:
+            self.log.warning("sequence %s was gone from NATS before it could be archived", sequence)
+        self.log.info(
+            "archived %s through sequence %s: %s versions, %s bytes",
+            self.bucket,
+            summary["cursor"],
+            summary["versions"],
+            summary["bytes"],
+        )
+        return summary
