@@ -220,7 +220,9 @@ CASE_TIMEOUT = 1800
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def scale_figures(url: str, counts: list[int], repeats: int) -> dict[Any, Any]:
+def scale_figures(
+    url: str, counts: list[int], repeats: int, cases: tuple[str, ...] = tuple(CASES)
+) -> dict[Any, Any]:
     figures: dict[Any, Any] = {"load": os.getloadavg()[0]}
     for count in counts:
         bucket = f"scale{count}"
@@ -228,15 +230,16 @@ def scale_figures(url: str, counts: list[int], repeats: int) -> dict[Any, Any]:
         reps = repeats if count < 1_000_000 else 1
         samples: dict[str, list[dict[str, float] | None]] = {case: [] for case in CASES}
         for _ in range(reps):
-            for case in CASES:
+            for case in cases:
                 samples[case].append(run_case(case, url, bucket, count))
-        figures[count] = {case: _medians(runs) for case, runs in samples.items()}
+        figures[count] = {case: _medians(samples[case]) for case in cases}
         asyncio.run(_delete_store(url, bucket))
     figures["load_after"] = os.getloadavg()[0]
     return figures
 
 
 def _medians(runs: list[dict[str, float] | None]) -> dict[str, float] | None:
+    """Medians of the runs that finished (None: none did, or the case was not run)."""
     done = [r for r in runs if r is not None]
     if not done:
         return None
@@ -273,9 +276,10 @@ def scale_section(figures: dict[Any, Any]) -> list[str]:
         "|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for count, cases in figures.items():
-        ours, streamed, theirs = cases["ours-list"], cases["ours-iter"], cases["natspy-list"]
+        ours, theirs = cases.get("ours-list"), cases.get("natspy-list")
         speedup = f"{theirs['s'] / ours['s']:.2f}x" if ours and theirs else "—"
-        lines.append(row(f"{count:,}", *_timed(ours), *_timed(streamed), *_timed(theirs), speedup))
+        timed = [cell for case in LIST_CASES for cell in _timed(cases, case)]
+        lines.append(row(f"{count:,}", *timed, speedup))
     lines += [
         "",
         f"| objects | prefix listing ({PER_DIR} objects) | changes() page"
@@ -283,7 +287,7 @@ def scale_section(figures: dict[Any, Any]) -> list[str]:
         "|---:|---:|---:|---:|---:|",
     ]
     for count, cases in figures.items():
-        small, theirs = cases["ours-small"] or {}, cases["natspy-small"] or {}
+        small, theirs = cases.get("ours-small") or {}, cases.get("natspy-small") or {}
         lines.append(
             row(
                 f"{count:,}",
@@ -302,22 +306,28 @@ def scale_section(figures: dict[Any, Any]) -> list[str]:
 def scale_targets(figures: dict[int, dict[str, Any]]) -> list[tuple[str, str, bool]]:
     rows = []
     million = figures.get(1_000_000)
-    if million and million["ours-small"]:
+    if million and million.get("ours-small"):
         prefix_s = million["ours-small"]["prefix_s"]
         rows.append(("500-object prefix listing, 1,000,000 objects < 1 s", f"{prefix_s:.2f} s",
                      prefix_s < 1))  # fmt: skip
-    if million and million["ours-iter"]:
+    if million and million.get("ours-iter"):
         rss = million["ours-iter"]["rss"] / MiB
         rows.append(("iter_list() of 1,000,000: RSS growth <= 100 MiB", f"{rss:.0f} MiB",
                      rss <= 100))  # fmt: skip
     fifty = figures.get(50_000)
-    if fifty and fifty["ours-list"] and fifty["natspy-list"]:
+    if fifty and fifty.get("ours-list") and fifty.get("natspy-list"):
         speedup = fifty["natspy-list"]["s"] / fifty["ours-list"]["s"]
         rows.append(("list() of 50,000 >= 3x nats-py", f"{speedup:.2f}x", speedup >= 3))
     return rows
 
 
-def _timed(figures: dict[str, float] | None) -> tuple[str, str]:
+LIST_CASES = ("ours-list", "ours-iter", "natspy-list")
+
+
+def _timed(cases: dict[str, Any], case: str) -> tuple[str, str]:
+    if case not in cases:
+        return "not run", "—"
+    figures = cases[case]
     if figures is None:
         return f"> {CASE_TIMEOUT} s", "—"
     return _seconds(figures["s"]), f"{figures['rss'] / MiB:.0f} MiB"
@@ -347,12 +357,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Listing at scale; prints its Markdown section")
     parser.add_argument("--counts", default=",".join(map(str, DEFAULT_COUNTS)))
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cases", default=",".join(CASES), help="a subset of the cases")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="natsobj-scale-"))
     try:
         with NatsServerProcess(work / "nats") as server:
             counts = [int(c) for c in args.counts.split(",")]
-            print("\n".join(scale_section(scale_figures(server.url, counts, args.repeats))))
+            cases = tuple(args.cases.split(","))
+            figures = scale_figures(server.url, counts, args.repeats, cases)
+            print("\n".join(scale_section(figures)))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

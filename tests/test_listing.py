@@ -23,6 +23,7 @@ from natsobj.aio import listing
 from natsobj.embedded import NatsServerProcess
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo
+from natsobj.paths import listing_prefix, under
 from natsobj.sync import run
 from tests.security.support import with_userinfo
 
@@ -356,3 +357,15 @@ def test_fs_glob_and_ls_see_the_listing(tree, fs):
     assert fs.ls(f"{bucket}/raw", detail=False) == [f"{bucket}/raw/2024", f"{bucket}/raw/2025"]
     assert fs.ls(f"{bucket}/raw/2024/a.csv", detail=False) == [f"{bucket}/raw/2024/a.csv"]
     assert fs.isdir(f"{bucket}/reports/é") and not fs.exists(f"{bucket}/raw/2024/b.csv")
+
+
+@pytest.mark.parametrize("prefix", ["", ".", "raw", "raw/", "raw//", "raw/2024/a.csv", "/raw"])
+def test_listing_prefix_finds_the_object_and_the_directory(tree, prefix):
+    """What `natsobj ls` and fsspec's ls ask for: the object named ``prefix`` and everything in
+    the directory ``as_dir(prefix)``, from one narrowed listing."""
+    everything = tree.list()
+    narrowed = tree.list(prefix=listing_prefix(prefix))
+    wanted = {i.name for i in everything if i.name == prefix} | {
+        i.name for i in under(everything, prefix)
+    }
+    assert wanted <= {i.name for i in narrowed}
