@@ -147,7 +147,14 @@ class ObjectStore:
         self, subject: str, *, name: str | None
     ) -> tuple[bytes, int, datetime] | object | None:
         """Direct get (ADR-31) from whichever replica answers; _UNAVAILABLE when none can."""
-        reply = await self.api.request(direct_get_subject(self.api.prefix, self.stream, subject))
+        try:
+            reply = await self.api.request(
+                direct_get_subject(self.api.prefix, self.stream, subject)
+            )
+        except NotConnected:
+            if not self.api.in_cluster:
+                raise
+            return _UNAVAILABLE  # the leader read rides out the failover
         status = status_of(reply)
         if status is None:
             headers = reply.headers or {}
