@@ -122,7 +122,9 @@ class ObjectStore:
         answered by the stream leader), or None when any replica's answer will do.
 
         Batched direct gets take it as ``up_to_seq``: a replica that is behind answers 404 and
-        one that is current answers exactly as of that sequence (``Nats-UpTo-Sequence``)."""
+        one that is current answers exactly as of that sequence (``Nats-UpTo-Sequence``). Not
+        as ``min_last_seq``: the pinned nats-server 2.15.1 ignores that field on direct gets
+        (batched or not) and rejects it on STREAM.MSG.GET and consumers."""
         if not self.strong_reads:
             return None
         return int(stream_info.get("state", {}).get("last_seq", 0)) or None
