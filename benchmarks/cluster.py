@@ -142,7 +142,13 @@ async def measure(repeats: int, ops: int) -> dict[str, object]:
         }
         for mode in READ_MODES
     }
-    return {"transfer": medians, "reads": reads, "repeats": repeats, "ops": ops}
+    return {
+        "transfer": medians,
+        "reads": reads,
+        "repeats": repeats,
+        "ops": ops,
+        "load": os.getloadavg()[1],
+    }
 
 
 def section(figures: dict[str, object]) -> list[str]:
@@ -154,7 +160,8 @@ def section(figures: dict[str, object]) -> list[str]:
         "## Cluster: 3 nodes, R3 stores",
         "",
         "Three `nats-server` processes clustered on loopback (the test fixture's",
-        f"`natsobj.embedded.NatsCluster`), medians of {figures['repeats']} interleaved runs.",
+        f"`natsobj.embedded.NatsCluster`), medians of {figures['repeats']} interleaved runs",
+        f"(5-minute load average at the end: {figures['load']:.1f} on {os.cpu_count()} cores).",
         "",
         "| 64 MiB, R3 | raw JetStream R3 (MiB/s) | natsobj (MiB/s) | natsobj / raw | >= 0.9x |",
         "|---|---:|---:|---:|---|",
