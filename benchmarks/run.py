@@ -22,6 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from benchmarks import get_vs_push
 from natsobj.embedded import NatsServerProcess, server_binary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -270,6 +271,7 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=500, help="operations per small-object run")
     parser.add_argument("--spark-rows", type=int, default=10_000_000)
     parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--no-get-vs-push", action="store_true")
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args()
     sizes = dict(SIZES)
@@ -282,11 +284,14 @@ def main() -> None:
     try:
         transfer = transfer_figures(server.url, work, sizes, args.repeats)
         ops = ops_figures(server.url, work, args.repeats, args.ops)
+        push = None if args.no_get_vs_push else get_vs_push.measure(server.url, work, args.repeats)
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
     spark = None if args.no_spark else spark_figures(args.spark_rows)
     report = render(machine(), transfer, ops, spark)
+    if push is not None:
+        report += "\n" + "\n".join(get_vs_push.section(push)) + "\n"
     Path(args.output).write_text(report)
     print(report)
 
