@@ -23,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from benchmarks import archive
+from benchmarks import archive, get_vs_push
 from benchmarks.scale import scale_figures, scale_section
 from natsobj.embedded import NatsServerProcess, server_binary
 
@@ -281,6 +281,11 @@ def main() -> None:
     )
     parser.add_argument("--no-archive", action="store_true", help="skip the S3 archive figures")
     parser.add_argument("--no-cluster", action="store_true", help="skip the 3-node cluster run")
+    parser.add_argument(
+        "--no-get-vs-push",
+        action="store_true",
+        help="skip get_file/put against the raw push consumer",
+    )
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args()
     sizes = dict(SIZES)
@@ -295,6 +300,7 @@ def main() -> None:
         ops = ops_figures(server.url, work, args.repeats, args.ops)
         counts = [int(c) for c in args.scale.split(",") if c]
         scale = scale_figures(server.url, counts, args.repeats) if counts else None
+        push = None if args.no_get_vs_push else get_vs_push.measure(server.url, work, args.repeats)
     finally:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
@@ -309,6 +315,8 @@ def main() -> None:
 
         figures = asyncio.run(cluster.measure(args.repeats, args.ops))
         report += "\n".join(cluster.section(figures)) + "\n"
+    if push is not None:
+        report += "\n" + "\n".join(get_vs_push.section(push)) + "\n"
     Path(args.output).write_text(report)
     print(report)
 

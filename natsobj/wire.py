@@ -65,3 +65,7 @@ def flow_control_prefix(stream: str, consumer: str) -> str:
     """Where a push consumer's flow-control requests want their answers (never prefixed:
     across accounts the ``$JS.FC.>`` import carries them)."""
     return f"$JS.FC.{stream}.{consumer}."
+
+
+def pull_subject(api_prefix: str, stream: str, consumer: str) -> str:
+    return f"{api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer}"

@@ -1,22 +1,30 @@
-"""An ordered push consumer: one filter subject, read in stream order, recreated from the last
+"""An ordered consumer: one filter subject, read in stream order, recreated from the last
 sequence after a gap, a lost heartbeat, a restart or the loss of the stream leader.
 
-Push, not pull: the server delivers to an inbox subject, so the consumer works across accounts
-with nothing more than the inbox-prefix stream import (a pull request's many-message reply needs
-``response_type: stream`` on the API export; the official clients read with push for this
-reason). Flow control gives the back-pressure that pull credit gave: a flow-control request
-queues behind the messages delivered before it and is answered when the reader takes it, so
-the server never runs more than its flow-control window ahead of the reader.
+Two ways to be delivered to, chosen per connection:
 
-Object reads use ``stop_when_idle``: every chunk already exists, so an idle consumer (a
-heartbeat that reports no gap) means the chunks vanished. Watches keep waiting.
+- **Pull** within the account's own JetStream (the default API prefix): the reader asks for a
+  batch as it consumes (``read_window_bytes`` worth for object reads), which keeps more data
+  in flight than push flow control allows and measured faster (BENCHMARKS.md).
+- **Push** through an API prefix (another account, another domain): the server delivers to an
+  inbox subject, so nothing beyond the inbox-prefix stream import is needed; a pull request's
+  many-message reply would need ``response_type: stream`` on the API export. This is how the
+  official clients read. Flow control gives the back-pressure: a flow-control request queues
+  behind the messages delivered before it and is answered when the reader takes it, so the
+  server never runs more than its 2 MiB window ahead of the reader.
+
+Object reads use ``stop_when_idle``: every chunk already exists, so a consumer that runs dry
+(pull: the no-wait request ends; push: a heartbeat reports no gap) means the chunks vanished.
+Watches keep waiting.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
+from collections import deque
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -33,6 +41,7 @@ from natsobj.wire import (
     LAST_CONSUMER_SEQUENCE,
     consumer_delete_subject,
     flow_control_prefix,
+    pull_subject,
 )
 
 _nuid = NUID()
@@ -40,6 +49,12 @@ _NANOS = 1_000_000_000
 # Stalled heartbeats on one flow-control subject, each answered, before we conclude that our
 # answers cannot reach the server (across accounts: no '$JS.FC.>' import).
 STALLED_HEARTBEATS = 3
+DEFAULT_API_PREFIX = "$JS.API"
+PULL_EXPIRES = 30.0  # a watch's long pull
+# In a cluster a pull can reach its node before the new consumer's interest has: the server
+# answers 503 (no responders). Ask again shortly; after this many in a row, recreate it.
+PULL_RETRY_SECONDS = 0.05
+MAX_UNANSWERED_PULLS = 40
 # Idle heartbeats of a one-off read (chunks, listings): how soon vanished messages or a dead
 # server are noticed.
 READ_HEARTBEAT = 1.0
@@ -51,7 +66,12 @@ class StreamMsg:
     data: bytes
     sequence: int
     pending: int
-    time: datetime
+    nanos: int  # the server's receive time
+
+    @property
+    def time(self) -> datetime:
+        """Made only when asked for: chunks of a large object never need it."""
+        return time_from_nanos(self.nanos)
 
 
 def _parse_ack_subject(reply: str) -> tuple[str, int, int, int, int]:
@@ -80,6 +100,7 @@ class OrderedConsumer:
         start_sequence: int | None = None,
         stop_when_idle: bool = False,
         heartbeat: float = 5.0,
+        batch: int = 256,
         bucket: str | None = None,
     ) -> None:
         self.api = api
@@ -89,6 +110,8 @@ class OrderedConsumer:
         self.start_sequence = start_sequence
         self.stop_when_idle = stop_when_idle
         self.heartbeat = heartbeat
+        self.batch = max(1, batch)
+        self.pull = api.prefix == DEFAULT_API_PREFIX  # see the module docstring
         self.bucket = bucket
         self.last_sequence = 0  # last stream sequence handed to the reader
         self.initial_pending = 0
@@ -102,6 +125,9 @@ class OrderedConsumer:
         self._last_arrival = time.monotonic()
         self._ever_delivered = False  # anything at all reached our inbox: the import works
         self._first_created = 0.0  # when the first consumer was created
+        self._requests: deque[int] = deque()  # pull: messages still owed by each request
+        self._inbox = ""
+        self._unanswered_pulls = 0  # pull: requests in a row that found no consumer (503)
         self._stalled_on = ""  # the flow-control subject of the last stalled heartbeat
         self._unanswered = 0  # stalled heartbeats in a row on that subject
 
@@ -114,17 +140,18 @@ class OrderedConsumer:
     def _config(self, deliver_subject: str) -> dict[str, Any]:
         config: dict[str, Any] = {
             "name": self._name,
-            "deliver_subject": deliver_subject,
             "ack_policy": "none",
             "max_deliver": 1,
-            "flow_control": True,
-            "idle_heartbeat": int(self.heartbeat * _NANOS),
             "filter_subject": self.filter_subject,
             "mem_storage": True,
             "num_replicas": 1,
             "inactive_threshold": 120 * _NANOS,
             "replay_policy": "instant",
         }
+        if not self.pull:
+            config["deliver_subject"] = deliver_subject
+            config["flow_control"] = True
+            config["idle_heartbeat"] = int(self.heartbeat * _NANOS)
         if self.last_sequence:
             config["deliver_policy"] = "by_start_sequence"
             config["opt_start_seq"] = self.last_sequence + 1
@@ -149,6 +176,8 @@ class OrderedConsumer:
             queue.put_nowait(msg)
 
         self._subscription = await self.api.nc.subscribe(inbox, cb=deliver)
+        self._inbox = inbox
+        self._requests.clear()
         self._consumer_seq = 0
         self.exhausted = False
         self._last_arrival = time.monotonic()
@@ -158,9 +187,12 @@ class OrderedConsumer:
     def _rename(self) -> None:
         self._name = _nuid.next().decode()
         self._stop_listening()
-        self._stop_listening = self.api.listen_for_denial(
-            flow_control_prefix(self.stream, self._name), self._queue.put_nowait
+        refusable = (  # what we publish without a reply future: pull requests or FC answers
+            pull_subject(self.api.prefix, self.stream, self._name)
+            if self.pull
+            else flow_control_prefix(self.stream, self._name)
         )
+        self._stop_listening = self.api.listen_for_denial(refusable, self._queue.put_nowait)
 
     async def _create_named(self, inbox: str) -> dict[str, Any]:
         """CONSUMER.CREATE, under a new name for each attempt: in a cluster an unanswered
@@ -186,6 +218,8 @@ class OrderedConsumer:
         while not self.exhausted:
             if self.api.nc.is_closed:
                 raise NotConnected("connection closed while reading", bucket=self.bucket)
+            if self.pull and self._owed() <= self.batch // 2 and not self._dry_request_open():
+                await self._pull()
             item = self._take()
             if item is None:
                 wait = self.heartbeat
@@ -206,6 +240,30 @@ class OrderedConsumer:
                 return result
         return None
 
+    def _owed(self) -> int:
+        return sum(self._requests)
+
+    def _dry_request_open(self) -> bool:
+        """A read's no-wait request is still running: one at a time, so its end means dry."""
+        return self.stop_when_idle and bool(self._requests)
+
+    async def _pull(self) -> None:
+        body: dict[str, Any] = {"batch": self.batch}
+        if self.stop_when_idle:
+            body["no_wait"] = True
+        else:
+            body["expires"] = int(PULL_EXPIRES * _NANOS)
+            body["idle_heartbeat"] = int(self.heartbeat * _NANOS)
+        subject = pull_subject(self.api.prefix, self.stream, self._name)
+        try:
+            await self.api.wait_connected(subject)
+            await self.api.nc.publish(subject, json.dumps(body).encode(), reply=self._inbox)
+        except NatsObjError:
+            if self.stop_when_idle:
+                raise
+            return  # a watch outlives a server restart: the silence that follows recreates it
+        self._requests.append(self.batch)
+
     def _take(self) -> Msg | PermissionDenied | None:
         try:
             return self._queue.get_nowait()
@@ -222,8 +280,13 @@ class OrderedConsumer:
                 await self._reset()  # a gap: start over after the last message we handed out
                 return None
             self._consumer_seq = cseq
+            self._unanswered_pulls = 0
+            if self._requests:
+                self._requests[0] -= 1
+                if self._requests[0] <= 0:
+                    self._requests.popleft()
             self.last_sequence = sseq
-            return StreamMsg(msg.subject, msg.data, sseq, pending, time_from_nanos(nanos))
+            return StreamMsg(msg.subject, msg.data, sseq, pending, nanos)
         if status == "100":
             headers = msg.headers or {}
             if msg.reply:  # flow control: the reader has taken everything delivered before it
@@ -231,11 +294,28 @@ class OrderedConsumer:
                 return None
             await self._on_heartbeat(headers)
             return None
+        if status in ("404", "408"):  # pull: a request ended
+            if self._requests:
+                self._requests.popleft()
+            self.exhausted = self.stop_when_idle and not self._requests
+            return None
+        if status == "503":  # pull: the request beat the new consumer's interest to its node
+            await self._pull_again()
+            return None
         if status == "409":
             description = (msg.headers or {}).get(DESCRIPTION, "")
             if "deleted" in description.lower() or "leadership" in description.lower():
                 await self._reset()
         return None
+
+    async def _pull_again(self) -> None:
+        if self._requests:
+            self._requests.popleft()
+        self._unanswered_pulls += 1
+        if self._unanswered_pulls >= MAX_UNANSWERED_PULLS:
+            self._unanswered_pulls = 0
+            await self._reset()
+        await asyncio.sleep(PULL_RETRY_SECONDS)
 
     async def _on_heartbeat(self, headers: dict[str, str]) -> None:
         stalled = headers.get(CONSUMER_STALLED)
@@ -251,7 +331,7 @@ class OrderedConsumer:
         last = int(headers.get(LAST_CONSUMER_SEQUENCE) or 0)
         if last > self._consumer_seq:
             await self._reset()  # messages were lost on the way
-        elif self.stop_when_idle and not stalled and self._queue.empty():
+        elif self.stop_when_idle and not self.pull and not stalled and self._queue.empty():
             self.exhausted = True  # idle with nothing lost: the server has nothing more
 
     async def _answer(self, reply: str) -> None:

@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
-from natsobj.aio.offload import ChunkWorker
+from natsobj.aio.offload import chunk_sink
 from natsobj.errors import DigestMismatch, ObjectChanged
 from natsobj.model import ObjectInfo, digest_bytes
 
@@ -71,9 +71,10 @@ class ObjectReader:
     async def copy_to(
         self, write: Callable[[bytes], object], progress: Callable[[int], None] | None = None
     ) -> None:
-        """Pass the whole object to ``write`` (a file's ``write``) on a worker thread that also
-        hashes it, overlapped with receiving; returns once all is written and the digest
-        matched. ``progress`` gets each chunk's size as it arrives."""
+        """Pass the whole object to ``write`` (a file's ``write``), hashed and written on a
+        worker thread overlapped with receiving where a core is spare (natsobj.aio.offload);
+        returns once all is written and the digest matched. ``progress`` gets each chunk's
+        size as it arrives."""
         async for chunk in self._stream(write):
             if progress is not None:
                 progress(len(chunk))
@@ -94,7 +95,7 @@ class ObjectReader:
             yield data
             return
         consumer, available = await store._chunk_consumer(info)
-        worker = ChunkWorker(store.client.read_window_bytes, write)
+        worker = chunk_sink(store.client.read_window_bytes, write)
         size = count = 0
         digest = b""
         try:

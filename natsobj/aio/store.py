@@ -68,6 +68,7 @@ if TYPE_CHECKING:
 _nuid = NUID()
 _UNAVAILABLE = object()  # no replica answered a direct get: ask the leader
 READ_ATTEMPTS = 3
+WRITE_BUFFER = 1024 * 1024  # get_file: one write system call per 8 default-sized chunks
 SCAN_ATTEMPTS = 12  # a listing from a lagging replica is read again, for up to ~6 s
 META_ATTEMPTS = 20
 
@@ -214,6 +215,8 @@ class ObjectStore:
         be placed on a replica that has not caught up; with fewer chunks than the meta record
         names while the stream leader holds them all, another one is made after a pause."""
         subject = chunk_subject(self.bucket, info.nuid)
+        chunk_size = info.chunk_size or DEFAULT_CHUNK_SIZE
+        batch = max(2, min(256, self.client.read_window_bytes // chunk_size))  # pull credit
         for attempt in range(SCAN_ATTEMPTS):
             consumer = OrderedConsumer(
                 self.api,
@@ -221,6 +224,7 @@ class ObjectStore:
                 subject,
                 stop_when_idle=True,
                 heartbeat=READ_HEARTBEAT,
+                batch=batch,
                 bucket=self.bucket,
             )
             try:
@@ -516,7 +520,7 @@ class ObjectStore:
                 prefix=f".{destination.name}.", suffix=".part", dir=destination.parent
             )
             try:
-                with os.fdopen(fd, "wb") as handle:
+                with os.fdopen(fd, "wb", buffering=WRITE_BUFFER) as handle:
                     async with self.get(name, min_sequence=min_sequence) as reader:
                         await reader.copy_to(handle.write, progress)
                         info = reader.info
@@ -694,6 +698,7 @@ class ObjectStore:
             start_sequence=start,
             stop_when_idle=True,
             heartbeat=READ_HEARTBEAT,
+            batch=min(max(limit, 1), 1024),
             bucket=self.bucket,
         )
         messages = []

@@ -17,9 +17,7 @@ from natsobj.embedded import NatsServerProcess
 from tests.security.support import PROMPT, stopwatch, with_userinfo
 
 GOOD, OTHER = "good", "other"
-# several chunks and more than one flow-control window (1 MiB): exercises the publish window and
-# the push consumer's flow-control answers
-BIG = os.urandom(2_500_000)
+BIG = os.urandom(700_000)  # several chunks: exercises the publish window and the pull consumer
 
 
 def bucket_permissions(bucket: str, *, write: bool) -> list[str]:
@@ -31,7 +29,7 @@ def bucket_permissions(bucket: str, *, write: bool) -> list[str]:
         f"$JS.API.DIRECT.GET.{stream}",  # list(): batched gets of the listed names
         f"$JS.API.STREAM.MSG.GET.{stream}",  # the same, for streams without direct get
         f"$JS.API.CONSUMER.CREATE.{stream}.>",  # get(), list(), watch(), changes()
-        f"$JS.FC.{stream}.>",  # their flow-control answers
+        f"$JS.API.CONSUMER.MSG.NEXT.{stream}.>",
         f"$JS.API.CONSUMER.DELETE.{stream}.>",  # tidy up those consumers
     ]
     writes = [
@@ -55,14 +53,14 @@ def user(name: str, publish: list[str], subscribe: tuple[str, ...] = ("_INBOX.>"
 
 def config() -> str:
     worker = bucket_permissions(GOOD, write=True)
-    flow_control = f"$JS.FC.OBJ_{GOOD}.>"
+    pull = f"$JS.API.CONSUMER.MSG.NEXT.OBJ_{GOOD}.>"
     return (
         "authorization { users: [\n"
         "  {user: admin, password: admin-pw}\n"
         + user("worker", worker)
         + user("reader", bucket_permissions(GOOD, write=False))
         + user("private", worker, subscribe=("_INBOX_private.>",))
-        + user("noflowcontrol", [s for s in worker if s != flow_control])
+        + user("nopull", [s for s in worker if s != pull])
         + user("noinbox", worker, subscribe=("elsewhere.>",))
         + "] }\n"
     )
@@ -153,9 +151,9 @@ def test_private_inbox_prefix(connect):
 
 
 @pytest.mark.timeout(20)
-def test_missing_flow_control_permission_is_refused_not_timed_out(connect):
-    store = connect("noflowcontrol").store(GOOD)
-    denied(lambda: store.get_bytes("seeded"), names="$JS.FC.OBJ_good.")
+def test_missing_pull_permission_is_refused_not_timed_out(connect):
+    store = connect("nopull").store(GOOD)
+    denied(lambda: store.get_bytes("seeded"), names="CONSUMER.MSG.NEXT")
 
 
 @pytest.mark.timeout(20)
