@@ -55,6 +55,7 @@ class SourceOptions:
     if_exists: str | None = None
     glob: str | None = None
     write_id: str | None = None
+    embedded: str | None = None  # the `embedded` URL the driver resolved into `settings`
 
     @property
     def where(self) -> str:
@@ -95,8 +96,14 @@ class SourceOptions:
                 f"compression must be one of {list(COMPRESSIONS)}, got {compression!r}",
                 bucket=bucket,
             )
+        settings = connection_settings(values)
+        embedded = settings.servers[0] if settings.embedded_dir is not None else None
+        if embedded is not None:
+            # Resolve on the driver, once: every executor must reach the driver's server.
+            # Resolving on executors would start one server per machine and split the data.
+            settings = settings.resolved()
         return cls(
-            settings=connection_settings(values),
+            settings=settings,
             bucket=bucket,
             prefix=prefix,
             mode=mode,
@@ -108,6 +115,7 @@ class SourceOptions:
             if_exists=if_exists.lower() if if_exists else None,
             glob=values.get("glob") or None,
             write_id=values.get("write_id") or None,
+            embedded=embedded,
         )
 
 
