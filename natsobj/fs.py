@@ -25,7 +25,7 @@ from fsspec.spec import AbstractBufferedFile
 from natsobj import aio
 from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound
 from natsobj.model import ObjectInfo
-from natsobj.paths import split_level, under
+from natsobj.paths import SCHEME, parse_nats_url, split_level, under
 from natsobj.settings import ConnectionSettings
 
 SETTINGS_FIELDS = frozenset(f.name for f in fields(ConnectionSettings))
@@ -89,10 +89,8 @@ class NatsObjectFileSystem(AsyncFileSystem):
         if isinstance(path, list):
             return [cls._strip_protocol(p) for p in path]  # type: ignore[return-value]
         text = str(path)
-        if text.startswith("nats://"):
-            text = text[len("nats://") :]
-            host, sep, rest = text.partition("/")
-            text = host.rpartition("@")[2] + sep + rest  # drop an Airflow "conn_id@"
+        if text.startswith(SCHEME):
+            return parse_nats_url(text).path  # drops an Airflow "conn_id@"
         return text.strip("/")
 
     def unstrip_protocol(self, name: str) -> str:
