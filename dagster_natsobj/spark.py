@@ -28,7 +28,9 @@ class SparkHandler(Handler):
         from natsobj.spark import write_dataframe
         from natsobj.spark.manifest import manifest_name
 
-        manifest = write_dataframe(value, target.settings.resolved(), target.bucket, target.name)
+        manifest = write_dataframe(
+            value, target.settings.resolved(), target.bucket, target.name, mode="overwrite"
+        )
         return Stored(
             target.store.get_info(manifest_name(target.name)),
             row_count=int(manifest["num_rows"]),

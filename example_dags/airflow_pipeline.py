@@ -84,9 +84,13 @@ def airflow_pipeline() -> None:
 
         settings = NatsObjectStoreHook().settings.resolved()  # executors need a real URL
         session = bike_trips.spark_session("natsobj-airflow-demo")
-        files = read_dataframe(session, settings, BUCKET, RAW_PREFIX, mode="binary", glob="*.csv")
+        files = read_dataframe(
+            session, settings, BUCKET, RAW_PREFIX, layout="binary", glob=f"{RAW_PREFIX}/*.csv"
+        )
         hourly = bike_trips.hourly_summary(bike_trips.clean_trips(files))
-        manifest = write_dataframe(hourly.repartition(2), settings, BUCKET, DATASET)
+        manifest = write_dataframe(
+            hourly.repartition(2), settings, BUCKET, DATASET, mode="overwrite"
+        )
         return {key: manifest[key] for key in ("num_rows", "num_parts", "num_bytes")}
 
     wait_for_result = NatsObjectSensor(

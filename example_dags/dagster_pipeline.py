@@ -72,7 +72,12 @@ def raw_trips(config: RawTripsConfig) -> bytes:
 def trips_clean(nats: NatsObjectStoreResource, spark: SparkSessionResource) -> DataFrame:
     """Every raw CSV, parsed and cleaned on the executors; stored as a Spark dataset."""
     files = read_dataframe(
-        spark.session(), nats.settings().resolved(), BUCKET, RAW_PREFIX, mode="binary", glob="*.csv"
+        spark.session(),
+        nats.settings().resolved(),
+        BUCKET,
+        RAW_PREFIX,
+        layout="binary",
+        glob=f"{RAW_PREFIX}/*.csv",
     )
     return bike_trips.clean_trips(files).repartition(2)
 

@@ -27,7 +27,7 @@ from natsobj import aio
 from natsobj.aio.copy import copy_object
 from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound
 from natsobj.model import ObjectInfo
-from natsobj.paths import as_dir, listing_prefix, split_level, under
+from natsobj.paths import SCHEME, as_dir, listing_prefix, parse_nats_url, split_level, under
 from natsobj.settings import ConnectionSettings
 from natsobj.shared import on_shared_loop, shared_aio_client
 from natsobj.sync import shared_loop
@@ -103,10 +103,8 @@ class NatsObjectFileSystem(AsyncFileSystem):
         if isinstance(path, list):
             return [cls._strip_protocol(p) for p in path]  # type: ignore[return-value]
         text = str(path)
-        if text.startswith("nats://"):
-            text = text[len("nats://") :]
-            host, sep, rest = text.partition("/")
-            text = host.rpartition("@")[2] + sep + rest  # drop an Airflow "conn_id@"
+        if text.startswith(SCHEME):
+            return parse_nats_url(text).path  # drops an Airflow "conn_id@"
         return text.strip("/")
 
     def unstrip_protocol(self, name: str) -> str:

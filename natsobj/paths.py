@@ -5,10 +5,36 @@ one view, so "a/b" means the same directory everywhere."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from natsobj.model import ObjectInfo
 
 SEP = "/"
+SCHEME = "nats://"
+
+
+@dataclass(frozen=True)
+class NatsPath:
+    """``nats://[conn_id@]bucket/key``: the bucket, the object name or prefix inside it, and
+    the Airflow connection id some callers put in front of the bucket (not a server)."""
+
+    bucket: str
+    key: str
+    conn_id: str | None = None
+
+    @property
+    def path(self) -> str:
+        """``bucket/key`` without the scheme: what the fsspec filesystem works with."""
+        return (self.bucket + SEP + self.key).strip(SEP)
+
+
+def parse_nats_url(url: str) -> NatsPath:
+    """Split ``nats://[conn_id@]bucket/key`` (the scheme is optional) the one way the fsspec
+    filesystem and the Spark source both read it."""
+    text = url.removeprefix(SCHEME).strip(SEP)
+    host, _, key = text.partition(SEP)
+    conn_id, _, bucket = host.rpartition("@")
+    return NatsPath(bucket=bucket, key=key.rstrip(SEP), conn_id=conn_id or None)
 
 
 def as_dir(prefix: str | None) -> str:

@@ -41,3 +41,13 @@ class DatasetChanged(SparkSourceError):
 
 class WriteAborted(SparkSourceError):
     hint = "Spark aborted the write after another task failed; see that task's error."
+
+
+class EmbeddedServerUnreachable(SparkSourceError):
+    """A task cannot reach the embedded server the driver resolved ``embedded`` to."""
+
+    hint = (
+        "An embedded server listens on the driver machine's loopback only. On a cluster, set "
+        "option url to a NATS server every executor can reach, e.g. nats://nats.internal:4222 "
+        "(`natsobj serve --cluster 3` runs one for trying)."
+    )

@@ -53,10 +53,13 @@ def write_dataframe(
     store_url: str | ConnectionSettings | None,
     bucket: str,
     prefix: str,
-    mode: str = "overwrite",
+    mode: str = "errorifexists",
     **options: Any,
 ) -> dict[str, Any]:
     """Write ``df`` as a dataset and return its manifest (``num_rows``, ``parts``, ``schema``...).
+
+    ``mode`` defaults to ``errorifexists``, as ``df.write`` does: replacing a dataset takes
+    ``mode="overwrite"``.
 
     ``errorifexists`` and ``ignore`` are checked here and again at commit; two writers that
     commit in the same instant can still both succeed, the later manifest winning."""
@@ -100,10 +103,10 @@ def read_dataframe(
     schema: StructType | str | None = None,
     **options: Any,
 ) -> DataFrame:
-    """Read a dataset (or, with ``mode="binary"``, raw objects) as a DataFrame."""
+    """Read a dataset (or, with ``layout="binary"``, raw objects) as a DataFrame."""
     opts = spark_options(store_url, bucket, prefix, **options)
     parsed = SourceOptions.parse(opts)
-    if parsed.mode != BINARY:
+    if parsed.layout != BINARY:
         with open_store(parsed) as store:
             load_plan(store, parsed)  # raises DatasetNotFound, warns when there is no manifest
     register(spark)

@@ -6,17 +6,27 @@ never re-read the environment and a bad option fails before any task is schedule
 
 from __future__ import annotations
 
+import difflib
+import logging
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from natsobj.matching import NameMatcher
 from natsobj.names import check_bucket
+from natsobj.paths import parse_nats_url
 from natsobj.settings import OPTION_FIELDS, ConnectionSettings
 from natsobj.spark.errors import BadSparkOption
 
+log = logging.getLogger("natsobj.spark")
+
 TABLE = "table"
 BINARY = "binary"
-READ_MODES = (TABLE, BINARY)
+LAYOUTS = (TABLE, BINARY)
+# `mode` was the layout option's name until 0.x; it collides with .mode() and with the parse
+# mode of Spark's file sources (PERMISSIVE, FAILFAST...), which are ignored like other options.
+DEPRECATED_LAYOUT_OPTION = "mode"
 IF_EXISTS = ("error", "ignore")
 COMPRESSIONS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
 
@@ -25,7 +35,7 @@ COMPRESSIONS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
 # "password"/"token" keys hides them in plans and UIs.
 CONNECTION_OPTIONS = OPTION_FIELDS
 DEFAULTS = {
-    "mode": TABLE,
+    "layout": TABLE,
     "rows_per_object": "1000000",
     "row_group_rows": "1000000",
     "compression": "zstd",
@@ -46,7 +56,7 @@ class SourceOptions:
     settings: ConnectionSettings
     bucket: str
     prefix: str
-    mode: str = TABLE
+    layout: str = TABLE
     rows_per_object: int = 1_000_000
     row_group_rows: int = 1_000_000
     compression: str = "zstd"
@@ -55,6 +65,7 @@ class SourceOptions:
     if_exists: str | None = None
     glob: str | None = None
     write_id: str | None = None
+    embedded: str | None = None  # the `embedded` URL the driver resolved into `settings`
 
     @property
     def where(self) -> str:
@@ -63,27 +74,28 @@ class SourceOptions:
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SourceOptions:
         opts = {str(k).lower(): v for k, v in options.items() if v is not None}
-        unknown = sorted(set(opts) - KNOWN_OPTIONS)
-        if unknown:
-            raise BadSparkOption(
-                f"unknown natsobj option(s) {unknown}; known options: {sorted(KNOWN_OPTIONS)}"
-            )
+        _take_deprecated_layout(opts)
+        _ignore_unknown(opts)
         values = {**DEFAULTS, **opts}
+        _take_bucket_from_url_path(values)
         bucket = values.get("bucket")
         if not bucket:
             raise BadSparkOption(
                 "option 'bucket' is required",
-                hint='Add .option("bucket", "<bucket name>") to the reader or writer.',
+                hint='Add .option("bucket", "<bucket name>"), or load("nats://<bucket>/<prefix>").',
             )
         check_bucket(bucket)
-        mode = values["mode"].lower()
-        if mode not in READ_MODES:
+        layout = values["layout"].lower()
+        if layout not in LAYOUTS:
             raise BadSparkOption(
-                f"unknown mode {values['mode']!r}; use one of {list(READ_MODES)} "
+                f"unknown layout {values['layout']!r}; use one of {list(LAYOUTS)} "
                 "(write modes are set with .mode('append'|'overwrite'))",
                 bucket=bucket,
             )
-        prefix = _prefix(values, bucket, mode)
+        prefix = _prefix(values, bucket, layout)
+        glob = values.get("glob") or None
+        if glob is not None:
+            NameMatcher(glob, "glob")  # a bad pattern fails here, not in a task
         if_exists = values.get("if_exists")
         if if_exists is not None and if_exists.lower() not in IF_EXISTS:
             raise BadSparkOption(
@@ -95,20 +107,71 @@ class SourceOptions:
                 f"compression must be one of {list(COMPRESSIONS)}, got {compression!r}",
                 bucket=bucket,
             )
+        settings = connection_settings(values)
+        embedded = settings.servers[0] if settings.embedded_dir is not None else None
+        if embedded is not None:
+            # Resolve on the driver, once: every executor must reach the driver's server.
+            # Resolving on executors would start one server per machine and split the data.
+            settings = settings.resolved()
         return cls(
-            settings=connection_settings(values),
+            settings=settings,
             bucket=bucket,
             prefix=prefix,
-            mode=mode,
+            layout=layout,
             rows_per_object=_positive(values, "rows_per_object", bucket),
             row_group_rows=_positive(values, "row_group_rows", bucket),
             compression=compression,
             retain_generations=_positive(values, "retain_generations", bucket, minimum=0),
             create_bucket=_flag(values, "create_bucket", bucket),
             if_exists=if_exists.lower() if if_exists else None,
-            glob=values.get("glob") or None,
+            glob=glob,
             write_id=values.get("write_id") or None,
+            embedded=embedded,
         )
+
+
+def _take_deprecated_layout(opts: dict[str, str]) -> None:
+    """``mode=table|binary`` still works for one release, with a warning; any other ``mode``
+    (a parse mode from a copied CSV snippet) is left to be ignored as an unknown option."""
+    value = opts.get(DEPRECATED_LAYOUT_OPTION)
+    if value is None or str(value).lower() not in LAYOUTS:
+        return
+    del opts[DEPRECATED_LAYOUT_OPTION]
+    message = (
+        f"natsobj option 'mode={value}' is deprecated and will be removed in the next release; "
+        f"use 'layout={value}' ('mode' collides with .mode() and Spark's parse mode)"
+    )
+    warnings.warn(message, DeprecationWarning, stacklevel=3)
+    log.warning(message)
+    opts.setdefault("layout", value)
+
+
+def _ignore_unknown(opts: dict[str, str]) -> None:
+    """Drop options this source does not know, as Spark's built-in sources do (a copied
+    ``mergeSchema`` must not fail a job); a near miss of a known name is worth a warning."""
+    for name in sorted(set(opts) - KNOWN_OPTIONS):
+        del opts[name]
+        close = difflib.get_close_matches(name, sorted(KNOWN_OPTIONS), n=1, cutoff=0.8)
+        if close:
+            log.warning("natsobj: ignoring unknown option %r (did you mean %r?)", name, close[0])
+        else:
+            log.debug("natsobj: ignoring option %r, which this source does not use", name)
+
+
+def _take_bucket_from_url_path(values: dict[str, str]) -> None:
+    """``load("nats://bucket/prefix")`` names the bucket in the path, as the fsspec
+    filesystem reads it; an explicit bucket option must then agree."""
+    path = values.get("path")
+    if not path or not path.startswith("nats://"):
+        return
+    parsed = parse_nats_url(path)
+    bucket = values.get("bucket")
+    if bucket and bucket != parsed.bucket:
+        raise BadSparkOption(
+            f"path {path!r} names bucket {parsed.bucket!r} but option 'bucket' is {bucket!r}",
+            bucket=bucket,
+        )
+    values["bucket"], values["path"] = parsed.bucket, parsed.key
 
 
 def connection_settings(values: Mapping[str, str]) -> ConnectionSettings:
@@ -148,14 +211,14 @@ def _join_servers(servers: list[str]) -> str:
     return ",".join([first, *(s.removeprefix(scheme) for s in rest)])
 
 
-def _prefix(values: Mapping[str, str], bucket: str, mode: str) -> str:
+def _prefix(values: Mapping[str, str], bucket: str, layout: str) -> str:
     path, prefix = values.get("path"), values.get("prefix")
     if path and prefix and path.strip("/") != prefix.strip("/"):
         raise BadSparkOption(
             f"load()/save() path {path!r} and option 'prefix' {prefix!r} disagree", bucket=bucket
         )
     cleaned = (path or prefix or "").strip("/")
-    if not cleaned and mode == TABLE:
+    if not cleaned and layout == TABLE:
         raise BadSparkOption(
             "a dataset prefix is required",
             bucket=bucket,

@@ -4,7 +4,6 @@ partitions of bounded size (binary mode). Tasks connect by themselves and stream
 from __future__ import annotations
 
 import contextlib
-import fnmatch
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from pyspark.sql.types import (
 
 import natsobj
 from natsobj.errors import ObjectNotFound
+from natsobj.matching import NameMatcher
 from natsobj.spark.arrowio import conform, spark_arrow_schema
 from natsobj.spark.errors import DatasetChanged
 from natsobj.spark.manifest import Part
@@ -123,11 +123,12 @@ class BinaryReader(DataSourceReader):
 
     def __init__(self, opts: SourceOptions) -> None:
         self.opts = opts
+        matcher = NameMatcher(opts.glob, "glob") if opts.glob else None
         with open_store(opts) as store:
             self.objects = [
                 (info.name, info.size)
                 for info in objects_under(store, opts.prefix)
-                if not opts.glob or fnmatch.fnmatchcase(info.name.rsplit("/", 1)[-1], opts.glob)
+                if matcher is None or matcher.matches(info.name)
             ]
 
     def partitions(self) -> list[InputPartition]:

@@ -39,7 +39,7 @@ class NatsObjDataSource(DataSource):
     def schema(self) -> StructType:
         # readStream asks for the schema too, with its streaming options among the others.
         opts = StreamOptions.parse(self.options).source
-        if opts.mode == BINARY:
+        if opts.layout == BINARY:
             return BINARY_SCHEMA
         with open_store(opts) as store:
             plan = load_plan(store, opts)
@@ -52,7 +52,7 @@ class NatsObjDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         opts = self._options()
-        if opts.mode == BINARY:
+        if opts.layout == BINARY:
             return BinaryReader(opts)
         with open_store(opts) as store:
             plan = load_plan(store, opts)
@@ -61,11 +61,11 @@ class NatsObjDataSource(DataSource):
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         opts = self._options()
-        if opts.mode == BINARY:
+        if opts.layout == BINARY:
             raise BadSparkOption(
-                "mode 'binary' is read-only",
+                "layout 'binary' is read-only",
                 bucket=opts.bucket,
-                hint="Write tables without the mode option; store files with `natsobj put`.",
+                hint="Write tables without the layout option; store files with `natsobj put`.",
             )
         return prepare_writer(opts, schema, overwrite)
 

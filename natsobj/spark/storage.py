@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import natsobj
-from natsobj.errors import ObjectNotFound
+from natsobj.errors import NotConnected, ObjectNotFound
 from natsobj.model import ObjectInfo
 from natsobj.paths import as_dir
-from natsobj.spark.errors import DatasetNotFound
+from natsobj.spark.errors import DatasetNotFound, EmbeddedServerUnreachable
 from natsobj.spark.manifest import (
     WRITE_ID_KEY,
     Manifest,
@@ -40,11 +41,26 @@ class NoManifestWarning(UserWarning):
 
 @contextlib.contextmanager
 def open_store(opts: SourceOptions, *, create: bool = False) -> Iterator[natsobj.ObjectStore]:
-    with natsobj.connect(opts.settings) as client:
+    with _connect(opts) as client:
         if create:
             yield client.ensure_store(opts.bucket, description="natsobj Spark datasets")
         else:
             yield client.store(opts.bucket)
+
+
+def _connect(opts: SourceOptions) -> natsobj.Client:
+    """Connect; a task that cannot reach the driver's embedded server says so at once."""
+    try:
+        return natsobj.connect(opts.settings)
+    except NotConnected as exc:
+        if opts.embedded is None:
+            raise
+        raise EmbeddedServerUnreachable(
+            f"this Spark process on host {socket.gethostname()!r} cannot reach "
+            f"{opts.settings.servers[0]}, the driver's embedded NATS server (option url "
+            f"{opts.embedded!r})",
+            bucket=opts.bucket,
+        ) from exc
 
 
 def manifest_sequence(store: natsobj.ObjectStore, prefix: str) -> int:

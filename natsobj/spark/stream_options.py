@@ -1,6 +1,6 @@
 """Options of ``readStream.format("natsobj")`` and ``writeStream.format("natsobj")``.
 
-The streaming keys are taken out first; everything else (connection, bucket, path, mode,
+The streaming keys are taken out first; everything else (connection, bucket, path, layout,
 glob, write tuning) goes through the batch parser, so both faces accept the same names and a
 misspelt option fails the same way before the query starts.
 """
@@ -63,13 +63,13 @@ class StreamOptions:
             lowered["prefix"] = glob_directory(glob)
         source = source_options(lowered)
         where = source.bucket
-        if source.mode != TABLE and "objectformat" in stream:
+        if source.layout != TABLE and "objectformat" in stream:
             raise BadSparkOption("option objectFormat applies to table mode only", bucket=where)
-        if source.mode == TABLE and stream.get("includedeletes", "false").lower() == "true":
+        if source.layout == TABLE and stream.get("includedeletes", "false").lower() == "true":
             raise BadSparkOption(
                 "includeDeletes needs binary mode: a deleted object has no rows in a table",
                 bucket=where,
-                hint='Use .option("mode", "binary") to see deletes as rows with null content.',
+                hint='Use .option("layout", "binary") to see deletes as rows with null content.',
             )
         object_format = stream.get("objectformat", "auto").lower()
         if object_format not in OBJECT_FORMATS:

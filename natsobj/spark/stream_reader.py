@@ -249,7 +249,7 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[tuple] | Iterator[pa.RecordBatch]:
         if not isinstance(partition, ObjectsPartition):
             return iter(())
-        if self.opts.source.mode == BINARY:
+        if self.opts.source.layout == BINARY:
             return self._binary_rows(partition)
         return self._table_batches(partition)
 

@@ -51,7 +51,7 @@ def prepare_stream_writer(
 ) -> NatsObjStreamWriter:
     """Checked when the query starts (and before each commit): a sink that cannot commit fails
     at ``start()``, not after the first batch has been computed."""
-    if opts.mode == BINARY:
+    if opts.layout == BINARY:
         raise BadSparkOption(
             "mode 'binary' is read-only; a streaming sink writes a table dataset",
             bucket=opts.bucket,

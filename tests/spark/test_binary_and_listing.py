@@ -21,7 +21,7 @@ def test_binary_mode_reads_objects_as_rows(spark, options, store) -> None:
     }
     infos = {name: store.put(name, data) for name, data in blobs.items()}
 
-    df = spark.read.format("natsobj").options(**options).option("mode", "binary").load("models")
+    df = spark.read.format("natsobj").options(**options).option("layout", "binary").load("models")
     assert df.columns == ["name", "size", "mtime", "digest", "content"]
     rows = {r.name: r for r in df.collect()}
     assert set(rows) == {n for n in blobs if n.startswith("models/")}
@@ -32,20 +32,33 @@ def test_binary_mode_reads_objects_as_rows(spark, options, store) -> None:
         assert abs(row.mtime.timestamp() - infos[name].mtime.timestamp()) < 5
 
     only_json = read_dataframe(
-        spark, options["url"], store.bucket, "models", mode="binary", glob="*.json"
+        spark, options["url"], store.bucket, "models", layout="binary", glob="models/**.json"
     )
     assert [r.name for r in only_json.select("name").collect()] == ["models/v1/config.json"]
+
+
+def test_binary_glob_is_path_aware_on_the_full_name(spark, options, store) -> None:
+    for name in ("raw/a.csv", "raw/old/b.csv", "raw/c.txt", "rawx/d.csv"):
+        store.put(name, b"x")
+
+    def names(glob: str) -> list[str]:
+        df = spark.read.format("natsobj").options(**options, layout="binary", glob=glob).load()
+        return sorted(r.name for r in df.select("name").collect())
+
+    assert names("raw/*.csv") == ["raw/a.csv"]  # `*` stays within one segment
+    assert names("raw/**.csv") == ["raw/a.csv", "raw/old/b.csv"]  # `**` crosses them
+    assert names("*.csv") == []  # matched against the full name, not its last segment
 
 
 def test_binary_mode_over_the_whole_bucket_and_empty_prefix(spark, options, store) -> None:
     store.put("a", b"1")
     store.put("b/c", b"22")
-    df = spark.read.format("natsobj").options(**options, mode="binary").load()
+    df = spark.read.format("natsobj").options(**options, layout="binary").load()
     assert sorted((r.name, r.size) for r in df.select("name", "size").collect()) == [
         ("a", 1),
         ("b/c", 2),
     ]
-    empty = spark.read.format("natsobj").options(**options, mode="binary").load("nothing")
+    empty = spark.read.format("natsobj").options(**options, layout="binary").load("nothing")
     assert empty.count() == 0
 
 

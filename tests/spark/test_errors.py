@@ -19,10 +19,9 @@ def _message(excinfo: pytest.ExceptionInfo) -> str:
     ("options", "expected"),
     [
         ({}, "option 'bucket' is required"),
-        ({"bucket": "b", "mode": "tabular"}, "unknown mode 'tabular'; use one of"),
+        ({"bucket": "b", "layout": "tabular"}, "unknown layout 'tabular'; use one of"),
         ({"bucket": "b", "url": "http://example.invalid"}, "option 'url' must look like nats://"),
         ({"bucket": "b", "rows_per_object": "many"}, "'rows_per_object' must be an integer"),
-        ({"bucket": "b", "buckt": "x"}, "unknown natsobj option(s) ['buckt']"),
         ({"bucket": "no/slash"}, "invalid bucket name"),
     ],
 )
@@ -43,9 +42,9 @@ def test_bad_write_options_are_explained(spark, nats_url) -> None:
     assert "a dataset prefix is required" in _message(excinfo)
     with pytest.raises(PySparkException) as excinfo:
         df.write.format("natsobj").mode("append").options(
-            url=nats_url, bucket="b", mode="binary"
+            url=nats_url, bucket="b", layout="binary"
         ).save("p")
-    assert "mode 'binary' is read-only" in _message(excinfo)
+    assert "layout 'binary' is read-only" in _message(excinfo)
 
 
 def test_helpers_raise_python_errors_before_spark_runs(spark, nats_url, bucket_name) -> None:
@@ -54,8 +53,8 @@ def test_helpers_raise_python_errors_before_spark_runs(spark, nats_url, bucket_n
         write_dataframe(df, nats_url, bucket_name, "p", mode="upsert")
     with pytest.raises(BadSparkOption, match="option 'url' must look like nats://"):
         write_dataframe(df, "postgres://db:5432", bucket_name, "p")
-    with pytest.raises(BadSparkOption, match="unknown mode 'csv'"):
-        read_dataframe(spark, nats_url, bucket_name, "p", mode="csv")
+    with pytest.raises(BadSparkOption, match="unknown layout 'csv'"):
+        read_dataframe(spark, nats_url, bucket_name, "p", layout="csv")
     with pytest.raises(BucketNotFound, match=bucket_name):
         read_dataframe(spark, nats_url, bucket_name, "p")
 

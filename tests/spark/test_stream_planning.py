@@ -125,12 +125,12 @@ def test_binary_mode_rows_and_deletes(store, options) -> None:
     first = store.put("raw/a.bin", b"\x00\x01")
     store.put("raw/b.bin", b"bb")
     store.delete("raw/b.bin")
-    plain = reader(options, BINARY_SCHEMA, glob="raw/*", mode="binary")
+    plain = reader(options, BINARY_SCHEMA, glob="raw/*", layout="binary")
     end = plain.latestOffset({"sequence": 0}, ReadAllAvailable())
     got = [r for p in plain.partitions({"sequence": 0}, end) for r in plain.read(p)]
     assert [(r[0], r[1], r[3], r[4]) for r in got] == [("raw/a.bin", 2, first.digest, b"\x00\x01")]
     with_deletes = reader(
-        options, BINARY_SCHEMA, glob="raw/*", mode="binary", includeDeletes="true"
+        options, BINARY_SCHEMA, glob="raw/*", layout="binary", includeDeletes="true"
     )
     got = [r for p in with_deletes.partitions({"sequence": 0}, end) for r in with_deletes.read(p)]
     assert [(r[0], r[1], r[3], r[4]) for r in got] == [
