@@ -158,7 +158,6 @@ def test_partitions_spread_small_objects_over_executors(store, options) -> None:
         ({"maxObjectsPerTrigger": "0"}, "must be an integer >= 1"),
         ({"includeDeletes": "true"}, "includeDeletes needs binary mode"),
         ({"objectFormat": "xml"}, "objectFormat must be one of"),
-        ({"glob": "in/*.csv", "bogus": "1"}, "unknown natsobj option"),
     ],
 )
 def test_bad_stream_options_fail_before_the_query_starts(
@@ -166,6 +165,12 @@ def test_bad_stream_options_fail_before_the_query_starts(
 ) -> None:
     with pytest.raises(BadSparkOption, match=message):
         StreamOptions.parse({"glob": "in/*.csv", **options, **extra})
+
+
+def test_unknown_stream_options_are_ignored_like_batch_ones(options: dict[str, str]) -> None:
+    """As built-in sources do (issue 15): a copied ``mergeSchema`` must not stop the query."""
+    parsed = StreamOptions.parse({"glob": "in/*.csv", **options, "mergeSchema": "true"})
+    assert parsed.matcher is not None and parsed.matcher.matches("in/a.csv")
 
 
 def test_an_object_that_does_not_fit_the_schema_names_itself(store, options) -> None:
