@@ -22,6 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import benchmarks.streaming
 from natsobj.embedded import NatsServerProcess, server_binary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,6 +99,17 @@ def spark_figures(rows: int) -> dict[str, Any]:
     return json.loads(result.stdout[result.stdout.index("{") :])
 
 
+def streaming_figures() -> dict[str, Any]:
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.streaming"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return json.loads(result.stdout[result.stdout.index("{") :])
+
+
 def machine() -> dict[str, str]:
     cpu = "unknown"
     cpuinfo = Path("/proc/cpuinfo")
@@ -139,6 +151,7 @@ def render(
     transfer: dict[str, Any],
     ops: dict[str, Any],
     spark: dict[str, Any] | None,
+    streaming: dict[str, Any] | None = None,
 ) -> str:
     lines = [
         "# Benchmarks",
@@ -187,6 +200,8 @@ def render(
     lines += [target_row(*row) for row in targets(transfer, ops)]
     if spark:
         lines += spark_section(spark)
+    if streaming:
+        lines += benchmarks.streaming.section(streaming)
     return "\n".join(lines) + "\n"
 
 
@@ -270,6 +285,7 @@ def main() -> None:
     parser.add_argument("--ops", type=int, default=500, help="operations per small-object run")
     parser.add_argument("--spark-rows", type=int, default=10_000_000)
     parser.add_argument("--no-spark", action="store_true")
+    parser.add_argument("--no-streaming", action="store_true")
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args()
     sizes = dict(SIZES)
@@ -286,7 +302,8 @@ def main() -> None:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
     spark = None if args.no_spark else spark_figures(args.spark_rows)
-    report = render(machine(), transfer, ops, spark)
+    streaming = None if args.no_streaming else streaming_figures()
+    report = render(machine(), transfer, ops, spark, streaming)
     Path(args.output).write_text(report)
     print(report)
 
