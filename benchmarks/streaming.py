@@ -5,7 +5,7 @@
   Spark's ``noop`` sink; the baseline is Spark's own ``binaryFile`` file stream over the same
   files in a local directory. Objects/s and MiB/s are over the whole query, start-up included.
 - **Latency**: a query with a 1-second processing-time trigger copies (name, size) of every new
-  object into a natsobj dataset; a writer puts one small object every 200 ms, and a watcher on
+  object into a natsobj dataset; a writer puts one small object every 500 ms, and a watcher on
   the dataset's manifest notes when each object's row is first committed. Latency is commit
   seen minus put returned, on one clock.
 
@@ -36,6 +36,10 @@ from natsobj.spark.manifest import manifest_name
 from natsobj.spark.storage import read_manifest
 
 MiB = 1024 * 1024
+# Spark's per-trigger timings: planning the offsets, running the batch (read + write + our
+# commit), and the whole trigger.
+PUT_INTERVAL = 0.5  # seconds between puts in the latency run: below what a batch can absorb
+PHASES = ("latestOffset", "queryPlanning", "addBatch", "triggerExecution")
 BUCKET = "bench-stream"
 DATASET = "out/latency"
 
@@ -140,8 +144,16 @@ def latency(spark, url: str, work: Path, seconds: float, interval: float) -> dic
             stop.set()
             watcher.join()
             query.stop()
+    busy = [p["durationMs"] for p in query.recentProgress if p["numInputRows"]]
+    phases = (
+        {k: statistics.median(d.get(k, 0) for d in busy) / 1000 for k in PHASES} if busy else {}
+    )
     lags = sorted(committed[n] - t for n, t in put_at.items() if n in committed)
+    if not lags:
+        raise RuntimeError(f"no object was committed within the run ({len(put_at)} put)")
     return {
+        "batches": len(busy),
+        "phase_median_s": phases,
         "objects": len(put_at),
         "committed": len(lags),
         "trigger_s": 1.0,
@@ -179,7 +191,7 @@ def measure(objects: int, size: int, per_trigger: int, seconds: float) -> dict[s
     try:
         return {
             "throughput": throughput(spark, server.url, work, objects, size, per_trigger),
-            "latency": latency(spark, server.url, work, seconds, interval=0.2),
+            "latency": latency(spark, server.url, work, seconds, interval=PUT_INTERVAL),
         }
     finally:
         spark.stop()
@@ -190,6 +202,7 @@ def measure(objects: int, size: int, per_trigger: int, seconds: float) -> dict[s
 def section(figures: dict[str, Any]) -> list[str]:
     """The streaming section of BENCHMARKS.md."""
     t, lat = figures["throughput"], figures["latency"]
+    ph = lat.get("phase_median_s", {})
     return [
         "",
         '## Spark Structured Streaming (`readStream` / `writeStream` `format("natsobj")`)',
@@ -207,17 +220,35 @@ def section(figures: dict[str, Any]) -> list[str]:
         f"{t['binaryfile_mib_s']:.1f} | |",
         "",
         f"Latency from put to committed micro-batch, 1-second processing-time trigger, natsobj "
-        f"source to natsobj sink, one 1 KiB object every 200 ms ({lat['committed']} of "
-        f"{lat['objects']} objects committed): **p50 {lat['p50_s']:.2f} s, p99 {lat['p99_s']:.2f} "
+        f"source to natsobj sink, one 1 KiB object every {PUT_INTERVAL * 1000:.0f} ms ({lat['committed']} "
+        f"of {lat['objects']} objects committed, {lat['batches']} micro-batches): **p50 {lat['p50_s']:.2f} s, p99 {lat['p99_s']:.2f} "
         f"s** (max {lat['max_s']:.2f} s). A put waits for the next trigger (up to 1 s), then the "
         "batch is planned from the meta stream, the executors fetch and write, and the manifest "
         "commit makes it visible.",
+        "",
+        "Median per micro-batch in that run (Spark's `durationMs`): offsets (meta scan) "
+        f"{ph.get('latestOffset', 0):.2f} s, planning {ph.get('queryPlanning', 0):.2f} s, the batch "
+        f"itself (fetch, write parts, manifest commit) {ph.get('addBatch', 0):.2f} s, whole "
+        f"trigger {ph.get('triggerExecution', 0):.2f} s.",
     ]
+
+
+def latency_only(seconds: float) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="natsobj-bench-stream-"))
+    server = NatsServerProcess(work / "nats")
+    server.start()
+    spark = spark_session()
+    try:
+        return latency(spark, server.url, work, seconds, interval=PUT_INTERVAL)
+    finally:
+        spark.stop()
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Structured Streaming benchmark (JSON out)")
-    parser.add_argument("--objects", type=int, default=1000)
+    parser.add_argument("--objects", type=int, default=500)
     parser.add_argument("--size", type=int, default=64 * 1024)
     parser.add_argument("--per-trigger", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=40.0)
