@@ -203,6 +203,9 @@ def section(figures: dict[str, Any]) -> list[str]:
     """The streaming section of BENCHMARKS.md."""
     t, lat = figures["throughput"], figures["latency"]
     ph = lat.get("phase_median_s", {})
+    ratio = t["natsobj_mib_s"] / t["binaryfile_mib_s"]
+    every = f"{PUT_INTERVAL * 1000:.0f} ms"
+    counted = f"{lat['committed']} of {lat['objects']} objects, {lat['batches']} micro-batches"
     return [
         "",
         '## Spark Structured Streaming (`readStream` / `writeStream` `format("natsobj")`)',
@@ -215,21 +218,20 @@ def section(figures: dict[str, Any]) -> list[str]:
         "| source | seconds | objects/s | MiB/s | natsobj / binaryFile |",
         "|---|---:|---:|---:|---:|",
         f"| natsobj | {t['natsobj_s']:.1f} | {t['natsobj_objects_s']:.0f} | "
-        f"{t['natsobj_mib_s']:.1f} | {t['natsobj_mib_s'] / t['binaryfile_mib_s']:.2f}x |",
-        f"| binaryFile (local disk) | {t['binaryfile_s']:.1f} | {t['binaryfile_objects_s']:.0f} | "
-        f"{t['binaryfile_mib_s']:.1f} | |",
+        f"{t['natsobj_mib_s']:.1f} | {ratio:.2f}x |",
+        f"| binaryFile (local disk) | {t['binaryfile_s']:.1f} | "
+        f"{t['binaryfile_objects_s']:.0f} | {t['binaryfile_mib_s']:.1f} | |",
         "",
-        f"Latency from put to committed micro-batch, 1-second processing-time trigger, natsobj "
-        f"source to natsobj sink, one 1 KiB object every {PUT_INTERVAL * 1000:.0f} ms ({lat['committed']} "
-        f"of {lat['objects']} objects committed, {lat['batches']} micro-batches): **p50 {lat['p50_s']:.2f} s, p99 {lat['p99_s']:.2f} "
-        f"s** (max {lat['max_s']:.2f} s). A put waits for the next trigger (up to 1 s), then the "
-        "batch is planned from the meta stream, the executors fetch and write, and the manifest "
-        "commit makes it visible.",
+        "Latency from put to committed micro-batch, 1-second processing-time trigger, natsobj "
+        f"source to natsobj sink, one 1 KiB object every {every} ({counted}): "
+        f"**p50 {lat['p50_s']:.2f} s, p99 {lat['p99_s']:.2f} s** (max {lat['max_s']:.2f} s). "
+        "A put waits for the next trigger (up to 1 s), then the batch is planned from the meta "
+        "stream, the executors fetch and write, and the manifest commit makes it visible.",
         "",
         "Median per micro-batch in that run (Spark's `durationMs`): offsets (meta scan) "
-        f"{ph.get('latestOffset', 0):.2f} s, planning {ph.get('queryPlanning', 0):.2f} s, the batch "
-        f"itself (fetch, write parts, manifest commit) {ph.get('addBatch', 0):.2f} s, whole "
-        f"trigger {ph.get('triggerExecution', 0):.2f} s.",
+        f"{ph.get('latestOffset', 0):.2f} s, planning {ph.get('queryPlanning', 0):.2f} s, "
+        f"the batch itself (fetch, write parts, manifest commit) {ph.get('addBatch', 0):.2f} s, "
+        f"whole trigger {ph.get('triggerExecution', 0):.2f} s.",
     ]
 
 
