@@ -9,7 +9,7 @@ entry and not appended twice.
 
 Write ids are ``<query id>.<run id>.<batch id>``: a replay runs under a new run id, so cleaning
 up after it can never touch the parts the first attempt committed, while parts a crashed run
-left behind are found through the query id and swept by the next commit.
+left behind are found through the query id and swept by the next run's first commit.
 """
 
 from __future__ import annotations
