@@ -189,10 +189,12 @@ def measure(objects: int, size: int, per_trigger: int, seconds: float) -> dict[s
     server.start()
     spark = spark_session()
     try:
-        return {
+        figures = {
             "throughput": throughput(spark, server.url, work, objects, size, per_trigger),
             "latency": latency(spark, server.url, work, seconds, interval=PUT_INTERVAL),
         }
+        figures["load_average"] = os.getloadavg()[1]  # 5-minute: how shared the machine was
+        return figures
     finally:
         spark.stop()
         server.stop()
@@ -232,6 +234,9 @@ def section(figures: dict[str, Any]) -> list[str]:
         f"{ph.get('latestOffset', 0):.2f} s, planning {ph.get('queryPlanning', 0):.2f} s, "
         f"the batch itself (fetch, write parts, manifest commit) {ph.get('addBatch', 0):.2f} s, "
         f"whole trigger {ph.get('triggerExecution', 0):.2f} s.",
+        "",
+        f"Machine load average during the run: {figures.get('load_average', 0):.1f} on 2 cores; "
+        "every Python worker Spark starts (planning, each task, each commit) is slowed by it.",
     ]
 
 
