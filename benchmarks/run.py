@@ -23,6 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import benchmarks.streaming
 from benchmarks import archive, get_vs_push
 from benchmarks.scale import scale_figures, scale_section
 from natsobj.embedded import NatsServerProcess, server_binary
@@ -101,6 +102,17 @@ def spark_figures(rows: int) -> dict[str, Any]:
     return json.loads(result.stdout[result.stdout.index("{") :])
 
 
+def streaming_figures() -> dict[str, Any]:
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.streaming"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return json.loads(result.stdout[result.stdout.index("{") :])
+
+
 def machine() -> dict[str, str]:
     cpu = "unknown"
     cpuinfo = Path("/proc/cpuinfo")
@@ -142,6 +154,7 @@ def render(
     transfer: dict[str, Any],
     ops: dict[str, Any],
     spark: dict[str, Any] | None,
+    streaming: dict[str, Any] | None = None,
 ) -> str:
     lines = [
         "# Benchmarks",
@@ -190,6 +203,8 @@ def render(
     lines += [target_row(*row) for row in targets(transfer, ops)]
     if spark:
         lines += spark_section(spark)
+    if streaming:
+        lines += benchmarks.streaming.section(streaming)
     return "\n".join(lines) + "\n"
 
 
@@ -286,6 +301,7 @@ def main() -> None:
         action="store_true",
         help="skip get_file/put against the raw push consumer",
     )
+    parser.add_argument("--no-streaming", action="store_true")
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args()
     sizes = dict(SIZES)
@@ -305,7 +321,8 @@ def main() -> None:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
     spark = None if args.no_spark else spark_figures(args.spark_rows)
-    report = render(machine(), transfer, ops, spark)
+    streaming = None if args.no_streaming else streaming_figures()
+    report = render(machine(), transfer, ops, spark, streaming)
     if scale:
         report += "\n".join(scale_section(scale)) + "\n"
     if not args.no_archive:

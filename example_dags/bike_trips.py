@@ -112,11 +112,20 @@ def clean_trips(files: DataFrame) -> DataFrame:
     lines = files.select(
         F.explode(F.split(F.decode(F.col("content"), "UTF-8"), "\n")).alias("line")
     ).where((F.col("line") != "") & ~F.col("line").startswith("trip_id,"))
-    return (
+    return tidy_trips(
         lines.select(F.from_csv("line", RAW_SCHEMA).alias("r"))
         .select("r.*")
         .dropDuplicates(["trip_id"])
-        .withColumn("start_station", F.initcap("start_station"))
+    )
+
+
+def tidy_trips(rows: DataFrame) -> DataFrame:
+    """Rows of RAW_SCHEMA (all strings) -> typed, plausible trips; row by row, so it works on a
+    stream as well as on a batch."""
+    from pyspark.sql import functions as F
+
+    return (
+        rows.withColumn("start_station", F.initcap("start_station"))
         .withColumn("started_at", F.to_timestamp("started_at"))
         .withColumn("ended_at", F.to_timestamp("ended_at"))
         .withColumn("distance_km", F.col("distance_km").try_cast("double"))

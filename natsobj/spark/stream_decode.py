@@ -67,8 +67,11 @@ def _raw_batches(
             batch_size=BATCH_ROWS, columns=target.names, use_threads=False
         )
     elif fmt == "csv":
+        # empty fields are null, as with spark.read.csv
         convert = pacsv.ConvertOptions(
-            column_types={f.name: f.type for f in target}, include_columns=target.names
+            column_types={f.name: f.type for f in target},
+            include_columns=target.names,
+            strings_can_be_null=True,
         )
         yield from pacsv.open_csv(source, convert_options=convert)
     else:

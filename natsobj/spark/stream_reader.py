@@ -88,7 +88,7 @@ class PlannedObject:
 
 
 @dataclass
-class ObjectsPartition(InputPartition):
+class PlannedPartition(InputPartition):
     objects: tuple[PlannedObject, ...]
 
 
@@ -165,7 +165,7 @@ def _wanted(opts: StreamOptions, info: ObjectInfo) -> bool:
     return opts.selects(info.name)
 
 
-def group(objects: tuple[PlannedObject, ...]) -> list[ObjectsPartition]:
+def group(objects: tuple[PlannedObject, ...]) -> list[PlannedPartition]:
     """Contiguous runs of about equal count, none over 64 MiB (unless one object is)."""
     if not objects:
         return []
@@ -184,7 +184,7 @@ def group(objects: tuple[PlannedObject, ...]) -> list[ObjectsPartition]:
             filled = 0
         groups[-1].append(obj)
         filled += obj.size
-    return [ObjectsPartition(tuple(g)) for g in groups]
+    return [PlannedPartition(tuple(g)) for g in groups]
 
 
 class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -217,11 +217,15 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         with open_store(self.opts.source) as store:
+            # Bounded by what is there now, so a scan never chases a busy bucket.
+            until = self._available_now
+            if until is None:
+                until = store.status().last_sequence
             found = scan(
                 store,
                 self.opts,
                 _sequence(start),
-                until=self._available_now,
+                until=until,
                 budget=Budget.of(self.opts, limit),
             )
         return {"sequence": found.end}
@@ -247,13 +251,13 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- executors --------------------------------------------------------------------------------
 
     def read(self, partition: InputPartition) -> Iterator[tuple] | Iterator[pa.RecordBatch]:
-        if not isinstance(partition, ObjectsPartition):
+        if not isinstance(partition, PlannedPartition):
             return iter(())
         if self.opts.source.layout == BINARY:
             return self._binary_rows(partition)
         return self._table_batches(partition)
 
-    def _binary_rows(self, partition: ObjectsPartition) -> Iterator[tuple]:
+    def _binary_rows(self, partition: PlannedPartition) -> Iterator[tuple]:
         with open_store(self.opts.source) as store, SkipCounter(self.opts.bucket) as skipped:
             for obj in partition.objects:
                 if obj.deleted:
@@ -266,7 +270,7 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         continue
                     yield (obj.name, obj.size, obj.mtime, obj.digest, source.read())
 
-    def _table_batches(self, partition: ObjectsPartition) -> Iterator[pa.RecordBatch]:
+    def _table_batches(self, partition: PlannedPartition) -> Iterator[pa.RecordBatch]:
         target = spark_arrow_schema(self.schema)
         with open_store(self.opts.source) as store, SkipCounter(self.opts.bucket) as skipped:
             for obj in partition.objects:

@@ -9,7 +9,7 @@ entry and not appended twice.
 
 Write ids are ``<query id>.<run id>.<batch id>``: a replay runs under a new run id, so cleaning
 up after it can never touch the parts the first attempt committed, while parts a crashed run
-left behind are found through the query id and swept by the next commit.
+left behind are found through the query id and swept by the next run's first commit.
 """
 
 from __future__ import annotations
@@ -74,6 +74,11 @@ def batch_write_id(context: TaskContext | None) -> tuple[str, str]:
     return f"{query}.{run}.{batch}", query
 
 
+def run_of(write_id: str) -> str:
+    """``<query id>.<run id>.``: the part of a write id shared by one run's batches."""
+    return write_id.rpartition(".")[0] + "."
+
+
 class NatsObjStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, opts: SourceOptions, schema: StructType, overwrite: bool) -> None:
         self.opts = opts
@@ -99,8 +104,11 @@ class NatsObjStreamWriter(DataSourceStreamArrowWriter):
         committer = MicroBatchCommit(self.opts, self.schema, self.overwrite, write_id)
         committer.stream = (query, batchId)
         committer.commit(list(reports))
-        with open_store(self.opts) as store:
-            sweep_dead_runs(store, self.opts.prefix, query, write_id)
+        if not committer.built_on.startswith(run_of(write_id)):
+            # The first commit of a run (or one after another writer's): a killed earlier run
+            # may have left parts. Later commits of the same run have nothing new to sweep.
+            with open_store(self.opts) as store:
+                sweep_dead_runs(store, self.opts.prefix, query, write_id)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         reports = [m for m in messages if isinstance(m, BatchPartsMessage)]
@@ -111,12 +119,15 @@ class NatsObjStreamWriter(DataSourceStreamArrowWriter):
 class MicroBatchCommit(NatsObjWriter):
     """The batch writer's commit, skipped when the manifest already holds this batch."""
 
+    built_on = ""  # write id of the generation this commit replaced (or found committed)
+
     def _publish_over(
         self, store: natsobj.ObjectStore, parts: list[Part], expected: int
     ) -> tuple[Manifest | None, list[str]]:
         assert self.stream is not None
         query, batch = self.stream
         previous = read_manifest(store, self.opts.prefix)
+        self.built_on = previous.write_id if previous is not None else ""
         if previous is not None and previous.committed_batch(query) >= batch:
             log.warning(
                 "natsobj stream: %s already holds batch %d of query %s (a replay after a "
