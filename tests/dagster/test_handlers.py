@@ -65,7 +65,7 @@ def test_registration_refuses_clashes_and_non_handlers(reading_handler) -> None:
     class Clash(ReadingHandler):
         pass
 
-    with pytest.raises(ValueError, match="type_name 'example.Reading' is taken"):
+    with pytest.raises(ValueError, match=r"type_name 'example\.Reading' is taken"):
         register_handler(Clash())
     with pytest.raises(TypeError, match="Handler instance"):
         register_handler(ReadingHandler)  # type: ignore[arg-type]
