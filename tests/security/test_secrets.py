@@ -13,6 +13,7 @@ from click.testing import CliRunner
 import natsobj
 from natsobj import ConnectionSettings
 from natsobj.cli import cli
+from natsobj.cli.exits import ExitCode
 from natsobj.embedded import NatsServerProcess
 from tests.security.jwt_chain import new_keypair
 from tests.security.support import assert_no_secret, exception_text, with_userinfo
@@ -143,6 +144,6 @@ def test_cli_failure_output_has_no_secrets(server, debug):
         cli,
         ["--url", with_userinfo(server.url, f"alice:{wrong}"), "--timeout", "2", *debug, "stores"],
     )
-    assert result.exit_code == 4, result.output  # connection or permission problem
+    assert result.exit_code == ExitCode.CONNECTION, result.output  # connection or permission
     assert "alice" in result.output  # the error says who was refused...
     assert_no_secret(result.output + repr(result.exception), [wrong, PASSWORD])  # ...not how
