@@ -1,14 +1,23 @@
 """Dagster integration for natsobj: a resource, one IO manager for every artifact type,
-a meta-stream sensor and digest-versioned source assets."""
+a meta-stream sensor and digest-versioned external assets."""
 
+from dagster_natsobj.handlers import FileHandler, Handler, Stored, Target
 from dagster_natsobj.io_manager import NatsObjectStoreIOManager
-from dagster_natsobj.observe import make_nats_object_observable
+from dagster_natsobj.observe import make_nats_object_observable, nats_object_observable_asset
+from dagster_natsobj.registry import register_handler, unregister_handler
 from dagster_natsobj.resource import NatsObjectStoreResource
 from dagster_natsobj.sensors import make_nats_object_sensor
 
 __all__ = [
+    "FileHandler",
+    "Handler",
     "NatsObjectStoreIOManager",
     "NatsObjectStoreResource",
+    "Stored",
+    "Target",
     "make_nats_object_observable",
     "make_nats_object_sensor",
+    "nats_object_observable_asset",
+    "register_handler",
+    "unregister_handler",
 ]

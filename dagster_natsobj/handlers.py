@@ -1,7 +1,7 @@
 """One handler per artifact format; the annotation or the value picks it.
 
-Optional libraries (pandas, pyarrow, pyspark) are never imported just to test a type: a value
-or annotation of one of their classes means the module is already loaded. Everything that
+Optional libraries (pandas, polars, pyarrow, pyspark) are never imported just to test a type:
+a value or annotation of one of their classes means the module is already loaded. Everything that
 could be large passes through a temporary file, so memory stays bounded by the value itself.
 """
 
@@ -58,6 +58,10 @@ def loaded_class(module: str, attr: str) -> type | None:
 
 
 class Handler:
+    """How one kind of value is stored and loaded. Subclass it (``FileHandler`` when the value
+    goes through a file) and pass an instance to ``dagster_natsobj.register_handler`` to store
+    your own types; ``type_name`` is recorded on each object, so loads find the handler again."""
+
     format: str = ""
     type_name: str = ""
     content_type: str = "application/octet-stream"
@@ -119,7 +123,7 @@ class TextHandler(Handler):
         return target.store.get_bytes(target.name).decode("utf-8")
 
 
-class _FileHandler(Handler):
+class FileHandler(Handler):
     """Serialize to a temporary file and stream it up; download to one and parse it."""
 
     def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
@@ -143,7 +147,7 @@ class _FileHandler(Handler):
         raise NotImplementedError
 
 
-class ArrowHandler(_FileHandler):
+class ArrowHandler(FileHandler):
     format = "parquet"
     type_name = "pyarrow.Table"
     content_type = "application/vnd.apache.parquet"
@@ -164,7 +168,7 @@ class ArrowHandler(_FileHandler):
         return pq.read_table(path, memory_map=False)
 
 
-class PandasHandler(_FileHandler):
+class PandasHandler(FileHandler):
     format = "parquet"
     type_name = "pandas.DataFrame"
     content_type = "application/vnd.apache.parquet"
@@ -186,7 +190,29 @@ class PandasHandler(_FileHandler):
         return pd.read_parquet(path, engine="pyarrow")
 
 
-class PickleHandler(_FileHandler):
+class PolarsHandler(FileHandler):
+    format = "parquet"
+    type_name = "polars.DataFrame"
+    content_type = "application/vnd.apache.parquet"
+
+    def classes(self) -> tuple[type, ...]:
+        cls = loaded_class("polars", "DataFrame")
+        return (cls,) if cls else ()
+
+    def write_file(self, value: Any, path: Path) -> tuple[int | None, TableSchema | None]:
+        value.write_parquet(path)
+        schema = TableSchema(
+            columns=[TableColumn(name=name, type=str(t)) for name, t in value.schema.items()]
+        )
+        return value.height, schema
+
+    def read_file(self, path: Path) -> Any:
+        import polars as pl
+
+        return pl.read_parquet(path)
+
+
+class PickleHandler(FileHandler):
     """The fallback for any other Python object."""
 
     format = "pickle"

@@ -1,4 +1,8 @@
-"""Which handler serves a value, an annotation, or an object already in the bucket."""
+"""Which handler serves a value, an annotation, or an object already in the bucket.
+
+The registry is open: ``register_handler`` adds a handler for your own types ahead of the
+built-in ones, so it wins over the pickle fallback (and over a built-in for the same class).
+"""
 
 from __future__ import annotations
 
@@ -12,34 +16,65 @@ from dagster_natsobj.handlers import (
     Handler,
     PandasHandler,
     PickleHandler,
+    PolarsHandler,
     Target,
     TextHandler,
 )
 from dagster_natsobj.spark import SparkHandler
 from natsobj.errors import ObjectNotFound
 
+_SPARK = SparkHandler()
 # Most specific first; pickle takes whatever is left.
-HANDLERS: tuple[Handler, ...] = (
+BUILT_IN: tuple[Handler, ...] = (
     BytesHandler(),
     TextHandler(),
     ArrowHandler(),
     PandasHandler(),
-    SparkHandler(),
+    PolarsHandler(),
+    _SPARK,
     PickleHandler(),
 )
-_SPARK = next(h for h in HANDLERS if isinstance(h, SparkHandler))
-_BY_TYPE_NAME = {h.type_name: h for h in HANDLERS}
+_registered: list[Handler] = []
+
+
+def handlers() -> tuple[Handler, ...]:
+    """Registered handlers (latest first), then the built-in ones."""
+    return (*reversed(_registered), *BUILT_IN)
+
+
+def register_handler(handler: Handler) -> Handler:
+    """Store values of ``handler.classes()`` with ``handler``; returns it (for unregistering).
+
+    ``type_name`` must be unique: it is written on every object and picks the handler that
+    loads it back."""
+    if not isinstance(handler, Handler):
+        raise TypeError(f"register a dagster_natsobj.Handler instance, not {handler!r}")
+    if not handler.type_name or not handler.format:
+        raise ValueError(f"{type(handler).__name__} needs a format and a type_name")
+    clash = next((h for h in handlers() if h.type_name == handler.type_name), None)
+    if clash is not None and clash is not handler:
+        raise ValueError(
+            f"type_name {handler.type_name!r} is taken by {type(clash).__name__}; pick another"
+        )
+    if handler not in _registered:
+        _registered.append(handler)
+    return handler
+
+
+def unregister_handler(handler: Handler) -> None:
+    """Stop using a registered handler (objects it stored then load as raw bytes)."""
+    _registered.remove(handler)
 
 
 def handler_for_value(value: Any) -> Handler:
-    return next(h for h in HANDLERS if h.accepts_value(value))
+    return next(h for h in handlers() if h.accepts_value(value))
 
 
 def handler_for_type(annotation: Any) -> Handler | None:
     """None for ``Any``/``object``/no annotation: the stored object then decides."""
     if annotation in (object, typing.Any) or not isinstance(annotation, type):
         return None
-    return next((h for h in HANDLERS if h.accepts_type(annotation)), None)
+    return next((h for h in handlers() if h.accepts_type(annotation)), None)
 
 
 def handler_for_stored(target: Target) -> Handler:
@@ -54,4 +89,5 @@ def handler_for_stored(target: Target) -> Handler:
         if _SPARK.exists(target):
             return _SPARK
         raise
-    return _BY_TYPE_NAME.get(info.metadata.get(TYPE_KEY, ""), _BY_TYPE_NAME["bytes"])
+    by_type_name = {h.type_name: h for h in reversed(handlers())}
+    return by_type_name.get(info.metadata.get(TYPE_KEY, ""), by_type_name["bytes"])

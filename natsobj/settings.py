@@ -3,6 +3,7 @@ and Spark options all become a ``ConnectionSettings`` and nothing else parses NA
 
 from __future__ import annotations
 
+import logging
 import os
 import ssl
 from collections.abc import Mapping
@@ -10,6 +11,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
+
+log = logging.getLogger("natsobj")
 
 EMBEDDED = "embedded"
 # Read consistency on replicated stores (see docs/production.md, "Consistency").
@@ -210,13 +213,22 @@ class ConnectionSettings:
         return "$O"
 
     def resolved(self) -> ConnectionSettings:
-        """Replace ``embedded`` with the running embedded server's real URL, starting it."""
+        """Replace ``embedded`` with the running embedded server's real URL, starting it.
+
+        Every face (Dagster, Spark, fsspec, Airflow, the async core) comes through here, so
+        this is where the embedded-server rule lives: it is the default when nothing names a
+        server, and each process says once, as a warning, where it keeps the data and how to
+        point at a real server, so a worker never writes to its local disk unnoticed. (The
+        CLI alone refuses to start one unless asked: a typo there should not create a
+        server.)"""
         data_dir = self.embedded_dir
         if data_dir is None:
             return self
         from natsobj.embedded import ensure_server
 
-        return replace(self, servers=[ensure_server(data_dir).url])
+        server = ensure_server(data_dir)
+        _warn_embedded_once(data_dir, server.url)
+        return replace(self, servers=[server.url])
 
     def redacted_url(self) -> str:
         """A URL safe to print: credentials replaced by ***."""
@@ -271,6 +283,24 @@ def _check_server(server: str) -> None:
             f"must look like nats://host:4222 (schemes {list(URL_SCHEMES)}) or 'embedded'; "
             f"got a {scheme} URL for host {host!r}"
         )
+
+
+_embedded_warned: set[tuple[int, Path]] = set()
+
+
+def _warn_embedded_once(data_dir: Path, url: str) -> None:
+    """One warning per process and data directory (a forked worker says it again)."""
+    key = (os.getpid(), data_dir)
+    if key in _embedded_warned:
+        return
+    _embedded_warned.add(key)
+    log.warning(
+        "natsobj is using the embedded NATS server at %s; its data is kept on this machine in "
+        "%s. To use a real server, set NATS_URL (or the url of the Airflow connection, Dagster "
+        "resource, Spark option or fsspec filesystem) to nats://HOST:4222.",
+        url,
+        data_dir,
+    )
 
 
 def _clean(overrides: Mapping[str, Any]) -> dict[str, Any]:

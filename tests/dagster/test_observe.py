@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
-from dagster import AssetIn, asset, materialize
+import pytest
+from dagster import AssetIn, AssetSpec, asset, materialize
 from dagster._core.definitions.data_version import StaleStatus
 from dagster._core.definitions.observe import observe
 from dagster._utils.test.data_versions import get_stale_status_resolver
 
-from dagster_natsobj import make_nats_object_observable
+from dagster_natsobj import make_nats_object_observable, nats_object_observable_asset
 
 
 def _observed_version(source, instance, resources) -> str:
     result = observe([source], instance=instance, resources=resources)
-    [observation] = result.asset_observations_for_node(source.op.name)
+    [observation] = result.asset_observations_for_node(source.node_def.name)
     return observation.tags["dagster/data_version"]
 
 
 def test_data_version_is_the_digest_and_changes_only_with_content(
     store, bucket_name, instance, io_manager, nats_resource
 ):
-    source = make_nats_object_observable(["landing", "raw"], bucket_name, "drop/raw.csv")
+    source = nats_object_observable_asset(
+        AssetSpec(["landing", "raw"], group_name="landing"), bucket_name, "drop/raw.csv"
+    )
+    assert source.is_external and source.is_observable
+    assert source.specs_by_key[source.key].group_name == "landing"
 
     # `parsed` reads the source through the IO manager, from the pinned bucket and object.
     @asset(ins={"raw": AssetIn(key=source.key)})
@@ -53,3 +58,13 @@ def test_data_version_is_the_digest_and_changes_only_with_content(
 
     store.delete("drop/raw.csv")
     assert _observed_version(source, instance, resources) == "missing"
+
+
+def test_make_nats_object_observable_is_a_deprecated_alias(
+    store, bucket_name, instance, nats_resource
+) -> None:
+    with pytest.warns(DeprecationWarning, match="make_nats_object_observable.*deprecated"):
+        source = make_nats_object_observable("old_style", bucket_name, "x.bin", group_name="g")
+    assert source.is_observable and source.specs_by_key[source.key].group_name == "g"
+    info = store.put("x.bin", b"x")
+    assert _observed_version(source, instance, {"nats": nats_resource}) == info.digest

@@ -144,6 +144,6 @@ def test_cli_failure_output_has_no_secrets(server, debug):
         cli,
         ["--url", with_userinfo(server.url, f"alice:{wrong}"), "--timeout", "2", *debug, "stores"],
     )
-    assert result.exit_code == ExitCode.CONNECTION, result.output
+    assert result.exit_code == ExitCode.CONNECTION, result.output  # connection or permission
     assert "alice" in result.output  # the error says who was refused...
     assert_no_secret(result.output + repr(result.exception), [wrong, PASSWORD])  # ...not how
