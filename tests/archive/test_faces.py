@@ -14,7 +14,15 @@ from natsobj.archive import ArchiveTarget, load_index
 from natsobj.archive.target import S3Options
 from natsobj.cli.app import cli
 from natsobj.model import digest_of
-from tests.airflow.conftest import AIRFLOW_BIN, REPO, airflow_db, nats_default, xcom  # noqa: F401  (fixtures)
+from tests.airflow.conftest import (  # noqa: F401  (airflow_db ... run_dag are fixtures)
+    AIRFLOW_BIN,
+    REPO,
+    airflow_db,
+    nats_default,
+    run_airflow,
+    run_dag,
+    xcom,
+)
 
 
 def invoke(nats_url: str, *args: str):
@@ -103,6 +111,50 @@ def test_airflow_example_dag_archives_the_bucket(
     assert summary["versions"] == 1 and summary["target"] == archive_url
     records = asyncio.run(load_index(ArchiveTarget(archive_url)))
     assert [(r.name, r.digest) for r in records] == [("report.csv", digest_of(b"a,b\n1,2\n"))]
+
+
+def test_airflow_operator_takes_s3_from_an_aws_connection(
+    run_dag,  # noqa: F811
+    store,
+    archive_url,
+    moto,
+):
+    """The worker's own AWS environment points nowhere; only the connection reaches moto."""
+    store.put("x.bin", b"payload")
+    connection = {
+        "conn_type": "aws",
+        "login": "archive-test-key",
+        "password": "connection-secret-value",
+        "extra": {"endpoint_url": moto.endpoint, "region_name": "us-east-1"},
+    }
+    result = run_dag(
+        f"""
+        from datetime import datetime
+        from airflow.sdk import dag
+        from airflow_natsobj.operators.archive import NatsArchiveOperator
+
+        @dag(schedule=None, start_date=datetime(2026, 1, 1))
+        def DAG_ID():
+            NatsArchiveOperator(
+                task_id="archive",
+                bucket="{store.bucket}",
+                target="{archive_url}",
+                aws_conn_id="aws_archive",
+                give_up_after=5,
+            )
+
+        DAG_ID()
+        """,
+        env={
+            "AIRFLOW_CONN_AWS_ARCHIVE": json.dumps(connection),
+            "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+        },
+    )
+    assert result.returncode == 0, result.output[-6000:]
+    assert "connection-secret-value" not in result.output
+    assert result.xcom("archive")["versions"] == 1
+    records = asyncio.run(load_index(ArchiveTarget(archive_url)))
+    assert [r.name for r in records] == ["x.bin"]
 
 
 def test_dagster_archive_job(nats_url, store, archive_url):
