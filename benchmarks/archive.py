@@ -99,7 +99,10 @@ async def case_restore(url: str, bucket: str, target_url: str) -> dict[str, floa
 def child_main(argv: list[str]) -> None:
     case, *args = argv
     runner = {"archive": case_archive, "direct": case_direct, "restore": case_restore}[case]
-    print(json.dumps(asyncio.run(runner(*args))))
+    print(json.dumps(asyncio.run(runner(*args))), flush=True)
+    # obstore's runtime threads can abort the interpreter's finalisation (SIGABRT, no message)
+    # after the figures are printed; a measuring child has nothing left to clean up
+    os._exit(0)
 
 
 # -- the driver -----------------------------------------------------------------------------------
