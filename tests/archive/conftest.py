@@ -17,6 +17,8 @@ import pytest
 
 from natsobj.embedded import free_port
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 @dataclass
 class MotoServer:
