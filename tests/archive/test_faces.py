@@ -176,3 +176,42 @@ def test_dagster_archive_job(nats_url, store, archive_url):
     assert summary["versions"] == 1 and summary["bytes"] == len(b"weights")
     records = asyncio.run(load_index(ArchiveTarget(archive_url)))
     assert [r.name for r in records] == ["model.pkl"]
+
+
+def test_cli_run_follows_until_sigterm(nats_url, store, archive_url):
+    """Without --once the archiver keeps following; SIGTERM stops it cleanly."""
+    import signal
+    import sys
+    import time
+
+    from natsobj.archive import index as layout
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "natsobj.cli", "--url", nats_url, "archive", "run", store.bucket, "--to", archive_url, "--pack-age", "0.2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    target = ArchiveTarget(archive_url)
+    try:
+        for round_ in range(2):  # two separate changes, each archived while it runs
+            store.put(f"r{round_}", f"round {round_}".encode())
+            deadline = time.monotonic() + 120
+            while (
+                asyncio.run(layout.indexed_through(target)) < store.get_info(f"r{round_}").sequence
+            ):
+                assert process.poll() is None, process.stderr.read()
+                assert time.monotonic() < deadline, "the running archiver did not pick it up"
+                time.sleep(0.2)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert "2 versions" in out
+    assert [r.name for r in asyncio.run(load_index(target))] == ["r0", "r1"]
+
+
+def test_cli_status_without_an_archive_says_what_to_do(nats_url, store):
+    result = CliRunner().invoke(cli, ["--url", nats_url, "archive", "status", store.bucket])
+    assert result.exit_code == 5
+    assert "has no archive recorded" in result.output and "--to s3://" in result.output
