@@ -186,8 +186,9 @@ def test_cli_run_follows_until_sigterm(nats_url, store, archive_url):
 
     from natsobj.archive import index as layout
 
+    command = ["archive", "run", store.bucket, "--to", archive_url, "--pack-age", "0.2"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "natsobj.cli", "--url", nats_url, "archive", "run", store.bucket, "--to", archive_url, "--pack-age", "0.2"],
+        [sys.executable, "-m", "natsobj.cli", "--url", nats_url, *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
