@@ -145,18 +145,28 @@ class ArchiveTarget:
         self.counts.puts += 1
 
     async def put_stream(self, key: str, chunks: AsyncIterable[bytes]) -> None:
-        """A multipart upload with at most a few parts in memory. An exception from ``chunks``
-        (a digest mismatch, say) aborts the upload, so the key never appears half-written."""
+        """A multipart upload of ``MULTIPART_PART_SIZE`` parts, a few in memory at a time.
+        An exception from ``chunks`` (a digest mismatch, say) aborts the upload, so the key
+        never appears half-written. The chunks are pushed into obstore's writer rather than
+        handed over as an async iterable: obstore holding a Python async generator made the
+        interpreter abort at exit after large uploads."""
         import obstore
 
         try:
-            await obstore.put_async(
+            async with obstore.open_writer_async(
                 self._store,
                 key,
-                chunks,
-                chunk_size=MULTIPART_PART_SIZE,
+                buffer_size=MULTIPART_PART_SIZE,
                 max_concurrency=MULTIPART_CONCURRENCY,
-            )
+            ) as writer:
+                part = bytearray()
+                async for chunk in chunks:
+                    part += chunk
+                    if len(part) >= MULTIPART_PART_SIZE:
+                        await writer.write(part)
+                        part = bytearray()
+                if part:
+                    await writer.write(part)
         except NatsObjError:
             raise
         except Exception as exc:

@@ -17,6 +17,8 @@ import pytest
 
 from natsobj.embedded import free_port
 
+REPO = Path(__file__).resolve().parents[2]
+
 
 @dataclass
 class MotoServer:
@@ -66,11 +68,18 @@ def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
     server.process.wait(10)
 
 
-def create_s3_bucket(endpoint: str) -> str:
+def s3_client(endpoint: str | None = None):
+    """boto3, for what the tests check behind the archiver's back."""
     import boto3
 
+    return boto3.client(
+        "s3", endpoint_url=endpoint or os.environ["AWS_ENDPOINT_URL"], **_boto_credentials()
+    )
+
+
+def create_s3_bucket(endpoint: str) -> str:
     name = f"archive-{uuid.uuid4().hex[:12]}"
-    boto3.client("s3", endpoint_url=endpoint, **_boto_credentials()).create_bucket(Bucket=name)
+    s3_client(endpoint).create_bucket(Bucket=name)
     return name
 
 

@@ -13,6 +13,7 @@ import natsobj
 from natsobj.archive import Archiver, ArchiveTarget, load_index, restore, verify
 from natsobj.archive import index as layout
 from natsobj.model import digest_of
+from tests.archive.conftest import s3_client
 
 
 def run(coro):
@@ -31,7 +32,7 @@ def test_every_version_is_archived_with_its_meta(nats_url, store, archive_url):
     store.put("a.txt", b"one", headers={"Content-Type": "text/plain"}, metadata={"k": "v"})
     store.put("a.txt", b"two", description="second")
     store.update_meta("a.txt", metadata={"k": "w"})
-    big = os.urandom(3 * 1024 * 1024 + 17)
+    big = os.urandom(9 * 1024 * 1024 + 17)  # over one 8 MiB part: a real multipart upload
     store.put("big.bin", big)
     store.delete("a.txt")
 
@@ -45,6 +46,11 @@ def test_every_version_is_archived_with_its_meta(nats_url, store, archive_url):
     assert big_record.length == len(big) and big_record.digest == digest_of(big)
     assert run(target.get_range(big_record.key, 0, len(big))) == big
     assert target.counts.multipart_puts == 1
+    # uploaded with S3 SHA-256 checksums: moto keeps the multipart upload's composite one
+    head = s3_client().head_object(
+        Bucket=target.bucket, Key=f"{target.prefix}/{big_record.key}", ChecksumMode="ENABLED"
+    )
+    assert head.get("ChecksumSHA256")
 
 
 def test_versions_seen_by_a_running_archiver_are_all_kept(nats_url, store, archive_url):

@@ -14,7 +14,15 @@ from natsobj.archive import ArchiveTarget, load_index
 from natsobj.archive.target import S3Options
 from natsobj.cli.app import cli
 from natsobj.model import digest_of
-from tests.airflow.conftest import AIRFLOW_BIN, REPO, airflow_db, nats_default, xcom  # noqa: F401  (fixtures)
+from tests.airflow.conftest import (  # noqa: F401  (airflow_db ... run_dag are fixtures)
+    AIRFLOW_BIN,
+    REPO,
+    airflow_db,
+    nats_default,
+    run_airflow,
+    run_dag,
+    xcom,
+)
 
 
 def invoke(nats_url: str, *args: str):
@@ -105,6 +113,50 @@ def test_airflow_example_dag_archives_the_bucket(
     assert [(r.name, r.digest) for r in records] == [("report.csv", digest_of(b"a,b\n1,2\n"))]
 
 
+def test_airflow_operator_takes_s3_from_an_aws_connection(
+    run_dag,  # noqa: F811
+    store,
+    archive_url,
+    moto,
+):
+    """The worker's own AWS environment points nowhere; only the connection reaches moto."""
+    store.put("x.bin", b"payload")
+    connection = {
+        "conn_type": "aws",
+        "login": "archive-test-key",
+        "password": "connection-secret-value",
+        "extra": {"endpoint_url": moto.endpoint, "region_name": "us-east-1"},
+    }
+    result = run_dag(
+        f"""
+        from datetime import datetime
+        from airflow.sdk import dag
+        from airflow_natsobj.operators.archive import NatsArchiveOperator
+
+        @dag(schedule=None, start_date=datetime(2026, 1, 1))
+        def DAG_ID():
+            NatsArchiveOperator(
+                task_id="archive",
+                bucket="{store.bucket}",
+                target="{archive_url}",
+                aws_conn_id="aws_archive",
+                give_up_after=5,
+            )
+
+        DAG_ID()
+        """,
+        env={
+            "AIRFLOW_CONN_AWS_ARCHIVE": json.dumps(connection),
+            "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+        },
+    )
+    assert result.returncode == 0, result.output[-6000:]
+    assert "connection-secret-value" not in result.output
+    assert result.xcom("archive")["versions"] == 1
+    records = asyncio.run(load_index(ArchiveTarget(archive_url)))
+    assert [r.name for r in records] == ["x.bin"]
+
+
 def test_dagster_archive_job(nats_url, store, archive_url):
     from dagster import RunConfig
 
@@ -124,3 +176,43 @@ def test_dagster_archive_job(nats_url, store, archive_url):
     assert summary["versions"] == 1 and summary["bytes"] == len(b"weights")
     records = asyncio.run(load_index(ArchiveTarget(archive_url)))
     assert [r.name for r in records] == ["model.pkl"]
+
+
+def test_cli_run_follows_until_sigterm(nats_url, store, archive_url):
+    """Without --once the archiver keeps following; SIGTERM stops it cleanly."""
+    import signal
+    import sys
+    import time
+
+    from natsobj.archive import index as layout
+
+    command = ["archive", "run", store.bucket, "--to", archive_url, "--pack-age", "0.2"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "natsobj.cli", "--url", nats_url, *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    target = ArchiveTarget(archive_url)
+    try:
+        for round_ in range(2):  # two separate changes, each archived while it runs
+            store.put(f"r{round_}", f"round {round_}".encode())
+            deadline = time.monotonic() + 120
+            while (
+                asyncio.run(layout.indexed_through(target)) < store.get_info(f"r{round_}").sequence
+            ):
+                assert process.poll() is None, process.stderr.read()
+                assert time.monotonic() < deadline, "the running archiver did not pick it up"
+                time.sleep(0.2)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert "2 versions" in out
+    assert [r.name for r in asyncio.run(load_index(target))] == ["r0", "r1"]
+
+
+def test_cli_status_without_an_archive_says_what_to_do(nats_url, store):
+    result = CliRunner().invoke(cli, ["--url", nats_url, "archive", "status", store.bucket])
+    assert result.exit_code == 5
+    assert "has no archive recorded" in result.output and "--to s3://" in result.output

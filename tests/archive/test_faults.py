@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import boto3
 import pytest
 
 import natsobj
@@ -19,7 +18,7 @@ from natsobj.archive import Archiver, ArchiveTarget, S3Options, archive_status, 
 from natsobj.archive import index as layout
 from natsobj.embedded import NatsServerProcess
 from natsobj.model import digest_of
-from tests.archive.conftest import S3_ENV
+from tests.archive.conftest import s3_client
 from tests.archive.proxy import ToggleProxy
 
 MiB = 1024 * 1024
@@ -36,14 +35,7 @@ def wait_for(condition, timeout: float, what: str, interval: float = 0.2):
 
 
 def in_progress_uploads(endpoint: str, bucket: str) -> list:
-    s3 = boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id=S3_ENV["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=S3_ENV["AWS_SECRET_ACCESS_KEY"],
-        region_name=S3_ENV["AWS_REGION"],
-    )
-    return s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+    return s3_client(endpoint).list_multipart_uploads(Bucket=bucket).get("Uploads", [])
 
 
 def archive_cli(nats_url: str, *args: str) -> list[str]:

@@ -118,8 +118,9 @@ def run(
     **s3: str | None,
 ) -> None:
     """Archive every version of BUCKET to the target: follows until stopped (Ctrl-C, SIGTERM),
-    or with --once catches up and exits."""
+    or with --once catches up and exits (failing after 5 minutes of S3 or NATS errors)."""
     from natsobj.archive import Archiver
+    from natsobj.archive.scheduled import DEFAULT_GIVE_UP_AFTER
 
     session: Session = ctx.obj
     target = _target(url, **s3)
@@ -140,7 +141,10 @@ def run(
             loop = asyncio.get_running_loop()
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(signum, stop.set)
-            return await archiver.run(once=once, stop=stop), archiver.committed
+            # a scheduled --once pass fails after a while; a follower retries until stopped
+            give_up_after = DEFAULT_GIVE_UP_AFTER if once else None
+            totals = await archiver.run(once=once, stop=stop, give_up_after=give_up_after)
+            return totals, archiver.committed
 
         totals, cursor = _with_client(session, work)
     click.echo(
@@ -228,7 +232,7 @@ def restore(
 @s3_options
 @progress_option()
 def verify(url: str, progress: bool | None, **s3: str | None) -> None:
-    """Check every archived version's bytes against its digest (exit 3 on a mismatch)."""
+    """Check every archived version's bytes against its digest (exit 4 on a mismatch)."""
     from natsobj.archive import verify as verify_archive
 
     target = _target(url, **s3)
