@@ -51,14 +51,14 @@ def test_cli_run_status_verify(nats_url, store, archive_url):
     assert verified.exit_code == 0 and "checked 3 versions" in verified.output
 
 
-def test_cli_verify_exits_3_on_corruption(nats_url, store, archive_url):
+def test_cli_verify_exits_with_the_digest_mismatch_code_on_corruption(nats_url, store, archive_url):
     store.put("a", b"alpha")
     invoke(nats_url, "run", store.bucket, "--to", archive_url, "--once")
     target = ArchiveTarget(archive_url)
     pack = asyncio.run(target.list("packs/"))[0]
     asyncio.run(target.put_bytes(pack, b"alphX"))
     verified = CliRunner().invoke(cli, ["archive", "verify", archive_url])
-    assert verified.exit_code == 3
+    assert verified.exit_code == ExitCode.DIGEST_MISMATCH
     assert "BAD a" in verified.output
 
 
