@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from natsobj.archive import ArchiveTarget, load_index
 from natsobj.archive.target import S3Options
 from natsobj.cli.app import cli
+from natsobj.cli.exits import ExitCode
 from natsobj.model import digest_of
 from tests.airflow.conftest import (  # noqa: F401  (airflow_db ... run_dag are fixtures)
     AIRFLOW_BIN,
