@@ -57,6 +57,7 @@ RawMsg = tuple[bytes, bytes]  # a direct-get reply's header block and payload
 
 MULTI_LAST_LIMIT = 1024  # subjects per batched direct get; nats-server answers 413 above it
 IN_FLIGHT = 4  # batched direct gets outstanding at once: enough to hide the round trip
+STALE_REPLICA_ATTEMPTS = 20  # about 6 s of backoff for a lagging replica to catch up
 SCAN_BATCH = 1024  # infos per batch in the consumer-scan fallback
 # The server walks every subject of the bucket for each page of names: seconds per page at a
 # million objects on a busy machine, so a page gets far longer than an ordinary API call.
@@ -116,10 +117,10 @@ async def iter_batches(
     """Current objects matching ``prefix`` and ``glob``, in batches (no batch is empty).
 
     Order is the server's subject order (the base64 of the names), not name order; callers
-    that need an order sort what they collect. The direct gets ask for at least the
-    ``state.last_seq`` the leader reported in ``STREAM.INFO`` (``min_last_seq``), so a replica
-    answers only once it has every write that listing saw: read-after-write on replicated
-    stores, where the server supports it."""
+    that need an order sort what they collect. On replicated stores with strong reads the
+    direct gets are pinned to the ``state.last_seq`` the leader reported in ``STREAM.INFO``
+    (``up_to_seq``, see ``ObjectStore.read_floor``): a replica that is behind answers 404 and
+    is asked again, so the listing reflects every write that returned before it started."""
     name_filter = make_filter(prefix, glob)
     listing = _SubjectStateListing(store, name_filter, include_deleted)
     try:
@@ -185,7 +186,7 @@ class _SubjectStateListing:
         self.include_deleted = include_deleted
         self.meta_prefix = all_meta_subject(store.bucket)[:-1]  # "$O.<bucket>.M."
         self.token_prefix = name_filter.subject_token_prefix()
-        self.min_last_seq = 0
+        self.read_floor = 0
         self._gets: _BatchedDirectGets | None = None
         self._pages: AsyncIterator[list[str]] | None = None
         self._requests: AsyncIterator[list[str]] | None = None
@@ -202,9 +203,9 @@ class _SubjectStateListing:
         config = first_page.get("config") or {}
         if not config.get("allow_direct"):
             raise FastListingUnavailable("the stream does not allow direct gets")
-        self.min_last_seq = self.store.read_floor(first_page) or 0
+        self.read_floor = self.store.read_floor(first_page) or 0
         self._pages = self._matching_pages(first_page)
-        self._gets = _BatchedDirectGets(self.store, self.min_last_seq)
+        self._gets = _BatchedDirectGets(self.store, self.read_floor)
         await self._gets.open()
         self._requests = self._batched_requests()
         try:
@@ -335,10 +336,10 @@ class _BatchedDirectGets:
     """Batched last-per-subject direct gets over one subscription of their own, since each
     request is answered by many messages (the shared API inbox takes one reply per request)."""
 
-    def __init__(self, store: ObjectStore, min_last_seq: int) -> None:
+    def __init__(self, store: ObjectStore, read_floor: int) -> None:
         self.store = store
         self.api = store.api
-        self.min_last_seq = min_last_seq
+        self.read_floor = read_floor
         self.subject = direct_get_batch_subject(self.api.prefix, store.stream)
         self._inbox = self.api.nc.new_inbox()
         self._tokens = itertools.count(1)
@@ -360,10 +361,24 @@ class _BatchedDirectGets:
             batch.fail(error)
 
     async def fetch(self, subjects: list[str]) -> list[RawMsg]:
-        """The last message of each subject that still exists (in stream order)."""
+        """The last message of each subject (in stream order). With a read floor, every subject
+        was listed by the leader at that sequence, so an answer that lacks some came from a
+        replica that is behind (it answers 404): ask again, another replica may answer."""
+        for attempt in range(STALE_REPLICA_ATTEMPTS):
+            messages = await self._fetch_once(subjects)
+            if not self.read_floor or len(messages) >= len(subjects):
+                return messages
+            await asyncio.sleep(min(0.01 * 2**attempt, 0.5))
+        raise NotConnected(
+            f"the replicas answering the listing stayed behind sequence {self.read_floor}",
+            bucket=self.store.bucket,
+            hint="A node of the cluster is lagging; retry, or check the cluster's health.",
+        )
+
+    async def _fetch_once(self, subjects: list[str]) -> list[RawMsg]:
         body: dict[str, Any] = {"multi_last": subjects, "batch": len(subjects)}
-        if self.min_last_seq:
-            body["min_last_seq"] = self.min_last_seq
+        if self.read_floor:
+            body["up_to_seq"] = self.read_floor
         token = str(next(self._tokens))
         batch = self._open[token] = _Batch(asyncio.get_running_loop(), self.store.bucket)
         try:
@@ -378,7 +393,10 @@ class _BatchedDirectGets:
                     "batched direct get refused a single subject (413)", bucket=self.store.bucket
                 ) from None
             half = len(subjects) // 2
-            return [*await self.fetch(subjects[:half]), *await self.fetch(subjects[half:])]
+            return [
+                *await self._fetch_once(subjects[:half]),
+                *await self._fetch_once(subjects[half:]),
+            ]
         finally:
             self._open.pop(token, None)
 
