@@ -8,6 +8,7 @@ report quotes medians and ratios of medians.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import platform
@@ -272,6 +273,7 @@ def main() -> None:
     parser.add_argument("--spark-rows", type=int, default=10_000_000)
     parser.add_argument("--no-spark", action="store_true")
     parser.add_argument("--no-get-vs-push", action="store_true")
+    parser.add_argument("--no-cluster", action="store_true", help="skip the 3-node cluster run")
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     args = parser.parse_args()
     sizes = dict(SIZES)
@@ -292,6 +294,11 @@ def main() -> None:
     report = render(machine(), transfer, ops, spark)
     if push is not None:
         report += "\n" + "\n".join(get_vs_push.section(push)) + "\n"
+    if not args.no_cluster:
+        from benchmarks import cluster
+
+        figures = asyncio.run(cluster.measure(args.repeats, args.ops))
+        report += "\n".join(cluster.section(figures)) + "\n"
     Path(args.output).write_text(report)
     print(report)
 

@@ -82,6 +82,18 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports: all are held open until every one is chosen."""
+    with contextlib.ExitStack() as stack:
+        sockets = [
+            stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            for _ in range(count)
+        ]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+
+
 class NatsServerProcess:
     """One nats-server process with JetStream, on loopback, with a given data directory.
 
@@ -298,8 +310,9 @@ class NatsCluster:
         if size < 1:
             raise ValueError("a cluster needs at least one node")
         self.data_dir = Path(data_dir).resolve()
+        free = iter(free_ports(3 * size))
         self.ports = [
-            NodePorts(client_port + i if client_port else free_port(), free_port(), free_port())
+            NodePorts(client_port + i if client_port else next(free), next(free), next(free))
             for i in range(size)
         ]
         self.nodes = [

@@ -123,7 +123,9 @@ class ObjectStore:
         answered by the stream leader), or None when any replica's answer will do.
 
         Batched direct gets take it as ``up_to_seq``: a replica that is behind answers 404 and
-        one that is current answers exactly as of that sequence (``Nats-UpTo-Sequence``)."""
+        one that is current answers exactly as of that sequence (``Nats-UpTo-Sequence``). Not
+        as ``min_last_seq``: the pinned nats-server 2.15.1 ignores that field on direct gets
+        (batched or not) and rejects it on STREAM.MSG.GET and consumers."""
         if not self.strong_reads:
             return None
         return int(stream_info.get("state", {}).get("last_seq", 0)) or None
@@ -148,7 +150,14 @@ class ObjectStore:
         self, subject: str, *, name: str | None
     ) -> tuple[bytes, int, datetime] | object | None:
         """Direct get (ADR-31) from whichever replica answers; _UNAVAILABLE when none can."""
-        reply = await self.api.request(direct_get_subject(self.api.prefix, self.stream, subject))
+        try:
+            reply = await self.api.request(
+                direct_get_subject(self.api.prefix, self.stream, subject)
+            )
+        except NotConnected:
+            if not self.api.in_cluster:
+                raise
+            return _UNAVAILABLE  # the leader read rides out the failover
         status = status_of(reply)
         if status is None:
             headers = reply.headers or {}

@@ -47,7 +47,8 @@ with DAG("DAG_ID", schedule=None, params={{"greeting": "hello"}}) as dag:
         source=ObjectStoragePath("file://" + LOCAL + "/in.bin"),
     )
     get_xcom = NatsObjectGetOperator(
-        task_id="get_xcom", bucket=BUCKET, name="text/{{{{ ds }}}}.txt"
+        task_id="get_xcom", bucket=BUCKET, name="text/{{{{ ds }}}}.txt",
+        min_sequence="{{{{ ti.xcom_pull(task_ids='put_text')['sequence'] }}}}",
     )
     get_b64 = NatsObjectGetOperator(
         task_id="get_b64", bucket=BUCKET, name="files/local.bin", encoding="base64"

@@ -7,6 +7,7 @@ node is started again and the cluster waits for a meta leader, so the next test 
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -29,11 +30,30 @@ def nats_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsClust
 
 
 def heal(cluster: NatsCluster) -> None:
-    """Start every stopped node again and wait until they agree on a meta leader."""
-    for index in range(len(cluster.nodes)):
-        if not cluster.is_running(index):
-            cluster.start_node(index)
+    """Start every stopped node again and wait until the cluster can place R3 streams: the
+    meta leader takes a moment to see a restarted peer as online ("no suitable peers for
+    placement, peer offline" until then)."""
+    stopped = [i for i in range(len(cluster.nodes)) if not cluster.is_running(i)]
+    for index in stopped:
+        cluster.start_node(index)
     cluster.wait_for_meta_leader()
+    if stopped:
+        wait_until_placeable(cluster)
+
+
+def wait_until_placeable(cluster: NatsCluster, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    with natsobj.connect(cluster.url, failover_timeout=5.0) as client:
+        while True:
+            probe = f"heal{uuid.uuid4().hex[:10]}"
+            try:
+                client.create_store(probe, replicas=REPLICAS)
+                client.delete_store(probe)
+                return
+            except natsobj.ClusterUnavailable:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
 
 
 @pytest.fixture

@@ -115,6 +115,9 @@ def test_no_quorum_is_a_typed_error_and_the_previous_version_survives(
             if index != survivor:
                 cluster.start_node(index)
         cluster.wait_for_meta_leader()
+        cluster.leader_of(stream_name(r3_bucket), timeout=60)  # the stream elects again
+    with natsobj.connect(cluster.urls[survivor]) as client:
+        store = client.store(r3_bucket)
         assert store.get_bytes("model.bin") == b"previous version"
         assert store.get_info("model.bin").sequence == previous.sequence
 

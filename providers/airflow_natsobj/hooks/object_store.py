@@ -118,20 +118,33 @@ class NatsObjectStoreHook(BaseHook):
         self._lineage_output(bucket, name)
         return info
 
-    def get_bytes(self, bucket: str, name: str, *, max_size: int | None = None) -> bytes:
-        data = self.get_store(bucket).get_bytes(name, max_size=max_size)
+    def get_bytes(
+        self,
+        bucket: str,
+        name: str,
+        *,
+        max_size: int | None = None,
+        min_sequence: int | None = None,
+    ) -> bytes:
+        """``min_sequence``: the writer's ``sequence`` (from its XCom), which lets any replica
+        answer instead of the stream leader."""
+        data = self.get_store(bucket).get_bytes(name, max_size=max_size, min_sequence=min_sequence)
         self._lineage_input(bucket, name)
         return data
 
-    def get_file(self, bucket: str, name: str, path: str | Path) -> ObjectInfo:
-        info = self.get_store(bucket).get_file(name, path)
+    def get_file(
+        self, bucket: str, name: str, path: str | Path, *, min_sequence: int | None = None
+    ) -> ObjectInfo:
+        info = self.get_store(bucket).get_file(name, path, min_sequence=min_sequence)
         self._lineage_input(bucket, name)
         return info
 
     @contextmanager
-    def open_reader(self, bucket: str, name: str) -> Iterator[Any]:
+    def open_reader(
+        self, bucket: str, name: str, *, min_sequence: int | None = None
+    ) -> Iterator[Any]:
         """Stream an object: iterate the reader for chunks; ``reader.info`` is its ObjectInfo."""
-        with self.get_store(bucket).get(name) as reader:
+        with self.get_store(bucket).get(name, min_sequence=min_sequence) as reader:
             yield reader
         self._lineage_input(bucket, name)
 

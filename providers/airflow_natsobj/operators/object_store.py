@@ -140,9 +140,13 @@ class NatsObjectGetOperator(_NatsOperator):
     With ``destination`` the ObjectInfo dict is returned. Without it the content is returned
     as text (``encoding``, default utf-8; ``"base64"`` for binary) provided the object is at most
     ``max_xcom_bytes``; bigger objects fail before anything is read.
+
+    ``min_sequence`` (templated) is the writer's sequence, e.g.
+    ``"{{ ti.xcom_pull('put')['sequence'] }}"``: the read is then guaranteed to see that put
+    and is served by the nearest replica rather than the stream leader.
     """
 
-    template_fields: Sequence[str] = ("bucket", "name", "destination", "encoding")
+    template_fields: Sequence[str] = ("bucket", "name", "destination", "encoding", "min_sequence")
 
     def __init__(
         self,
@@ -152,6 +156,7 @@ class NatsObjectGetOperator(_NatsOperator):
         destination: str | Path | ObjectStoragePath | None = None,
         encoding: str = "utf-8",
         max_xcom_bytes: int = DEFAULT_MAX_XCOM_BYTES,
+        min_sequence: int | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -160,6 +165,19 @@ class NatsObjectGetOperator(_NatsOperator):
         self.destination = destination
         self.encoding = encoding
         self.max_xcom_bytes = max_xcom_bytes
+        self.min_sequence = min_sequence
+
+    def _known_sequence(self) -> int | None:
+        """The rendered ``min_sequence``; an empty or "None" rendering means none is known."""
+        value = self.min_sequence
+        if value is None or str(value).strip() in ("", "None"):
+            return None
+        try:
+            return int(value)
+        except ValueError:
+            raise ValueError(
+                f"{self.task_id}: min_sequence must be a stream sequence number, got {value!r}"
+            ) from None
 
     def execute(self, context: Context) -> Any:
         with self.hook() as hook:
@@ -169,7 +187,10 @@ class NatsObjectGetOperator(_NatsOperator):
                 info = self._to_storage_path(hook, self.destination)  # type: ignore[arg-type]
             else:
                 info = hook.get_file(
-                    self.bucket, self.name, Path(str(self.destination)).expanduser()
+                    self.bucket,
+                    self.name,
+                    Path(str(self.destination)).expanduser(),
+                    min_sequence=self._known_sequence(),
                 )
         self.log.info(
             "Got nats://%s/%s (%d bytes) into %s",
@@ -182,7 +203,12 @@ class NatsObjectGetOperator(_NatsOperator):
 
     def _to_xcom(self, hook: NatsObjectStoreHook) -> str:
         try:
-            data = hook.get_bytes(self.bucket, self.name, max_size=self.max_xcom_bytes)
+            data = hook.get_bytes(
+                self.bucket,
+                self.name,
+                max_size=self.max_xcom_bytes,
+                min_sequence=self._known_sequence(),
+            )
         except ObjectTooLarge as exc:
             raise ObjectTooLarge(
                 f"{exc.message}; give destination= (a path or ObjectStoragePath) to stream it, "
@@ -206,7 +232,12 @@ class NatsObjectGetOperator(_NatsOperator):
     ) -> ObjectInfo:
         """Stream chunk by chunk; a failed read (digest mismatch) removes the partial copy."""
         try:
-            with hook.open_reader(self.bucket, self.name) as reader, destination.open("wb") as out:
+            with (
+                hook.open_reader(
+                    self.bucket, self.name, min_sequence=self._known_sequence()
+                ) as reader,
+                destination.open("wb") as out,
+            ):
                 for chunk in reader:
                     out.write(chunk)
                 return reader.info
