@@ -49,9 +49,11 @@ def section(figures: dict[str, Any]) -> list[str]:
         "",
         f"{len(samples['ours'])} alternating runs of each case in one run, medians in seconds;"
         " *raw push* is nats-py's ordered push consumer with a callback writing each 128 KiB"
-        " message to a file (get) and `publish_async` (put). natsobj hashes and writes on a"
-        " worker thread while the event loop receives (`natsobj/aio/offload.py`). Ratios are"
-        f" speed, natsobj / raw push. 1-minute load average at the end: {figures['load']:.1f}"
+        " message to a file (get) and `publish_async` (put). natsobj reads with no-wait pull"
+        " requests of `read_window_bytes` and verifies SHA-256 as it writes; it hashes and"
+        " writes on a worker thread only with 3+ CPUs (`natsobj/aio/offload.py`), inline here."
+        f" Ratios are speed, natsobj / raw push. 1-minute load average at the end:"
+        f" {figures['load']:.1f}"
         " (a shared 2-core machine: single runs vary by 2x or more, so only the medians mean"
         " anything).",
         "",

@@ -3,15 +3,18 @@ sequence after a gap, a lost heartbeat, a restart or the loss of the stream lead
 
 Two ways to be delivered to, chosen per connection:
 
-- **Pull** within the account's own JetStream (the default API prefix): the reader asks for a
-  batch as it consumes (``read_window_bytes`` worth for object reads), which keeps more data
-  in flight than push flow control allows and measured faster (BENCHMARKS.md).
-- **Push** through an API prefix (another account, another domain): the server delivers to an
-  inbox subject, so nothing beyond the inbox-prefix stream import is needed; a pull request's
-  many-message reply would need ``response_type: stream`` on the API export. This is how the
-  official clients read. Flow control gives the back-pressure: a flow-control request queues
-  behind the messages delivered before it and is answered when the reader takes it, so the
-  server never runs more than its 2 MiB window ahead of the reader.
+- **Pull** for one-off reads (chunks, listings, changes) within the account's own JetStream
+  (the default API prefix): the reader asks for a batch as it consumes (``read_window_bytes``
+  worth for object reads), which keeps more data in flight than push flow control allows and
+  measured faster (BENCHMARKS.md).
+- **Push** for watches, and for everything through an API prefix (another account, another
+  domain): the server delivers to an inbox subject, so nothing beyond the inbox-prefix stream
+  import is needed; a pull request's many-message reply would need ``response_type: stream``
+  on the API export. This is how the official clients read. Flow control gives the
+  back-pressure: a flow-control request queues behind the messages delivered before it and is
+  answered when the reader takes it, so the server never runs more than its 2 MiB window
+  ahead of the reader. Its idle heartbeats are what lets a watch notice a lost stream leader
+  (a long pull stalled past a leader kill in tests/cluster/test_watch_failover.py).
 
 Object reads use ``stop_when_idle``: every chunk already exists, so a consumer that runs dry
 (pull: the no-wait request ends; push: a heartbeat reports no gap) means the chunks vanished.
@@ -50,7 +53,6 @@ _NANOS = 1_000_000_000
 # answers cannot reach the server (across accounts: no '$JS.FC.>' import).
 STALLED_HEARTBEATS = 3
 DEFAULT_API_PREFIX = "$JS.API"
-PULL_EXPIRES = 30.0  # a watch's long pull
 # In a cluster a pull can reach its node before the new consumer's interest has: the server
 # answers 503 (no responders). Ask again shortly; after this many in a row, recreate it.
 PULL_RETRY_SECONDS = 0.05
@@ -111,7 +113,7 @@ class OrderedConsumer:
         self.stop_when_idle = stop_when_idle
         self.heartbeat = heartbeat
         self.batch = max(1, batch)
-        self.pull = api.prefix == DEFAULT_API_PREFIX  # see the module docstring
+        self.pull = stop_when_idle and api.prefix == DEFAULT_API_PREFIX  # see the docstring
         self.bucket = bucket
         self.last_sequence = 0  # last stream sequence handed to the reader
         self.initial_pending = 0
@@ -125,7 +127,7 @@ class OrderedConsumer:
         self._last_arrival = time.monotonic()
         self._ever_delivered = False  # anything at all reached our inbox: the import works
         self._first_created = 0.0  # when the first consumer was created
-        self._requests: deque[int] = deque()  # pull: messages still owed by each request
+        self._requests: deque[int] = deque()  # pull: messages still owed by the open request
         self._inbox = ""
         self._unanswered_pulls = 0  # pull: requests in a row that found no consumer (503)
         self._stalled_on = ""  # the flow-control subject of the last stalled heartbeat
@@ -218,7 +220,8 @@ class OrderedConsumer:
         while not self.exhausted:
             if self.api.nc.is_closed:
                 raise NotConnected("connection closed while reading", bucket=self.bucket)
-            if self.pull and self._owed() <= self.batch // 2 and not self._dry_request_open():
+            # one no-wait request at a time, so its end means the consumer ran dry
+            if self.pull and not self._requests:
                 await self._pull()
             item = self._take()
             if item is None:
@@ -229,9 +232,11 @@ class OrderedConsumer:
                     async with asyncio.timeout(max(wait, 0.001)):
                         item = await self._queue.get()
                 except TimeoutError:
+                    # checked on every wake-up: a caller polling with short timeouts must not
+                    # keep a consumer that died with its node from being noticed
+                    await self._on_silence()
                     if deadline is not None and time.monotonic() >= deadline:
                         return None
-                    await self._on_silence()
                     continue
             if isinstance(item, PermissionDenied):
                 raise item
@@ -240,28 +245,12 @@ class OrderedConsumer:
                 return result
         return None
 
-    def _owed(self) -> int:
-        return sum(self._requests)
-
-    def _dry_request_open(self) -> bool:
-        """A read's no-wait request is still running: one at a time, so its end means dry."""
-        return self.stop_when_idle and bool(self._requests)
-
     async def _pull(self) -> None:
-        body: dict[str, Any] = {"batch": self.batch}
-        if self.stop_when_idle:
-            body["no_wait"] = True
-        else:
-            body["expires"] = int(PULL_EXPIRES * _NANOS)
-            body["idle_heartbeat"] = int(self.heartbeat * _NANOS)
+        """A no-wait request: the messages there are, up to a batch, then 404 (dry)."""
         subject = pull_subject(self.api.prefix, self.stream, self._name)
-        try:
-            await self.api.wait_connected(subject)
-            await self.api.nc.publish(subject, json.dumps(body).encode(), reply=self._inbox)
-        except NatsObjError:
-            if self.stop_when_idle:
-                raise
-            return  # a watch outlives a server restart: the silence that follows recreates it
+        await self.api.wait_connected(subject)
+        body = json.dumps({"batch": self.batch, "no_wait": True}).encode()
+        await self.api.nc.publish(subject, body, reply=self._inbox)
         self._requests.append(self.batch)
 
     def _take(self) -> Msg | PermissionDenied | None:

