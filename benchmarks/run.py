@@ -22,6 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from benchmarks import bench_spark
 from natsobj.embedded import NatsServerProcess, server_binary
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -186,7 +187,7 @@ def render(
     lines += ["", "## Targets", "", "| target | measured | met |", "|---|---|---|"]
     lines += [target_row(*row) for row in targets(transfer, ops)]
     if spark:
-        lines += spark_section(spark)
+        lines += spark_section(spark) + bench_spark.markdown(spark)
     return "\n".join(lines) + "\n"
 
 
