@@ -148,6 +148,26 @@ def _consume(df) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
+SELECTIVE_FRACTION = 100  # the selective query keeps 1 row in this many
+
+
+def _selective_reads(spark, options: dict[str, str], rows: int) -> dict[str, Callable[[], object]]:
+    """The same selective query (1% of the ids) as a full scan and with filter pushdown, which
+    skips the parts and row groups whose statistics exclude it. Each run loads a fresh
+    DataFrame: Spark keeps one pushed-down plan per DataFrame."""
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    condition = f"id < {rows // SELECTIVE_FRACTION}"
+
+    def query(pushdown: str) -> Callable[[], object]:
+        reader = spark.read.format("natsobj").options(**options, pushdown=pushdown)
+        return lambda: _consume(reader.load(PREFIX).filter(condition))
+
+    return {
+        "read_selective_full_scan_s": query("false"),
+        "read_selective_pushdown_s": query("true"),
+    }
+
+
 def run(
     rows: int = DEFAULT_ROWS, repeat: int = 3, compression: str | None = None
 ) -> dict[str, Any]:
@@ -198,6 +218,7 @@ def run(
         figures |= _race(
             repeat, {**reads(spark, ""), "read_python_source_floor_s": lambda: _consume(floor)}
         )
+        figures |= _race(repeat, _selective_reads(spark, options, rows))
         spark.stop()
         single = _session(1)
         _warm_up(single, options, str(work / "warm"))
@@ -220,8 +241,38 @@ def run(
     )
     figures["write_natsobj_rows_per_s"] = int(rows / figures["write_natsobj_s"])
     figures["read_natsobj_rows_per_s"] = int(rows / figures["read_natsobj_s"])
+    figures["write_floor_ratio"] = round(
+        figures["write_natsobj_s"] / figures["write_python_sink_floor_s"], 2
+    )
+    figures["read_floor_ratio"] = round(
+        figures["read_natsobj_s"] / figures["read_python_source_floor_s"], 2
+    )
+    figures["pushdown_speedup"] = round(
+        figures["read_selective_full_scan_s"] / figures["read_selective_pushdown_s"], 2
+    )
     figures["target_1_5x_met"] = figures["write_ratio"] <= 1.5 and figures["read_ratio"] <= 1.5
     return figures
+
+
+def markdown(figures: dict[str, Any]) -> list[str]:
+    """The floor and pushdown section of BENCHMARKS.md, from ``run``'s figures."""
+    return [
+        "",
+        "### Spark against the Python data source floor, and filter pushdown",
+        "",
+        "| | natsobj | Python source floor | natsobj / floor (target 1.15x) |",
+        "|---|---:|---:|---:|",
+        f"| write | {figures['write_natsobj_s']:.2f} s | "
+        f"{figures['write_python_sink_floor_s']:.2f} s | {figures['write_floor_ratio']:.2f}x |",
+        f"| read | {figures['read_natsobj_s']:.2f} s | "
+        f"{figures['read_python_source_floor_s']:.2f} s | {figures['read_floor_ratio']:.2f}x |",
+        "",
+        f"A query keeping 1 row in {SELECTIVE_FRACTION} (`id < rows/{SELECTIVE_FRACTION}`): "
+        f"full scan {figures['read_selective_full_scan_s']:.2f} s, with `pushdown=true` "
+        f"{figures['read_selective_pushdown_s']:.2f} s ({figures['pushdown_speedup']:.1f}x), "
+        "since only the parts and row groups whose statistics overlap the filter are fetched "
+        "and decoded.",
+    ]
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

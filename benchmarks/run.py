@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import benchmarks.streaming
-from benchmarks import archive, get_vs_push
+from benchmarks import archive, bench_spark, get_vs_push
 from benchmarks.scale import scale_figures, scale_section
 from natsobj.embedded import NatsServerProcess, server_binary
 
@@ -202,7 +202,7 @@ def render(
     lines += ["", "## Targets", "", "| target | measured | met |", "|---|---|---|"]
     lines += [target_row(*row) for row in targets(transfer, ops)]
     if spark:
-        lines += spark_section(spark)
+        lines += spark_section(spark) + bench_spark.markdown(spark)
     if streaming:
         lines += benchmarks.streaming.section(streaming)
     return "\n".join(lines) + "\n"

@@ -27,7 +27,10 @@ ROW_GROUP_BYTES = 64 * 1024 * 1024
 
 @dataclass
 class RowCount:
+    """What ``parquet_stream`` reports once its file is complete."""
+
     rows: int = 0
+    metadata: pq.FileMetaData | None = None
 
 
 class _ByteSink:
@@ -98,6 +101,7 @@ def parquet_stream(
     if pending:
         flush()
     writer.close()
+    counter.metadata = writer.writer.metadata  # the footer, complete once closed
     yield from sink.drain()
 
 

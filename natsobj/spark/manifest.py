@@ -51,13 +51,26 @@ class Part:
     rows: int
     size: int
     digest: str
+    # column -> [min, max, null_count] from the Parquet footer; lets a filtered read skip
+    # the part (natsobj.spark.pushdown). Absent in manifests of older writers.
+    stats: dict[str, list[Any]] | None = field(default=None, compare=False)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "rows": self.rows, "size": self.size, "digest": self.digest}
+        doc = {"name": self.name, "rows": self.rows, "size": self.size, "digest": self.digest}
+        if self.stats:
+            doc["stats"] = self.stats
+        return doc
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> Part:
-        return cls(str(doc["name"]), int(doc["rows"]), int(doc["size"]), str(doc["digest"]))
+        stats = doc.get("stats")
+        return cls(
+            str(doc["name"]),
+            int(doc["rows"]),
+            int(doc["size"]),
+            str(doc["digest"]),
+            dict(stats) if isinstance(stats, dict) else None,
+        )
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ DEFAULTS = {
     "compression": "zstd",
     "retain_generations": "1",
     "create_bucket": "true",
+    "pushdown": "false",
 }
 KNOWN_OPTIONS = frozenset(
     {"url", "bucket", "path", "prefix", "if_exists", "glob", "write_id"}
@@ -62,6 +63,7 @@ class SourceOptions:
     compression: str = "zstd"
     retain_generations: int = 1
     create_bucket: bool = True
+    pushdown: bool = False
     if_exists: str | None = None
     glob: str | None = None
     write_id: str | None = None
@@ -123,6 +125,7 @@ class SourceOptions:
             compression=compression,
             retain_generations=_positive(values, "retain_generations", bucket, minimum=0),
             create_bucket=_flag(values, "create_bucket", bucket),
+            pushdown=_flag(values, "pushdown", bucket),
             if_exists=if_exists.lower() if if_exists else None,
             glob=glob,
             write_id=values.get("write_id") or None,

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql.datasource import DataSourceReader, InputPartition
+from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 from pyspark.sql.types import (
     BinaryType,
     LongType,
@@ -28,6 +28,7 @@ from natsobj.spark.arrowio import conform, spark_arrow_schema
 from natsobj.spark.errors import DatasetChanged
 from natsobj.spark.manifest import Part
 from natsobj.spark.options import SourceOptions
+from natsobj.spark.pushdown import Condition, conditions, may_match, row_group_stats
 from natsobj.spark.storage import objects_under, open_store
 
 # Objects up to this size are decoded from memory; larger ones are spooled to a temp file.
@@ -87,7 +88,10 @@ class TableReader(DataSourceReader):
                     f"{missing}; it has {parquet.schema_arrow.names}. Fix the read schema."
                 )
             batches = parquet.iter_batches(
-                batch_size=BATCH_ROWS, columns=target.names, use_threads=False
+                batch_size=BATCH_ROWS,
+                row_groups=self._row_groups(parquet.metadata),
+                columns=target.names,
+                use_threads=False,
             )
             for batch in batches:
                 try:
@@ -98,6 +102,10 @@ class TableReader(DataSourceReader):
                         f"the read schema: {exc}. Pass a matching schema or make the column "
                         "nullable."
                     ) from None
+
+    def _row_groups(self, metadata: pq.FileMetaData) -> list[int]:
+        """Every row group; ``FilteringTableReader`` skips those its filters exclude."""
+        return list(range(metadata.num_row_groups))
 
     def _download(
         self, store: natsobj.ObjectStore, part: PartPartition, stack: contextlib.ExitStack
@@ -116,6 +124,29 @@ class TableReader(DataSourceReader):
                 bucket=self.opts.bucket,
                 name=part.name,
             ) from None
+
+
+class FilteringTableReader(TableReader):
+    """A table reader that takes Spark's filters (option ``pushdown``; Spark calls
+    ``pushFilters`` only with ``spark.sql.python.filterPushdown.enabled``, and refuses a reader
+    that has it when that is off, hence a class of its own). Parts and row groups whose
+    statistics exclude the filters are skipped; Spark still applies every filter to the rows."""
+
+    where: tuple[Condition, ...] = ()
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        self.where = tuple(conditions(filters))
+        return filters
+
+    def partitions(self) -> list[InputPartition]:
+        return [PartPartition(p.name, p.size) for p in self.parts if may_match(p.stats, self.where)]
+
+    def _row_groups(self, metadata: pq.FileMetaData) -> list[int]:
+        return [
+            i
+            for i in range(metadata.num_row_groups)
+            if may_match(row_group_stats(metadata, i), self.where)
+        ]
 
 
 class BinaryReader(DataSourceReader):

@@ -18,7 +18,12 @@ from pyspark.sql.types import StructType
 
 from natsobj.spark.errors import BadSparkOption
 from natsobj.spark.options import BINARY, SourceOptions
-from natsobj.spark.reader import BINARY_SCHEMA, BinaryReader, TableReader
+from natsobj.spark.reader import (
+    BINARY_SCHEMA,
+    BinaryReader,
+    FilteringTableReader,
+    TableReader,
+)
 from natsobj.spark.storage import load_plan, open_store
 from natsobj.spark.stream_options import StreamOptions, source_options
 from natsobj.spark.stream_reader import NatsObjStreamReader
@@ -57,7 +62,8 @@ class NatsObjDataSource(DataSource):
         with open_store(opts) as store:
             plan = load_plan(store, opts)
         generation = plan.manifest.generation if plan.manifest else 0
-        return TableReader(opts, schema, plan.parts, generation)
+        reader = FilteringTableReader if opts.pushdown else TableReader
+        return reader(opts, schema, plan.parts, generation)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         opts = self._options()

@@ -33,6 +33,7 @@ from natsobj.spark.manifest import (
     part_name,
 )
 from natsobj.spark.options import SourceOptions
+from natsobj.spark.pushdown import file_stats
 from natsobj.spark.storage import (
     delete_quietly,
     is_aborted,
@@ -126,7 +127,8 @@ class NatsObjWriter(DataSourceArrowWriter):
             counter=counter,
         )
         info = store.put(name, stream, metadata={WRITE_ID_KEY: self.write_id})
-        return Part(name, counter.rows, info.size, info.digest)
+        stats = file_stats(counter.metadata) if counter.metadata is not None else None
+        return Part(name, counter.rows, info.size, info.digest, stats)
 
     # -- driver -----------------------------------------------------------------------------------
 
