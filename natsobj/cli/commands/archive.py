@@ -66,9 +66,17 @@ def _show_archive_warnings(ctx: click.Context) -> None:
     logger = logging.getLogger("natsobj.archive")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("natsobj archive: %(message)s"))
+    level, propagate = logger.level, logger.propagate
     logger.addHandler(handler)
-    level, logger.level = logger.level, logging.WARNING
-    ctx.call_on_close(lambda: (logger.removeHandler(handler), logger.setLevel(level)))
+    logger.setLevel(logging.WARNING)
+    logger.propagate = False  # --debug's handler on "natsobj" would print them twice
+
+    def restore() -> None:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+
+    ctx.call_on_close(restore)
 
 
 def _parse_time(value: str) -> datetime:
