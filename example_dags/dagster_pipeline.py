@@ -113,8 +113,8 @@ def artifact_index(nats: NatsObjectStoreResource) -> MaterializeResult:
 raw_trips_landed = make_nats_object_sensor(
     "raw_trips_landed",
     BUCKET,
-    asset_selection=[trips_clean, trips_hourly, trips_report],
-    name_glob=f"{RAW_PREFIX}/*.csv",
+    target=[trips_clean, trips_hourly, trips_report],
+    glob=f"{RAW_PREFIX}/*.csv",
     minimum_interval_seconds=10,
     default_status=DefaultSensorStatus.RUNNING,
 )

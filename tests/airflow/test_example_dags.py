@@ -74,5 +74,5 @@ def test_event_driven_example_declares_a_watched_asset() -> None:
     (watcher,) = module.incoming_csv.watchers
     classpath, kwargs = watcher.trigger.serialize()
     assert classpath == "airflow_natsobj.triggers.object_store.NatsObjectChangeTrigger"
-    assert kwargs["glob"] == "incoming/**.csv"
+    assert kwargs["glob"] == "incoming/**.csv" and "pattern" not in kwargs
     assert module.incoming_csv.uri == f"nats://{module.BUCKET}/incoming"
