@@ -67,7 +67,7 @@ def test_cli_bad_target_is_a_usage_error(nats_url, store):
     result = CliRunner().invoke(
         cli, ["--url", nats_url, "archive", "run", store.bucket, "--to", "/tmp/x", "--once"]
     )
-    assert result.exit_code == 1 and "s3://bucket/prefix" in result.output
+    assert result.exit_code == ExitCode.USAGE and "s3://bucket/prefix" in result.output
 
 
 def test_secrets_stay_out_of_reprs():
@@ -215,5 +215,5 @@ def test_cli_run_follows_until_sigterm(nats_url, store, archive_url):
 
 def test_cli_status_without_an_archive_says_what_to_do(nats_url, store):
     result = CliRunner().invoke(cli, ["--url", nats_url, "archive", "status", store.bucket])
-    assert result.exit_code == 5
+    assert result.exit_code == ExitCode.FAILED
     assert "has no archive recorded" in result.output and "--to s3://" in result.output
