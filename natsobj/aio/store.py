@@ -742,9 +742,9 @@ class ObjectStore:
     ) -> AsyncIterator[ObjectInfo]:
         """Stream the objects ``list`` returns, in no promised order, without holding them all:
         names come from the stream's subject state and only matching meta records are read
-        (``natsobj.aio.listing``, which also says how it falls back to a consumer scan). The
-        reads pass the leader's last sequence as ``min_last_seq``, so a replica answers only
-        with every write the listing's names came from."""
+        (``natsobj.aio.listing``, which also says how it falls back to a consumer scan). On
+        replicated stores the reads are pinned to the leader's last sequence (``read_floor``),
+        so the listing reflects every write that returned before it started."""
         async for batch in listing.iter_batches(
             self, prefix=prefix, glob=glob, include_deleted=include_deleted
         ):
