@@ -1,0 +1,88 @@
+"""Offloaded objects read through from every face built on the core: fsspec, Airflow's
+ObjectStoragePath, and the Dagster IO manager (each reads the bytes back from moto's S3)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import fsspec
+from airflow.sdk import ObjectStoragePath
+from dagster import asset, materialize
+
+import natsobj
+from dagster_natsobj import NatsObjectStoreIOManager
+from natsobj.archive import Archiver, ArchiveTarget
+from natsobj.archive.tiering import offload
+from tests.airflow.conftest import airflow_db, nats_default  # noqa: F401  (fixtures)
+from tests.dagster.conftest import dagster_home, nats_resource  # noqa: F401  (fixtures)
+
+
+def archive_and_offload(url: str, bucket: str, target_url: str) -> list[str]:
+    async def body() -> list[str]:
+        async with await natsobj.aio.connect(url) as client:
+            store = await client.store(bucket)
+            target = ArchiveTarget(target_url)
+            await Archiver(store, target, small_object=64 * 1024).run(once=True)
+            return [info.name for info in (await offload(store, target)).offloaded]
+
+    return asyncio.run(body())
+
+
+def test_fsspec_reads_offloaded_objects(nats_url, store, archive_url):
+    big, small = os.urandom(1_500_000), b"packed and small"
+    store.put("dir/big.bin", big)
+    store.put("dir/small.txt", small)
+    assert archive_and_offload(nats_url, store.bucket, archive_url) == [
+        "dir/big.bin",
+        "dir/small.txt",
+    ]
+    fs = fsspec.filesystem("nats", servers=nats_url, skip_instance_cache=True)
+    assert fs.cat(f"{store.bucket}/dir/big.bin") == big
+    with fs.open(f"{store.bucket}/dir/small.txt", "rb") as handle:
+        assert handle.read() == small
+    assert fs.info(f"{store.bucket}/dir/big.bin")["size"] == len(big)
+
+
+def test_airflow_object_storage_path_reads_an_offloaded_object(
+    nats_default,  # noqa: F811
+    store,
+    archive_url,
+):
+    data = os.urandom(300_000)
+    store.put("reports/q1.bin", data)
+    assert archive_and_offload(nats_default, store.bucket, archive_url) == ["reports/q1.bin"]
+    path = ObjectStoragePath(f"nats://nats_default@{store.bucket}/reports/q1.bin")
+    assert path.read_bytes() == data
+    assert path.stat().st_size == len(data)
+
+
+def test_dagster_asset_loads_an_offloaded_upstream_output(
+    nats_url,
+    nats_resource,  # noqa: F811
+    bucket_name,
+    sync_client,
+    archive_url,
+):
+    payload = os.urandom(200_000)
+
+    @asset
+    def blob() -> bytes:
+        return payload
+
+    @asset
+    def size_of(blob: bytes) -> int:
+        return len(blob) if blob == payload else -1
+
+    manager = NatsObjectStoreIOManager(resource=nats_resource, bucket=bucket_name, prefix="pipe")
+    try:
+        assert materialize([blob], resources={"io_manager": manager}).success
+        offloaded = archive_and_offload(nats_url, bucket_name, archive_url)
+        assert offloaded and all(name.startswith("pipe/") for name in offloaded)
+        result = materialize(
+            [blob, size_of], selection=[size_of], resources={"io_manager": manager}
+        )
+        assert result.success
+        assert result.output_for_node("size_of") == len(payload)
+    finally:
+        sync_client.delete_store(bucket_name)
