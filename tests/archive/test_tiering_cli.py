@@ -41,6 +41,9 @@ def test_cli_offload_dry_run_offload_ls_and_rehydrate(nats_url, store, archive_u
     assert store.get_info("raw/big.bin").offloaded
     assert store.get_bytes("raw/big.bin") == big
 
+    status = json.loads(invoke(nats_url, "archive", "status", store.bucket, "--json").output)
+    assert (status["offloaded_objects"], status["offloaded_bytes"]) == (1, len(big))
+
     listed = invoke(nats_url, "ls", store.bucket, "raw/")
     rows = {line.split()[0]: line for line in listed.output.splitlines()[1:] if line.strip()}
     assert "offloaded" in rows["raw/big.bin"] and "offloaded" not in rows["raw/small.bin"]

@@ -171,7 +171,8 @@ def run(
 @json_option()
 @pass_session
 def status(session: Session, bucket: str, url: str | None, as_json: bool, **s3: str | None) -> None:
-    """Cursor, lag (in sequences and seconds) and what the archive of BUCKET holds."""
+    """Cursor, lag (in sequences and seconds), what the archive of BUCKET holds, and how
+    much of BUCKET is offloaded to it."""
     from natsobj.archive import archive_status
     from natsobj.archive.status import target_of
 
@@ -195,6 +196,10 @@ def status(session: Session, bucket: str, url: str | None, as_json: bool, **s3: 
             ("bytes archived", render.size(state.bytes)),
             ("skipped", ", ".join(map(str, state.skipped)) or "none"),
             ("updated", state.updated_at or "never"),
+            (
+                "offloaded",
+                f"{state.offloaded_objects} objects, {render.size(state.offloaded_bytes)}",
+            ),
         ]
     )
 
