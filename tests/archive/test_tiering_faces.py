@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 
 import fsspec
 from airflow.sdk import ObjectStoragePath
@@ -14,7 +15,13 @@ import natsobj
 from dagster_natsobj import NatsObjectStoreIOManager
 from natsobj.archive import Archiver, ArchiveTarget
 from natsobj.archive.tiering import offload
-from tests.airflow.conftest import airflow_db, nats_default  # noqa: F401  (fixtures)
+from tests.airflow.conftest import (  # noqa: F401  (airflow_db, nats_default are fixtures)
+    AIRFLOW_BIN,
+    REPO,
+    airflow_db,
+    nats_default,
+    xcom,
+)
 from tests.dagster.conftest import dagster_home, nats_resource  # noqa: F401  (fixtures)
 
 
@@ -86,3 +93,37 @@ def test_dagster_asset_loads_an_offloaded_upstream_output(
         assert result.output_for_node("size_of") == len(payload)
     finally:
         sync_client.delete_store(bucket_name)
+
+
+def test_airflow_example_dag_archives_then_offloads(
+    nats_default,  # noqa: F811
+    store,
+    archive_url,
+    s3_env,
+):
+    big = os.urandom(2 * 1024 * 1024)
+    store.put("reports/big.bin", big)
+    store.put("reports/small.txt", b"under the 1 MiB policy")
+    env = {
+        **os.environ,
+        "NATSOBJ_DEMO_BUCKET": store.bucket,
+        "NATSOBJ_ARCHIVE_TARGET": archive_url,
+        "NATSOBJ_OFFLOAD_AFTER_DAYS": "0",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "example_dags"),
+    }
+    dag_file = str(REPO / "example_dags" / "airflow_offload.py")
+    result = subprocess.run(
+        [AIRFLOW_BIN, "dags", "test", "airflow_offload", "-f", dag_file],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-6000:]
+    summary = xcom("airflow_offload", "offload")
+    assert summary["offloaded"] == ["reports/big.bin"] and summary["bytes"] == len(big)
+    assert store.get_info("reports/big.bin").offloaded
+    assert not store.get_info("reports/small.txt").offloaded
+    assert store.get_bytes("reports/big.bin") == big
