@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import natsobj
-from natsobj.archive import Archiver, ArchiveTarget
+from natsobj.archive import Archiver, ArchiveTarget, load_index
 from natsobj.archive.tiering import OffloadPolicy, offload, offload_status, rehydrate
 from natsobj.errors import DigestMismatch
 from natsobj.model import OFFLOADED_LINK_BUCKET, digest_of
@@ -235,3 +235,28 @@ def test_offload_leaves_the_s3_archive_untouched(nats_url, store, archive_url):
     assert store.get_bytes("x.bin")
     assert run(keys()) == target_keys_before
     assert s3_client()  # the endpoint stays reachable for the read-through above
+
+
+def test_a_second_archive_copies_offloaded_versions_from_the_first(
+    nats_url, store, archive_url, moto
+):
+    """An archiver whose cursor is behind the offload reads the version through from S3."""
+    from tests.archive.conftest import create_s3_bucket
+
+    data = os.urandom(400_000)
+    store.put("shared.bin", data)
+    run(archive_and_offload(nats_url, store.bucket, archive_url))
+    second_url = f"s3://{create_s3_bucket(moto.endpoint)}/second"
+
+    async def body():
+        async with await natsobj.aio.connect(nats_url) as client:
+            second = ArchiveTarget(second_url)
+            await Archiver(await client.store(store.bucket), second, small_object=SMALL).run(
+                once=True
+            )
+            records = await load_index(second)
+            return records, await second.get_range(records[0].key, records[0].offset, len(data))
+
+    records, copied = run(body())
+    assert [(r.name, r.kind, r.digest) for r in records] == [("shared.bin", "put", digest_of(data))]
+    assert copied == data
