@@ -789,7 +789,7 @@ class ObjectStore:
         result = Changes()
         for msg in messages:
             info = info_from_msg(self, msg)
-            if info is None or not (include_deletes or not info.deleted):
+            if info is None or (info.deleted and not include_deletes):
                 continue
             if info.stands_for is not None and info.stands_for <= after_sequence:
                 continue  # an offload or rehydrate of a version the caller has seen
