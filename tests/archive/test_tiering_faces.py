@@ -127,3 +127,43 @@ def test_airflow_example_dag_archives_then_offloads(
     assert store.get_info("reports/big.bin").offloaded
     assert not store.get_info("reports/small.txt").offloaded
     assert store.get_bytes("reports/big.bin") == big
+
+
+def test_dagster_offload_job(nats_url, store, archive_url):
+    from dagster import RunConfig
+
+    from dagster_natsobj import NatsObjectStoreResource
+    from dagster_natsobj.archive import (
+        NatsArchiveConfig,
+        NatsOffloadConfig,
+        make_nats_archive_job,
+        make_nats_offload_job,
+    )
+
+    data = os.urandom(100_000)
+    store.put("models/weights.bin", data)
+    store.put("logs/run.txt", b"not matched by the glob")
+    resources = {"nats": NatsObjectStoreResource(url=nats_url)}
+    archived = make_nats_archive_job("nats_archive").execute_in_process(
+        run_config=RunConfig(
+            ops={"nats_archive_pass": NatsArchiveConfig(bucket=store.bucket, target=archive_url)}
+        ),
+        resources=resources,
+    )
+    assert archived.success
+    result = make_nats_offload_job("nats_offload").execute_in_process(
+        run_config=RunConfig(
+            ops={
+                "nats_offload_pass": NatsOffloadConfig(
+                    bucket=store.bucket, target=archive_url, glob="models/**"
+                )
+            }
+        ),
+        resources=resources,
+    )
+    assert result.success
+    summary = result.output_for_node("nats_offload_pass")
+    assert summary["offloaded"] == ["models/weights.bin"] and summary["bytes"] == len(data)
+    assert store.get_info("models/weights.bin").offloaded
+    assert not store.get_info("logs/run.txt").offloaded
+    assert store.get_bytes("models/weights.bin") == data
