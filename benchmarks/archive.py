@@ -108,9 +108,9 @@ def child_main(argv: list[str]) -> None:
 # -- the driver -----------------------------------------------------------------------------------
 
 
-def _child(env: dict[str, str], *args: str) -> dict[str, float]:
+def _child(env: dict[str, str], *args: str, module: str = "benchmarks.archive") -> dict[str, float]:
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks.archive", *args],
+        [sys.executable, "-m", module, *args],
         capture_output=True,
         text=True,
         cwd=ROOT,

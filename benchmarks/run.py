@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import benchmarks.streaming
-from benchmarks import archive, bench_spark, get_vs_push
+from benchmarks import archive, bench_spark, get_vs_push, tiering
 from benchmarks.scale import scale_figures, scale_section
 from natsobj.embedded import NatsServerProcess, server_binary
 
@@ -295,6 +295,9 @@ def main() -> None:
         " (the million takes several minutes)",
     )
     parser.add_argument("--no-archive", action="store_true", help="skip the S3 archive figures")
+    parser.add_argument(
+        "--no-tiering", action="store_true", help="skip the offload read-through figures"
+    )
     parser.add_argument("--no-cluster", action="store_true", help="skip the 3-node cluster run")
     parser.add_argument(
         "--no-get-vs-push",
@@ -327,6 +330,8 @@ def main() -> None:
         report += "\n".join(scale_section(scale)) + "\n"
     if not args.no_archive:
         report += "\n".join(archive.section(args.quick, args.repeats)) + "\n"
+    if not args.no_tiering:
+        report += "\n".join(tiering.section(args.quick, args.repeats)) + "\n"
     if not args.no_cluster:
         from benchmarks import cluster
 

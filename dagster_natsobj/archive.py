@@ -1,4 +1,5 @@
-"""A Dagster job for scheduled backups: one catch-up pass of a bucket's S3 archive.
+"""Dagster jobs for scheduled backups (one catch-up pass of a bucket's S3 archive) and for
+tiering (one offload pass).
 
 The S3 endpoint and credentials come from the AWS environment of the run worker
 (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``..., ``AWS_PROFILE``), or from the op config's
@@ -56,3 +57,63 @@ def make_nats_archive_job(
         archive_op()
 
     return archive_job
+
+
+class NatsOffloadConfig(Config):
+    bucket: str
+    target: str  # s3://bucket/prefix: the bucket's archive
+    older_than_days: float | None = None  # from the version's mtime
+    larger_than: int | None = None  # bytes
+    glob: str | None = None  # path-aware, as natsobj.matching
+    names: list[str] | None = None
+    dry_run: bool = False
+    endpoint: str | None = None
+    region: str | None = None
+
+
+def make_nats_offload_job(
+    name: str = "nats_offload", *, resource_key: str = "nats"
+) -> JobDefinition:
+    """A job with one op offloading the cold objects of ``config.bucket`` to its archive
+    (docs/archive.md, "Tiering"); assets stored there keep loading through the IO manager."""
+
+    @op(name=f"{name}_pass", required_resource_keys={resource_key})
+    def offload_op(context: OpExecutionContext, config: NatsOffloadConfig) -> Output[dict]:
+        from datetime import timedelta
+
+        from natsobj.archive import ArchiveTarget, S3Options
+        from natsobj.archive.scheduled import offload_pass
+        from natsobj.archive.tiering import OffloadPolicy
+
+        resource: NatsObjectStoreResource = getattr(context.resources, resource_key)
+        target = ArchiveTarget(
+            config.target, S3Options(endpoint=config.endpoint, region=config.region)
+        )
+        policy = OffloadPolicy(
+            older_than=timedelta(days=config.older_than_days)
+            if config.older_than_days is not None
+            else None,
+            larger_than=config.larger_than,
+            glob=config.glob,
+            names=frozenset(config.names) if config.names is not None else None,
+        )
+        summary: dict[str, Any] = offload_pass(
+            resource.settings(), config.bucket, target, policy, dry_run=config.dry_run
+        )
+        for skipped in summary["skipped"]:
+            context.log.info(f"not offloaded: {skipped['name']} ({skipped['reason']})")
+        return Output(
+            summary,
+            metadata={
+                "target": MetadataValue.url(summary["target"]),
+                "offloaded": len(summary["offloaded"]),
+                "bytes": MetadataValue.int(summary["bytes"]),
+                "dry_run": summary["dry_run"],
+            },
+        )
+
+    @job(name=name, description="Offload a bucket's cold objects to its S3 archive.")
+    def offload_job() -> None:
+        offload_op()
+
+    return offload_job

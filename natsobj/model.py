@@ -10,13 +10,17 @@ import base64
 import binascii
 import hashlib
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from natsobj.errors import BadObjectMeta
 
 DIGEST_PREFIX = "SHA-256="
+TIERING_FIELD = "natsobj_tiering"
+# An offloaded object's meta record links here, to a bucket that must never exist: official
+# clients then fail with "object/bucket not found" instead of hanging on purged chunks.
+OFFLOADED_LINK_BUCKET = "natsobj-offloaded-to-s3"
 DEFAULT_CHUNK_SIZE = 128 * 1024
 
 
@@ -71,6 +75,53 @@ class ObjectLink:
 
 
 @dataclass
+class Offload:
+    """Where an offloaded version's bytes are: ``length`` bytes at ``offset`` of ``key`` in
+    the archive at ``url`` (a pack or a version object, see docs/archive.md)."""
+
+    url: str
+    key: str
+    offset: int
+    length: int
+
+
+@dataclass
+class Tiering:
+    """Set on the meta records that offload and rehydrate write. They stand for the version
+    first recorded at meta sequence ``replaces`` (same bytes, name and metadata), so watches
+    and ``changes`` that have seen that sequence skip them, and ``mtime`` stays the version's.
+    Written as the extra top-level JSON field ``natsobj_tiering``, which other clients ignore."""
+
+    replaces: int | None = None  # None once a later update_meta made it a version of its own
+    mtime: datetime | None = None
+    offload: Offload | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.replaces is not None:
+            out["replaces"] = self.replaces
+        if self.mtime is not None:
+            out["mtime"] = self.mtime.isoformat()
+        if self.offload is not None:
+            out["offload"] = asdict(self.offload)
+        return out
+
+    def evolve_for_update(self) -> Tiering | None:
+        """An update_meta makes a version of its own: the bytes stay where they are."""
+        return Tiering(offload=self.offload) if self.offload is not None else None
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Tiering:
+        offload = doc.get("offload")
+        replaces, mtime = doc.get("replaces"), doc.get("mtime")
+        return cls(
+            replaces=int(replaces) if replaces is not None else None,
+            mtime=datetime.fromisoformat(mtime) if mtime else None,
+            offload=Offload(**offload) if isinstance(offload, dict) else None,
+        )
+
+
+@dataclass
 class ObjectInfo:
     """Everything ADR-20 records about an object, plus the server's mtime and meta sequence."""
 
@@ -88,10 +139,22 @@ class ObjectInfo:
     chunk_size: int | None = None
     mtime: datetime | None = None
     sequence: int | None = None
+    tiering: Tiering | None = None
 
     @property
     def is_link(self) -> bool:
         return self.link is not None
+
+    @property
+    def offloaded(self) -> bool:
+        """The bytes are in the S3 archive, not in JetStream (natsobj.archive.tiering)."""
+        return self.tiering is not None and self.tiering.offload is not None
+
+    @property
+    def stands_for(self) -> int | None:
+        """The meta sequence of the version this record restates (written by an offload or a
+        rehydrate, not a new version), or None for a record of its own."""
+        return self.tiering.replaces if self.tiering is not None else None
 
     def to_json(self) -> dict[str, Any]:
         """The spec's JSON, field for field as the Go client marshals it (no mtime)."""
@@ -103,7 +166,9 @@ class ObjectInfo:
         if self.metadata:
             out["metadata"] = dict(self.metadata)
         options: dict[str, Any] = {}
-        if self.link is not None:
+        if self.offloaded:  # what other clients see: a link they fail on cleanly
+            options["link"] = {"bucket": OFFLOADED_LINK_BUCKET, "name": self.name}
+        elif self.link is not None:
             options["link"] = self.link.to_json()
         if self.chunk_size:
             options["max_chunk_size"] = self.chunk_size
@@ -117,6 +182,8 @@ class ObjectInfo:
             out["digest"] = self.digest
         if self.deleted:
             out["deleted"] = True
+        if self.tiering is not None:
+            out[TIERING_FIELD] = self.tiering.to_json()
         return out
 
     def encode(self) -> bytes:
@@ -145,6 +212,10 @@ class ObjectInfo:
                 link = ObjectLink(
                     bucket=str(link_doc["bucket"]), name=str(link_doc.get("name") or "")
                 )
+            tiering_doc = doc.get(TIERING_FIELD)
+            tiering = Tiering.from_json(tiering_doc) if isinstance(tiering_doc, dict) else None
+            if tiering is not None and tiering.offload is not None:
+                link = None  # the placeholder for other clients, not a link of the user's
             return cls(
                 name=doc["name"],
                 bucket=str(doc.get("bucket") or bucket or ""),
@@ -160,10 +231,11 @@ class ObjectInfo:
                 chunk_size=int(options["max_chunk_size"])
                 if options.get("max_chunk_size")
                 else None,
-                mtime=mtime,
+                mtime=tiering.mtime if tiering is not None and tiering.mtime else mtime,
                 sequence=sequence,
+                tiering=tiering,
             )
-        except (ValueError, TypeError, AttributeError) as exc:
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
             raise BadObjectMeta(f"cannot parse object meta: {exc}", bucket=bucket) from exc
 
     def as_dict(self) -> dict[str, Any]:

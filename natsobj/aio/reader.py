@@ -145,3 +145,13 @@ class ObjectReader:
         """Stop reading and release the consumer; ``get`` calls it when its block ends."""
         if self._chunks is not None:
             await self._chunks.aclose()
+
+
+def open_reader(store: ObjectStore, info: ObjectInfo) -> ObjectReader:
+    """The reader for ``info``: its chunks in JetStream or, for an offloaded object, its bytes
+    read through from the S3 archive (needs the ``archive`` extra)."""
+    if info.offloaded:
+        from natsobj.archive.readthrough import OffloadedReader
+
+        return OffloadedReader(store, info)
+    return ObjectReader(store, info)

@@ -22,7 +22,7 @@ from natsobj.aio import listing
 from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
 from natsobj.aio.jsapi import Failover, api_error, status_of
 from natsobj.aio.publish import PublishWindow
-from natsobj.aio.reader import ObjectReader
+from natsobj.aio.reader import ObjectReader, open_reader
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.watch import ObjectWatcher, info_from_msg
 from natsobj.errors import (
@@ -40,6 +40,7 @@ from natsobj.model import (
     ObjectInfo,
     ObjectLink,
     StoreStatus,
+    Tiering,
     format_digest,
     parse_server_time,
 )
@@ -347,6 +348,30 @@ class ObjectStore:
         With ``expected_sequence`` the put is a compare-and-swap: it succeeds only if the
         name's meta record is still at that sequence (0: the name has never been written),
         and raises ObjectChanged otherwise."""
+        return await self._put(
+            name,
+            source,
+            description=description,
+            headers=headers,
+            metadata=metadata,
+            chunk_size=chunk_size,
+            expected_sequence=expected_sequence,
+        )
+
+    async def _put(
+        self,
+        name: str,
+        source: PutSource,
+        *,
+        description: str | None = None,
+        headers: dict[str, list[str] | str] | None = None,
+        metadata: dict[str, str] | None = None,
+        chunk_size: int | None = None,
+        expected_sequence: int | None = None,
+        tiering: Tiering | None = None,
+    ) -> ObjectInfo:
+        """``put``, plus ``tiering`` for ``natsobj.archive.tiering``: a rehydrate restates a
+        version rather than making a new one."""
         check_object_name(name, bucket=self.bucket)
         chunk_size = int(chunk_size or DEFAULT_CHUNK_SIZE)
         if chunk_size <= 0:
@@ -386,6 +411,7 @@ class ObjectStore:
                 headers=_normalize_headers(headers),
                 metadata=dict(metadata or {}),
                 chunk_size=chunk_size,
+                tiering=tiering,
             )
             replaced, sequence = await self._replace_meta(info, await current, expected_sequence)
             published = True
@@ -474,7 +500,7 @@ class ObjectStore:
         """Stream an object (following an object link); the digest is checked at the end.
         ``min_sequence`` as for get_info."""
         target, info = await self._resolve(name, min_sequence)
-        reader = ObjectReader(target, info)
+        reader = open_reader(target, info)
         try:
             yield reader
         finally:
@@ -559,6 +585,7 @@ class ObjectStore:
                 )
             expected = existing.sequence if existing else 0
         updated = info.evolve(
+            tiering=info.tiering and info.tiering.evolve_for_update(),
             name=target,
             description=info.description if description is None else description,
             headers=info.headers if headers is None else _normalize_headers(headers),
@@ -579,7 +606,7 @@ class ObjectStore:
         info = await self.get_info(name, include_deleted=True)
         if info.deleted:
             return info
-        tombstone = info.evolve(deleted=True, size=0, chunks=0, digest="")
+        tombstone = info.evolve(deleted=True, size=0, chunks=0, digest="", tiering=None)
         tombstone.sequence = await self._publish_meta(tombstone)
         if info.nuid:
             await self._purge(chunk_subject(self.bucket, info.nuid))
@@ -762,8 +789,11 @@ class ObjectStore:
         result = Changes()
         for msg in messages:
             info = info_from_msg(self, msg)
-            if info is not None and (include_deletes or not info.deleted):
-                result.append(info)
+            if info is None or (info.deleted and not include_deletes):
+                continue
+            if info.stands_for is not None and info.stands_for <= after_sequence:
+                continue  # an offload or rehydrate of a version the caller has seen
+            result.append(info)
         result.last_sequence = max(last, after_sequence)
         return result
 

@@ -44,6 +44,7 @@ class ObjectWatcher:
         self.store = store
         self.ignore_deletes = ignore_deletes
         self.updates_only = updates_only
+        self._seen_through = after_sequence or 0
         if after_sequence is not None:
             policy, start = "by_start_sequence", after_sequence + 1
         elif updates_only:
@@ -79,11 +80,14 @@ class ObjectWatcher:
             msg = await self._consumer.next(timeout)
             if msg is None:
                 return None
+            live = self.initial_done
             if msg.pending == 0:
                 self.initial_done = True
             info = info_from_msg(self.store, msg)
             if info is None or (self.ignore_deletes and info.deleted):
                 continue
+            if info.stands_for is not None and (live or info.stands_for <= self._seen_through):
+                continue  # an offload or rehydrate restates a version already seen
             return info
 
     def __aiter__(self) -> AsyncIterator[ObjectInfo]:

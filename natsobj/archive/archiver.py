@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from natsobj.aio.reader import ObjectReader
+from natsobj.aio.reader import open_reader
 from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.packer import (
@@ -224,7 +224,7 @@ class Archiver:
         """Read the version's chunks (the reader checks count, size and SHA-256) into a pack
         or a multipart upload; True when packed. Bytes that are gone or do not verify are
         recorded as skipped."""
-        reader = ObjectReader(self.store, info)
+        reader = open_reader(self.store, info)  # an offloaded version is read from S3
         try:
             if info.size < self.small_object:
                 data = await reader.read()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -71,7 +71,7 @@ class RestoreResult:
     unrestorable: list[ArchiveRecord] = field(default_factory=list)
 
 
-async def verified_bytes(target: ArchiveTarget, record: ArchiveRecord) -> AsyncIterator[bytes]:
+async def verified_bytes(target: ArchiveTarget, record: ArchiveRecord) -> AsyncGenerator[bytes]:
     """The record's bytes from the archive; raises DigestMismatch after the last piece if
     they are not what the index says (so a put fed by this never publishes them)."""
     sha = hashlib.sha256()

@@ -1,4 +1,5 @@
-"""One catch-up pass from blocking code: what a scheduled Airflow task or Dagster op runs."""
+"""One catch-up pass, or one offload pass, from blocking code: what a scheduled Airflow task
+or Dagster op runs."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Any
 
 from natsobj.archive.archiver import Archiver
 from natsobj.archive.target import ArchiveTarget
+from natsobj.archive.tiering import OffloadPolicy
 from natsobj.settings import ConnectionSettings
 
 DEFAULT_GIVE_UP_AFTER = 300.0
@@ -34,6 +36,34 @@ def archive_pass(
                 "target": target.url,
                 "cursor": archiver.committed,
                 **totals.as_dict(),
+            }
+
+    return run(body())
+
+
+def offload_pass(
+    settings: ConnectionSettings,
+    bucket: str,
+    target: ArchiveTarget,
+    policy: OffloadPolicy,
+    *,
+    dry_run: bool = False,
+) -> dict[str, Any]:
+    """Offload what ``policy`` selects from ``bucket`` and return a JSON-safe summary."""
+    from natsobj import aio
+    from natsobj.archive.tiering import offload
+    from natsobj.sync import run
+
+    async def body() -> dict[str, Any]:
+        async with await aio.connect(settings) as client:
+            result = await offload(await client.store(bucket), target, policy, dry_run=dry_run)
+            return {
+                "bucket": bucket,
+                "target": target.url,
+                "dry_run": dry_run,
+                "offloaded": [info.name for info in result.offloaded],
+                "bytes": result.bytes,
+                "skipped": [{"name": name, "reason": why} for name, why in result.skipped],
             }
 
     return run(body())

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from natsobj.archive import index
 from natsobj.archive.archiver import TARGET_METADATA_KEY
 from natsobj.archive.target import ArchiveTarget
+from natsobj.archive.tiering import offload_status
 from natsobj.errors import NatsObjError
 
 if TYPE_CHECKING:
@@ -27,6 +28,8 @@ class ArchiveStatus:
     bytes: int
     skipped: list[int] = field(default_factory=list)
     updated_at: str | None = None
+    offloaded_objects: int = 0  # current objects whose bytes are in S3 only (tiering)
+    offloaded_bytes: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -49,6 +52,7 @@ async def archive_status(store: ObjectStore, target: ArchiveTarget) -> ArchiveSt
     summary = await index.read_cursor(target)
     stream = await store.status()
     waiting = await store.changes(cursor, limit=1)
+    offloaded = await offload_status(store)
     lag_seconds = 0.0
     if waiting and waiting[0].mtime is not None:
         lag_seconds = max(0.0, (datetime.now(UTC) - waiting[0].mtime).total_seconds())
@@ -63,4 +67,6 @@ async def archive_status(store: ObjectStore, target: ArchiveTarget) -> ArchiveSt
         bytes=int(summary.get("bytes", 0)),
         skipped=list(summary.get("skipped", [])),
         updated_at=summary.get("updated_at"),
+        offloaded_objects=offloaded.objects,
+        offloaded_bytes=offloaded.bytes,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import click
@@ -92,3 +93,50 @@ def progress_option() -> Any:
         default=None,
         help="Force the progress bar on or off (default: only when stderr is a terminal).",
     )
+
+
+class ByteSize(click.ParamType):
+    """``100MB``, ``1.5GiB``, ``4096``: decimal (kB, MB, GB, TB) or binary (KiB, MiB...)
+    units, as the sizes ``natsobj ls`` prints."""
+
+    name = "size"
+    UNITS = {
+        "": 1,
+        "b": 1,
+        "kb": 10**3,
+        "mb": 10**6,
+        "gb": 10**9,
+        "tb": 10**12,
+        "kib": 2**10,
+        "mib": 2**20,
+        "gib": 2**30,
+        "tib": 2**40,
+    }
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().lower().replace(" ", "")
+        number = text.rstrip("kmgtib")
+        try:
+            return int(float(number) * self.UNITS[text[len(number) :]])
+        except (KeyError, ValueError):
+            self.fail(f"{value!r} is not a size like 100MB or 2GiB", param, ctx)
+
+
+class Duration(click.ParamType):
+    """``30d``, ``12h``, ``90m``, ``45s``, ``2w``: an age."""
+
+    name = "duration"
+    SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> timedelta:
+        if isinstance(value, timedelta):
+            return value
+        text = str(value).strip().lower()
+        try:
+            return timedelta(seconds=float(text[:-1]) * self.SECONDS[text[-1:]])
+        except (KeyError, ValueError):
+            self.fail(f"{value!r} is not a duration like 30d, 12h or 90m", param, ctx)

@@ -12,7 +12,7 @@ import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 import click
@@ -20,7 +20,7 @@ import click
 from natsobj import aio
 from natsobj.cli import render
 from natsobj.cli.exits import CliError, ExitCode, UsageProblem
-from natsobj.cli.params import json_option, progress_option
+from natsobj.cli.params import ByteSize, Duration, json_option, progress_option
 from natsobj.cli.progress import meter
 from natsobj.cli.session import Session, pass_session
 
@@ -171,7 +171,8 @@ def run(
 @json_option()
 @pass_session
 def status(session: Session, bucket: str, url: str | None, as_json: bool, **s3: str | None) -> None:
-    """Cursor, lag (in sequences and seconds) and what the archive of BUCKET holds."""
+    """Cursor, lag (in sequences and seconds), what the archive of BUCKET holds, and how
+    much of BUCKET is offloaded to it."""
     from natsobj.archive import archive_status
     from natsobj.archive.status import target_of
 
@@ -195,6 +196,10 @@ def status(session: Session, bucket: str, url: str | None, as_json: bool, **s3: 
             ("bytes archived", render.size(state.bytes)),
             ("skipped", ", ".join(map(str, state.skipped)) or "none"),
             ("updated", state.updated_at or "never"),
+            (
+                "offloaded",
+                f"{state.offloaded_objects} objects, {render.size(state.offloaded_bytes)}",
+            ),
         ]
     )
 
@@ -257,6 +262,82 @@ def verify(url: str, progress: bool | None, **s3: str | None) -> None:
     )
     if not report.ok:
         raise CliError(f"archive {target.url} failed verification", ExitCode.DIGEST_MISMATCH)
+
+
+@archive.command("offload")
+@click.argument("bucket")
+@click.option("--to", "url", metavar="s3://BUCKET/PREFIX", help="Default: the one recorded.")
+@click.option("--older-than", type=Duration(), help="Not written for this long (30d, 12h).")
+@click.option("--larger-than", type=ByteSize(), help="Only objects over this size (100MB).")
+@click.option("--glob", help="Only names matching this path-aware glob (raw/**/*.parquet).")
+@click.option("--name", "names", multiple=True, help="Only this object (repeatable).")
+@click.option("--dry-run", is_flag=True, help="Report what would be offloaded; change nothing.")
+@s3_options
+@json_option()
+@pass_session
+def offload(
+    session: Session,
+    bucket: str,
+    url: str | None,
+    older_than: timedelta | None,
+    larger_than: int | None,
+    glob: str | None,
+    names: tuple[str, ...],
+    dry_run: bool,
+    as_json: bool,
+    **s3: str | None,
+) -> None:
+    """Purge archived objects' chunks from JetStream; their meta records stay and reads go
+    through to S3. Only versions the archive holds and verifies are offloaded."""
+    from natsobj.archive.status import target_of
+    from natsobj.archive.tiering import OffloadPolicy
+    from natsobj.archive.tiering import offload as offload_objects
+
+    policy = OffloadPolicy(
+        older_than=older_than,
+        larger_than=larger_than,
+        glob=glob,
+        names=frozenset(names) if names else None,
+    )
+
+    async def work(client: aio.Client) -> Any:
+        store = await client.store(bucket)
+        where = url or target_of((await store.status()).metadata, bucket)
+        return await offload_objects(store, _target(where, **s3), policy, dry_run=dry_run)
+
+    result = _with_client(session, work)
+    if as_json:
+        render.emit_json(
+            {
+                "dry_run": result.dry_run,
+                "offloaded": [info.name for info in result.offloaded],
+                "bytes": result.bytes,
+                "skipped": [{"name": name, "reason": why} for name, why in result.skipped],
+            }
+        )
+        return
+    verb = "would offload" if dry_run else "offloaded"
+    for info in result.offloaded:
+        click.echo(f"{verb} {info.name} ({render.size(info.size)})")
+    for name, why in result.skipped:
+        click.echo(f"skipped {name}: {why}", err=True)
+    click.echo(f"{verb} {len(result.offloaded)} objects, {render.size(result.bytes)}")
+
+
+@archive.command("rehydrate")
+@click.argument("bucket")
+@click.argument("names", nargs=-1, required=True, metavar="NAME...")
+@pass_session
+def rehydrate(session: Session, bucket: str, names: tuple[str, ...]) -> None:
+    """Bring offloaded objects' bytes back from S3 into JetStream (digest verified)."""
+    from natsobj.archive.tiering import rehydrate as rehydrate_object
+
+    async def work(client: aio.Client) -> list[Any]:
+        store = await client.store(bucket)
+        return [await rehydrate_object(store, name) for name in names]
+
+    for info in _with_client(session, work):
+        click.echo(f"rehydrated {info.name} ({render.size(info.size)})")
 
 
 COMMANDS = (archive,)

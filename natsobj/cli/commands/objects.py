@@ -21,7 +21,7 @@ def _object_row(info: ObjectInfo) -> list[str]:
     return [
         render.display_name(info),
         render.size(info.size) if plain else "",
-        str(info.chunks) if plain else "",
+        "offloaded" if info.offloaded else str(info.chunks) if plain else "",
         render.when(info.mtime),
         render.short_digest(info.digest),
     ]

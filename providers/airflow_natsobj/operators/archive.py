@@ -9,6 +9,7 @@ or XCom: the task returns the archive's cursor and totals only.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
@@ -18,7 +19,7 @@ from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from natsobj.archive import S3Options
+    from natsobj.archive import ArchiveTarget, S3Options
 
 
 def s3_options_from_aws_connection(aws_conn_id: str) -> S3Options:
@@ -42,6 +43,18 @@ def s3_options_from_aws_connection(aws_conn_id: str) -> S3Options:
         secret_access_key=credentials.secret_key,
         session_token=credentials.token,
     )
+
+
+def archive_target(
+    url: str, aws_conn_id: str | None, endpoint: str | None, region: str | None
+) -> ArchiveTarget:
+    """The target with S3 settings from the ``aws`` connection or the worker's environment."""
+    from natsobj.archive import ArchiveTarget, S3Options
+
+    options = s3_options_from_aws_connection(aws_conn_id) if aws_conn_id else S3Options()
+    options.endpoint = endpoint or options.endpoint
+    options.region = region or options.region
+    return ArchiveTarget(url, options)
 
 
 class NatsArchiveOperator(BaseOperator):
@@ -78,16 +91,9 @@ class NatsArchiveOperator(BaseOperator):
         self.give_up_after = give_up_after
 
     def execute(self, context: Context) -> dict[str, Any]:
-        from natsobj.archive import ArchiveTarget, S3Options
         from natsobj.archive.scheduled import archive_pass
 
-        if self.aws_conn_id:
-            options = s3_options_from_aws_connection(self.aws_conn_id)
-        else:
-            options = S3Options()
-        options.endpoint = self.endpoint or options.endpoint
-        options.region = self.region or options.region
-        target = ArchiveTarget(self.target, options)
+        target = archive_target(self.target, self.aws_conn_id, self.endpoint, self.region)
         extra = {"small_object": self.small_object} if self.small_object else {}
         summary = archive_pass(
             NatsObjectStoreHook(nats_conn_id=self.nats_conn_id).settings,
@@ -104,5 +110,75 @@ class NatsArchiveOperator(BaseOperator):
             summary["cursor"],
             summary["versions"],
             summary["bytes"],
+        )
+        return summary
+
+
+class NatsOffloadOperator(BaseOperator):
+    """Offload the cold objects of ``bucket`` to its archive at ``target``: their chunks leave
+    JetStream, their meta records stay, and reads go through to S3 (docs/archive.md,
+    "Tiering"). Only versions the archive holds are offloaded, so schedule it after
+    ``NatsArchiveOperator``. Every condition given must hold: ``older_than`` (from the
+    version's mtime), ``larger_than`` bytes, a path-aware ``glob``, explicit ``names``.
+
+    Returns ``{"bucket", "target", "dry_run", "offloaded": [names], "bytes", "skipped"}``."""
+
+    template_fields: Sequence[str] = ("bucket", "target", "glob")
+    ui_color = "#dfe8f0"
+
+    def __init__(
+        self,
+        *,
+        bucket: str,
+        target: str,
+        older_than: timedelta | None = None,
+        larger_than: int | None = None,
+        glob: str | None = None,
+        names: Sequence[str] | None = None,
+        dry_run: bool = False,
+        nats_conn_id: str = NatsObjectStoreHook.default_conn_name,
+        aws_conn_id: str | None = None,
+        endpoint: str | None = None,
+        region: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.bucket = bucket
+        self.target = target
+        self.older_than = older_than
+        self.larger_than = larger_than
+        self.glob = glob
+        self.names = list(names) if names is not None else None
+        self.dry_run = dry_run
+        self.nats_conn_id = nats_conn_id
+        self.aws_conn_id = aws_conn_id
+        self.endpoint = endpoint
+        self.region = region
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        from natsobj.archive.scheduled import offload_pass
+        from natsobj.archive.tiering import OffloadPolicy
+
+        policy = OffloadPolicy(
+            older_than=self.older_than,
+            larger_than=self.larger_than,
+            glob=self.glob,
+            names=frozenset(self.names) if self.names is not None else None,
+        )
+        summary = offload_pass(
+            NatsObjectStoreHook(nats_conn_id=self.nats_conn_id).settings,
+            self.bucket,
+            archive_target(self.target, self.aws_conn_id, self.endpoint, self.region),
+            policy,
+            dry_run=self.dry_run,
+        )
+        for skipped in summary["skipped"]:
+            self.log.info("not offloaded: %s (%s)", skipped["name"], skipped["reason"])
+        self.log.info(
+            "%s %s objects (%s bytes) of %s",
+            "would offload" if self.dry_run else "offloaded",
+            len(summary["offloaded"]),
+            summary["bytes"],
+            self.bucket,
         )
         return summary

@@ -1,0 +1,221 @@
+"""Offload cold objects to the S3 archive, and bring them back.
+
+An offload keeps the object's meta record in NATS, where watches, sensors and listings see
+it, and purges its chunks from JetStream. The new record restates the same version (same
+name, size, digest, headers, metadata, and the original mtime) and adds where the bytes are
+(``Tiering.offload``); ``get`` reads such an object through from S3
+(``natsobj.archive.readthrough``). Official clients see the record as a link to a bucket that
+never exists, so they fail with "not found" instead of hanging on the purged chunks.
+
+Only a version the archive holds, whose archived bytes verify against its digest, is
+offloaded; the record is published with a compare-and-swap on the version it restates, so
+an object overwritten meanwhile is left alone. See docs/archive.md, "Tiering".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
+
+from natsobj.archive import index
+from natsobj.archive.index import ArchiveRecord
+from natsobj.archive.readthrough import offloaded_bytes
+from natsobj.archive.restore import verified_bytes
+from natsobj.archive.target import ArchiveTarget
+from natsobj.errors import DigestMismatch, ObjectChanged
+from natsobj.matching import NameMatcher
+from natsobj.model import ObjectInfo, Offload, Tiering
+from natsobj.names import chunk_subject
+
+if TYPE_CHECKING:
+    from natsobj.aio.store import ObjectStore
+
+__all__ = [
+    "OffloadPolicy",
+    "OffloadResult",
+    "OffloadStatus",
+    "offload",
+    "offload_status",
+    "rehydrate",
+]
+
+
+@dataclass
+class OffloadPolicy:
+    """Which objects are cold: every condition given must hold. Age is measured from the
+    version's mtime (NATS does not record reads)."""
+
+    older_than: timedelta | None = None
+    larger_than: int | None = None
+    glob: str | None = None
+    names: frozenset[str] | None = None
+
+    def matches(self, info: ObjectInfo, now: datetime) -> bool:
+        if self.names is not None and info.name not in self.names:
+            return False
+        if self.glob is not None and not NameMatcher(self.glob, "glob").matches(info.name):
+            return False
+        if self.larger_than is not None and info.size <= self.larger_than:
+            return False
+        return self.older_than is None or (
+            info.mtime is not None and now - info.mtime >= self.older_than
+        )
+
+
+@dataclass
+class OffloadResult:
+    offloaded: list[ObjectInfo] = field(default_factory=list)
+    bytes: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, why)
+    dry_run: bool = False
+
+
+@dataclass
+class OffloadStatus:
+    objects: int = 0
+    bytes: int = 0
+
+
+@dataclass
+class ArchivedVersions:
+    """The archive's copies of versions' bytes, found by nuid or, for a rehydrated object
+    (whose chunks have a new nuid), by the sequence of the version its record restates."""
+
+    by_nuid: dict[str, ArchiveRecord] = field(default_factory=dict)
+    by_sequence: dict[int, ArchiveRecord] = field(default_factory=dict)
+
+    @classmethod
+    async def load(cls, target: ArchiveTarget) -> ArchivedVersions:
+        held = cls()
+        for record in await index.load_index(target):
+            if record.key and record.nuid and record.kind in (index.PUT, index.META):
+                held.by_nuid[record.nuid] = record
+                held.by_sequence[record.sequence] = record
+        return held
+
+    def copy_of(self, info: ObjectInfo) -> ArchiveRecord | None:
+        record = self.by_nuid.get(info.nuid)
+        if record is None and info.stands_for is not None:
+            record = self.by_sequence.get(info.stands_for)
+        return record if record is not None and record.digest == info.digest else None
+
+
+async def offload(
+    store: ObjectStore,
+    target: ArchiveTarget,
+    policy: OffloadPolicy | None = None,
+    *,
+    dry_run: bool = False,
+    now: datetime | None = None,
+) -> OffloadResult:
+    """Offload every current object the policy selects (all, without one) whose version the
+    archive at ``target`` holds. With ``dry_run`` nothing changes; the result says what would
+    be offloaded."""
+    policy = policy or OffloadPolicy()
+    now = now or datetime.now(UTC)
+    held = await ArchivedVersions.load(target)
+    result = OffloadResult(dry_run=dry_run)
+    names = sorted(policy.names) if policy.names is not None else None
+    candidates = await _candidates(store, names, policy.glob)
+    for info in candidates:
+        if not policy.matches(info, now):
+            continue
+        archived = held.copy_of(info)
+        why = _not_offloadable(info, archived)
+        if why is not None or archived is None:
+            result.skipped.append((info.name, why or ""))
+            continue
+        if dry_run:
+            result.offloaded.append(info)
+            result.bytes += info.size
+            continue
+        try:
+            done = await _offload_one(store, target, info, archived)
+        except (ObjectChanged, DigestMismatch) as exc:
+            result.skipped.append((info.name, exc.message))
+            continue
+        result.offloaded.append(done)
+        result.bytes += done.size
+    return result
+
+
+async def _candidates(
+    store: ObjectStore, names: Iterable[str] | None, glob: str | None
+) -> list[ObjectInfo]:
+    if names is None:
+        return await store.list(glob=glob)
+    from natsobj.errors import ObjectNotFound
+
+    found = []
+    for name in names:
+        try:
+            found.append(await store.get_info(name))
+        except ObjectNotFound:
+            continue
+    return found
+
+
+def _not_offloadable(info: ObjectInfo, archived: ArchiveRecord | None) -> str | None:
+    if info.is_link:
+        return "a link has no bytes of its own"
+    if info.offloaded:
+        return "already offloaded"
+    if info.size == 0:
+        return "empty: nothing to reclaim"
+    if archived is None:
+        return "this version is not in the archive yet: run the archiver first"
+    return None
+
+
+async def _offload_one(
+    store: ObjectStore, target: ArchiveTarget, info: ObjectInfo, archived: ArchiveRecord
+) -> ObjectInfo:
+    """Verify the archived bytes, publish the restating record over exactly ``info``'s
+    version, then purge the chunks: a failure at any step leaves the object as it was."""
+    async for _ in verified_bytes(target, archived):
+        pass
+    location = Offload(target.url, archived.key, archived.offset, archived.length)
+    replaces = info.stands_for or int(info.sequence or 0)
+    record = info.evolve(tiering=Tiering(replaces=replaces, mtime=info.mtime, offload=location))
+    from natsobj.aio.store import _Conflict
+
+    try:
+        record.sequence = await store._publish_meta(record, expected_sequence=info.sequence)
+    except _Conflict:
+        raise ObjectChanged(
+            "changed while being offloaded; left as it is", bucket=store.bucket, name=info.name
+        ) from None
+    await store._purge(chunk_subject(store.bucket, info.nuid))
+    return record
+
+
+async def rehydrate(store: ObjectStore, name: str) -> ObjectInfo:
+    """Bring an offloaded object's bytes back into JetStream (verified against its digest);
+    the record restates the same version, so watches and sensors do not see a new one. An
+    object that is not offloaded is returned as it is."""
+    info = await store.get_info(name)
+    if not info.offloaded:
+        return info
+    tiering = Tiering(replaces=info.stands_for or int(info.sequence or 0), mtime=info.mtime)
+    return await store._put(
+        name,
+        offloaded_bytes(info),
+        description=info.description or None,
+        headers=info.headers,
+        metadata=info.metadata,
+        chunk_size=info.chunk_size,
+        expected_sequence=info.sequence,
+        tiering=tiering,
+    )
+
+
+async def offload_status(store: ObjectStore) -> OffloadStatus:
+    """How many current objects, and how many of their bytes, live in the archive only."""
+    status = OffloadStatus()
+    async for info in store.iter_list():
+        if info.offloaded:
+            status.objects += 1
+            status.bytes += info.size
+    return status
