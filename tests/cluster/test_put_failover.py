@@ -7,7 +7,7 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -41,6 +41,17 @@ def _put_while(
         return store.put(name, data)
     finally:
         timer.join()
+
+
+def _pieces_then(data: bytes, fault: Callable[[], object], after: int) -> Iterator[bytes]:
+    """``data`` in 1 MiB pieces, with ``fault`` injected once ``after`` pieces were handed to
+    the put: the fault lands mid-put however fast the machine is (a timer can miss a short
+    put on a quiet machine)."""
+    piece = 1024 * 1024
+    for index, start in enumerate(range(0, len(data), piece)):
+        if index == after:
+            fault()
+        yield data[start : start + piece]
 
 
 def _node_other_than(cluster: NatsCluster, index: int) -> int:
@@ -103,7 +114,7 @@ def test_no_quorum_is_a_typed_error_and_the_previous_version_survives(
 
         started = time.monotonic()
         with pytest.raises(natsobj.ClusterUnavailable) as failure:
-            _put_while(store, "model.bin", os.urandom(BIG // 4), lose_quorum)
+            store.put("model.bin", _pieces_then(os.urandom(BIG // 4), lose_quorum, after=2))
         waited = time.monotonic() - started
         message = str(failure.value)
         assert "quorum" in message and "leader" in message
