@@ -12,6 +12,10 @@ import pytest
 
 from natsobj.embedded import NatsServerProcess
 
+# One definition of the 3-node cluster fixtures for every directory (a module that imported
+# them would get its own session cluster).
+pytest_plugins = ["tests.cluster.fixtures"]
+
 
 @pytest.fixture(scope="session")
 def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServerProcess]:

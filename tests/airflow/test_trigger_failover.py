@@ -13,7 +13,6 @@ from airflow_natsobj.triggers.object_store import NatsObjectChangeTrigger
 
 from natsobj.names import stream_name
 from tests.airflow.conftest import conn_json
-from tests.cluster.conftest import cluster, nats_cluster, r3_bucket  # noqa: F401 - fixtures
 from tests.cluster.test_watch_failover import COUNT, join_writer, names, write_killing
 
 
@@ -40,8 +39,8 @@ async def collect(events: asyncio.Queue, writer, deadline: float) -> list[dict]:
 
 @pytest.mark.timeout(300)
 def test_change_trigger_fires_once_per_put_across_a_leader_kill(
-    cluster,  # noqa: F811
-    r3_bucket,  # noqa: F811
+    cluster,
+    r3_bucket,
     monkeypatch,
 ):
     monkeypatch.setenv("AIRFLOW_CONN_NATS_CLUSTER", conn_json(cluster.url))

@@ -12,7 +12,6 @@ from dagster import build_sensor_context, job, op
 
 from dagster_natsobj import NatsObjectStoreResource, make_nats_object_sensor
 from natsobj.names import stream_name
-from tests.cluster.conftest import cluster, nats_cluster, r3_bucket  # noqa: F401 - fixtures
 from tests.cluster.test_watch_failover import COUNT, join_writer, names, write_killing
 
 
@@ -32,7 +31,7 @@ def tick(sensor, instance, resource, cursor):
 
 
 @pytest.mark.timeout(300)
-def test_sensor_sees_every_put_once_across_a_leader_kill(cluster, r3_bucket, instance):  # noqa: F811
+def test_sensor_sees_every_put_once_across_a_leader_kill(cluster, r3_bucket, instance):
     resource = NatsObjectStoreResource(url=cluster.url)
     sensor = make_nats_object_sensor("failover", r3_bucket, job=react_job, batch_size=7)
     leader = cluster.leader_of(stream_name(r3_bucket))

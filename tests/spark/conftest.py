@@ -35,16 +35,6 @@ def options(nats_url: str, bucket_name: str) -> dict[str, str]:
     return {"url": nats_url, "bucket": bucket_name}
 
 
-# The 3-node NATS cluster of tests/cluster, for Spark on a cluster and under failover.
-from tests.cluster.conftest import (  # noqa: E402, F401
-    cluster,
-    cluster_url,
-    kill_leader,
-    nats_cluster,
-    r3_bucket,
-)
-
-
 @pytest.fixture(scope="module")
 def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     """A Spark standalone master and two one-core workers, separate JVMs on loopback."""
