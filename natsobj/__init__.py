@@ -26,7 +26,7 @@ from natsobj.model import ObjectInfo, ObjectLink, StoreStatus
 from natsobj.settings import ConnectionSettings
 from natsobj.sync import Client, ObjectStore, connect
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "BadBucketName",

@@ -52,7 +52,7 @@ def get_provider_info() -> dict[str, Any]:
         "name": "NATS Object Store",
         "description": "NATS JetStream Object Store: hook, operators, watch-driven sensor and "
         "asset triggers, and ``nats://`` ObjectStoragePath.",
-        "versions": ["0.1.0"],
+        "versions": ["0.2.0", "0.1.0"],
         "integrations": [
             {
                 "integration-name": integration,
