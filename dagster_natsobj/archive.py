@@ -16,6 +16,9 @@ from dagster_natsobj.resource import NatsObjectStoreResource
 class NatsArchiveConfig(Config):
     bucket: str
     target: str  # s3://bucket/prefix
+    # more targets after ``target`` (s3://b/p[=WEIGHT]) and how writes spread over them
+    more_targets: list[str] = []
+    strategy: str | None = None  # replicate, failover or shard
     endpoint: str | None = None
     region: str | None = None
     give_up_after: float = 300.0
@@ -29,12 +32,14 @@ def make_nats_archive_job(
 
     @op(name=f"{name}_pass", required_resource_keys={resource_key})
     def archive_op(context: OpExecutionContext, config: NatsArchiveConfig) -> Output[dict]:
-        from natsobj.archive import ArchiveTarget, S3Options
+        from natsobj.archive import ArchiveTargets, S3Options
         from natsobj.archive.scheduled import archive_pass
 
         resource: NatsObjectStoreResource = getattr(context.resources, resource_key)
-        target = ArchiveTarget(
-            config.target, S3Options(endpoint=config.endpoint, region=config.region)
+        target = ArchiveTargets.parse(
+            [config.target, *config.more_targets],
+            config.strategy,
+            S3Options(endpoint=config.endpoint, region=config.region),
         )
         summary: dict[str, Any] = archive_pass(
             resource.settings(), config.bucket, target, give_up_after=config.give_up_after
@@ -44,7 +49,7 @@ def make_nats_archive_job(
         return Output(
             summary,
             metadata={
-                "target": MetadataValue.url(summary["target"]),
+                "target": MetadataValue.text(summary["target"]),
                 "cursor": summary["cursor"],
                 "versions": summary["versions"],
                 "bytes": MetadataValue.int(summary["bytes"]),
@@ -62,6 +67,8 @@ def make_nats_archive_job(
 class NatsOffloadConfig(Config):
     bucket: str
     target: str  # s3://bucket/prefix: the bucket's archive
+    more_targets: list[str] = []  # as the archive job's
+    strategy: str | None = None
     older_than_days: float | None = None  # from the version's mtime
     larger_than: int | None = None  # bytes
     glob: str | None = None  # path-aware, as natsobj.matching
@@ -81,13 +88,15 @@ def make_nats_offload_job(
     def offload_op(context: OpExecutionContext, config: NatsOffloadConfig) -> Output[dict]:
         from datetime import timedelta
 
-        from natsobj.archive import ArchiveTarget, S3Options
+        from natsobj.archive import ArchiveTargets, S3Options
         from natsobj.archive.scheduled import offload_pass
         from natsobj.archive.tiering import OffloadPolicy
 
         resource: NatsObjectStoreResource = getattr(context.resources, resource_key)
-        target = ArchiveTarget(
-            config.target, S3Options(endpoint=config.endpoint, region=config.region)
+        target = ArchiveTargets.parse(
+            [config.target, *config.more_targets],
+            config.strategy,
+            S3Options(endpoint=config.endpoint, region=config.region),
         )
         policy = OffloadPolicy(
             older_than=timedelta(days=config.older_than_days)
@@ -105,7 +114,7 @@ def make_nats_offload_job(
         return Output(
             summary,
             metadata={
-                "target": MetadataValue.url(summary["target"]),
+                "target": MetadataValue.text(summary["target"]),
                 "offloaded": len(summary["offloaded"]),
                 "bytes": MetadataValue.int(summary["bytes"]),
                 "dry_run": summary["dry_run"],

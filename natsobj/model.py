@@ -77,12 +77,24 @@ class ObjectLink:
 @dataclass
 class Offload:
     """Where an offloaded version's bytes are: ``length`` bytes at ``offset`` of ``key`` in
-    the archive at ``url`` (a pack or a version object, see docs/archive.md)."""
+    the archive at ``url`` (a pack or a version object, see docs/archive.md), and at the same
+    key of each of ``mirrors`` (other targets of a replicated archive, tried in turn)."""
 
     url: str
     key: str
     offset: int
     length: int
+    mirrors: list[str] = field(default_factory=list)
+
+    @property
+    def urls(self) -> list[str]:
+        return [self.url, *self.mirrors]
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        if not self.mirrors:  # one target: the record stays as it always was
+            del out["mirrors"]
+        return out
 
 
 @dataclass
@@ -103,7 +115,7 @@ class Tiering:
         if self.mtime is not None:
             out["mtime"] = self.mtime.isoformat()
         if self.offload is not None:
-            out["offload"] = asdict(self.offload)
+            out["offload"] = self.offload.to_json()
         return out
 
     def evolve_for_update(self) -> Tiering | None:

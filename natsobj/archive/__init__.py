@@ -4,17 +4,20 @@ Needs the ``archive`` extra (``pip install 'natsobj[archive]'``). See docs/archi
 """
 
 from natsobj.archive.archiver import Archiver, ArchiveTotals
-from natsobj.archive.index import ArchiveRecord, load_index
+from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.restore import RestoreResult, plan_restore, restore
 from natsobj.archive.status import ArchiveStatus, archive_status
 from natsobj.archive.target import ArchiveTarget, ArchiveTargetError, S3Options
+from natsobj.archive.targets import STRATEGIES, ArchiveTargets, load_index
 from natsobj.archive.verify import VerifyReport, verify
 
 __all__ = [
+    "STRATEGIES",
     "ArchiveRecord",
     "ArchiveStatus",
     "ArchiveTarget",
     "ArchiveTargetError",
+    "ArchiveTargets",
     "ArchiveTotals",
     "Archiver",
     "RestoreResult",

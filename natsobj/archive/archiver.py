@@ -28,6 +28,7 @@ from natsobj.archive.packer import (
     Packer,
 )
 from natsobj.archive.target import ArchiveTarget
+from natsobj.archive.targets import ArchiveTargets
 from natsobj.errors import (
     BucketNotFound,
     DigestMismatch,
@@ -79,25 +80,17 @@ class ArchiveTotals:
         }
 
 
-@dataclass
-class _Location:
-    name: str
-    digest: str
-    key: str
-    offset: int
-    length: int
-
-
 Progress = Callable[[ArchiveRecord], None]
 
 
 class Archiver:
-    """One store's archiver; ``run(once=True)`` is a catch-up pass, ``run()`` follows."""
+    """One store's archiver; ``run(once=True)`` is a catch-up pass, ``run()`` follows.
+    ``target`` is one ``ArchiveTarget`` or several with a write strategy (``ArchiveTargets``)."""
 
     def __init__(
         self,
         store: ObjectStore,
-        target: ArchiveTarget,
+        target: ArchiveTarget | ArchiveTargets,
         *,
         small_object: int = DEFAULT_SMALL_OBJECT,
         pack_bytes: int = DEFAULT_PACK_BYTES,
@@ -106,7 +99,7 @@ class Archiver:
         on_record: Progress | None = None,
     ) -> None:
         self.store = store
-        self.target = target
+        self.targets = ArchiveTargets.of(target)
         self.small_object = small_object
         self.pack_bytes = pack_bytes
         self.pack_age = pack_age
@@ -117,11 +110,12 @@ class Archiver:
         self._position = 0  # the last sequence taken from the stream
         self._pending: list[ArchiveRecord] = []
         self._packer = Packer(pack_bytes, pack_age)
-        self._locations: dict[str, _Location] = {}  # nuid -> where its bytes are archived
+        # nuid -> the record of its archived bytes (a packed one gets its targets at upload)
+        self._locations: dict[str, ArchiveRecord] = {}
         self._opened = False
 
     def __repr__(self) -> str:
-        return f"Archiver(bucket={self.store.bucket!r}, target={self.target.url!r})"
+        return f"Archiver(bucket={self.store.bucket!r}, target={self.targets.url!r})"
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -129,9 +123,9 @@ class Archiver:
         """Load the index: where archiving resumes, and which bytes are already archived."""
         self.totals = ArchiveTotals()
         self._locations = {}
-        for record in await index.load_index(self.target):
+        for record in await self.targets.load_index():
             self._remember(record)
-        self.committed = await index.indexed_through(self.target)
+        self.committed = await self.targets.indexed_through()
         self._reset()
         await self._record_target()
         self._opened = True
@@ -145,19 +139,17 @@ class Archiver:
     def _remember(self, record: ArchiveRecord) -> None:
         self.totals.count(record)
         if record.key and record.nuid:
-            self._locations[record.nuid] = _Location(
-                record.name, record.digest, record.key, record.offset, record.length
-            )
+            self._locations[record.nuid] = record
 
     async def _record_target(self) -> None:
         """Note the target in the stream's metadata so ``archive status BUCKET`` finds it."""
         status = await self.store.status()
-        if status.metadata.get(TARGET_METADATA_KEY) == self.target.url:
+        if status.metadata.get(TARGET_METADATA_KEY) == self.targets.url:
             return
         try:
             await self.store.client.update_store(
                 self.store.bucket,
-                metadata={**status.metadata, TARGET_METADATA_KEY: self.target.url},
+                metadata={**status.metadata, TARGET_METADATA_KEY: self.targets.url},
             )
         except PermissionDenied as exc:
             log.warning("cannot record the archive target in the stream metadata: %s", exc)
@@ -209,6 +201,7 @@ class Archiver:
         elif known is not None and known.digest == info.digest:
             record.kind = index.META
             record.key, record.offset, record.length = known.key, known.offset, known.length
+            record.targets = known.targets
             if known.name != info.name:
                 record.previous_name = known.name
         elif await self._copy_bytes(info, record):
@@ -231,8 +224,9 @@ class Archiver:
                 self._packer.add(record, data)
                 return True
             key = index.version_key(record.sequence)
-            await self.target.put_stream(key, reader)
+            holders = await self.targets.write_stream(key, reader)
             record.key, record.offset, record.length = key, 0, info.size
+            record.targets = " ".join(holders)
         except (ObjectChanged, DigestMismatch) as exc:
             record.kind = index.SKIPPED
             record.description = f"not archived: {exc}"
@@ -252,18 +246,21 @@ class Archiver:
         taken = self._packer.take()
         if taken is not None:
             key, data, records = taken
-            await self.target.put_bytes(key, data)
+            holders = " ".join(await self.targets.write(key, data))
+            for record in records:
+                record.targets = holders
             self._pending.extend(records)
         if self._position <= self.committed:
             return
         records = sorted(self._pending, key=lambda r: r.sequence)
+        for record in records:  # a meta update of bytes packed since the last flush
+            if record.key and not record.targets and record.nuid in self._locations:
+                record.targets = self._locations[record.nuid].targets
         key = index.segment_key(self.committed + 1, self._position)
-        await self.target.put_bytes(key, index.encode_segment(records))
+        await self.targets.write_everywhere(key, index.encode_segment(records))
         self.committed = self._position
         self._pending = []
-        await index.write_cursor(
-            self.target, self.store.bucket, self.committed, **self.totals.as_dict()
-        )
+        await self.targets.write_cursor(self.store.bucket, self.committed, **self.totals.as_dict())
 
     # -- the loop ---------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import json
 from dataclasses import asdict, dataclass, fields
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -78,6 +78,9 @@ class ArchiveRecord:
     offset: int = 0
     length: int = 0
     archived_at: datetime | None = None
+    # the URLs of the targets holding the bytes, space separated (several targets,
+    # natsobj.archive.targets); empty in a one-target archive: the target holding the index
+    targets: str = ""
 
     @property
     def header_map(self) -> dict[str, list[str]]:
@@ -123,37 +126,3 @@ def decode_segment(data: bytes) -> list[ArchiveRecord]:
 
 async def segment_keys(target: ArchiveTarget) -> list[str]:
     return [k for k in await target.list(INDEX_DIR) if k.endswith(".parquet")]
-
-
-async def load_index(target: ArchiveTarget) -> list[ArchiveRecord]:
-    """Every record, in sequence order, each sequence once (overlapping segments left by an
-    interrupted run are read as one)."""
-    seen: dict[int, ArchiveRecord] = {}
-    for key in await segment_keys(target):
-        data = await target.get_bytes(key)
-        if data is None:
-            continue
-        for record in decode_segment(data):
-            seen.setdefault(record.sequence, record)
-    return [seen[s] for s in sorted(seen)]
-
-
-async def indexed_through(target: ArchiveTarget) -> int:
-    """The highest sequence any segment covers: where archiving resumes."""
-    keys = await segment_keys(target)
-    return max((segment_range(k)[1] for k in keys), default=0)
-
-
-async def write_cursor(target: ArchiveTarget, bucket: str, sequence: int, **stats: Any) -> None:
-    doc = {
-        "bucket": bucket,
-        "sequence": sequence,
-        "updated_at": datetime.now(UTC).isoformat(),
-        **stats,
-    }
-    await target.put_bytes(CURSOR_KEY, json.dumps(doc, indent=1).encode())
-
-
-async def read_cursor(target: ArchiveTarget) -> dict[str, Any]:
-    data = await target.get_bytes(CURSOR_KEY)
-    return json.loads(data) if data else {}

@@ -16,6 +16,7 @@ from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.restore import verified_bytes
 from natsobj.archive.target import ArchiveTarget
+from natsobj.archive.targets import ArchiveTargets
 from natsobj.model import ObjectInfo
 
 
@@ -45,10 +46,13 @@ def archived_record(info: ObjectInfo) -> ArchiveRecord:
 
 
 def offloaded_bytes(info: ObjectInfo) -> AsyncGenerator[bytes]:
-    """The offloaded object's bytes, verified (DigestMismatch after the last piece if not)."""
+    """The offloaded object's bytes, verified (DigestMismatch after the last piece if not),
+    from its target or, when that does not answer, from a replica (``Offload.mirrors``)."""
     offload = info.tiering.offload if info.tiering else None
     assert offload is not None, "only offloaded objects are read through"
-    return verified_bytes(target_for(offload.url), archived_record(info))
+    holders = [target_for(url) for url in offload.urls]
+    source = holders[0] if len(holders) == 1 else ArchiveTargets(holders, "replicate")
+    return verified_bytes(source, archived_record(info))
 
 
 class OffloadedReader(ObjectReader):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.target import ArchiveTarget
+from natsobj.archive.targets import ArchiveTargets
 from natsobj.errors import DigestMismatch, NatsObjError
 from natsobj.model import ObjectLink, digest_bytes
 
@@ -71,19 +72,23 @@ class RestoreResult:
     unrestorable: list[ArchiveRecord] = field(default_factory=list)
 
 
-async def verified_bytes(target: ArchiveTarget, record: ArchiveRecord) -> AsyncGenerator[bytes]:
-    """The record's bytes from the archive; raises DigestMismatch after the last piece if
-    they are not what the index says (so a put fed by this never publishes them)."""
+async def verified_bytes(
+    target: ArchiveTarget | ArchiveTargets, record: ArchiveRecord
+) -> AsyncGenerator[bytes]:
+    """The record's bytes from the archive (the first target holding them that answers);
+    raises DigestMismatch after the last piece if they are not what the index says (so a put
+    fed by this never publishes them)."""
+    targets = ArchiveTargets.of(target)
     sha = hashlib.sha256()
     size = 0
-    async for piece in target.stream(record.key, record.offset, record.length):
+    async for piece in targets.stream(record):
         sha.update(piece)
         size += len(piece)
         yield piece
     expected = digest_bytes(record.digest)
     if size != record.size or (record.digest and expected != sha.digest()):
         raise DigestMismatch(
-            f"archived bytes at {target.url}/{record.key} (offset {record.offset}) do not match "
+            f"archived bytes at {targets.url}: {record.key} (offset {record.offset}) do not match "
             f"sequence {record.sequence}: {size} bytes, expected {record.size} and {record.digest}",
             bucket=record.bucket,
             name=record.name,
@@ -93,14 +98,15 @@ async def verified_bytes(target: ArchiveTarget, record: ArchiveRecord) -> AsyncG
 
 async def restore(
     client: Client,
-    target: ArchiveTarget,
+    target: ArchiveTarget | ArchiveTargets,
     bucket: str,
     *,
     at: datetime | None = None,
     task: ProgressTask | None = None,
 ) -> RestoreResult:
     """Restore into ``bucket``, created when missing; it must hold no objects."""
-    plan = plan_restore(await index.load_index(target), at)
+    targets = ArchiveTargets.of(target)
+    plan = plan_restore(await targets.load_index(), at)
     store = await client.ensure_store(bucket)
     if await store.list():
         raise NatsObjError(
@@ -113,7 +119,7 @@ async def restore(
         with task(record.name, record.length) if task else nullcontext(None) as advance:
             await store.put(
                 record.name,
-                _advancing(verified_bytes(target, record), advance),
+                _advancing(verified_bytes(targets, record), advance),
                 description=record.description or None,
                 headers=record.header_map,
                 metadata=record.metadata_map,

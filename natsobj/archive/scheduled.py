@@ -7,6 +7,7 @@ from typing import Any
 
 from natsobj.archive.archiver import Archiver
 from natsobj.archive.target import ArchiveTarget
+from natsobj.archive.targets import ArchiveTargets
 from natsobj.archive.tiering import OffloadPolicy
 from natsobj.settings import ConnectionSettings
 
@@ -16,7 +17,7 @@ DEFAULT_GIVE_UP_AFTER = 300.0
 def archive_pass(
     settings: ConnectionSettings,
     bucket: str,
-    target: ArchiveTarget,
+    target: ArchiveTarget | ArchiveTargets,
     *,
     give_up_after: float = DEFAULT_GIVE_UP_AFTER,
     **archiver_options: Any,
@@ -44,7 +45,7 @@ def archive_pass(
 def offload_pass(
     settings: ConnectionSettings,
     bucket: str,
-    target: ArchiveTarget,
+    target: ArchiveTarget | ArchiveTargets,
     policy: OffloadPolicy,
     *,
     dry_run: bool = False,

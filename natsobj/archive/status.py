@@ -6,9 +6,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from natsobj.archive import index
 from natsobj.archive.archiver import TARGET_METADATA_KEY
 from natsobj.archive.target import ArchiveTarget
+from natsobj.archive.targets import ArchiveTargets
 from natsobj.archive.tiering import offload_status
 from natsobj.errors import NatsObjError
 
@@ -47,9 +47,12 @@ def target_of(status_metadata: dict[str, str], bucket: str) -> str:
     return url
 
 
-async def archive_status(store: ObjectStore, target: ArchiveTarget) -> ArchiveStatus:
-    cursor = await index.indexed_through(target)
-    summary = await index.read_cursor(target)
+async def archive_status(
+    store: ObjectStore, target: ArchiveTarget | ArchiveTargets
+) -> ArchiveStatus:
+    targets = ArchiveTargets.of(target)
+    cursor = await targets.indexed_through()
+    summary = await targets.read_cursor()
     stream = await store.status()
     waiting = await store.changes(cursor, limit=1)
     offloaded = await offload_status(store)
@@ -58,7 +61,7 @@ async def archive_status(store: ObjectStore, target: ArchiveTarget) -> ArchiveSt
         lag_seconds = max(0.0, (datetime.now(UTC) - waiting[0].mtime).total_seconds())
     return ArchiveStatus(
         bucket=store.bucket,
-        target=target.url,
+        target=targets.url,
         cursor=cursor,
         last_sequence=stream.last_sequence,
         lag_sequences=max(0, stream.last_sequence - cursor),

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterable, AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlparse
+from urllib.parse import parse_qs, urlparse
 
 from natsobj.errors import NatsObjError
 
@@ -64,12 +64,32 @@ class S3Options:
         )
 
 
+URL_SETTINGS = ("endpoint", "region")  # what a target URL's query may name (never secrets)
+
+
 def split_url(url: str) -> tuple[str, str]:
     """``s3://bucket/prefix`` -> (bucket, prefix without slashes at either end)."""
     parsed = urlparse(url)
     if parsed.scheme not in ("s3", "s3a") or not parsed.netloc:
         raise ValueError(f"archive target must look like s3://bucket/prefix, not {url!r}")
     return parsed.netloc, parsed.path.strip("/")
+
+
+def url_settings(url: str) -> dict[str, str]:
+    """``s3://bucket/prefix?endpoint=http://host:9000&region=eu-west-1`` -> its settings.
+
+    Targets in different places (two regions, two clouds) need their own endpoint; carried
+    in the URL, it travels with every record that names the target, so a reader in another
+    process (a Spark executor, an Airflow worker) finds the bytes with the URL alone."""
+    query = parse_qs(urlparse(url).query, keep_blank_values=True)
+    unknown = sorted(set(query) - set(URL_SETTINGS))
+    if unknown:
+        raise ValueError(
+            f"archive target {url!r}: unknown setting {', '.join(unknown)} "
+            f"(a target URL may set {' and '.join(URL_SETTINGS)}; credentials come from the "
+            "AWS environment)"
+        )
+    return {name: values[-1] for name, values in query.items()}
 
 
 class ArchiveTarget:
@@ -80,7 +100,7 @@ class ArchiveTarget:
 
         self.url = url.rstrip("/")
         self.bucket, self.prefix = split_url(self.url)
-        self.options = options or S3Options()
+        self.options = replace(options or S3Options(), **url_settings(self.url))
         self.counts = RequestCounts()
         opts = self.options
         config: dict[str, Any] = {}

@@ -23,7 +23,8 @@ from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.readthrough import offloaded_bytes
 from natsobj.archive.restore import verified_bytes
-from natsobj.archive.target import ArchiveTarget
+from natsobj.archive.target import ArchiveTarget, ArchiveTargetError
+from natsobj.archive.targets import REPLICATE, ArchiveTargets
 from natsobj.errors import DigestMismatch, ObjectChanged
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, Offload, Tiering
@@ -87,9 +88,9 @@ class ArchivedVersions:
     by_sequence: dict[int, ArchiveRecord] = field(default_factory=dict)
 
     @classmethod
-    async def load(cls, target: ArchiveTarget) -> ArchivedVersions:
+    async def load(cls, targets: ArchiveTargets) -> ArchivedVersions:
         held = cls()
-        for record in await index.load_index(target):
+        for record in await targets.load_index():
             if record.key and record.nuid and record.kind in (index.PUT, index.META):
                 held.by_nuid[record.nuid] = record
                 held.by_sequence[record.sequence] = record
@@ -104,7 +105,7 @@ class ArchivedVersions:
 
 async def offload(
     store: ObjectStore,
-    target: ArchiveTarget,
+    target: ArchiveTarget | ArchiveTargets,
     policy: OffloadPolicy | None = None,
     *,
     dry_run: bool = False,
@@ -112,10 +113,12 @@ async def offload(
 ) -> OffloadResult:
     """Offload every current object the policy selects (all, without one) whose version the
     archive at ``target`` holds. With ``dry_run`` nothing changes; the result says what would
-    be offloaded."""
+    be offloaded. With several targets replicating, a version every target holds (and
+    verifies) is offloaded; one a target lacks is skipped."""
+    targets = ArchiveTargets.of(target)
     policy = policy or OffloadPolicy()
     now = now or datetime.now(UTC)
-    held = await ArchivedVersions.load(target)
+    held = await ArchivedVersions.load(targets)
     result = OffloadResult(dry_run=dry_run)
     names = sorted(policy.names) if policy.names is not None else None
     candidates = await _candidates(store, names, policy.glob)
@@ -123,7 +126,7 @@ async def offload(
         if not policy.matches(info, now):
             continue
         archived = held.copy_of(info)
-        why = _not_offloadable(info, archived)
+        why = _not_offloadable(info, archived, targets)
         if why is not None or archived is None:
             result.skipped.append((info.name, why or ""))
             continue
@@ -132,8 +135,8 @@ async def offload(
             result.bytes += info.size
             continue
         try:
-            done = await _offload_one(store, target, info, archived)
-        except (ObjectChanged, DigestMismatch) as exc:
+            done = await _offload_one(store, targets, info, archived)
+        except (ObjectChanged, DigestMismatch, ArchiveTargetError) as exc:
             result.skipped.append((info.name, exc.message))
             continue
         result.offloaded.append(done)
@@ -157,7 +160,9 @@ async def _candidates(
     return found
 
 
-def _not_offloadable(info: ObjectInfo, archived: ArchiveRecord | None) -> str | None:
+def _not_offloadable(
+    info: ObjectInfo, archived: ArchiveRecord | None, targets: ArchiveTargets
+) -> str | None:
     if info.is_link:
         return "a link has no bytes of its own"
     if info.offloaded:
@@ -166,17 +171,30 @@ def _not_offloadable(info: ObjectInfo, archived: ArchiveRecord | None) -> str | 
         return "empty: nothing to reclaim"
     if archived is None:
         return "this version is not in the archive yet: run the archiver first"
+    if targets.strategy == REPLICATE:
+        lacking = [m.url for m in targets.members if m.target not in targets.holders(archived)]
+        if lacking:
+            return f"not replicated to every target yet: {' '.join(lacking)} lacks it"
     return None
 
 
 async def _offload_one(
-    store: ObjectStore, target: ArchiveTarget, info: ObjectInfo, archived: ArchiveRecord
+    store: ObjectStore, targets: ArchiveTargets, info: ObjectInfo, archived: ArchiveRecord
 ) -> ObjectInfo:
-    """Verify the archived bytes, publish the restating record over exactly ``info``'s
-    version, then purge the chunks: a failure at any step leaves the object as it was."""
-    async for _ in verified_bytes(target, archived):
-        pass
-    location = Offload(target.url, archived.key, archived.offset, archived.length)
+    """Verify the archived bytes (every copy, when replicated), publish the restating record
+    over exactly ``info``'s version, then purge the chunks: a failure at any step leaves the
+    object as it was."""
+    holders = targets.holders(archived)
+    for holder in holders if targets.strategy == REPLICATE else holders[:1]:
+        async for _ in verified_bytes(ArchiveTargets.of(holder), archived):
+            pass
+    location = Offload(
+        holders[0].url,
+        archived.key,
+        archived.offset,
+        archived.length,
+        mirrors=[holder.url for holder in holders[1:]],
+    )
     replaces = info.stands_for or int(info.sequence or 0)
     record = info.evolve(tiering=Tiering(replaces=replaces, mtime=info.mtime, offload=location))
     from natsobj.aio.store import _Conflict

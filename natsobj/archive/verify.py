@@ -1,5 +1,5 @@
 """Check every indexed version's archived bytes against its digest, and that nothing the
-index points at is missing."""
+index points at is missing: on every target, each copy a target's index says it holds."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.target import ArchiveTarget, ArchiveTargetError
+from natsobj.archive.targets import ArchiveTargets, holder_urls
 from natsobj.model import digest_bytes
 
 
@@ -27,9 +28,23 @@ class VerifyReport:
 
 
 async def verify(
-    target: ArchiveTarget, *, on_checked: Callable[[ArchiveRecord], None] | None = None
+    target: ArchiveTarget | ArchiveTargets,
+    *,
+    on_checked: Callable[[ArchiveRecord], None] | None = None,
 ) -> VerifyReport:
     report = VerifyReport()
+    for member in ArchiveTargets.of(target).members:
+        await _verify_one(member.target, report, on_checked)
+    return report
+
+
+async def _verify_one(
+    target: ArchiveTarget,
+    report: VerifyReport,
+    on_checked: Callable[[ArchiveRecord], None] | None,
+) -> None:
+    """One target's index, and the bytes it says this target holds (a record naming no
+    target is from a one-target archive: its bytes are here)."""
     seen: set[int] = set()
     for key in await index.segment_keys(target):
         data = await target.get_bytes(key)
@@ -42,14 +57,15 @@ async def verify(
                 report.skipped.append(record)
             if record.kind != index.PUT:
                 continue  # meta updates point at bytes a put record already checks
+            if record.targets and target.url not in holder_urls(record):
+                continue  # held by another target, checked there
             problem = await _check(target, record)
             report.checked += 1
             report.bytes += record.length
             if problem:
-                report.bad.append((record, problem))
+                report.bad.append((record, f"{target.url}: {problem}"))
             if on_checked is not None:
                 on_checked(record)
-    return report
 
 
 async def _check(target: ArchiveTarget, record: ArchiveRecord) -> str | None:

@@ -30,12 +30,13 @@ class MotoServer:
         return f"http://127.0.0.1:{self.port}"
 
 
-def start_moto(log_dir: Path) -> MotoServer:
-    """Fails (never skips) when moto's server is not installed."""
+def start_moto(log_dir: Path, port: int | None = None) -> MotoServer:
+    """Fails (never skips) when moto's server is not installed. ``port`` restarts a stopped
+    server where it was (its state, kept in memory, is gone)."""
     binary = shutil.which("moto_server", path=str(Path(sys.executable).parent))
     assert binary, "moto_server is missing: install the dev extra (moto[server])"
-    port = free_port()
-    log = (log_dir / f"moto-{port}.log").open("wb")
+    port = port or free_port()
+    log = (log_dir / f"moto-{port}.log").open("ab")
     process = subprocess.Popen(
         [binary, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT
     )
@@ -60,12 +61,26 @@ S3_ENV = {
 }
 
 
+def stop_moto(server: MotoServer) -> None:
+    if server.process.poll() is None:
+        server.process.terminate()
+        server.process.wait(10)
+
+
 @pytest.fixture(scope="session")
 def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MotoServer]:
     server = start_moto(tmp_path_factory.mktemp("moto"))
     yield server
-    server.process.terminate()
-    server.process.wait(10)
+    stop_moto(server)
+
+
+@pytest.fixture
+def second_moto(tmp_path: Path) -> Iterator[MotoServer]:
+    """Another S3 endpoint, this test's own, for archives on several targets: the test may
+    stop it (``process.kill()``) and start it again on its port (stopping that one itself)."""
+    server = start_moto(tmp_path)
+    yield server
+    stop_moto(server)
 
 
 def s3_client(endpoint: str | None = None):

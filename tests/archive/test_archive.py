@@ -10,7 +10,7 @@ import os
 import pyarrow.parquet as pq
 
 import natsobj
-from natsobj.archive import Archiver, ArchiveTarget, load_index, restore, verify
+from natsobj.archive import Archiver, ArchiveTarget, ArchiveTargets, load_index, restore, verify
 from natsobj.archive import index as layout
 from natsobj.model import digest_of
 from tests.archive.conftest import s3_client
@@ -178,5 +178,5 @@ def test_cursor_json_follows_the_index(nats_url, store, archive_url):
     store.put("x", b"x")
     target = run(archive_once(nats_url, store.bucket, archive_url))
     cursor = json.loads(run(target.get_bytes(layout.CURSOR_KEY)))
-    assert cursor["sequence"] == run(layout.indexed_through(target)) > 0
+    assert cursor["sequence"] == run(ArchiveTargets.of(target).indexed_through()) > 0
     assert cursor["versions"] == 1 and cursor["bytes"] == 1

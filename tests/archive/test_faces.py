@@ -10,7 +10,7 @@ import subprocess
 
 from click.testing import CliRunner
 
-from natsobj.archive import ArchiveTarget, load_index
+from natsobj.archive import ArchiveTarget, ArchiveTargets, load_index
 from natsobj.archive.target import S3Options
 from natsobj.cli.app import cli
 from natsobj.cli.exits import ExitCode
@@ -185,8 +185,6 @@ def test_cli_run_follows_until_sigterm(nats_url, store, archive_url):
     import sys
     import time
 
-    from natsobj.archive import index as layout
-
     command = ["archive", "run", store.bucket, "--to", archive_url, "--pack-age", "0.2"]
     process = subprocess.Popen(
         [sys.executable, "-m", "natsobj.cli", "--url", nats_url, *command],
@@ -200,7 +198,8 @@ def test_cli_run_follows_until_sigterm(nats_url, store, archive_url):
             store.put(f"r{round_}", f"round {round_}".encode())
             deadline = time.monotonic() + 120
             while (
-                asyncio.run(layout.indexed_through(target)) < store.get_info(f"r{round_}").sequence
+                asyncio.run(ArchiveTargets.of(target).indexed_through())
+                < store.get_info(f"r{round_}").sequence
             ):
                 assert process.poll() is None, process.stderr.read()
                 assert time.monotonic() < deadline, "the running archiver did not pick it up"

@@ -210,7 +210,7 @@ def test_version_purged_before_archiving_is_reported_skipped(nats_url, store, ar
             await archiver.archive_changes(seen)
             await archiver.flush()
             await archiver.run(once=True)
-            return first, archiver.totals, await load_index(archiver.target)
+            return first, archiver.totals, await archiver.targets.load_index()
 
     first, totals, records = asyncio.run(body())
     assert totals.skipped == [first.sequence]

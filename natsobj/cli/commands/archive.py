@@ -2,7 +2,9 @@
 
 The S3 endpoint and credentials come from the standard AWS chain (``AWS_ENDPOINT_URL``,
 ``AWS_ACCESS_KEY_ID``..., ``AWS_PROFILE``); ``--endpoint``, ``--region`` and ``--profile``
-override it. Keys are never accepted on the command line, where ``ps`` would show them.
+override it, and a target URL may name its own (``s3://b/p?endpoint=...&region=...``). Keys
+are never accepted on the command line, where ``ps`` would show them. Several targets
+(``--to`` repeated) take a ``--strategy``: replicate, failover or shard.
 """
 
 from __future__ import annotations
@@ -27,9 +29,18 @@ from natsobj.cli.session import Session, pass_session
 T = TypeVar("T")
 
 
+STRATEGY_CHOICE = click.Choice(["replicate", "failover", "shard"])
+
+
 def s3_options(command: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(
         [
+            click.option(
+                "--strategy",
+                type=STRATEGY_CHOICE,
+                help="With several targets: write to all (replicate), to the first that "
+                "answers (failover), or spread by weight (shard).",
+            ),
             click.option("--endpoint", metavar="URL", help="S3 endpoint (or $AWS_ENDPOINT_URL)."),
             click.option("--region", help="S3 region (or $AWS_REGION)."),
             click.option("--profile", help="AWS profile for the credentials (or $AWS_PROFILE)."),
@@ -39,16 +50,37 @@ def s3_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return command
 
 
-def _target(url: str, endpoint: str | None, region: str | None, profile: str | None) -> Any:
+def target_option(required: bool) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    return click.option(
+        "--to",
+        "--target",
+        "urls",
+        multiple=True,
+        required=required,
+        metavar="s3://BUCKET/PREFIX[=WEIGHT]",
+        help="Archive target; repeat for several (see --strategy)."
+        + ("" if required else " Default: the one recorded."),
+    )
+
+
+def _target(
+    urls: str | tuple[str, ...],
+    strategy: str | None,
+    endpoint: str | None,
+    region: str | None,
+    profile: str | None,
+) -> Any:
+    """``ArchiveTargets`` from repeated ``--to`` (or the configuration recorded)."""
     try:
-        from natsobj.archive import ArchiveTarget, S3Options
+        from natsobj.archive import ArchiveTargets, S3Options
     except ImportError as exc:
         raise CliError(
             f"the archive needs the 'archive' extra ({exc.name} is missing): "
             "pip install 'natsobj[archive]'"
         ) from exc
+    options = S3Options(endpoint=endpoint, region=region, profile=profile)
     try:
-        return ArchiveTarget(url, S3Options(endpoint=endpoint, region=region, profile=profile))
+        return ArchiveTargets.parse(urls, strategy, options)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from exc
 
@@ -94,7 +126,7 @@ def archive() -> None:
 
 @archive.command("run")
 @click.argument("bucket")
-@click.option("--to", "url", required=True, metavar="s3://BUCKET/PREFIX", help="Archive target.")
+@target_option(required=True)
 @click.option("--once", is_flag=True, help="Catch up, then exit (for schedulers).")
 @click.option(
     "--small-object",
@@ -118,7 +150,7 @@ def archive() -> None:
 def run(
     ctx: click.Context,
     bucket: str,
-    url: str,
+    urls: tuple[str, ...],
     once: bool,
     small_object: int,
     pack_age: float,
@@ -131,7 +163,7 @@ def run(
     from natsobj.archive.scheduled import DEFAULT_GIVE_UP_AFTER
 
     session: Session = ctx.obj
-    target = _target(url, **s3)
+    target = _target(urls, **s3)
     _show_archive_warnings(ctx)
 
     with meter(progress) as bar, bar.task(f"archive {bucket}", None) as advance:
@@ -166,11 +198,13 @@ def run(
 
 @archive.command("status")
 @click.argument("bucket")
-@click.option("--to", "url", metavar="s3://BUCKET/PREFIX", help="Default: the one recorded.")
+@target_option(required=False)
 @s3_options
 @json_option()
 @pass_session
-def status(session: Session, bucket: str, url: str | None, as_json: bool, **s3: str | None) -> None:
+def status(
+    session: Session, bucket: str, urls: tuple[str, ...], as_json: bool, **s3: str | None
+) -> None:
     """Cursor, lag (in sequences and seconds), what the archive of BUCKET holds, and how
     much of BUCKET is offloaded to it."""
     from natsobj.archive import archive_status
@@ -178,7 +212,7 @@ def status(session: Session, bucket: str, url: str | None, as_json: bool, **s3: 
 
     async def work(client: aio.Client) -> Any:
         store = await client.store(bucket)
-        where = url or target_of((await store.status()).metadata, bucket)
+        where = urls or target_of((await store.status()).metadata, bucket)
         return await archive_status(store, _target(where, **s3))
 
     state = _with_client(session, work)
@@ -205,7 +239,7 @@ def status(session: Session, bucket: str, url: str | None, as_json: bool, **s3: 
 
 
 @archive.command("restore")
-@click.argument("url", metavar="s3://BUCKET/PREFIX")
+@click.argument("urls", nargs=-1, required=True, metavar="s3://BUCKET/PREFIX...")
 @click.option("--to", "bucket", required=True, help="A new or empty bucket to restore into.")
 @click.option("--at", "at", metavar="TIME", help="Restore the store as it was then (ISO 8601).")
 @s3_options
@@ -213,16 +247,17 @@ def status(session: Session, bucket: str, url: str | None, as_json: bool, **s3: 
 @pass_session
 def restore(
     session: Session,
-    url: str,
+    urls: tuple[str, ...],
     bucket: str,
     at: str | None,
     progress: bool | None,
     **s3: str | None,
 ) -> None:
-    """Rebuild a bucket from the archive: the latest versions, or as of --at."""
+    """Rebuild a bucket from the archive (on several targets: give them all, with the
+    --strategy they were written with): the latest versions, or as of --at."""
     from natsobj.archive import restore as restore_archive
 
-    target = _target(url, **s3)
+    target = _target(urls, **s3)
     moment = _parse_time(at) if at else None
     with meter(progress) as bar:
         result = _with_client(
@@ -241,14 +276,15 @@ def restore(
 
 
 @archive.command("verify")
-@click.argument("url", metavar="s3://BUCKET/PREFIX")
+@click.argument("urls", nargs=-1, required=True, metavar="s3://BUCKET/PREFIX...")
 @s3_options
 @progress_option()
-def verify(url: str, progress: bool | None, **s3: str | None) -> None:
-    """Check every archived version's bytes against its digest (exit 4 on a mismatch)."""
+def verify(urls: tuple[str, ...], progress: bool | None, **s3: str | None) -> None:
+    """Check every archived version's bytes against its digest, on every target given (exit
+    4 on a mismatch)."""
     from natsobj.archive import verify as verify_archive
 
-    target = _target(url, **s3)
+    target = _target(urls, **s3)
     with meter(progress) as bar, bar.task("verify", None) as advance:
         report = asyncio.run(
             verify_archive(target, on_checked=lambda record: advance(record.length))
@@ -266,7 +302,7 @@ def verify(url: str, progress: bool | None, **s3: str | None) -> None:
 
 @archive.command("offload")
 @click.argument("bucket")
-@click.option("--to", "url", metavar="s3://BUCKET/PREFIX", help="Default: the one recorded.")
+@target_option(required=False)
 @click.option("--older-than", type=Duration(), help="Not written for this long (30d, 12h).")
 @click.option("--larger-than", type=ByteSize(), help="Only objects over this size (100MB).")
 @click.option("--glob", help="Only names matching this path-aware glob (raw/**/*.parquet).")
@@ -278,7 +314,7 @@ def verify(url: str, progress: bool | None, **s3: str | None) -> None:
 def offload(
     session: Session,
     bucket: str,
-    url: str | None,
+    urls: tuple[str, ...],
     older_than: timedelta | None,
     larger_than: int | None,
     glob: str | None,
@@ -302,7 +338,7 @@ def offload(
 
     async def work(client: aio.Client) -> Any:
         store = await client.store(bucket)
-        where = url or target_of((await store.status()).metadata, bucket)
+        where = urls or target_of((await store.status()).metadata, bucket)
         return await offload_objects(store, _target(where, **s3), policy, dry_run=dry_run)
 
     result = _with_client(session, work)

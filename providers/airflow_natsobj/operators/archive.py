@@ -19,7 +19,7 @@ from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from natsobj.archive import ArchiveTarget, S3Options
+    from natsobj.archive import ArchiveTargets, S3Options
 
 
 def s3_options_from_aws_connection(aws_conn_id: str) -> S3Options:
@@ -46,19 +46,26 @@ def s3_options_from_aws_connection(aws_conn_id: str) -> S3Options:
 
 
 def archive_target(
-    url: str, aws_conn_id: str | None, endpoint: str | None, region: str | None
-) -> ArchiveTarget:
-    """The target with S3 settings from the ``aws`` connection or the worker's environment."""
-    from natsobj.archive import ArchiveTarget, S3Options
+    target: str | Sequence[str],
+    strategy: str | None,
+    aws_conn_id: str | None,
+    endpoint: str | None,
+    region: str | None,
+) -> ArchiveTargets:
+    """The target(s) (``s3://b/p`` or a list of ``s3://b/p[=WEIGHT]`` with a strategy), with
+    S3 settings from the ``aws`` connection or the worker's environment."""
+    from natsobj.archive import ArchiveTargets, S3Options
 
     options = s3_options_from_aws_connection(aws_conn_id) if aws_conn_id else S3Options()
     options.endpoint = endpoint or options.endpoint
     options.region = region or options.region
-    return ArchiveTarget(url, options)
+    return ArchiveTargets.parse(target, strategy, options)
 
 
 class NatsArchiveOperator(BaseOperator):
-    """Archive every new version of ``bucket`` to ``target`` (``s3://bucket/prefix``).
+    """Archive every new version of ``bucket`` to ``target`` (``s3://bucket/prefix``, or a
+    list of them with a ``strategy``: ``replicate``, ``failover`` or ``shard``; see
+    docs/archive.md, "Several targets").
 
     Returns ``{"bucket", "target", "cursor", "versions", "bytes", "skipped", ...}``; versions
     whose bytes were gone from NATS before they could be archived are listed in ``skipped``
@@ -71,7 +78,8 @@ class NatsArchiveOperator(BaseOperator):
         self,
         *,
         bucket: str,
-        target: str,
+        target: str | Sequence[str],
+        strategy: str | None = None,
         nats_conn_id: str = NatsObjectStoreHook.default_conn_name,
         aws_conn_id: str | None = None,
         endpoint: str | None = None,
@@ -83,6 +91,7 @@ class NatsArchiveOperator(BaseOperator):
         super().__init__(**kwargs)
         self.bucket = bucket
         self.target = target
+        self.strategy = strategy
         self.nats_conn_id = nats_conn_id
         self.aws_conn_id = aws_conn_id
         self.endpoint = endpoint
@@ -93,7 +102,9 @@ class NatsArchiveOperator(BaseOperator):
     def execute(self, context: Context) -> dict[str, Any]:
         from natsobj.archive.scheduled import archive_pass
 
-        target = archive_target(self.target, self.aws_conn_id, self.endpoint, self.region)
+        target = archive_target(
+            self.target, self.strategy, self.aws_conn_id, self.endpoint, self.region
+        )
         extra = {"small_object": self.small_object} if self.small_object else {}
         summary = archive_pass(
             NatsObjectStoreHook(nats_conn_id=self.nats_conn_id).settings,
@@ -115,7 +126,8 @@ class NatsArchiveOperator(BaseOperator):
 
 
 class NatsOffloadOperator(BaseOperator):
-    """Offload the cold objects of ``bucket`` to its archive at ``target``: their chunks leave
+    """Offload the cold objects of ``bucket`` to its archive at ``target`` (one URL, or the
+    list and ``strategy`` the archive was written with): their chunks leave
     JetStream, their meta records stay, and reads go through to S3 (docs/archive.md,
     "Tiering"). Only versions the archive holds are offloaded, so schedule it after
     ``NatsArchiveOperator``. Every condition given must hold: ``older_than`` (from the
@@ -130,7 +142,8 @@ class NatsOffloadOperator(BaseOperator):
         self,
         *,
         bucket: str,
-        target: str,
+        target: str | Sequence[str],
+        strategy: str | None = None,
         older_than: timedelta | None = None,
         larger_than: int | None = None,
         glob: str | None = None,
@@ -145,6 +158,7 @@ class NatsOffloadOperator(BaseOperator):
         super().__init__(**kwargs)
         self.bucket = bucket
         self.target = target
+        self.strategy = strategy
         self.older_than = older_than
         self.larger_than = larger_than
         self.glob = glob
@@ -168,7 +182,9 @@ class NatsOffloadOperator(BaseOperator):
         summary = offload_pass(
             NatsObjectStoreHook(nats_conn_id=self.nats_conn_id).settings,
             self.bucket,
-            archive_target(self.target, self.aws_conn_id, self.endpoint, self.region),
+            archive_target(
+                self.target, self.strategy, self.aws_conn_id, self.endpoint, self.region
+            ),
             policy,
             dry_run=self.dry_run,
         )
