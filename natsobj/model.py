@@ -314,6 +314,9 @@ class StoreStatus:
     placement: dict[str, Any] | None = None
     messages: int = 0
     last_sequence: int = 0  # the stream's last sequence: where a change cursor starts "now"
+    # objects (and their bytes) offloaded to S3; None unless status(count_offloaded=True)
+    offloaded_objects: int | None = None
+    offloaded_bytes: int | None = None
     stream_info: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -354,4 +357,6 @@ class StoreStatus:
             "is_compressed": self.is_compressed,
             "backing_store": self.backing_store,
             "messages": self.messages,
+            "offloaded_objects": self.offloaded_objects,
+            "offloaded_bytes": self.offloaded_bytes,
         }

@@ -262,8 +262,8 @@ class ObjectStore:
         return self._store.read_floor(stream_info)
 
     @_mirrors(_core.ObjectStore.status)
-    def status(self) -> StoreStatus:
-        return run(self._store.status())
+    def status(self, *, count_offloaded: bool = False) -> StoreStatus:
+        return run(self._store.status(count_offloaded=count_offloaded))
 
     @_mirrors(_core.ObjectStore.list)
     def list(

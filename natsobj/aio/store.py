@@ -653,9 +653,21 @@ class ObjectStore:
 
     # -- bucket ---------------------------------------------------------------------------------
 
-    async def status(self) -> StoreStatus:
-        """The bucket's settings and usage, read from its stream (BucketNotFound once deleted)."""
-        return StoreStatus.from_stream_info(self.bucket, await self._require_stream())
+    async def status(self, *, count_offloaded: bool = False) -> StoreStatus:
+        """The bucket's settings and usage, read from its stream (BucketNotFound once deleted).
+
+        ``count_offloaded`` adds how many current objects, and how many of their bytes, live
+        in an S3 archive only (docs/archive.md, "Tiering"). That reads the listing's meta
+        records (one message per object, no chunks), so it is asked for rather than done on
+        every call: sensors and triggers poll ``status()`` for ``last_sequence``."""
+        status = StoreStatus.from_stream_info(self.bucket, await self._require_stream())
+        if count_offloaded:
+            status.offloaded_objects = status.offloaded_bytes = 0
+            async for info in self.iter_list():
+                if info.offloaded:
+                    status.offloaded_objects += 1
+                    status.offloaded_bytes += info.size
+        return status
 
     async def seal(self) -> StoreStatus:
         """Make the bucket read-only for good: puts and deletes are refused from then on."""

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from natsobj.archive.archiver import TARGET_METADATA_KEY
 from natsobj.archive.target import ArchiveTarget
 from natsobj.archive.targets import ArchiveTargets
-from natsobj.archive.tiering import offload_status
 from natsobj.errors import NatsObjError
 
 if TYPE_CHECKING:
@@ -53,9 +52,8 @@ async def archive_status(
     targets = ArchiveTargets.of(target)
     cursor = await targets.indexed_through()
     summary = await targets.read_cursor()
-    stream = await store.status()
+    stream = await store.status(count_offloaded=True)
     waiting = await store.changes(cursor, limit=1)
-    offloaded = await offload_status(store)
     lag_seconds = 0.0
     if waiting and waiting[0].mtime is not None:
         lag_seconds = max(0.0, (datetime.now(UTC) - waiting[0].mtime).total_seconds())
@@ -70,6 +68,6 @@ async def archive_status(
         bytes=int(summary.get("bytes", 0)),
         skipped=list(summary.get("skipped", [])),
         updated_at=summary.get("updated_at"),
-        offloaded_objects=offloaded.objects,
-        offloaded_bytes=offloaded.bytes,
+        offloaded_objects=stream.offloaded_objects or 0,
+        offloaded_bytes=stream.offloaded_bytes or 0,
     )

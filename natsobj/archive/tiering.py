@@ -36,9 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "OffloadPolicy",
     "OffloadResult",
-    "OffloadStatus",
     "offload",
-    "offload_status",
     "rehydrate",
 ]
 
@@ -71,12 +69,6 @@ class OffloadResult:
     bytes: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, why)
     dry_run: bool = False
-
-
-@dataclass
-class OffloadStatus:
-    objects: int = 0
-    bytes: int = 0
 
 
 @dataclass
@@ -227,13 +219,3 @@ async def rehydrate(store: ObjectStore, name: str) -> ObjectInfo:
         expected_sequence=info.sequence,
         tiering=tiering,
     )
-
-
-async def offload_status(store: ObjectStore) -> OffloadStatus:
-    """How many current objects, and how many of their bytes, live in the archive only."""
-    status = OffloadStatus()
-    async for info in store.iter_list():
-        if info.offloaded:
-            status.objects += 1
-            status.bytes += info.size
-    return status

@@ -4,6 +4,7 @@ stopped mid-run, and weighted sharding."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 
@@ -170,3 +171,33 @@ def test_weighted_sharding_spreads_versions_by_weight(nats_url, store, moto, sec
     assert len(result.offloaded) == len(contents)
     for name, data in contents.items():
         assert store.get_bytes(name) == data
+
+
+def test_cli_archives_to_several_targets_and_remembers_them(
+    nats_url, store, moto, second_moto, s3_env
+):
+    from click.testing import CliRunner
+
+    from natsobj.cli.app import cli
+
+    def invoke(*args: str):
+        return CliRunner().invoke(cli, ["--url", nats_url, *args], catch_exceptions=False)
+
+    a, b = target_url(moto.endpoint), target_url(second_moto.endpoint)
+    store.put("report.csv", b"a,b\n1,2\n")
+    undecided = invoke("archive", "run", store.bucket, "--to", a, "--to", b, "--once")
+    assert undecided.exit_code != 0 and "need a strategy" in undecided.output
+
+    ran = invoke(
+        "archive", "run", store.bucket, "--to", a, "--target", b, "--strategy", "replicate",
+        "--once",
+    )  # fmt: skip
+    assert ran.exit_code == 0, ran.output
+    assert data_keys(a) == data_keys(b) != set()
+
+    status = invoke("archive", "status", store.bucket, "--json")  # the recorded configuration
+    assert status.exit_code == 0, status.output
+    assert json.loads(status.output)["target"] == f"replicate {a} {b}"
+    assert json.loads(status.output)["versions"] == 1
+    checked = invoke("archive", "verify", a, b, "--strategy", "replicate")
+    assert checked.exit_code == 0 and "checked 2 versions" in checked.output, checked.output

@@ -43,6 +43,10 @@ def test_cli_offload_dry_run_offload_ls_and_rehydrate(nats_url, store, archive_u
 
     status = json.loads(invoke(nats_url, "archive", "status", store.bucket, "--json").output)
     assert (status["offloaded_objects"], status["offloaded_bytes"]) == (1, len(big))
+    store_status = json.loads(invoke(nats_url, "store", "status", store.bucket, "--json").output)
+    assert (store_status["offloaded_objects"], store_status["offloaded_bytes"]) == (1, len(big))
+    shown = invoke(nats_url, "store", "status", store.bucket).output
+    assert "offloaded to S3" in shown and "1 objects" in shown
 
     listed = invoke(nats_url, "ls", store.bucket, "raw/")
     rows = {line.split()[0]: line for line in listed.output.splitlines()[1:] if line.strip()}

@@ -74,6 +74,13 @@ def _show_status(status: StoreStatus, as_json: bool) -> None:
         ("compressed", "yes" if status.is_compressed else "no"),
         ("sealed", "yes" if status.sealed else "no"),
     ]
+    if status.offloaded_objects is not None and status.offloaded_bytes is not None:
+        pairs.append(
+            (
+                "offloaded to S3",
+                f"{status.offloaded_objects} objects, {render.size(status.offloaded_bytes)}",
+            )
+        )
     pairs += [(f"metadata {k}", v) for k, v in sorted(status.metadata.items())]
     render.fields(pairs)
 
@@ -132,8 +139,9 @@ def create(
 @json_option()
 @pass_session
 def status(session: Session, bucket: str, as_json: bool) -> None:
-    """Show size, limits and settings of BUCKET."""
-    _show_status(session.store(bucket).status(), as_json)
+    """Show size, limits and settings of BUCKET, and what of it is offloaded to S3 (a pass
+    over its meta records)."""
+    _show_status(session.store(bucket).status(count_offloaded=True), as_json)
 
 
 @store_group.command("seal")
