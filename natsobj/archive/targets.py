@@ -25,7 +25,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -327,7 +327,7 @@ class ArchiveTargets:
         found = [m.target for m in self.members if m.url in named]
         return found or [m.target for m in self.members]
 
-    async def stream(self, record: ArchiveRecord) -> AsyncIterator[bytes]:
+    async def stream(self, record: ArchiveRecord) -> AsyncGenerator[bytes]:
         """The record's bytes from the first holder that answers (then from the other
         targets). A target failing after its first piece raises: the bytes already handed
         out cannot be taken back."""
