@@ -7,7 +7,6 @@ version that does not verify is never restored, and memory stays bounded.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
@@ -82,7 +81,7 @@ async def verified_bytes(
     targets = ArchiveTargets.of(target)
     sha = hashlib.sha256()
     size = 0
-    async for piece in read_ahead(targets.stream(record)):
+    async for piece in targets.stream(record):
         sha.update(piece)
         size += len(piece)
         yield piece
@@ -95,23 +94,6 @@ async def verified_bytes(
             name=record.name,
             hint="Run `natsobj archive verify` and restore from another archive copy.",
         )
-
-
-async def read_ahead(pieces: AsyncGenerator[bytes]) -> AsyncGenerator[bytes]:
-    """The same pieces, with the next one already being fetched while this one is hashed and
-    handed out: the S3 transfer (in obstore's own threads) overlaps the SHA-256 and the
-    consumer instead of waiting for them. At most two pieces are held."""
-    pending = asyncio.ensure_future(anext(pieces, None))
-    try:
-        while (piece := await pending) is not None:
-            pending = asyncio.ensure_future(anext(pieces, None))
-            yield piece
-    finally:
-        pending.cancel()
-        await asyncio.wait([pending])  # never two readers inside ``pieces`` at once
-        if not pending.cancelled():
-            pending.exception()  # retrieved: the failure that matters was raised already
-        await pieces.aclose()
 
 
 async def restore(
