@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,6 +65,8 @@ def isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    # the listings' name indexes (natsobj.name_index) go to a directory of the run, not ~/.cache
+    os.environ.setdefault("NATSOBJ_CACHE_DIR", tempfile.mkdtemp(prefix="natsobj-cache-"))
 
 
 @pytest.fixture
