@@ -137,11 +137,8 @@ class NameIndex:
             )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
-            with self._transaction():
-                self._db.executescript(_SCHEMA.replace("\n    ", "\n"))
-                self._db.execute(
-                    "INSERT OR IGNORE INTO state VALUES (0, 0, 0, ?)", (identity.key(),)
-                )
+            self._db.executescript(_SCHEMA)  # idempotent; executescript commits by itself
+            self._db.execute("INSERT OR IGNORE INTO state VALUES (0, 0, 0, ?)", (identity.key(),))
         except (OSError, sqlite3.Error) as exc:
             raise NameIndexUnavailable(f"{path}: {exc}") from exc
 
