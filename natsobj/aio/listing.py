@@ -347,6 +347,9 @@ class _SubjectStateListing:
         return out
 
     async def close(self) -> None:
+        for generator in (self._requests, self._pages):  # ends the index's read, if any
+            if generator is not None:
+                await generator.aclose()
         if self._gets is not None:
             await self._gets.close()
             self._gets = None
