@@ -255,6 +255,22 @@ def scale_figures(
     from an empty name index, the warm ones after it reuse what it built)."""
     figures: dict[Any, Any] = {"load": os.getloadavg()[0]}
     cache = Path(tempfile.mkdtemp(prefix="natsobj-scale-cache-"))
+    try:
+        _measure_all(url, counts, repeats, runs, cache, figures)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    figures["load_after"] = os.getloadavg()[0]
+    return figures
+
+
+def _measure_all(
+    url: str,
+    counts: list[int],
+    repeats: int,
+    runs: tuple[str, ...],
+    cache: Path,
+    figures: dict[Any, Any],
+) -> None:
     for count in counts:
         bucket = f"scale{count}"
         asyncio.run(fill_store(url, bucket, count))
@@ -269,9 +285,6 @@ def scale_figures(
                 samples[label].append(run_case(case, url, bucket, count, cache))
         figures[count] = {label: _medians(samples[label]) for label in runs}
         asyncio.run(_delete_store(url, bucket))
-    shutil.rmtree(cache, ignore_errors=True)
-    figures["load_after"] = os.getloadavg()[0]
-    return figures
 
 
 def _medians(runs: list[dict[str, float] | None]) -> dict[str, float] | None:

@@ -1,28 +1,30 @@
-"""Listing a bucket from the server's subject state, reading only the meta records it needs.
+"""Listing a bucket by name, reading only the meta records it needs.
 
 A consumer scan of every meta record costs the whole bucket, even for a 500-object
-"directory". The stream already knows every meta subject, and each subject is the base64 of a
-name, so a listing is three steps:
+"directory". Each meta subject is the base64 of a name, so a listing is three steps:
 
-1. **Names.** ``STREAM.INFO`` with ``subjects_filter: $O.<bucket>.M.>``, paged by ``offset``.
-   nats-server sends at most ``limit`` subjects per reply (100,000 on 2.15) out of ``total``,
-   sorted, so pages can be walked in subject order.
+1. **Names.** From the local name index (``natsobj.name_index``, kept up to the stream's last
+   sequence by ``natsobj.aio.name_sync``): a range query on the literal prefix, O(matches).
+   Without it (turned off, or its directory unusable), from the stream's subject state:
+   ``STREAM.INFO`` with ``subjects_filter: $O.<bucket>.M.>``, paged by ``offset``;
+   nats-server sends at most 100,000 sorted subjects per reply, walking all of them for each.
 2. **Filter on the client.** Subject wildcards only match whole tokens, so the server cannot
    narrow base64-encoded names by a prefix. Names are filtered here, by prefix and by the
-   path-aware glob of :class:`natsobj.matching.NameMatcher`. The base64 of a prefix's first
-   3k bytes is a literal prefix of every matching subject, which skips decoding the rest and,
-   since pages are sorted, ends the walk once the pages are past that range.
+   path-aware glob of :class:`natsobj.matching.NameMatcher`. On the paged path, the base64 of
+   a prefix's first 3k bytes is a literal prefix of every matching subject, which skips
+   decoding the rest and, since pages are sorted, ends the walk once past that range.
 3. **Meta records of the matches only**, through batched direct gets (ADR-31): ``multi_last``
    with up to 1,024 subjects per request (nats-server refuses more with 413), answered by a
    stream of messages that ends with a ``204 EOB`` status. A few requests are kept in flight.
+   The index may hold names whose subject is gone (a purge): the get does not return them.
 
 Where the server or a permission set does not allow this (stream without ``allow_direct``,
 ``STREAM.INFO`` or ``DIRECT.GET`` denied, a server without batched direct gets), the listing
 falls back to a consumer scan of the last meta record per subject, filtered the same way, so
 the result is the same, only slower. The choice is made before anything is yielded.
 
-The listing streams: at most one page of names and a few batches of ``ObjectInfo`` are held
-at once, so a million-object listing stays within a small, fixed memory.
+The listing streams: at most one page (or index fetch) of names and a few batches of
+``ObjectInfo`` are held at once, so a million-object listing stays within a small, fixed memory.
 """
 
 from __future__ import annotations
