@@ -204,16 +204,26 @@ class NameIndex:
             )
 
     def lookup(self, literal_prefix: str) -> Iterator[list[tuple[str, str | None]]]:
-        """``(token, name)`` of every name starting with ``literal_prefix``, in name order, in
-        batches; tokens that do not decode come too (their meta record decides). The read is
-        one snapshot (WAL), so a concurrent catch-up neither duplicates nor hides rows."""
+        """``(token, name)`` of every name starting with ``literal_prefix``, in batches; tokens
+        that do not decode come too (their meta record decides). Two plain index searches, not
+        one ``OR`` (SQLite would collect every row of it in a temporary set first)."""
+        if not literal_prefix:
+            yield from self._rows("SELECT token, name FROM names", ())
+            return
         upper = prefix_upper_bound(literal_prefix)
-        where, args = "name >= ?", [literal_prefix]
-        if upper is not None:
-            where, args = "name >= ? AND name < ?", [literal_prefix, upper]
-        cursor = self._db.execute(
-            f"SELECT token, name FROM names WHERE ({where}) OR name IS NULL ORDER BY name", args
-        )
+        if upper is None:
+            yield from self._rows(
+                "SELECT token, name FROM names WHERE name >= ?", (literal_prefix,)
+            )
+        else:
+            yield from self._rows(
+                "SELECT token, name FROM names WHERE name >= ? AND name < ?",
+                (literal_prefix, upper),
+            )
+        yield from self._rows("SELECT token, name FROM names WHERE name IS NULL", ())
+
+    def _rows(self, query: str, args: tuple[str, ...]) -> Iterator[list[tuple[str, str | None]]]:
+        cursor = self._db.execute(query, args)
         try:
             while rows := cursor.fetchmany(FETCH_ROWS):
                 yield rows
