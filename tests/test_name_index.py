@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -19,7 +20,7 @@ from hypothesis import strategies as st
 
 import natsobj
 from natsobj.name_index import prefix_upper_bound
-from natsobj.names import stream_name
+from natsobj.names import meta_subject, stream_name
 from natsobj.sync import run
 from natsobj.wire import stream_api
 from tests.test_listing import as_map, expected, scanned
@@ -274,3 +275,18 @@ def test_a_meta_subject_that_is_no_name_encoding_is_left_to_its_record(store, ra
     assert [i.name for i in store.list(prefix="odd/")] == ["odd/first", "odd/second"]
     assert [i.name for i in store.list(prefix="other/")] == []
     assert_equals_scan(store, "odd/")
+
+
+def test_names_whose_subject_was_purged_are_forgotten(store, sync_client, cache):
+    """A subject purged without a new meta message (an admin's subject purge) stays in the
+    index until a listing finds it gone; then it is dropped, not fetched forever."""
+    for name in ("keep/1", "keep/2", "drop/1"):
+        store.put(name, b"x")
+    assert len(store.list()) == 3
+    (path,) = index_files(cache)
+    purge = {"filter": meta_subject(store.bucket, "drop/1")}
+    run(sync_client.aio.api.call(stream_api("PURGE", stream_name(store.bucket)), purge))
+    assert [i.name for i in store.list()] == ["keep/1", "keep/2"]
+    with sqlite3.connect(path) as db:
+        assert sorted(n for (n,) in db.execute("SELECT name FROM names")) == ["keep/1", "keep/2"]
+    assert_equals_scan(store)
