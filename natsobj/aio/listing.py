@@ -243,7 +243,8 @@ class _SubjectStateListing:
         used (``natsobj.aio.name_sync``); else the first page of the subject state. Returns
         the stream info the listing pins its reads to."""
         info = await name_sync.stream_info(self.store)
-        index = name_sync.open_index(self.store, info)
+        # opening may wait for another process's write transaction: not on the loop
+        index = await asyncio.to_thread(name_sync.open_index, self.store, info)
         if index is not None:
             try:
                 await name_sync.sync(self.store, index, info)
@@ -252,7 +253,7 @@ class _SubjectStateListing:
                 return info
             except sqlite3.Error as exc:
                 name_sync.warn_once(f"name index unusable, listing without it ({exc})")
-            except PermissionDenied as exc:  # the catch-up consumer: list as without index
+            except NatsObjError as exc:  # the catch-up consumer (denied, unreachable, behind)
                 log.info("bucket %r: name index not brought up to date: %s", self.store.bucket, exc)
             finally:
                 if self._index is None:
