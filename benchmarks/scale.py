@@ -151,13 +151,8 @@ async def ours_prefix(url: str, bucket: str, count: int) -> dict[str, float]:
 
 
 async def ours_small_ops(url: str, bucket: str, count: int) -> dict[str, float]:
-    """A 500-object prefix listing, changes() pages, and get_info latency."""
+    """changes() pages and get_info latency."""
     client, store = await _ours(url, bucket)
-    directory = directory_of(count // 2)
-    start = time.perf_counter()
-    listed = await store.list(prefix=directory)
-    prefix_s = time.perf_counter() - start
-    assert len(listed) == PER_DIR and all(i.name.startswith(directory) for i in listed)
     last = (await store.status()).last_sequence
     # from the middle of the stream, leaving room for the pages (two messages per object)
     cursor = max(0, min(last // 2, last - 2 * CHANGE_PAGE * CHANGE_PAGES))
@@ -175,7 +170,6 @@ async def ours_small_ops(url: str, bucket: str, count: int) -> dict[str, float]:
         latencies.append(time.perf_counter() - start)
     await client.close()
     return {
-        "prefix_s": prefix_s,
         "changes_page_s": statistics.median(page_times),
         "get_info_us": statistics.median(latencies) * 1e6,
     }
