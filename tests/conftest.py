@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -66,7 +68,10 @@ def isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
     # the listings' name indexes (natsobj.name_index) go to a directory of the run, not ~/.cache
-    os.environ.setdefault("NATSOBJ_CACHE_DIR", tempfile.mkdtemp(prefix="natsobj-cache-"))
+    if "NATSOBJ_CACHE_DIR" not in os.environ:
+        cache = tempfile.mkdtemp(prefix="natsobj-cache-")
+        os.environ["NATSOBJ_CACHE_DIR"] = cache
+        config.add_cleanup(functools.partial(shutil.rmtree, cache, ignore_errors=True))
 
 
 @pytest.fixture
