@@ -138,14 +138,21 @@ async def natspy_list(url: str, bucket: str, count: int) -> dict[str, float]:
     return result
 
 
-async def ours_small_ops(url: str, bucket: str, count: int) -> dict[str, float]:
-    """A 500-object prefix listing, changes() pages, and get_info latency."""
+async def ours_prefix(url: str, bucket: str, count: int) -> dict[str, float]:
+    """The 500-object prefix listing alone (cold or warm name index: see scale_figures)."""
     client, store = await _ours(url, bucket)
     directory = directory_of(count // 2)
     start = time.perf_counter()
     listed = await store.list(prefix=directory)
-    prefix_s = time.perf_counter() - start
+    elapsed = time.perf_counter() - start
     assert len(listed) == PER_DIR and all(i.name.startswith(directory) for i in listed)
+    await client.close()
+    return {"s": elapsed}
+
+
+async def ours_small_ops(url: str, bucket: str, count: int) -> dict[str, float]:
+    """changes() pages and get_info latency."""
+    client, store = await _ours(url, bucket)
     last = (await store.status()).last_sequence
     # from the middle of the stream, leaving room for the pages (two messages per object)
     cursor = max(0, min(last // 2, last - 2 * CHANGE_PAGE * CHANGE_PAGES))
@@ -163,7 +170,6 @@ async def ours_small_ops(url: str, bucket: str, count: int) -> dict[str, float]:
         latencies.append(time.perf_counter() - start)
     await client.close()
     return {
-        "prefix_s": prefix_s,
         "changes_page_s": statistics.median(page_times),
         "get_info_us": statistics.median(latencies) * 1e6,
     }
@@ -191,17 +197,32 @@ GET_INFO_SAMPLES = 300
 CASES = {
     "ours-list": ours_list,
     "ours-iter": ours_iter,
+    "ours-prefix": ours_prefix,
     "natspy-list": natspy_list,
     "ours-small": ours_small_ops,
     "natspy-small": natspy_small_ops,
 }
+# What each run measures, in order: (label, case, whether the name index starts empty). A cold
+# run is the first listing on a new machine (the index is built from the server's subject
+# state); a warm one is a fresh process with the index on disk, caught up by sequence.
+RUNS = (
+    ("prefix-cold", "ours-prefix", True),
+    ("prefix-warm", "ours-prefix", False),
+    ("list-cold", "ours-list", True),
+    ("list-warm", "ours-list", False),
+    ("iter-warm", "ours-iter", False),
+    ("natspy-list", "natspy-list", False),
+    ("ours-small", "ours-small", False),
+    ("natspy-small", "natspy-small", False),
+)
 
 
 # -- the run: fill each store once, then measure every case on it ----------------------------
 
 
-def run_case(case: str, url: str, bucket: str, count: int) -> dict[str, float] | None:
-    """One case in its own process; None when it outlived CASE_TIMEOUT."""
+def run_case(case: str, url: str, bucket: str, count: int, cache: Path) -> dict[str, float] | None:
+    """One case in its own process, with its name index in ``cache``; None when it outlived
+    CASE_TIMEOUT."""
     try:
         result = subprocess.run(
             [sys.executable, "-m", "benchmarks.scale", case, url, bucket, str(count)],
@@ -210,6 +231,7 @@ def run_case(case: str, url: str, bucket: str, count: int) -> dict[str, float] |
             check=True,
             cwd=ROOT,
             timeout=CASE_TIMEOUT,
+            env={**os.environ, "NATSOBJ_CACHE_DIR": str(cache)},
         )
     except subprocess.TimeoutExpired:
         return None
@@ -221,21 +243,42 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def scale_figures(
-    url: str, counts: list[int], repeats: int, cases: tuple[str, ...] = tuple(CASES)
+    url: str, counts: list[int], repeats: int, runs: tuple[str, ...] = tuple(r[0] for r in RUNS)
 ) -> dict[Any, Any]:
+    """Each store filled once; then, per repeat, every run in RUNS order (a cold run starts
+    from an empty name index, the warm ones after it reuse what it built)."""
     figures: dict[Any, Any] = {"load": os.getloadavg()[0]}
+    cache = Path(tempfile.mkdtemp(prefix="natsobj-scale-cache-"))
+    try:
+        _measure_all(url, counts, repeats, runs, cache, figures)
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    figures["load_after"] = os.getloadavg()[0]
+    return figures
+
+
+def _measure_all(
+    url: str,
+    counts: list[int],
+    repeats: int,
+    runs: tuple[str, ...],
+    cache: Path,
+    figures: dict[Any, Any],
+) -> None:
     for count in counts:
         bucket = f"scale{count}"
         asyncio.run(fill_store(url, bucket, count))
         reps = repeats if count < 1_000_000 else 1
-        samples: dict[str, list[dict[str, float] | None]] = {case: [] for case in CASES}
+        samples: dict[str, list[dict[str, float] | None]] = {label: [] for label in runs}
         for _ in range(reps):
-            for case in cases:
-                samples[case].append(run_case(case, url, bucket, count))
-        figures[count] = {case: _medians(samples[case]) for case in cases}
+            for label, case, cold in RUNS:
+                if label not in runs:
+                    continue
+                if cold:
+                    shutil.rmtree(cache, ignore_errors=True)
+                samples[label].append(run_case(case, url, bucket, count, cache))
+        figures[count] = {label: _medians(samples[label]) for label in runs}
         asyncio.run(_delete_store(url, bucket))
-    figures["load_after"] = os.getloadavg()[0]
-    return figures
 
 
 def _medians(runs: list[dict[str, float] | None]) -> dict[str, float] | None:
@@ -262,36 +305,44 @@ def scale_section(figures: dict[Any, Any]) -> list[str]:
     load, load_after = figures.pop("load"), figures.pop("load_after")
     lines = [
         "",
-        "## Listing at scale (natsobj `list()` / `iter_list()` vs nats-py `list()`)",
+        "## Listing at scale, with the local name index (natsobj vs nats-py `list()`)",
         "",
         "Stores filled with raw pipelined publishes of valid ADR-20 objects (one tiny chunk",
-        f"each) in directories of {PER_DIR}. Each case runs in its own process; times are",
-        "medians (one run at 1,000,000), RSS the worst peak growth over the process baseline.",
-        "nats-py has no prefix listing and no `changes()`; it lists everything.",
+        f"each) in directories of {PER_DIR}. Each run is its own process; times are medians",
+        "(one run at 1,000,000), RSS the worst peak growth over the process baseline. *cold*:",
+        "the first listing with an empty name index (built from the server's subject state);",
+        "*warm*: a fresh process with the index on disk (caught up by sequence). nats-py has",
+        "no prefix listing and no `changes()`; it lists everything.",
         f"Load average (1 min) on the machine: {load:.1f} at the start, {load_after:.1f} at the"
         " end.",
         "",
-        "| objects | natsobj list() | RSS | natsobj iter_list() | RSS | nats-py list() | RSS"
-        " | nats-py / natsobj |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| objects | list() cold | list() warm | RSS | iter_list() warm | RSS | nats-py list()"
+        " | RSS | nats-py / natsobj cold | nats-py / natsobj warm |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for count, cases in figures.items():
-        ours, theirs = cases.get("ours-list"), cases.get("natspy-list")
-        speedup = f"{theirs['s'] / ours['s']:.2f}x" if ours and theirs else "—"
-        timed = [cell for case in LIST_CASES for cell in _timed(cases, case)]
-        lines.append(row(f"{count:,}", *timed, speedup))
+    for count, runs in figures.items():
+        theirs = runs.get("natspy-list")
+        cells = [
+            _seconds((runs.get("list-cold") or {}).get("s")),
+            *_timed(runs, "list-warm"),
+            *_timed(runs, "iter-warm"),
+            *_timed(runs, "natspy-list"),
+        ]
+        ratios = [_ratio(theirs, runs.get(label)) for label in ("list-cold", "list-warm")]
+        lines.append(row(f"{count:,}", *cells, *ratios))
     lines += [
         "",
-        f"| objects | prefix listing ({PER_DIR} objects) | changes() page"
+        f"| objects | prefix listing ({PER_DIR} objects) cold | warm | changes() page"
         f" ({CHANGE_PAGE:,} changes, from the middle) | get_info natsobj | get_info nats-py |",
-        "|---:|---:|---:|---:|---:|",
+        "|---:|---:|---:|---:|---:|---:|",
     ]
-    for count, cases in figures.items():
-        small, theirs = cases.get("ours-small") or {}, cases.get("natspy-small") or {}
+    for count, runs in figures.items():
+        small, theirs = runs.get("ours-small") or {}, runs.get("natspy-small") or {}
         lines.append(
             row(
                 f"{count:,}",
-                _seconds(small.get("prefix_s")),
+                _seconds((runs.get("prefix-cold") or {}).get("s")),
+                _seconds((runs.get("prefix-warm") or {}).get("s")),
                 _seconds(small.get("changes_page_s")),
                 _micros(small.get("get_info_us")),
                 _micros(theirs.get("get_info_us")),
@@ -305,29 +356,33 @@ def scale_section(figures: dict[Any, Any]) -> list[str]:
 
 def scale_targets(figures: dict[int, dict[str, Any]]) -> list[tuple[str, str, bool]]:
     rows = []
-    million = figures.get(1_000_000)
-    if million and million.get("ours-small"):
-        prefix_s = million["ours-small"]["prefix_s"]
-        rows.append(("500-object prefix listing, 1,000,000 objects < 1 s", f"{prefix_s:.2f} s",
-                     prefix_s < 1))  # fmt: skip
-    if million and million.get("ours-iter"):
-        rss = million["ours-iter"]["rss"] / MiB
+    million = figures.get(1_000_000) or {}
+    for label in ("prefix-warm", "prefix-cold"):
+        if million.get(label):
+            seconds = million[label]["s"]
+            rows.append((f"500-object prefix listing, 1,000,000 objects < 1 s ({label[7:]})",
+                         f"{seconds:.2f} s", seconds < 1))  # fmt: skip
+    if million.get("iter-warm"):
+        rss = million["iter-warm"]["rss"] / MiB
         rows.append(("iter_list() of 1,000,000: RSS growth <= 100 MiB", f"{rss:.0f} MiB",
                      rss <= 100))  # fmt: skip
-    fifty = figures.get(50_000)
-    if fifty and fifty.get("ours-list") and fifty.get("natspy-list"):
-        speedup = fifty["natspy-list"]["s"] / fifty["ours-list"]["s"]
-        rows.append(("list() of 50,000 >= 3x nats-py", f"{speedup:.2f}x", speedup >= 3))
+    fifty = figures.get(50_000) or {}
+    for label in ("list-warm", "list-cold"):
+        if fifty.get(label) and fifty.get("natspy-list"):
+            speedup = fifty["natspy-list"]["s"] / fifty[label]["s"]
+            rows.append((f"list() of 50,000 >= 3x nats-py ({label[5:]})", f"{speedup:.2f}x",
+                         speedup >= 3))  # fmt: skip
     return rows
 
 
-LIST_CASES = ("ours-list", "ours-iter", "natspy-list")
+def _ratio(theirs: dict[str, float] | None, ours: dict[str, float] | None) -> str:
+    return f"{theirs['s'] / ours['s']:.2f}x" if ours and theirs else "—"
 
 
-def _timed(cases: dict[str, Any], case: str) -> tuple[str, str]:
-    if case not in cases:
+def _timed(runs: dict[str, Any], label: str) -> tuple[str, str]:
+    if label not in runs:
         return "not run", "—"
-    figures = cases[case]
+    figures = runs[label]
     if figures is None:
         return f"> {CASE_TIMEOUT} s", "—"
     return _seconds(figures["s"]), f"{figures['rss'] / MiB:.0f} MiB"
@@ -357,14 +412,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description="Listing at scale; prints its Markdown section")
     parser.add_argument("--counts", default=",".join(map(str, DEFAULT_COUNTS)))
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--cases", default=",".join(CASES), help="a subset of the cases")
+    parser.add_argument(
+        "--runs", default=",".join(r[0] for r in RUNS), help="a subset of the runs (RUNS)"
+    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="natsobj-scale-"))
     try:
         with NatsServerProcess(work / "nats") as server:
             counts = [int(c) for c in args.counts.split(",")]
-            cases = tuple(args.cases.split(","))
-            figures = scale_figures(server.url, counts, args.repeats, cases)
+            runs = tuple(args.runs.split(","))
+            figures = scale_figures(server.url, counts, args.repeats, runs)
             print("\n".join(scale_section(figures)))
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -42,6 +42,8 @@ OPTION_FIELDS = {
     "tls_cert": "tls_cert",
     "tls_key": "tls_key",
     "consistency": "consistency",
+    "cache_dir": "cache_dir",
+    "name_index": "name_index",
 }
 
 # Environment variables read by from_env(), the same names the nats CLI uses where it has one.
@@ -82,6 +84,11 @@ class ConnectionSettings:
     name: str | None = None
     connect_timeout: float = 5.0
     consistency: str = STRONG
+    # The local name index that makes prefix listings cost their matches (natsobj.name_index):
+    # where it is kept (None: NATSOBJ_CACHE_DIR, else ~/.cache/natsobj) and whether to use it
+    # (None: NATSOBJ_NAME_INDEX, on unless "off").
+    cache_dir: str | None = None
+    name_index: bool | str | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.servers, str):

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -64,6 +67,11 @@ def isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    # the listings' name indexes (natsobj.name_index) go to a directory of the run, not ~/.cache
+    if "NATSOBJ_CACHE_DIR" not in os.environ:
+        cache = tempfile.mkdtemp(prefix="natsobj-cache-")
+        os.environ["NATSOBJ_CACHE_DIR"] = cache
+        config.add_cleanup(functools.partial(shutil.rmtree, cache, ignore_errors=True))
 
 
 @pytest.fixture

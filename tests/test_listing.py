@@ -255,6 +255,8 @@ def readers_config() -> str:
         # direct gets of one subject only (`DIRECT.GET.<stream>.>`): no batched gets
         + user("single", [*single_gets, *scan])
         + user("noinfo", [f"$JS.API.DIRECT.GET.{stream}", *scan])
+        # subject state and batched gets, but no consumers: the name index cannot catch up
+        + user("noconsumer", [*single_gets, f"$JS.API.DIRECT.GET.{stream}"])
         + "] }\n"
     )
 
@@ -303,6 +305,26 @@ def test_user_without_stream_info_falls_back_to_the_scan(perms_server, caplog):
         listed = store.list(prefix="reports/")
         assert [i.name for i in listed] == ["reports/é/ü.txt", "reports/漢字/f.csv"]
         assert FALLBACK_LOG in caplog.text and "STREAM.INFO denied" in caplog.text
+
+
+def test_user_without_consumers_lists_without_catching_up_the_index(
+    perms_server, caplog, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("NATSOBJ_CACHE_DIR", str(tmp_path))
+    caplog.set_level(logging.INFO, logger="natsobj.aio")
+    with connected(perms_server, "noconsumer") as client:
+        store = client.store(BUCKET)
+        assert [i.name for i in store.list(prefix="raw/2025/")] == ["raw/2025/d.json"]
+        with connected(perms_server, "admin") as admin:  # outside the other tests' prefixes
+            admin.store(BUCKET).put("later/new.bin", b"1")
+        try:
+            listed = [i.name for i in store.list(prefix="later/")]
+        finally:
+            with connected(perms_server, "admin") as admin:
+                admin.store(BUCKET).delete("later/new.bin")
+        assert listed == ["later/new.bin"]
+    assert "name index not brought up to date" in caplog.text
+    assert FALLBACK_LOG not in caplog.text  # the subject-state listing, not the scan
 
 
 # -- many pages of names (the server sends at most 100,000 subjects per STREAM.INFO) -------------

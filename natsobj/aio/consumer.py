@@ -104,6 +104,7 @@ class OrderedConsumer:
         heartbeat: float = 5.0,
         batch: int = 256,
         bucket: str | None = None,
+        headers_only: bool = False,
     ) -> None:
         self.api = api
         self.stream = stream
@@ -113,6 +114,7 @@ class OrderedConsumer:
         self.stop_when_idle = stop_when_idle
         self.heartbeat = heartbeat
         self.batch = max(1, batch)
+        self.headers_only = headers_only  # subjects and sequences are all the reader needs
         self.pull = stop_when_idle and api.prefix == DEFAULT_API_PREFIX  # see the docstring
         self.bucket = bucket
         self.last_sequence = 0  # last stream sequence handed to the reader
@@ -150,6 +152,8 @@ class OrderedConsumer:
             "inactive_threshold": 120 * _NANOS,
             "replay_policy": "instant",
         }
+        if self.headers_only:
+            config["headers_only"] = True
         if not self.pull:
             config["deliver_subject"] = deliver_subject
             config["flow_control"] = True

@@ -1,28 +1,30 @@
-"""Listing a bucket from the server's subject state, reading only the meta records it needs.
+"""Listing a bucket by name, reading only the meta records it needs.
 
 A consumer scan of every meta record costs the whole bucket, even for a 500-object
-"directory". The stream already knows every meta subject, and each subject is the base64 of a
-name, so a listing is three steps:
+"directory". Each meta subject is the base64 of a name, so a listing is three steps:
 
-1. **Names.** ``STREAM.INFO`` with ``subjects_filter: $O.<bucket>.M.>``, paged by ``offset``.
-   nats-server sends at most ``limit`` subjects per reply (100,000 on 2.15) out of ``total``,
-   sorted, so pages can be walked in subject order.
+1. **Names.** From the local name index (``natsobj.name_index``, kept up to the stream's last
+   sequence by ``natsobj.aio.name_sync``): a range query on the literal prefix, O(matches).
+   Without it (turned off, or its directory unusable), from the stream's subject state:
+   ``STREAM.INFO`` with ``subjects_filter: $O.<bucket>.M.>``, paged by ``offset``;
+   nats-server sends at most 100,000 sorted subjects per reply, walking all of them for each.
 2. **Filter on the client.** Subject wildcards only match whole tokens, so the server cannot
    narrow base64-encoded names by a prefix. Names are filtered here, by prefix and by the
-   path-aware glob of :class:`natsobj.matching.NameMatcher`. The base64 of a prefix's first
-   3k bytes is a literal prefix of every matching subject, which skips decoding the rest and,
-   since pages are sorted, ends the walk once the pages are past that range.
+   path-aware glob of :class:`natsobj.matching.NameMatcher`. On the paged path, the base64 of
+   a prefix's first 3k bytes is a literal prefix of every matching subject, which skips
+   decoding the rest and, since pages are sorted, ends the walk once past that range.
 3. **Meta records of the matches only**, through batched direct gets (ADR-31): ``multi_last``
    with up to 1,024 subjects per request (nats-server refuses more with 413), answered by a
    stream of messages that ends with a ``204 EOB`` status. A few requests are kept in flight.
+   The index may hold names whose subject is gone (a purge): the get does not return them.
 
 Where the server or a permission set does not allow this (stream without ``allow_direct``,
 ``STREAM.INFO`` or ``DIRECT.GET`` denied, a server without batched direct gets), the listing
 falls back to a consumer scan of the last meta record per subject, filtered the same way, so
 the result is the same, only slower. The choice is made before anything is yielded.
 
-The listing streams: at most one page of names and a few batches of ``ObjectInfo`` are held
-at once, so a million-object listing stays within a small, fixed memory.
+The listing streams: at most one page (or index fetch) of names and a few batches of
+``ObjectInfo`` are held at once, so a million-object listing stays within a small, fixed memory.
 """
 
 from __future__ import annotations
@@ -34,19 +36,22 @@ import itertools
 import json
 import logging
 import re
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from natsobj.aio import name_sync
 from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
 from natsobj.aio.jsapi import raw_header, raw_status
 from natsobj.aio.watch import info_from_msg
 from natsobj.errors import NatsObjError, NotConnected, PermissionDenied
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, parse_server_time
+from natsobj.name_index import NameIndex
 from natsobj.names import all_meta_subject, decode_name
-from natsobj.wire import direct_get_batch_subject, stream_api
+from natsobj.wire import direct_get_batch_subject
 
 if TYPE_CHECKING:
     from natsobj.aio.store import ObjectStore
@@ -59,9 +64,6 @@ MULTI_LAST_LIMIT = 1024  # subjects per batched direct get; nats-server answers 
 IN_FLIGHT = 4  # batched direct gets outstanding at once: enough to hide the round trip
 STALE_REPLICA_ATTEMPTS = 20  # about 6 s of backoff for a lagging replica to catch up
 SCAN_BATCH = 1024  # infos per batch in the consumer-scan fallback
-# The server walks every subject of the bucket for each page of names: seconds per page at a
-# million objects on a busy machine, so a page gets far longer than an ordinary API call.
-PAGE_TIMEOUT = 60.0
 
 
 @dataclass(frozen=True)
@@ -126,7 +128,15 @@ async def iter_batches(
     try:
         first = await listing.first_batch()
     except FastListingUnavailable as reason:
+        await listing.close()
         log.info("bucket %r: listing by consumer scan (%s)", store.bucket, reason)
+        fallback = True
+    except BaseException:
+        await listing.close()
+        raise
+    else:
+        fallback = False
+    if fallback:
         async for batch in _scan_batches(store, name_filter, include_deleted):
             yield batch
         return
@@ -187,32 +197,38 @@ class _SubjectStateListing:
         self.meta_prefix = all_meta_subject(store.bucket)[:-1]  # "$O.<bucket>.M."
         self.token_prefix = name_filter.subject_token_prefix()
         self.read_floor = 0
+        self._last_seq = 0
+        self._index: NameIndex | None = None
+        self._absent: list[str] = []  # index tokens whose subjects are gone (see _note_absent)
         self._gets: _BatchedDirectGets | None = None
         self._pages: AsyncIterator[list[str]] | None = None
         self._requests: AsyncIterator[list[str]] | None = None
 
     async def first_batch(self) -> list[ObjectInfo]:
         """Everything that decides between this path and the scan happens here, before the
-        caller sees a single object: the first page of names and the first batched get."""
+        caller sees a single object: where the names come from and the first batched get."""
         if self.store.api.batched_gets_cut_off:
             raise FastListingUnavailable("batched direct get replies are cut to one message")
         try:
-            first_page = await self._page(0)
+            info = await self._names_source()
         except PermissionDenied as exc:
             raise FastListingUnavailable(f"STREAM.INFO denied: {exc}") from None
-        config = first_page.get("config") or {}
+        config = info.get("config") or {}
         if not config.get("allow_direct"):
+            await self.close()
             raise FastListingUnavailable("the stream does not allow direct gets")
-        self.read_floor = self.store.read_floor(first_page) or 0
-        self._pages = self._matching_pages(first_page)
-        self._gets = _BatchedDirectGets(self.store, self.read_floor)
+        self.read_floor = self.store.read_floor(info) or 0
+        self._last_seq = int((info.get("state") or {}).get("last_seq") or 0)
+        self._gets = _BatchedDirectGets(
+            self.store, self.read_floor, superset=self._index is not None
+        )
         await self._gets.open()
         self._requests = self._batched_requests()
         try:
             subjects = await anext(self._requests, None)
             if subjects is None:
                 return []
-            return self._keep(await self._gets.fetch(subjects))
+            return self._keep(subjects, await self._gets.fetch(subjects))
         except (PermissionDenied, BatchedGetFailed) as exc:
             await self.close()
             raise FastListingUnavailable(f"batched direct get unavailable: {exc}") from None
@@ -222,29 +238,84 @@ class _SubjectStateListing:
                 self.store.api.batched_gets_cut_off = True
             raise FastListingUnavailable(str(exc)) from None
 
+    async def _names_source(self) -> dict[str, Any]:
+        """The local name index, brought up to the stream's last sequence, when it can be
+        used (``natsobj.aio.name_sync``); else the first page of the subject state. Returns
+        the stream info the listing pins its reads to."""
+        info = await name_sync.stream_info(self.store)
+        # opening may wait for another process's write transaction: not on the loop
+        index = await asyncio.to_thread(name_sync.open_index, self.store, info)
+        if index is not None:
+            try:
+                await name_sync.sync(self.store, index, info)
+                self._index = index
+                self._pages = self._indexed_pages(index)
+                return info
+            except sqlite3.Error as exc:
+                name_sync.warn_once(f"name index unusable, listing without it ({exc})")
+            except NatsObjError as exc:  # the catch-up consumer (denied, unreachable, behind)
+                log.info("bucket %r: name index not brought up to date: %s", self.store.bucket, exc)
+            finally:
+                if self._index is None:
+                    index.close()
+        first_page = await name_sync.name_page(self.store, 0)
+        stop_after = self.meta_prefix + self.token_prefix if self.token_prefix else None
+        self._pages = self._matching_pages(first_page, stop_after)
+        return first_page
+
+    async def _indexed_pages(self, index: NameIndex) -> AsyncIterator[list[str]]:
+        """Matching meta subjects from the index: a range query on the literal prefix, then
+        the matcher; names that do not decode are left to their meta record."""
+        name_filter, meta_prefix = self.name_filter, self.meta_prefix
+        everything = not name_filter.prefix and not name_filter.glob
+        for rows in index.lookup(name_filter.literal_prefix):
+            subjects = [
+                meta_prefix + token
+                for token, name in rows
+                if everything or name is None or name_filter.matches(name)
+            ]
+            if subjects:
+                yield subjects
+
     async def rest(self) -> AsyncIterator[list[ObjectInfo]]:
         """The remaining batches, with up to IN_FLIGHT requests outstanding."""
         assert self._gets is not None and self._requests is not None
-        in_flight: list[asyncio.Future[list[RawMsg]]] = []
+        in_flight: list[tuple[list[str], asyncio.Future[list[RawMsg]]]] = []
         try:
             async for subjects in self._requests:
-                in_flight.append(asyncio.ensure_future(self._gets.fetch(subjects)))
-                if len(in_flight) >= IN_FLIGHT and (kept := self._keep(await in_flight.pop(0))):
+                in_flight.append((subjects, asyncio.ensure_future(self._gets.fetch(subjects))))
+                if len(in_flight) >= IN_FLIGHT and (kept := await self._next_done(in_flight)):
                     yield kept
             while in_flight:
-                if kept := self._keep(await in_flight.pop(0)):
+                if kept := await self._next_done(in_flight):
                     yield kept
         finally:
-            for task in in_flight:
+            for _, task in in_flight:
                 task.cancel()
 
-    def _keep(self, messages: list[RawMsg]) -> list[ObjectInfo]:
+    async def _next_done(
+        self, in_flight: list[tuple[list[str], asyncio.Future[list[RawMsg]]]]
+    ) -> list[ObjectInfo]:
+        subjects, task = in_flight.pop(0)
+        return self._keep(subjects, await task)
+
+    def _keep(self, subjects: list[str], messages: list[RawMsg]) -> list[ObjectInfo]:
+        if self._index is not None and self.store._replicas == 1 and len(messages) < len(subjects):
+            self._note_absent(subjects, messages)
         kept = []
-        for headers, data in messages:
-            info = _info_from_direct_get(self.store, headers, data)
+        for (headers, _), doc in zip(messages, _decode_all(messages), strict=True):
+            info = _info_from_direct_get(self.store, headers, doc)
             if info is not None and _wanted(info, self.name_filter, self.include_deleted):
                 kept.append(info)
         return kept
+
+    def _note_absent(self, subjects: list[str], messages: list[RawMsg]) -> None:
+        """Indexed names the single replica no longer has (a purge): forgotten at the end.
+        Only on one replica, whose answer is at least as new as ``last_seq``; a lagging
+        replica's silence proves nothing."""
+        found = {raw_header(headers, b"Nats-Subject") for headers, _ in messages}
+        skip = len(self.meta_prefix)
+        self._absent += [s[skip:] for s in subjects if s not in found]
 
     async def _batched_requests(self) -> AsyncIterator[list[str]]:
         assert self._pages is not None
@@ -252,54 +323,13 @@ class _SubjectStateListing:
             for start in range(0, len(subjects), MULTI_LAST_LIMIT):
                 yield subjects[start : start + MULTI_LAST_LIMIT]
 
-    async def _page(self, offset: int) -> dict[str, Any]:
-        return await self.store.api.call(
-            stream_api("INFO", self.store.stream),
-            {"subjects_filter": all_meta_subject(self.store.bucket), "offset": offset},
-            bucket=self.store.bucket,
-            timeout=max(PAGE_TIMEOUT, self.store.api.timeout),
-        )
-
-    async def _matching_pages(self, page: dict[str, Any]) -> AsyncIterator[list[str]]:
-        """The matching meta subjects, page by page; the next page is requested before this
-        one's matches are handed on, so the server walks its subjects while we read meta.
-
-        Pages are recomputed per request, so writes between two requests shift the offsets:
-        a subject is taken only if it sorts after the last one taken (no duplicates), and when
-        ``total`` shrank the next request steps back by as much (fewer names missed)."""
-        last_subject = ""
-        offset = 0  # where ``page`` starts
-        total = int(page.get("total") or 0)
-        upcoming: asyncio.Future[dict[str, Any]] | None = None
-        try:
-            while True:
-                subjects = list((page.get("state") or {}).get("subjects") or {})
-                if not subjects:
-                    return
-                offset += len(subjects)
-                if offset < total and not self._past_range(subjects[-1]):
-                    upcoming = asyncio.ensure_future(self._page(offset))
-                matching = self._matching(s for s in subjects if s > last_subject)
-                last_subject = max(last_subject, subjects[-1])
-                del page, subjects  # hold one page of names at a time
-                if matching:
-                    yield matching
-                if upcoming is None:
-                    return
-                page, upcoming = await upcoming, None
-                latest = int(page.get("total") or 0)
-                if latest < total:
-                    offset = max(0, offset - (total - latest))
-                    page = await self._page(offset)
-                total = latest
-        finally:
-            if upcoming is not None:
-                upcoming.cancel()
-
-    def _past_range(self, subject: str) -> bool:
-        """Sorted pages: once past every subject starting with the token prefix, stop."""
-        bound = self.meta_prefix + self.token_prefix
-        return bool(self.token_prefix) and subject > bound and not subject.startswith(bound)
+    async def _matching_pages(
+        self, first_page: dict[str, Any], stop_after: str | None
+    ) -> AsyncIterator[list[str]]:
+        """Without the index: the matching subjects of each page of the subject state."""
+        async for subjects in name_sync.name_pages(self.store, first_page, stop_after=stop_after):
+            if matching := self._matching(iter(subjects)):
+                yield matching
 
     def _matching(self, subjects: Iterator[str]) -> list[str]:
         if not self.name_filter.prefix and not self.name_filter.glob:
@@ -320,9 +350,21 @@ class _SubjectStateListing:
         return out
 
     async def close(self) -> None:
+        for generator in (self._requests, self._pages):  # ends the index's read, if any
+            if generator is not None:
+                await generator.aclose()
         if self._gets is not None:
             await self._gets.close()
             self._gets = None
+        if self._index is not None:
+            index, self._index = self._index, None
+            try:
+                if self._absent:
+                    await asyncio.to_thread(index.prune, self._absent, absent_at=self._last_seq)
+            except sqlite3.Error as exc:
+                log.info("bucket %r: name index not pruned: %s", self.store.bucket, exc)
+            finally:
+                index.close()
 
 
 class BatchedGetFailed(NatsObjError):
@@ -336,10 +378,12 @@ class _BatchedDirectGets:
     """Batched last-per-subject direct gets over one subscription of their own, since each
     request is answered by many messages (the shared API inbox takes one reply per request)."""
 
-    def __init__(self, store: ObjectStore, read_floor: int) -> None:
+    def __init__(self, store: ObjectStore, read_floor: int, *, superset: bool = False) -> None:
         self.store = store
         self.api = store.api
         self.read_floor = read_floor
+        # the subjects asked for may include some that are gone (names from the local index)
+        self.superset = superset
         self.subject = direct_get_batch_subject(self.api.prefix, store.stream)
         self._inbox = self.api.nc.new_inbox()
         self._tokens = itertools.count(1)
@@ -361,14 +405,19 @@ class _BatchedDirectGets:
             batch.fail(error)
 
     async def fetch(self, subjects: list[str]) -> list[RawMsg]:
-        """The last message of each subject (in stream order). With a read floor, every subject
-        was listed by the leader at that sequence, so an answer that lacks some came from a
-        replica that is behind (it answers 404): ask again, another replica may answer."""
+        """The last message of each subject (in stream order). With a read floor, a replica
+        that is behind answers 404 (nothing): ask again, another replica may answer. Subjects
+        listed by the leader at that sequence all exist, so any shortfall is such a replica;
+        names from the local index may be gone (purged), so there only an empty answer is
+        asked again, and one that stays empty means they are all gone."""
+        wanted = 1 if self.superset else len(subjects)
         for attempt in range(STALE_REPLICA_ATTEMPTS):
             messages = await self._fetch_once(subjects)
-            if not self.read_floor or len(messages) >= len(subjects):
+            if not self.read_floor or len(messages) >= wanted:
                 return messages
             await asyncio.sleep(min(0.01 * 2**attempt, 0.5))
+        if self.superset:
+            return []
         raise NotConnected(
             f"the replicas answering the listing stayed behind sequence {self.read_floor}",
             bucket=self.store.bucket,
@@ -470,14 +519,39 @@ class _Batch:
         return self.messages
 
 
-def _info_from_direct_get(store: ObjectStore, headers: bytes, data: bytes) -> ObjectInfo | None:
+# nats-server writes a direct get's headers in this order: one search finds both values
+_SEQUENCE_AND_TIME = re.compile(rb"\r\nNats-Sequence: *(\d+)\r\nNats-Time-Stamp: *([^\r]+)")
+
+
+def _decode_all(messages: list[RawMsg]) -> list[Any]:
+    """The JSON of every payload, parsed as one array: a single ``json.loads`` call per batch
+    instead of one per record (its per-call overhead was most of the parsing time). Any
+    record that is not exactly one JSON value makes the count differ or the parse fail; then
+    each is handed on raw, for ``from_json`` to parse (and to report) on its own."""
+    if not messages:
+        return []
+    try:
+        docs = json.loads(b"[" + b",".join(data for _, data in messages) + b"]")
+    except ValueError:
+        docs = None
+    if isinstance(docs, list) and len(docs) == len(messages):
+        return docs
+    return [data for _, data in messages]
+
+
+def _info_from_direct_get(
+    store: ObjectStore, headers: bytes, doc: bytes | dict[str, Any]
+) -> ObjectInfo | None:
     """A direct-get reply carries sequence and time in headers; a corrupt record is skipped."""
     try:
+        found = _SEQUENCE_AND_TIME.search(headers)
+        if found:
+            sequence, stamp = found.group(1), found.group(2).decode()
+        else:  # headers in another order: look for each
+            sequence = raw_header(headers, b"Nats-Sequence") or ""
+            stamp = raw_header(headers, b"Nats-Time-Stamp") or ""
         return ObjectInfo.from_json(
-            data,
-            mtime=parse_server_time(raw_header(headers, b"Nats-Time-Stamp") or ""),
-            sequence=int(raw_header(headers, b"Nats-Sequence") or ""),
-            bucket=store.bucket,
+            doc, mtime=parse_server_time(stamp), sequence=int(sequence), bucket=store.bucket
         )
     except (NatsObjError, ValueError) as exc:
         log.warning(

@@ -1,0 +1,222 @@
+"""Keeping a bucket's local name index (``natsobj.name_index``) exact by the stream sequence.
+
+Before every indexed listing, one plain ``STREAM.INFO`` gives ``state.last_seq``; the meta
+messages after the index's ``complete_seq`` are read with a headers-only ordered consumer on
+``$O.<bucket>.M.>`` (the name is in the subject), so the cost is the number of changes, not
+of names. A new index, or one whose every known message was purged (``first_seq`` past
+``complete_seq``), is rebuilt from the paged subject state first (the O(names) path).
+
+On replicated streams the consumer may live on a replica that is behind the leader; the
+catch-up is complete only once it has reached the leader's last meta message, which is asked
+for after ``last_seq`` was taken, so the index never claims more than it has read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
+from natsobj.errors import NotConnected
+from natsobj.name_index import (
+    NameIndex,
+    NameIndexUnavailable,
+    StreamIdentity,
+    cache_dir,
+    index_enabled,
+)
+from natsobj.names import all_meta_subject
+from natsobj.wire import stream_api
+
+if TYPE_CHECKING:
+    from natsobj.aio.store import ObjectStore
+
+log = logging.getLogger(__name__)
+
+# The server walks every subject of the bucket for each page of names: seconds per page at a
+# million objects on a busy machine, so a page gets far longer than an ordinary API call.
+PAGE_TIMEOUT = 60.0
+CATCH_UP_BATCH = 1024  # meta messages per pull while catching up
+WRITE_EVERY = 10_000  # tokens per SQLite transaction while catching up
+CATCH_UP_ATTEMPTS = 12  # a consumer on a lagging replica is read again, for up to ~6 s
+
+_warned: set[str] = set()
+
+
+def open_index(store: ObjectStore, stream_info: dict[str, Any]) -> NameIndex | None:
+    """The bucket's index, or None when disabled or unusable here (said once per reason)."""
+    settings = store.client.settings
+    if not index_enabled(settings.name_index):
+        return None
+    identity = StreamIdentity(
+        servers=tuple(settings.servers),
+        api_prefix=store.api.prefix,
+        user=settings.user or "",
+        stream=store.stream,
+        created=str(stream_info.get("created") or ""),
+    )
+    directory = cache_dir(settings.cache_dir)
+    try:
+        return NameIndex.open(directory, identity)
+    except NameIndexUnavailable as exc:
+        warn_once(f"no local name index, listing from the server's subject state ({exc})")
+        return None
+
+
+def warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        log.warning("natsobj: %s", message)
+
+
+async def stream_info(store: ObjectStore) -> dict[str, Any]:
+    """``STREAM.INFO`` without subject details: constant cost however big the bucket."""
+    return await store.api.call(stream_api("INFO", store.stream), {}, bucket=store.bucket)
+
+
+async def name_page(store: ObjectStore, offset: int) -> dict[str, Any]:
+    """One page of the bucket's meta subjects (``STREAM.INFO`` with ``subjects_filter``)."""
+    return await store.api.call(
+        stream_api("INFO", store.stream),
+        {"subjects_filter": all_meta_subject(store.bucket), "offset": offset},
+        bucket=store.bucket,
+        timeout=max(PAGE_TIMEOUT, store.api.timeout),
+    )
+
+
+async def sync(store: ObjectStore, index: NameIndex, info: dict[str, Any]) -> None:
+    """Bring ``index`` up to ``info``'s ``last_seq`` (raises sqlite3.Error for the caller to
+    fall back on). When every message the index had seen is gone (``first_seq`` past
+    ``complete_seq``: a purge, or every object rewritten since), the names it holds may all
+    be dead and a catch-up would read as many messages as a rebuild: start over."""
+    state = info.get("state") or {}
+    last_seq = int(state.get("last_seq") or 0)
+    first_seq = int(state.get("first_seq") or 0)
+    complete_seq, generation = index.progress()
+    if complete_seq == 0 or first_seq > complete_seq:
+        if complete_seq:  # purged past what we knew: what vanished is unknowable
+            generation = index.restart()
+        complete_seq = await _rebuild(store, index, generation)
+    if last_seq > complete_seq:
+        await _catch_up(store, index, complete_seq, last_seq, generation)
+
+
+async def _rebuild(store: ObjectStore, index: NameIndex, generation: int) -> int:
+    """Every meta subject from the paged subject state; complete up to the first page's
+    ``last_seq`` (the subjects of a page are at least as new as the state it reports)."""
+    first = await name_page(store, 0)
+    complete_seq = int((first.get("state") or {}).get("last_seq") or 0)
+    skip = len(all_meta_subject(store.bucket)) - 1
+    async for subjects in name_pages(store, first):
+        await asyncio.to_thread(index.add, [(subject[skip:], 0) for subject in subjects])
+    await asyncio.to_thread(index.add, [], complete_seq=complete_seq, generation=generation)
+    log.info("bucket %r: name index rebuilt up to sequence %d", store.bucket, complete_seq)
+    return complete_seq
+
+
+async def name_pages(
+    store: ObjectStore, page: dict[str, Any], *, stop_after: str | None = None
+) -> AsyncIterator[list[str]]:
+    """Meta subjects page by page, starting from ``page`` (offset 0); the next page is asked
+    for before this one is handed on, so the server walks its subjects while we work.
+
+    Pages are recomputed per request, so writes between two requests shift the offsets: a
+    subject is taken only if it sorts after the last one taken (no duplicates), and when
+    ``total`` shrank the next request steps back by as much. Pages are sorted, so the walk
+    ends after the first page past every subject starting with ``stop_after``."""
+    last_subject = ""
+    offset = 0  # where ``page`` starts
+    total = int(page.get("total") or 0)
+    upcoming: asyncio.Future[dict[str, Any]] | None = None
+    try:
+        while True:
+            subjects = list((page.get("state") or {}).get("subjects") or {})
+            if not subjects:
+                return
+            offset += len(subjects)
+            last = subjects[-1]
+            past = stop_after is not None and last > stop_after and not last.startswith(stop_after)
+            if offset < total and not past:
+                upcoming = asyncio.ensure_future(name_page(store, offset))
+            fresh = [s for s in subjects if s > last_subject]
+            last_subject = max(last_subject, subjects[-1])
+            del page, subjects  # hold one page of names at a time
+            if fresh:
+                yield fresh
+            if upcoming is None:
+                return
+            page, upcoming = await upcoming, None
+            latest = int(page.get("total") or 0)
+            if latest < total:
+                offset = max(0, offset - (total - latest))
+                page = await name_page(store, offset)
+            total = latest
+    finally:
+        if upcoming is not None:
+            upcoming.cancel()
+
+
+async def _catch_up(
+    store: ObjectStore, index: NameIndex, complete_seq: int, last_seq: int, generation: int
+) -> None:
+    """Read the meta messages after ``complete_seq`` into the index, up to ``last_seq``."""
+    floor = 0
+    if store._replicas > 1:
+        leader_last = await store._leader_last(all_meta_subject(store.bucket), name=None)
+        floor = leader_last[1] if leader_last else 0
+    reached = complete_seq
+    for attempt in range(CATCH_UP_ATTEMPTS):
+        reached = await _read_meta_after(store, index, reached, generation)
+        if reached >= floor:
+            await asyncio.to_thread(
+                index.add, [], complete_seq=max(last_seq, reached), generation=generation
+            )
+            return
+        await asyncio.sleep(min(0.01 * 2**attempt, 1.0))
+    raise NotConnected(
+        f"the replica serving the name index catch-up stayed behind sequence {floor}",
+        bucket=store.bucket,
+        hint="A node of the cluster is lagging; retry, or check the cluster's health.",
+    )
+
+
+async def _read_meta_after(
+    store: ObjectStore, index: NameIndex, after: int, generation: int
+) -> int:
+    """Every meta message after ``after`` that the consumer's replica holds; returns the
+    sequence the index is now complete up to (the last message read, in stream order)."""
+    consumer = OrderedConsumer(
+        store.api,
+        store.stream,
+        all_meta_subject(store.bucket),
+        deliver_policy="by_start_sequence",
+        start_sequence=after + 1,
+        stop_when_idle=True,
+        heartbeat=READ_HEARTBEAT,
+        batch=CATCH_UP_BATCH,
+        bucket=store.bucket,
+        headers_only=True,
+    )
+    skip = len(all_meta_subject(store.bucket)) - 1
+    tokens: list[tuple[str, int]] = []
+    reached = after
+    try:
+        pending = await consumer.start()
+        while pending:
+            msg = await consumer.next()
+            if msg is None:
+                break
+            tokens.append((msg.subject[skip:], msg.sequence))
+            if len(tokens) >= WRITE_EVERY or msg.pending == 0:
+                reached = msg.sequence
+                await asyncio.to_thread(
+                    index.add, tokens, complete_seq=reached, generation=generation
+                )
+                tokens = []
+            if msg.pending == 0:
+                break
+    finally:
+        await consumer.close()
+    return reached

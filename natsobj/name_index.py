@@ -1,0 +1,245 @@
+"""A persistent local index of a bucket's object names, so a prefix listing costs its matches.
+
+Meta subjects are ``$O.<bucket>.M.<base64(name)>``: one token, which no subject filter can
+narrow by a name prefix, and nats-server walks every subject of the bucket to page them. This
+index keeps the meta subject tokens of one stream in SQLite (WAL mode, so processes on one
+machine share it), with the decoded names in a B-tree for range queries, and the stream
+sequence it is complete up to.
+
+**Why it stays exact.** The index is a *superset* of the live names: every subject whose last
+message is at or below ``complete_seq`` is in it, and anything newer is read by the catch-up
+(``natsobj.aio.listing``) from the meta messages after ``complete_seq``. ADR-20 never adds a
+meta subject without a meta message, so nothing is missed; a subject removed by a purge or a
+compaction stays here until a listing sees that it is gone (``prune``). Listings fetch the
+current meta record of every match anyway, so a stale name costs a lookup, never a wrong
+result. A deleted and re-created bucket has a new ``created`` time, hence a new file.
+
+This module is the storage only (plain SQLite, no asyncio); the sequence-driven sync lives
+with the listing.
+"""
+
+from __future__ import annotations
+
+import binascii
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from natsobj.names import decode_name
+
+log = logging.getLogger(__name__)
+
+CACHE_DIR_ENV = "NATSOBJ_CACHE_DIR"
+NAME_INDEX_ENV = "NATSOBJ_NAME_INDEX"
+OFF_VALUES = ("off", "0", "false", "no")
+SCHEMA_VERSION = 1
+BUSY_TIMEOUT_MS = 30_000  # another process's write transaction: wait for it, do not fail
+FETCH_ROWS = 1024  # rows per fetch while streaming a lookup
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS names (
+    token TEXT PRIMARY KEY,  -- the meta subject's last token (base64 of the name)
+    name TEXT,               -- the decoded name; NULL for a token no client would write
+    seq INTEGER NOT NULL     -- the meta sequence it was last seen at (0: from a name page)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS names_by_name ON names(name);
+CREATE TABLE IF NOT EXISTS state (
+    id INTEGER PRIMARY KEY CHECK (id = 0),
+    complete_seq INTEGER NOT NULL,  -- every subject whose last message is <= this is here
+    generation INTEGER NOT NULL,    -- bumped by a rebuild: older catch-ups claim nothing
+    identity TEXT NOT NULL
+);
+"""
+
+
+class NameIndexUnavailable(Exception):
+    """The index cannot be used here (disabled, unwritable directory, SQLite error)."""
+
+
+def index_enabled(setting: bool | str | None) -> bool:
+    """The connection setting wins when given; else ``NATSOBJ_NAME_INDEX`` (on by default)."""
+    value = os.environ.get(NAME_INDEX_ENV, "on") if setting is None else setting
+    return str(value).strip().lower() not in OFF_VALUES
+
+
+def cache_dir(setting: str | None) -> Path:
+    """The setting, else ``NATSOBJ_CACHE_DIR``, else ``$XDG_CACHE_HOME/natsobj`` (that is,
+    ``~/.cache/natsobj``)."""
+    chosen = setting or os.environ.get(CACHE_DIR_ENV)
+    if chosen:
+        return Path(chosen).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "natsobj"
+
+
+@dataclass(frozen=True)
+class StreamIdentity:
+    """What tells one stream from every other: where it is reached (servers, JetStream API
+    prefix or domain, user), its name, and when it was created, so a re-created bucket never
+    inherits the old one's names."""
+
+    servers: tuple[str, ...]
+    api_prefix: str
+    user: str
+    stream: str
+    created: str
+
+    def key(self) -> str:
+        return json.dumps(
+            [sorted(self.servers), self.api_prefix, self.user, self.stream, self.created]
+        )
+
+    def file_name(self) -> str:
+        digest = hashlib.sha256(self.key().encode()).hexdigest()[:32]
+        return f"{self.stream}-{digest}.sqlite3"
+
+
+def prefix_upper_bound(prefix: str) -> str | None:
+    """The least string above every string that starts with ``prefix`` (None: no bound).
+
+    SQLite compares TEXT bytewise in UTF-8, which orders like Python compares code points."""
+    chars = list(prefix)
+    while chars:
+        last = ord(chars.pop())
+        if last < 0x10FFFF:
+            following = last + 1 if not 0xD800 <= last + 1 <= 0xDFFF else 0xE000
+            return "".join(chars) + chr(following)
+    return None
+
+
+def decoded(token: str) -> str | None:
+    try:
+        return decode_name(token)
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        return None
+
+
+class NameIndex:
+    """One stream's names on disk. Every method is a short transaction; several processes
+    (and several clients in one process) may use the same file at once."""
+
+    def __init__(self, path: Path, identity: StreamIdentity) -> None:
+        self.path = path
+        self.identity = identity
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # used from worker threads too (asyncio.to_thread), one call at a time
+            self._db = sqlite3.connect(
+                path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)  # idempotent; executescript commits by itself
+            self._db.execute("INSERT OR IGNORE INTO state VALUES (0, 0, 0, ?)", (identity.key(),))
+        except (OSError, sqlite3.Error) as exc:
+            raise NameIndexUnavailable(f"{path}: {exc}") from exc
+
+    @classmethod
+    def open(cls, directory: Path, identity: StreamIdentity) -> NameIndex:
+        return cls(directory / f"names-v{SCHEMA_VERSION}" / identity.file_name(), identity)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._db)
+
+    def progress(self) -> tuple[int, int]:
+        """``(complete_seq, generation)``: where a catch-up starts, and what it must still
+        find when it records how far it got."""
+        row = self._db.execute("SELECT complete_seq, generation FROM state WHERE id = 0")
+        complete_seq, generation = row.fetchone()
+        return int(complete_seq), int(generation)
+
+    def add(
+        self,
+        tokens: Iterable[tuple[str, int]],
+        *,
+        complete_seq: int | None = None,
+        generation: int = 0,
+    ) -> None:
+        """Record ``(token, meta sequence)`` pairs and, in the same transaction, that the index
+        is complete up to ``complete_seq``: never lowered (another process may be ahead), and
+        only if no rebuild started since the caller read ``generation`` (its rows may be
+        gone)."""
+        rows = ((token, decoded(token), seq) for token, seq in tokens)
+        with self._transaction():
+            self._db.executemany(
+                "INSERT INTO names VALUES (?, ?, ?) ON CONFLICT(token) DO UPDATE"
+                " SET seq = max(seq, excluded.seq)",
+                rows,
+            )
+            if complete_seq is not None:
+                self._db.execute(
+                    "UPDATE state SET complete_seq = max(complete_seq, ?)"
+                    " WHERE id = 0 AND generation = ?",
+                    (complete_seq, generation),
+                )
+
+    def restart(self) -> int:
+        """Forget every name (the stream was purged past what the index knew); returns the
+        new generation, which the rebuild that follows records its progress under."""
+        with self._transaction():
+            self._db.execute("DELETE FROM names")
+            self._db.execute(
+                "UPDATE state SET complete_seq = 0, generation = generation + 1 WHERE id = 0"
+            )
+        return self.progress()[1]
+
+    def prune(self, tokens: Iterable[str], *, absent_at: int) -> None:
+        """Forget subjects a listing found gone as of sequence ``absent_at``; one that got a
+        meta message after that (seen by another process's catch-up) is kept."""
+        with self._transaction():
+            self._db.executemany(
+                "DELETE FROM names WHERE token = ? AND seq <= ?",
+                ((token, absent_at) for token in tokens),
+            )
+
+    def lookup(self, literal_prefix: str) -> Iterator[list[tuple[str, str | None]]]:
+        """``(token, name)`` of every name starting with ``literal_prefix``, in batches; tokens
+        that do not decode come too (their meta record decides). Two plain index searches, not
+        one ``OR`` (SQLite would collect every row of it in a temporary set first)."""
+        if not literal_prefix:
+            yield from self._rows("SELECT token, name FROM names", ())
+            return
+        upper = prefix_upper_bound(literal_prefix)
+        if upper is None:
+            yield from self._rows(
+                "SELECT token, name FROM names WHERE name >= ?", (literal_prefix,)
+            )
+        else:
+            yield from self._rows(
+                "SELECT token, name FROM names WHERE name >= ? AND name < ?",
+                (literal_prefix, upper),
+            )
+        yield from self._rows("SELECT token, name FROM names WHERE name IS NULL", ())
+
+    def _rows(self, query: str, args: tuple[str, ...]) -> Iterator[list[tuple[str, str | None]]]:
+        cursor = self._db.execute(query, args)
+        try:
+            while rows := cursor.fetchmany(FETCH_ROWS):
+                yield rows
+        finally:
+            cursor.close()
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` so a writer takes the lock up front (no upgrade deadlocks between
+    processes), commit on success, roll back on error."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")

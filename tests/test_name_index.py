@@ -1,0 +1,292 @@
+"""The local name index behind listings (natsobj.name_index, natsobj.aio.name_sync): results
+equal a full consumer scan however the bucket changed since the index was built, by this
+client or another process; a re-created bucket never reuses an old index; an unusable or
+disabled index falls back to the subject-state listing with the same results."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import natsobj
+from natsobj.name_index import prefix_upper_bound
+from natsobj.names import meta_subject, stream_name
+from natsobj.sync import run
+from natsobj.wire import stream_api
+from tests.test_listing import as_map, expected, scanned
+
+REBUILT = "name index rebuilt"
+NO_INDEX = "no local name index"
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    directory = tmp_path / "cache"
+    monkeypatch.setenv("NATSOBJ_CACHE_DIR", str(directory))
+    monkeypatch.delenv("NATSOBJ_NAME_INDEX", raising=False)
+    return directory
+
+
+def index_files(cache: Path) -> list[Path]:
+    return sorted(cache.glob("names-v*/*.sqlite3"))
+
+
+def assert_equals_scan(store: natsobj.ObjectStore, prefix: str | None = None) -> None:
+    for include_deleted in (False, True):
+        listed = store.list(prefix=prefix, include_deleted=include_deleted)
+        assert as_map(listed) == expected(scanned(store, include_deleted), prefix)
+
+
+def python_with_store(nats_url: str, bucket: str, script: str) -> list[str]:
+    """A command running ``script`` in a fresh interpreter, with ``store`` bound to the bucket."""
+    code = textwrap.dedent(
+        f"""
+        import json, natsobj
+        client = natsobj.connect({nats_url!r})
+        store = client.store({bucket!r})
+        """
+    ) + textwrap.dedent(script)
+    return [sys.executable, "-c", code]
+
+
+def child_env(cache: Path) -> dict[str, str]:
+    return {"NATSOBJ_CACHE_DIR": str(cache), "PATH": "/usr/bin:/bin"}
+
+
+def in_another_process(nats_url: str, bucket: str, script: str, cache: Path) -> str:
+    done = subprocess.run(
+        python_with_store(nats_url, bucket, script),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=child_env(cache),
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_the_index_is_built_once_then_caught_up(store, cache, caplog):
+    caplog.set_level(logging.INFO, logger="natsobj.aio.name_sync")
+    for index in range(30):
+        store.put(f"dir{index % 3}/file{index}", b"x")
+    assert [i.name for i in store.list(prefix="dir1/")] == sorted(
+        f"dir1/file{i}" for i in range(30) if i % 3 == 1
+    )
+    assert caplog.text.count(REBUILT) == 1
+    assert len(index_files(cache)) == 1
+    store.put("dir1/late", b"y")
+    store.delete("dir1/file1")
+    store.put("dir1/file4", b"overwritten")
+    listed = {i.name: i for i in store.list(prefix="dir1/")}
+    assert "dir1/late" in listed and "dir1/file1" not in listed
+    assert listed["dir1/file4"].size == len(b"overwritten")
+    assert caplog.text.count(REBUILT) == 1  # caught up by sequence, not rebuilt
+    assert_equals_scan(store, "dir1/")
+    assert_equals_scan(store)
+
+
+def test_writes_by_another_process_are_seen(store, nats_url, cache):
+    for name in ("a/1", "a/2", "a/3", "b/1"):
+        store.put(name, name.encode())
+    assert [i.name for i in store.list(prefix="a/")] == ["a/1", "a/2", "a/3"]
+    in_another_process(
+        nats_url,
+        store.bucket,
+        """
+        store.put("a/4", b"new")
+        store.delete("a/1")
+        store.put("a/2", b"overwritten by the other process")
+        """,
+        cache,
+    )
+    listed = {i.name: i for i in store.list(prefix="a/")}
+    assert sorted(listed) == ["a/2", "a/3", "a/4"]
+    assert listed["a/2"].size == len(b"overwritten by the other process")
+    assert_equals_scan(store)
+
+
+def test_two_processes_listing_at_once_share_the_index(store, nats_url, cache):
+    names = [f"p/{i:03d}" for i in range(200)]
+    for name in names:
+        store.put(name, b"x")
+    script = """
+        for _ in range(5):
+            listed = [i.name for i in store.list(prefix="p/")]
+            assert listed == sorted(listed), listed
+        print(json.dumps(listed))
+        """
+    procs = [
+        subprocess.Popen(
+            python_with_store(nats_url, store.bucket, script),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=child_env(cache),
+        )
+        for _ in range(2)
+    ]
+    store.put("p/zzz", b"written while they list")
+    for proc in procs:
+        out, err = proc.communicate(timeout=180)
+        assert proc.returncode == 0, err
+        listed = json.loads(out.strip().splitlines()[-1])
+        assert set(names) <= set(listed) <= {*names, "p/zzz"}
+    assert len(index_files(cache)) == 1
+    assert [i.name for i in store.list(prefix="p/")] == [*names, "p/zzz"]
+
+
+def test_a_recreated_bucket_does_not_reuse_the_old_index(sync_client, bucket_name, cache):
+    old = sync_client.create_store(bucket_name)
+    for index in range(20):
+        old.put(f"old/{index}", b"x")
+    assert len(old.list()) == 20
+    sync_client.delete_store(bucket_name)
+    new = sync_client.create_store(bucket_name)
+    try:
+        # far fewer messages than the old index was complete up to: reused, it would catch up
+        # nothing and list no object at all
+        new.put("fresh", b"y")
+        assert [i.name for i in new.list()] == ["fresh"]
+        assert len(index_files(cache)) == 2
+    finally:
+        sync_client.delete_store(bucket_name)
+
+
+def test_a_purged_stream_is_rebuilt(store, sync_client, cache, caplog):
+    caplog.set_level(logging.INFO, logger="natsobj.aio.name_sync")
+    for index in range(10):
+        store.put(f"gone/{index}", b"x")
+    assert len(store.list()) == 10
+    run(sync_client.aio.api.call(stream_api("PURGE", stream_name(store.bucket)), {}))
+    store.put("kept", b"y")
+    assert [i.name for i in store.list()] == ["kept"]
+    assert caplog.text.count(REBUILT) == 2
+    assert_equals_scan(store)
+
+
+def test_an_unusable_cache_dir_falls_back(store, tmp_path, monkeypatch, caplog):
+    not_a_dir = tmp_path / "a-file"
+    not_a_dir.write_text("")
+    monkeypatch.setenv("NATSOBJ_CACHE_DIR", str(not_a_dir))
+    caplog.set_level(logging.INFO)
+    for name in ("x/1", "x/2", "y/1"):
+        store.put(name, b"z")
+    assert [i.name for i in store.list(prefix="x/")] == ["x/1", "x/2"]
+    assert_equals_scan(store)
+    assert caplog.text.count(NO_INDEX) == 1  # said once, not per listing
+    assert "listing by consumer scan" not in caplog.text  # still the subject-state listing
+
+
+@pytest.mark.parametrize("how", ["env", "setting", "url"])
+def test_the_index_can_be_turned_off(nats_url, bucket_name, cache, monkeypatch, how):
+    if how == "env":
+        monkeypatch.setenv("NATSOBJ_NAME_INDEX", "off")
+        client = natsobj.connect(nats_url)
+    elif how == "setting":
+        client = natsobj.connect(natsobj.ConnectionSettings(servers=[nats_url], name_index=False))
+    else:
+        client = natsobj.connect(f"{nats_url}?name_index=off")
+    try:
+        store = client.create_store(bucket_name)
+        for name in ("k/1", "k/2", "l/1"):
+            store.put(name, b"v")
+        assert [i.name for i in store.list(prefix="k/")] == ["k/1", "k/2"]
+        assert_equals_scan(store)
+        assert index_files(cache) == []
+    finally:
+        client.delete_store(bucket_name)
+        client.close()
+
+
+def test_a_cache_dir_setting_wins_over_the_environment(nats_url, bucket_name, cache, tmp_path):
+    chosen = tmp_path / "chosen"
+    client = natsobj.connect(natsobj.ConnectionSettings(servers=[nats_url], cache_dir=str(chosen)))
+    try:
+        store = client.create_store(bucket_name)
+        store.put("one", b"1")
+        assert [i.name for i in store.list()] == ["one"]
+        assert len(index_files(chosen)) == 1 and index_files(cache) == []
+    finally:
+        client.delete_store(bucket_name)
+        client.close()
+
+
+# -- property: random puts, overwrites and deletes between listings that reuse the index --------
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["put", "put", "delete", "list"]),
+        st.sampled_from(["a/1", "a/2", "a/b/3", "ab", "b/é", "b/漢/4", "c"]),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(ops=OPS, prefix=st.sampled_from([None, "a", "a/", "b/", "zz"]))
+def test_indexed_listings_equal_a_full_scan_after_any_changes(sync_client, cache, ops, prefix):
+    store = sync_client.create_store(f"h{uuid.uuid4().hex[:12]}")
+    try:
+        for op, name in ops:
+            if op == "put":
+                store.put(name, uuid.uuid4().bytes)
+            elif op == "delete" and name in {i.name for i in store.list()}:
+                store.delete(name)
+            else:
+                assert_equals_scan(store, prefix)
+        assert_equals_scan(store, prefix)
+    finally:
+        sync_client.delete_store(store.bucket)
+
+
+def test_prefix_upper_bound():
+    assert prefix_upper_bound("") is None
+    assert prefix_upper_bound("a/") == "a0"
+    assert prefix_upper_bound("a\U0010ffff") == "b"
+    assert prefix_upper_bound("\ud7ff") == "\ue000"  # skips the surrogates
+    for prefix in ("a/", "é", "漢字/"):
+        bound = prefix_upper_bound(prefix)
+        assert bound is not None and prefix + "\U0010ffff" < bound
+        assert bound.encode() > (prefix + "\U0010ffff").encode()
+
+
+def test_a_meta_subject_that_is_no_name_encoding_is_left_to_its_record(store, raw, cache):
+    """Another client's subject token that does not decode: indexed without a name, so every
+    lookup fetches it and its meta record's name decides."""
+    store.put("odd/first", b"1")
+    assert [i.name for i in store.list(prefix="odd/")] == ["odd/first"]  # index built
+    info = natsobj.ObjectInfo(name="odd/second", bucket=store.bucket, nuid="N" * 22)
+    raw.publish(f"$O.{store.bucket}.M.not-base64!", info.encode())
+    assert [i.name for i in store.list(prefix="odd/")] == ["odd/first", "odd/second"]
+    assert [i.name for i in store.list(prefix="other/")] == []
+    assert_equals_scan(store, "odd/")
+
+
+def test_names_whose_subject_was_purged_are_forgotten(store, sync_client, cache):
+    """A subject purged without a new meta message (an admin's subject purge) stays in the
+    index until a listing finds it gone; then it is dropped, not fetched forever."""
+    for name in ("keep/1", "keep/2", "drop/1"):
+        store.put(name, b"x")
+    assert len(store.list()) == 3
+    (path,) = index_files(cache)
+    purge = {"filter": meta_subject(store.bucket, "drop/1")}
+    run(sync_client.aio.api.call(stream_api("PURGE", stream_name(store.bucket)), purge))
+    assert [i.name for i in store.list()] == ["keep/1", "keep/2"]
+    with sqlite3.connect(path) as db:
+        assert sorted(n for (n,) in db.execute("SELECT name FROM names")) == ["keep/1", "keep/2"]
+    assert_equals_scan(store)
