@@ -110,10 +110,12 @@ def test_failover_keeps_archiving_while_the_primary_is_down(
             for i in range(6):
                 await put(aio_store, f"before/{i}")
                 await asyncio.sleep(0.1)
-            await wait_archived(archiver, aio_store)
-            second_moto.process.kill()  # the primary stops mid-run
+            second_moto.process.kill()  # the primary stops mid-run, uploads maybe in flight
             second_moto.process.wait(10)
-            during = [await put(aio_store, f"during/{i}") for i in range(8)]
+            during = []
+            for i in range(8):
+                during.append(await put(aio_store, f"during/{i}"))
+                await asyncio.sleep(0.1)
             await wait_archived(archiver, aio_store)
 
             records = {r.sequence: r for r in await targets.load_index()}
