@@ -11,6 +11,12 @@ import time
 import natsobj
 from natsobj.archive import Archiver, ArchiveTarget, ArchiveTargets, S3Options, verify
 from natsobj.archive.tiering import OffloadPolicy, offload
+from tests.airflow.conftest import (  # noqa: F401  (airflow_db, nats_default, run_dag: fixtures)
+    airflow_db,
+    nats_default,
+    run_airflow,
+    run_dag,
+)
 from tests.archive.conftest import create_s3_bucket, s3_client, start_moto, stop_moto
 
 SMALL = 64 * 1024  # versions under this go into packs
@@ -203,3 +209,62 @@ def test_cli_archives_to_several_targets_and_remembers_them(
     assert json.loads(status.output)["versions"] == 1
     checked = invoke("archive", "verify", a, b, "--strategy", "replicate")
     assert checked.exit_code == 0 and "checked 2 versions" in checked.output, checked.output
+
+
+def test_airflow_operators_pass_several_targets_through(
+    run_dag,  # noqa: F811
+    store,
+    moto,
+    second_moto,
+    s3_env,
+):
+    a, b = target_url(moto.endpoint), target_url(second_moto.endpoint)
+    store.put("x.bin", b"payload")
+    result = run_dag(
+        f"""
+        from datetime import datetime
+        from airflow.sdk import dag
+        from airflow_natsobj.operators.archive import NatsArchiveOperator, NatsOffloadOperator
+
+        @dag(schedule=None, start_date=datetime(2026, 1, 1))
+        def DAG_ID():
+            targets = ["{a}", "{b}"]
+            archive = NatsArchiveOperator(
+                task_id="archive", bucket="{store.bucket}", target=targets, strategy="replicate"
+            )
+            offload = NatsOffloadOperator(
+                task_id="offload", bucket="{store.bucket}", target=targets, strategy="replicate"
+            )
+            archive >> offload
+
+        DAG_ID()
+        """
+    )
+    assert result.returncode == 0, result.output[-6000:]
+    assert result.xcom("archive")["target"] == f"replicate {a} {b}"
+    assert result.xcom("offload")["offloaded"] == ["x.bin"]
+    assert data_keys(a) == data_keys(b) != set()
+    assert store.get_info("x.bin").tiering.offload.urls == [a, b]
+    assert store.get_bytes("x.bin") == b"payload"
+
+
+def test_dagster_archive_job_passes_several_targets_through(
+    nats_url, store, moto, second_moto, s3_env
+):
+    from dagster import RunConfig
+
+    from dagster_natsobj import NatsObjectStoreResource
+    from dagster_natsobj.archive import NatsArchiveConfig, make_nats_archive_job
+
+    a, b = target_url(moto.endpoint), target_url(second_moto.endpoint)
+    store.put("model.pkl", b"weights")
+    config = NatsArchiveConfig(
+        bucket=store.bucket, target=a, more_targets=[b], strategy="replicate"
+    )
+    result = make_nats_archive_job("nats_archive").execute_in_process(
+        run_config=RunConfig(ops={"nats_archive_pass": config}),
+        resources={"nats": NatsObjectStoreResource(url=nats_url)},
+    )
+    assert result.success
+    assert result.output_for_node("nats_archive_pass")["versions"] == 1
+    assert data_keys(a) == data_keys(b) != set()
