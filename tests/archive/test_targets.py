@@ -8,6 +8,8 @@ import json
 import os
 import time
 
+import pytest
+
 import natsobj
 from natsobj.archive import Archiver, ArchiveTarget, ArchiveTargets, S3Options, verify
 from natsobj.archive.tiering import OffloadPolicy, offload
@@ -268,3 +270,19 @@ def test_dagster_archive_job_passes_several_targets_through(
     assert result.success
     assert result.output_for_node("nats_archive_pass")["versions"] == 1
     assert data_keys(a) == data_keys(b) != set()
+
+
+def test_configuration_reads_back_and_keeps_secrets_out_of_urls():
+    spec = "shard s3://a/p?endpoint=http://127.0.0.1:9000=3 s3://b/p"
+    targets = ArchiveTargets.parse(spec)
+    assert targets.url == spec  # what the stream metadata records, read back by status
+    assert [m.weight for m in targets.members] == [3.0, 1.0]
+    assert targets.members[0].target.options.endpoint == "http://127.0.0.1:9000"
+    assert ArchiveTargets.parse(["s3://a/p"], "replicate").url == "s3://a/p"  # one: as before
+    with pytest.raises(ValueError, match="need a strategy"):
+        ArchiveTargets.parse(["s3://a/p", "s3://b/p"])
+    with pytest.raises(ValueError, match="named twice"):
+        ArchiveTargets.parse(["s3://a/p", "s3://a/p"], "failover")
+    with pytest.raises(ValueError, match="unknown setting secret_access_key") as raised:
+        ArchiveTarget("s3://a/p?secret_access_key=TOPSECRET")
+    assert "TOPSECRET" not in str(raised.value)
