@@ -84,8 +84,9 @@ def url_settings(url: str) -> dict[str, str]:
     query = parse_qs(urlparse(url).query, keep_blank_values=True)
     unknown = sorted(set(query) - set(URL_SETTINGS))
     if unknown:
+        where = urlparse(url)._replace(query="").geturl()  # the query may hold a secret
         raise ValueError(
-            f"archive target {url!r}: unknown setting {', '.join(unknown)} "
+            f"archive target {where!r}: unknown setting {', '.join(unknown)} "
             f"(a target URL may set {' and '.join(URL_SETTINGS)}; credentials come from the "
             "AWS environment)"
         )

@@ -8,9 +8,17 @@ import json
 import os
 import time
 
+import pytest
+
 import natsobj
 from natsobj.archive import Archiver, ArchiveTarget, ArchiveTargets, S3Options, verify
 from natsobj.archive.tiering import OffloadPolicy, offload
+from tests.airflow.conftest import (  # noqa: F401  (airflow_db, nats_default, run_dag: fixtures)
+    airflow_db,
+    nats_default,
+    run_airflow,
+    run_dag,
+)
 from tests.archive.conftest import create_s3_bucket, s3_client, start_moto, stop_moto
 
 SMALL = 64 * 1024  # versions under this go into packs
@@ -110,10 +118,12 @@ def test_failover_keeps_archiving_while_the_primary_is_down(
             for i in range(6):
                 await put(aio_store, f"before/{i}")
                 await asyncio.sleep(0.1)
-            await wait_archived(archiver, aio_store)
-            second_moto.process.kill()  # the primary stops mid-run
+            second_moto.process.kill()  # the primary stops mid-run, uploads maybe in flight
             second_moto.process.wait(10)
-            during = [await put(aio_store, f"during/{i}") for i in range(8)]
+            during = []
+            for i in range(8):
+                during.append(await put(aio_store, f"during/{i}"))
+                await asyncio.sleep(0.1)
             await wait_archived(archiver, aio_store)
 
             records = {r.sequence: r for r in await targets.load_index()}
@@ -201,3 +211,78 @@ def test_cli_archives_to_several_targets_and_remembers_them(
     assert json.loads(status.output)["versions"] == 1
     checked = invoke("archive", "verify", a, b, "--strategy", "replicate")
     assert checked.exit_code == 0 and "checked 2 versions" in checked.output, checked.output
+
+
+def test_airflow_operators_pass_several_targets_through(
+    run_dag,  # noqa: F811
+    store,
+    moto,
+    second_moto,
+    s3_env,
+):
+    a, b = target_url(moto.endpoint), target_url(second_moto.endpoint)
+    store.put("x.bin", b"payload")
+    result = run_dag(
+        f"""
+        from datetime import datetime
+        from airflow.sdk import dag
+        from airflow_natsobj.operators.archive import NatsArchiveOperator, NatsOffloadOperator
+
+        @dag(schedule=None, start_date=datetime(2026, 1, 1))
+        def DAG_ID():
+            targets = ["{a}", "{b}"]
+            archive = NatsArchiveOperator(
+                task_id="archive", bucket="{store.bucket}", target=targets, strategy="replicate"
+            )
+            offload = NatsOffloadOperator(
+                task_id="offload", bucket="{store.bucket}", target=targets, strategy="replicate"
+            )
+            archive >> offload
+
+        DAG_ID()
+        """
+    )
+    assert result.returncode == 0, result.output[-6000:]
+    assert result.xcom("archive")["target"] == f"replicate {a} {b}"
+    assert result.xcom("offload")["offloaded"] == ["x.bin"]
+    assert data_keys(a) == data_keys(b) != set()
+    assert store.get_info("x.bin").tiering.offload.urls == [a, b]
+    assert store.get_bytes("x.bin") == b"payload"
+
+
+def test_dagster_archive_job_passes_several_targets_through(
+    nats_url, store, moto, second_moto, s3_env
+):
+    from dagster import RunConfig
+
+    from dagster_natsobj import NatsObjectStoreResource
+    from dagster_natsobj.archive import NatsArchiveConfig, make_nats_archive_job
+
+    a, b = target_url(moto.endpoint), target_url(second_moto.endpoint)
+    store.put("model.pkl", b"weights")
+    config = NatsArchiveConfig(
+        bucket=store.bucket, target=a, more_targets=[b], strategy="replicate"
+    )
+    result = make_nats_archive_job("nats_archive").execute_in_process(
+        run_config=RunConfig(ops={"nats_archive_pass": config}),
+        resources={"nats": NatsObjectStoreResource(url=nats_url)},
+    )
+    assert result.success
+    assert result.output_for_node("nats_archive_pass")["versions"] == 1
+    assert data_keys(a) == data_keys(b) != set()
+
+
+def test_configuration_reads_back_and_keeps_secrets_out_of_urls():
+    spec = "shard s3://a/p?endpoint=http://127.0.0.1:9000=3 s3://b/p"
+    targets = ArchiveTargets.parse(spec)
+    assert targets.url == spec  # what the stream metadata records, read back by status
+    assert [m.weight for m in targets.members] == [3.0, 1.0]
+    assert targets.members[0].target.options.endpoint == "http://127.0.0.1:9000"
+    assert ArchiveTargets.parse(["s3://a/p"], "replicate").url == "s3://a/p"  # one: as before
+    with pytest.raises(ValueError, match="need a strategy"):
+        ArchiveTargets.parse(["s3://a/p", "s3://b/p"])
+    with pytest.raises(ValueError, match="named twice"):
+        ArchiveTargets.parse(["s3://a/p", "s3://a/p"], "failover")
+    with pytest.raises(ValueError, match="unknown setting secret_access_key") as raised:
+        ArchiveTarget("s3://a/p?secret_access_key=TOPSECRET")
+    assert "TOPSECRET" not in str(raised.value)
