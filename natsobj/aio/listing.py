@@ -240,16 +240,22 @@ class _SubjectStateListing:
 
     async def _names_source(self) -> dict[str, Any]:
         """The local name index, brought up to the stream's last sequence, when it can be
-        used (``natsobj.aio.name_sync``); else the first page of the subject state. Returns
-        the stream info the listing pins its reads to."""
+        used (``natsobj.aio.name_sync``); one that must be rebuilt is rebuilt from the pages
+        of the subject state this listing reads anyway. Without the index, those pages alone.
+        Returns the stream info the listing pins its reads to."""
         info = await name_sync.stream_info(self.store)
         # opening may wait for another process's write transaction: not on the loop
         index = await asyncio.to_thread(name_sync.open_index, self.store, info)
         if index is not None:
             try:
-                await name_sync.sync(self.store, index, info)
+                if await asyncio.to_thread(name_sync.rebuild_needed, index, info):
+                    generation = await asyncio.to_thread(name_sync.start_rebuild, index)
+                    rebuilt = name_sync.rebuild(self.store, index, generation)
+                    self._pages = self._matching_pages(rebuilt)
+                else:
+                    await name_sync.catch_up(self.store, index, info)
+                    self._pages = self._indexed_pages(index)
                 self._index = index
-                self._pages = self._indexed_pages(index)
                 return info
             except sqlite3.Error as exc:
                 name_sync.warn_once(f"name index unusable, listing without it ({exc})")
@@ -260,7 +266,9 @@ class _SubjectStateListing:
                     index.close()
         first_page = await name_sync.name_page(self.store, 0)
         stop_after = self.meta_prefix + self.token_prefix if self.token_prefix else None
-        self._pages = self._matching_pages(first_page, stop_after)
+        self._pages = self._matching_pages(
+            name_sync.name_pages(self.store, first_page, stop_after=stop_after)
+        )
         return first_page
 
     async def _indexed_pages(self, index: NameIndex) -> AsyncIterator[list[str]]:
@@ -323,11 +331,9 @@ class _SubjectStateListing:
             for start in range(0, len(subjects), MULTI_LAST_LIMIT):
                 yield subjects[start : start + MULTI_LAST_LIMIT]
 
-    async def _matching_pages(
-        self, first_page: dict[str, Any], stop_after: str | None
-    ) -> AsyncIterator[list[str]]:
-        """Without the index: the matching subjects of each page of the subject state."""
-        async for subjects in name_sync.name_pages(self.store, first_page, stop_after=stop_after):
+    async def _matching_pages(self, pages: AsyncIterator[list[str]]) -> AsyncIterator[list[str]]:
+        """The matching subjects of each page of the subject state."""
+        async for subjects in pages:
             if matching := self._matching(iter(subjects)):
                 yield matching
 

@@ -4,7 +4,8 @@ Before every indexed listing, one plain ``STREAM.INFO`` gives ``state.last_seq``
 messages after the index's ``complete_seq`` are read with a headers-only ordered consumer on
 ``$O.<bucket>.M.>`` (the name is in the subject), so the cost is the number of changes, not
 of names. A new index, or one whose every known message was purged (``first_seq`` past
-``complete_seq``), is rebuilt from the paged subject state first (the O(names) path).
+``complete_seq``), is rebuilt from the paged subject state instead (the O(names) path), by
+the listing that finds it so, from the same pages it lists.
 
 On replicated streams the consumer may live on a replica that is behind the leader; the
 catch-up is complete only once it has reached the leader's last meta message, which is asked
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -86,34 +88,59 @@ async def name_page(store: ObjectStore, offset: int) -> dict[str, Any]:
     )
 
 
-async def sync(store: ObjectStore, index: NameIndex, info: dict[str, Any]) -> None:
-    """Bring ``index`` up to ``info``'s ``last_seq`` (raises sqlite3.Error for the caller to
-    fall back on). When every message the index had seen is gone (``first_seq`` past
-    ``complete_seq``: a purge, or every object rewritten since), the names it holds may all
-    be dead and a catch-up would read as many messages as a rebuild: start over."""
-    state = info.get("state") or {}
-    last_seq = int(state.get("last_seq") or 0)
-    first_seq = int(state.get("first_seq") or 0)
+def rebuild_needed(index: NameIndex, info: dict[str, Any]) -> bool:
+    """A new index, or one whose every known message is gone (``first_seq`` past
+    ``complete_seq``: a purge, or every object rewritten since): its names may all be dead,
+    and a catch-up would read as many messages as a rebuild."""
+    complete_seq, _ = index.progress()
+    first_seq = int((info.get("state") or {}).get("first_seq") or 0)
+    return complete_seq == 0 or first_seq > complete_seq
+
+
+def start_rebuild(index: NameIndex) -> int:
+    """The generation a rebuild records its progress under; an index that knew something is
+    emptied first (what vanished from it is unknowable)."""
     complete_seq, generation = index.progress()
-    if complete_seq == 0 or first_seq > complete_seq:
-        if complete_seq:  # purged past what we knew: what vanished is unknowable
-            generation = index.restart()
-        complete_seq = await _rebuild(store, index, generation)
-    if last_seq > complete_seq:
-        await _catch_up(store, index, complete_seq, last_seq, generation)
+    return index.restart() if complete_seq else generation
 
 
-async def _rebuild(store: ObjectStore, index: NameIndex, generation: int) -> int:
-    """Every meta subject from the paged subject state; complete up to the first page's
-    ``last_seq`` (the subjects of a page are at least as new as the state it reports)."""
+async def rebuild(
+    store: ObjectStore, index: NameIndex, generation: int
+) -> AsyncIterator[list[str]]:
+    """Every meta subject from the paged subject state, page by page, each written to the
+    index before it is handed on, so the first listing reads meta records while the names are
+    still being walked. Complete up to the first page's ``last_seq`` (the subjects of a page
+    are at least as new as the state it reports) once the walk ends; a walk stopped early
+    records nothing, and the next listing starts again. A SQLite error stops the writing, not
+    the walk."""
     first = await name_page(store, 0)
     complete_seq = int((first.get("state") or {}).get("last_seq") or 0)
     skip = len(all_meta_subject(store.bucket)) - 1
+    writing = True
     async for subjects in name_pages(store, first):
-        await asyncio.to_thread(index.add, [(subject[skip:], 0) for subject in subjects])
-    await asyncio.to_thread(index.add, [], complete_seq=complete_seq, generation=generation)
-    log.info("bucket %r: name index rebuilt up to sequence %d", store.bucket, complete_seq)
-    return complete_seq
+        if writing:
+            writing = await _write(index, [(subject[skip:], 0) for subject in subjects])
+        yield subjects
+    if writing and await _write(index, [], complete_seq=complete_seq, generation=generation):
+        log.info("bucket %r: name index rebuilt up to sequence %d", store.bucket, complete_seq)
+
+
+async def _write(index: NameIndex, tokens: list[tuple[str, int]], **progress: int) -> bool:
+    try:
+        await asyncio.to_thread(index.add, tokens, **progress)
+    except sqlite3.Error as exc:
+        warn_once(f"name index not written, listing without it ({exc})")
+        return False
+    return True
+
+
+async def catch_up(store: ObjectStore, index: NameIndex, info: dict[str, Any]) -> None:
+    """Bring ``index`` up to ``info``'s ``last_seq`` by the meta messages written since
+    (raises sqlite3.Error for the caller to fall back on)."""
+    last_seq = int((info.get("state") or {}).get("last_seq") or 0)
+    complete_seq, generation = index.progress()
+    if last_seq > complete_seq:
+        await _catch_up(store, index, complete_seq, last_seq, generation)
 
 
 async def name_pages(
