@@ -26,6 +26,7 @@ from natsobj.errors import ObjectNotFound
 from natsobj.matching import NameMatcher
 from natsobj.spark.arrowio import conform, spark_arrow_schema
 from natsobj.spark.errors import DatasetChanged
+from natsobj.spark.handoff import produce_ahead
 from natsobj.spark.manifest import Part
 from natsobj.spark.options import SourceOptions
 from natsobj.spark.pushdown import Condition, conditions, may_match, row_group_stats
@@ -77,6 +78,10 @@ class TableReader(DataSourceReader):
         if not isinstance(partition, PartPartition):  # a dataset with no parts
             return
         target = spark_arrow_schema(self.schema)
+        # Fetch and decode on a thread while this one hands the batches to the JVM.
+        yield from produce_ahead(lambda: self._batches(partition, target))
+
+    def _batches(self, partition: PartPartition, target: pa.Schema) -> Iterator[pa.RecordBatch]:
         with contextlib.ExitStack() as stack:
             with open_store(self.opts) as store:
                 source = self._download(store, partition, stack)

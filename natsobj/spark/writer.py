@@ -22,6 +22,7 @@ import natsobj
 from natsobj.errors import ObjectChanged
 from natsobj.spark.arrowio import ObjectSplitter, RowCount, parquet_stream
 from natsobj.spark.errors import BadSparkOption, DatasetChanged, DatasetExists, WriteAborted
+from natsobj.spark.handoff import consume_behind
 from natsobj.spark.manifest import (
     WRITE_ID_KEY,
     Manifest,
@@ -103,17 +104,23 @@ class NatsObjWriter(DataSourceArrowWriter):
         )
         with open_store(self.opts, create=self.opts.create_bucket) as store:
             try:
-                for batches in ObjectSplitter(iterator, self.opts.rows_per_object):
-                    message.parts.append(self._put_part(store, message, batches))
-                    if is_aborted(store, self.opts.prefix, self.write_id):
-                        raise WriteAborted(
-                            "the write was aborted while this task ran", bucket=self.opts.bucket
-                        )
+                # Encode and upload on a thread while this one keeps taking rows from the JVM.
+                consume_behind(iterator, lambda batches: self._put_parts(store, message, batches))
             except BaseException:
                 with contextlib.suppress(Exception):  # abort sweeps whatever is left
                     delete_quietly(store, [p.name for p in message.parts])
                 raise
         return message
+
+    def _put_parts(
+        self, store: natsobj.ObjectStore, message: PartsMessage, batches: Iterator[pa.RecordBatch]
+    ) -> None:
+        for part_batches in ObjectSplitter(batches, self.opts.rows_per_object):
+            message.parts.append(self._put_part(store, message, part_batches))
+            if is_aborted(store, self.opts.prefix, self.write_id):
+                raise WriteAborted(
+                    "the write was aborted while this task ran", bucket=self.opts.bucket
+                )
 
     def _put_part(
         self, store: natsobj.ObjectStore, message: PartsMessage, batches: Iterator[pa.RecordBatch]
