@@ -56,6 +56,8 @@ FAILOVER_ATTEMPT_TIMEOUT = 2.0
 
 # A raw subscription's handler: subject, header block (b"" without headers) and payload.
 RawHandler = Callable[[bytes, bytes, bytes], None]
+# A raw delivery handler: subject, reply subject (b"" without one), header block and payload.
+DeliveryHandler = Callable[[bytes, bytes, bytes, bytes], None]
 
 
 class RetryableError(NatsObjError):
@@ -196,11 +198,13 @@ class JetStreamApi:
         # Subject prefixes published to without a reply future (flow-control answers), told of
         # denials.
         self._denial_listeners: dict[str, tuple[str, Callable[[PermissionDenied], None]]] = {}
-        self._raw_handlers: dict[int, RawHandler] = {}
+        self._raw_handlers: dict[int, DeliveryHandler] = {}
 
     async def start(self) -> None:
         self._route_raw_messages()
-        self._unsubscribe_replies = await self.subscribe_raw(self._inbox + ".*", self._on_reply)
+        self._unsubscribe_replies = await self.subscribe_deliveries(
+            self._inbox + ".*", self._on_reply
+        )
 
     def _route_raw_messages(self) -> None:
         """Hand messages of raw subscriptions to their handler straight from the connection's
@@ -214,7 +218,7 @@ class JetStreamApi:
             if handler is None:
                 await process_msg(sid, subject, reply, data, headers)
             else:
-                handler(subject, bytes(headers or b""), data)
+                handler(subject, reply, headers or b"", data)
 
         self.nc._process_msg = route
 
@@ -223,6 +227,15 @@ class JetStreamApi:
     ) -> Callable[[], Awaitable[None]]:
         """Subscribe with a handler called synchronously per message with the raw subject,
         header block and payload (see ``raw_header``); returns the unsubscribe."""
+        return await self.subscribe_deliveries(
+            subject, lambda subject, _reply, headers, data: handler(subject, headers, data)
+        )
+
+    async def subscribe_deliveries(
+        self, subject: str, handler: DeliveryHandler
+    ) -> Callable[[], Awaitable[None]]:
+        """``subscribe_raw`` with the reply subject too: a consumer's deliveries carry their
+        stream and consumer sequences in it (``$JS.ACK...``)."""
         subscription = await self.nc.subscribe(subject)
         self._raw_handlers[subscription._id] = handler
 
@@ -233,7 +246,7 @@ class JetStreamApi:
 
         return unsubscribe
 
-    def _on_reply(self, subject: bytes, headers: bytes, data: bytes) -> None:
+    def _on_reply(self, subject: bytes, _reply: bytes, headers: bytes, data: bytes) -> None:
         """From the read loop: the waiting request resumes with no queue and task in between."""
         entry = self._waiting.pop(subject[len(self._inbox) + 1 :].decode(), None)
         if entry is not None and not entry[0].done():

@@ -217,7 +217,9 @@ class ObjectStore:
         names while the stream leader holds them all, another one is made after a pause."""
         subject = chunk_subject(self.bucket, info.nuid)
         chunk_size = info.chunk_size or DEFAULT_CHUNK_SIZE
-        batch = max(2, min(256, self.client.read_window_bytes // chunk_size))  # pull credit
+        # pull credit of read_window_bytes, asked for in two halves (the second while the
+        # first arrives)
+        batch = max(1, min(128, self.client.read_window_bytes // chunk_size // 2))
         for attempt in range(SCAN_ATTEMPTS):
             consumer = OrderedConsumer(
                 self.api,
@@ -226,6 +228,7 @@ class ObjectStore:
                 stop_when_idle=True,
                 heartbeat=READ_HEARTBEAT,
                 batch=batch,
+                pulls_ahead=2,
                 bucket=self.bucket,
             )
             try:
