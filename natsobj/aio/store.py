@@ -54,6 +54,7 @@ from natsobj.names import (
 )
 from natsobj.settings import STRONG
 from natsobj.wire import (
+    EXPECTED_LAST_MSG_ID,
     EXPECTED_LAST_SUBJECT_SEQ,
     MSG_ID,
     ROLLUP,
@@ -402,7 +403,7 @@ class ObjectStore:
                 size += len(chunk)
                 chunks += 1
                 await window.publish(chunk)
-            await window.drain()
+            await window.drain(keep_last=True)
             info = ObjectInfo(
                 name=name,
                 bucket=self.bucket,
@@ -416,7 +417,15 @@ class ObjectStore:
                 chunk_size=chunk_size,
                 tiering=tiering,
             )
-            replaced, sequence = await self._replace_meta(info, await current, expected_sequence)
+            committed = await self._commit_behind_last_chunk(
+                info, window, current, expected_sequence
+            )
+            if committed is None:
+                await window.drain()
+                committed = await self._replace_meta(info, await current, expected_sequence)
+            else:
+                current.cancel()
+            replaced, sequence = committed
             published = True
         finally:
             if not published:
@@ -427,6 +436,54 @@ class ObjectStore:
         info.mtime = datetime.now(UTC)
         info.sequence = sequence
         return info
+
+    async def _commit_behind_last_chunk(
+        self,
+        info: ObjectInfo,
+        window: PublishWindow,
+        current: asyncio.Future[ObjectInfo | None],
+        required: int | None,
+    ) -> tuple[ObjectInfo | None, int] | None:
+        """Publish the meta record right behind the last chunk, without waiting for that
+        chunk's acknowledgement: one round trip fewer per put, half of a small put's.
+
+        Two expectations keep it as safe as waiting. ``Nats-Expected-Last-Msg-Id`` (the last
+        chunk's id, every earlier chunk being acknowledged) stores the record only if that
+        chunk was stored and nothing came between; ``Nats-Expected-Last-Subject-Sequence``
+        is the version replaced, as in ``_replace_meta``: the one looked up if the lookup is
+        back already, else none (a new name, the common case of a small put). Returns
+        (replaced, sequence), or None when the server refused either way or did not answer:
+        the caller then waits for the chunks and goes the usual way (``_replace_meta``). Only
+        on a single replica: in a cluster the last message may not be applied yet when the
+        record arrives, and the refusal would cost a round trip instead of saving one."""
+        last_msg_id = window.last_msg_id()
+        if last_msg_id is None or self._replicas > 1:
+            return None
+        replaced = None
+        if current.done():
+            if current.cancelled() or current.exception() is not None:
+                return None
+            replaced = current.result()
+        expected = replaced.sequence if replaced is not None else 0
+        if required is not None and required != expected:
+            return None
+        headers = {
+            **ROLLUP,
+            EXPECTED_LAST_SUBJECT_SEQ: str(expected),
+            EXPECTED_LAST_MSG_ID: last_msg_id,
+            MSG_ID: meta_msg_id(info.nuid),
+        }
+        subject = self._publish_subject(meta_subject(self.bucket, info.name))
+        try:
+            reply = await self.api.request(subject, info.encode(), headers=headers)
+        except NatsObjError:
+            return None
+        if status_of(reply) is not None:
+            return None
+        response = json.loads(reply.data)
+        if "error" in response:
+            return None
+        return replaced, int(response["seq"])
 
     async def _replace_meta(
         self, info: ObjectInfo, current: ObjectInfo | None, required: int | None
