@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import hashlib
 import json
 import os
 import tempfile
@@ -21,6 +20,7 @@ from nats.nuid import NUID
 from natsobj.aio import listing
 from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
 from natsobj.aio.jsapi import Failover, api_error, status_of
+from natsobj.aio.offload import chunk_sink
 from natsobj.aio.publish import PublishWindow
 from natsobj.aio.reader import ObjectReader, open_reader
 from natsobj.aio.sources import PutSource, iter_chunks
@@ -392,17 +392,19 @@ class ObjectStore:
             name=name,
             ack_timeout=2 * self.api.timeout,
         )
-        sha = hashlib.sha256()
+        hasher = chunk_sink(self.client.put_window_bytes)  # SHA-256 beside the publishing
+        digest = b""
         size = chunks = 0
         published = False
         # the version we replace is looked up while the chunks upload: one round trip fewer
         current = asyncio.ensure_future(self._current(name))
         try:
             async for chunk in iter_chunks(source, chunk_size):
-                sha.update(chunk)
+                await hasher.put(chunk)
                 size += len(chunk)
                 chunks += 1
                 await window.publish(chunk)
+            digest = await hasher.digest()
             await window.drain(keep_last=True)
             info = ObjectInfo(
                 name=name,
@@ -410,7 +412,7 @@ class ObjectStore:
                 nuid=nuid,
                 size=size,
                 chunks=chunks,
-                digest=format_digest(sha.digest()),
+                digest=format_digest(digest),
                 description=description or "",
                 headers=_normalize_headers(headers),
                 metadata=dict(metadata or {}),
@@ -428,6 +430,8 @@ class ObjectStore:
             replaced, sequence = committed
             published = True
         finally:
+            if not digest:
+                await hasher.abandon()
             if not published:
                 current.cancel()
                 await asyncio.shield(self._discard_chunks(window, local_chunks))
