@@ -300,27 +300,48 @@ class JetStreamApi:
         self, subject: str, payload: bytes, headers: dict[str, str] | None = None
     ) -> asyncio.Future[Msg]:
         """Publish with a reply subject; return the future of the reply without waiting for it."""
+        future, token = self._expect_reply(subject)
+        await self._connected_for(subject, future)
+        try:
+            # nats-py's publish blocks on a full buffer while reconnecting: bound it
+            async with asyncio.timeout(self.timeout):
+                await self._publish(subject, payload, headers, future, token)
+        except TimeoutError:
+            raise self.unreachable(subject) from None
+        return future
+
+    def _expect_reply(self, subject: str) -> tuple[asyncio.Future[Msg], str]:
+        """A future for the reply to a request to ``subject`` and its inbox token."""
         if self._denied_subscription:
             raise self.subscription_denied()
         token = str(next(self._tokens))
         future: asyncio.Future[Msg] = asyncio.get_running_loop().create_future()
         self._waiting[token] = (future, subject)
         future.add_done_callback(lambda _: self._waiting.pop(token, None))
+        return future, token
+
+    async def _connected_for(self, subject: str, future: asyncio.Future[Msg]) -> None:
         try:
             await self.wait_connected(subject)
-            # nats-py's publish blocks on a full buffer while reconnecting: bound it
-            async with asyncio.timeout(self.timeout):
-                await self.nc.publish(
-                    subject, payload, reply=f"{self._inbox}.{token}", headers=headers
-                )
+        except BaseException:
+            future.cancel()
+            raise
+
+    async def _publish(
+        self,
+        subject: str,
+        payload: bytes,
+        headers: dict[str, str] | None,
+        future: asyncio.Future[Msg],
+        token: str,
+    ) -> None:
+        try:
+            await self.nc.publish(subject, payload, reply=f"{self._inbox}.{token}", headers=headers)
         except BaseException as exc:
             future.cancel()
-            if isinstance(exc, TimeoutError):
-                raise self.unreachable(subject) from None
-            if isinstance(exc, NatsObjError | asyncio.CancelledError):
+            if isinstance(exc, NatsObjError | asyncio.CancelledError | TimeoutError):
                 raise
             raise NotConnected(f"could not publish to {subject!r}: {exc}") from exc
-        return future
 
     @property
     def in_cluster(self) -> bool:
@@ -354,9 +375,13 @@ class JetStreamApi:
         headers: dict[str, str] | None = None,
         timeout: float | None = None,
     ) -> Msg:
-        future = await self.send(subject, payload, headers)
+        future, token = self._expect_reply(subject)
+        await self._connected_for(subject, future)
         try:
+            # one deadline for the publish (see send) and the reply: a timer costs several
+            # microseconds, a fair part of a small request's own work
             async with asyncio.timeout(timeout or self.timeout):
+                await self._publish(subject, payload, headers, future, token)
                 return await future
         except TimeoutError:
             raise self.unreachable(subject) from None
