@@ -4,9 +4,14 @@ sequence after a gap, a lost heartbeat, a restart or the loss of the stream lead
 Two ways to be delivered to, chosen per connection:
 
 - **Pull** for one-off reads (chunks, listings, changes) within the account's own JetStream
-  (the default API prefix): the reader asks for a batch as it consumes (``read_window_bytes``
-  worth for object reads), which keeps more data in flight than push flow control allows and
-  measured faster (BENCHMARKS.md).
+  (the default API prefix): the reader asks for a batch as it consumes (for object reads, two
+  requests of half of ``read_window_bytes`` each, the next asked for while the previous one
+  arrives), which keeps more data in flight than push flow control allows and measured
+  faster (BENCHMARKS.md).
+
+Deliveries are routed raw from the connection's read loop (``JetStreamApi.subscribe_deliveries``):
+no header dict, ``Msg`` or queue task per message; the few control messages (heartbeats,
+flow control, status) have their headers parsed when they come.
 - **Push** for watches, and for everything through an API prefix (another account, another
   domain): the server delivers to an inbox subject, so nothing beyond the inbox-prefix stream
   import is needed; a pull request's many-message reply would need ``response_type: stream``
