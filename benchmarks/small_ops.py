@@ -50,7 +50,8 @@ def section(figures: dict[str, Any]) -> list[str]:
         f"## Small objects (re-measured {figures['date']}, 1 KiB, sequential operations per"
         " second)",
         "",
-        f"{len(ours)} rounds of {figures['count']} operations of each kind, nats-py and natsobj"
+        f"`python -m benchmarks.small_ops`: {len(ours)} rounds of {figures['count']} operations"
+        " of each kind, nats-py and natsobj"
         " back to back in each round, each in its own process; medians. Every put creates a"
         " new name (a fresh bucket per run). 1-minute load average"
         f" {load[0]:.1f} at the start, {load[1]:.1f} at the end (shared 2-core machine).",
