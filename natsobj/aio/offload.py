@@ -8,8 +8,9 @@ back the reader (and, through flow control, the server) instead of filling memor
 
 The thread needs a second core. On the 2-core benchmark machine it used to lose (the event
 loop and nats-server kept both cores busy); since the loop's own share shrank (deliveries
-routed raw, ``natsobj.aio.socket_reads``), hashing beside it wins there too, for put and for
-get (BENCHMARKS.md, "256 MiB get_file and put"). With one core it only adds hand-offs:
+routed raw, ``natsobj.aio.socket_reads``), it won there in a moderately loaded A/B and lost
+in a heavily loaded one (BENCHMARKS.md, "256 MiB get_file and put"), so it is used from two
+CPUs on. With one core it only adds hand-offs:
 ``chunk_sink`` chooses by the CPUs this process may use. A small object, under one batch in
 all, never starts the thread: starting one costs more than hashing it.
 """
