@@ -23,6 +23,8 @@ STATUS = "Status"
 DESCRIPTION = "Description"
 ROLLUP = {"Nats-Rollup": "sub"}
 EXPECTED_LAST_SUBJECT_SEQ = "Nats-Expected-Last-Subject-Sequence"
+# Stored only if the stream's last message carries this Nats-Msg-Id (else error 10070).
+EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
 # On a push consumer's idle heartbeat: the last consumer sequence sent, and the flow-control
 # subject the server waits on when it stalled.
 LAST_CONSUMER_SEQUENCE = "Nats-Last-Consumer"

@@ -15,6 +15,7 @@ import pytest
 
 import natsobj
 from natsobj.aio import offload
+from natsobj.model import format_digest
 from natsobj.sync import run
 
 CHUNKS = [os.urandom(100_000 + i) for i in range(40)]
@@ -26,19 +27,27 @@ async def feed(sink, chunks=CHUNKS) -> bytes:
     return await sink.digest()
 
 
+@pytest.mark.parametrize("chunks", [CHUNKS, CHUNKS[:3]], ids=["many", "under-a-batch"])
 @pytest.mark.parametrize("threaded", [True, False], ids=["thread", "inline"])
-def test_digest_and_bytes_in_order(threaded):
+def test_digest_and_bytes_in_order(threaded, chunks):
+    """Under a batch in all, the worker hashes and writes on the loop, never starting its
+    thread; either way the bytes arrive in order."""
+    started = []
+
     async def body() -> tuple[bytes, bytes]:
         out = io.BytesIO()
         sink = (
             offload.ChunkWorker(300_000, out.write) if threaded else offload.InlineSink(out.write)
         )
-        return await feed(sink), out.getvalue()
+        digest = await feed(sink, chunks)
+        started.append(getattr(sink, "_thread", None) is not None)
+        return digest, out.getvalue()
 
     digest, written = asyncio.run(body())
-    joined = b"".join(CHUNKS)
+    joined = b"".join(chunks)
     assert written == joined
     assert digest == hashlib.sha256(joined).digest()
+    assert started == [threaded and len(joined) >= offload.HANDOFF_BYTES]
 
 
 def test_a_slow_writer_holds_the_producer_back():
@@ -94,9 +103,10 @@ def sink_mode(request, monkeypatch):
     return request.param
 
 
-def test_get_file_through_either_sink(store, sink_mode, tmp_path):
+def test_put_and_get_file_through_either_sink(store, sink_mode, tmp_path):
     data = os.urandom(3 * 1024 * 1024 + 7)
-    info = store.put("big", data)
+    info = store.put("big", data)  # hashed through the sink as well
+    assert info.digest == format_digest(hashlib.sha256(data).digest())
     target = tmp_path / "big.bin"
     assert store.get_file("big", target).digest == info.digest
     assert target.read_bytes() == data

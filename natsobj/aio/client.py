@@ -13,6 +13,7 @@ import nats.errors
 from nats.aio.client import Client as NatsConnection
 
 from natsobj.aio.jsapi import DEFAULT_FAILOVER_TIMEOUT, JetStreamApi
+from natsobj.aio.socket_reads import enlarge_reads
 from natsobj.aio.store import ObjectStore
 from natsobj.errors import (
     BucketExists,
@@ -79,6 +80,7 @@ class Client:
         finally:
             self._connect_errors = None
         nc.options["max_reconnect_attempts"] = RECONNECT_ATTEMPTS
+        enlarge_reads(nc)
         self.nc = nc
         self.api = JetStreamApi(
             self.nc, resolved, timeout=self.api_timeout, failover_timeout=self.failover_timeout

@@ -4,9 +4,10 @@ sequence after a gap, a lost heartbeat, a restart or the loss of the stream lead
 Two ways to be delivered to, chosen per connection:
 
 - **Pull** for one-off reads (chunks, listings, changes) within the account's own JetStream
-  (the default API prefix): the reader asks for a batch as it consumes (``read_window_bytes``
-  worth for object reads), which keeps more data in flight than push flow control allows and
-  measured faster (BENCHMARKS.md).
+  (the default API prefix): the reader asks for a batch as it consumes (for object reads, two
+  requests of half of ``read_window_bytes`` each, the next asked for while the previous one
+  arrives), which keeps more data in flight than push flow control allows and measured
+  faster (BENCHMARKS.md).
 - **Push** for watches, and for everything through an API prefix (another account, another
   domain): the server delivers to an inbox subject, so nothing beyond the inbox-prefix stream
   import is needed; a pull request's many-message reply would need ``response_type: stream``
@@ -15,6 +16,10 @@ Two ways to be delivered to, chosen per connection:
   answered when the reader takes it, so the server never runs more than its 2 MiB window
   ahead of the reader. Its idle heartbeats are what lets a watch notice a lost stream leader
   (a long pull stalled past a leader kill in tests/cluster/test_watch_failover.py).
+
+Deliveries are routed raw from the connection's read loop (``JetStreamApi.subscribe_deliveries``):
+no header dict, ``Msg`` or queue task per message; the few control messages (heartbeats,
+flow control, status) have their headers parsed when they come.
 
 Object reads use ``stop_when_idle``: every chunk already exists, so a consumer that runs dry
 (pull: the no-wait request ends; push: a heartbeat reports no gap) means the chunks vanished.
@@ -28,14 +33,14 @@ import contextlib
 import json
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from nats.aio.msg import Msg
 from nats.nuid import NUID
 
-from natsobj.aio.jsapi import Failover, JetStreamApi, TransientError, status_of
+from natsobj.aio.jsapi import Failover, JetStreamApi, TransientError, parse_headers, raw_status
 from natsobj.errors import NatsObjError, NotConnected, PermissionDenied
 from natsobj.model import time_from_nanos
 from natsobj.wire import (
@@ -76,6 +81,46 @@ class StreamMsg:
         return time_from_nanos(self.nanos)
 
 
+@dataclass(slots=True)
+class _Delivery:
+    """A message on the consumer's inbox as the connection read it: no header dict, no Msg."""
+
+    subject: bytes
+    reply: bytes
+    headers: bytes  # the raw header block, b"" without one
+    data: bytes
+
+
+class _Inbox:
+    """What reached the consumer's inbox, in order: deliveries, filled straight from the
+    connection's read loop, or the PermissionDenied of a refused publish."""
+
+    def __init__(self) -> None:
+        self._items: deque[_Delivery | PermissionDenied] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put(self, item: _Delivery | PermissionDenied) -> None:
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def take(self) -> _Delivery | PermissionDenied | None:
+        return self._items.popleft() if self._items else None
+
+    def empty(self) -> bool:
+        return not self._items
+
+    async def wait(self) -> None:
+        """Return once something is there."""
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+
+
 def _parse_ack_subject(reply: str) -> tuple[str, int, int, int, int]:
     """(consumer, stream seq, consumer seq, timestamp ns, pending) from a ``$JS.ACK`` subject."""
     tokens = reply.split(".")
@@ -103,9 +148,14 @@ class OrderedConsumer:
         stop_when_idle: bool = False,
         heartbeat: float = 5.0,
         batch: int = 256,
+        pulls_ahead: int = 1,
         bucket: str | None = None,
         headers_only: bool = False,
     ) -> None:
+        """``batch``: messages per pull request; ``pulls_ahead``: requests kept open at once.
+        With two, the next batch is asked for while the previous one is still arriving, so
+        the server never idles for a round trip between batches (object reads, which want
+        every message); one suits readers that may stop early (a page of changes)."""
         self.api = api
         self.stream = stream
         self.filter_subject = filter_subject
@@ -115,6 +165,7 @@ class OrderedConsumer:
         self.heartbeat = heartbeat
         self.batch = max(1, batch)
         self.headers_only = headers_only  # subjects and sequences are all the reader needs
+        self.pulls_ahead = max(1, pulls_ahead)
         self.pull = stop_when_idle and api.prefix == DEFAULT_API_PREFIX  # see the docstring
         self.bucket = bucket
         self.last_sequence = 0  # last stream sequence handed to the reader
@@ -122,14 +173,14 @@ class OrderedConsumer:
         self.exhausted = False  # stop_when_idle: the server has nothing more to deliver
         self._consumer_seq = 0
         self._name = ""
-        self._subscription: Any = None
-        # Deliveries, or the PermissionDenied of a refused flow-control answer.
-        self._queue: asyncio.Queue[Msg | PermissionDenied] = asyncio.Queue()
+        self._unsubscribe_inbox: Callable[[], Awaitable[None]] | None = None
+        self._inbox_items = _Inbox()
         self._stop_listening = lambda: None
         self._last_arrival = time.monotonic()
         self._ever_delivered = False  # anything at all reached our inbox: the import works
         self._first_created = 0.0  # when the first consumer was created
-        self._requests: deque[int] = deque()  # pull: messages still owed by the open request
+        self._requests: deque[int] = deque()  # pull: messages still owed by each open request
+        self._dry = False  # pull: a request found nothing more; ask for no more
         self._inbox = ""
         self._unanswered_pulls = 0  # pull: requests in a row that found no consumer (503)
         self._stalled_on = ""  # the flow-control subject of the last stalled heartbeat
@@ -172,18 +223,18 @@ class OrderedConsumer:
         """A new consumer on a new inbox, so nothing from a replaced one can be mistaken for
         ours (its heartbeats report another consumer's sequence)."""
         await self._unsubscribe()
-        self._queue = asyncio.Queue()
+        self._inbox_items = items = _Inbox()
         inbox = self.api.nc.new_inbox()
-        queue = self._queue
 
-        async def deliver(msg: Msg) -> None:
+        def deliver(subject: bytes, reply: bytes, headers: bytes, data: bytes) -> None:
             self._last_arrival = time.monotonic()
             self._ever_delivered = True
-            queue.put_nowait(msg)
+            items.put(_Delivery(subject, reply, headers, data))
 
-        self._subscription = await self.api.nc.subscribe(inbox, cb=deliver)
+        self._unsubscribe_inbox = await self.api.subscribe_deliveries(inbox, deliver)
         self._inbox = inbox
         self._requests.clear()
+        self._dry = False
         self._consumer_seq = 0
         self.exhausted = False
         self._last_arrival = time.monotonic()
@@ -198,7 +249,7 @@ class OrderedConsumer:
             if self.pull
             else flow_control_prefix(self.stream, self._name)
         )
-        self._stop_listening = self.api.listen_for_denial(refusable, self._queue.put_nowait)
+        self._stop_listening = self.api.listen_for_denial(refusable, self._inbox_items.put)
 
     async def _create_named(self, inbox: str) -> dict[str, Any]:
         """CONSUMER.CREATE, under a new name for each attempt: in a cluster an unanswered
@@ -224,17 +275,18 @@ class OrderedConsumer:
         while not self.exhausted:
             if self.api.nc.is_closed:
                 raise NotConnected("connection closed while reading", bucket=self.bucket)
-            # one no-wait request at a time, so its end means the consumer ran dry
-            if self.pull and not self._requests:
+            # no-wait requests: one that ends early means the consumer ran dry
+            if self.pull and not self._dry and len(self._requests) < self.pulls_ahead:
                 await self._pull()
-            item = self._take()
+            item = self._inbox_items.take()
             if item is None:
                 wait = self.heartbeat
                 if deadline is not None:
                     wait = min(wait, max(0.0, deadline - time.monotonic()))
                 try:
                     async with asyncio.timeout(max(wait, 0.001)):
-                        item = await self._queue.get()
+                        await self._inbox_items.wait()
+                    continue  # ask for the next batch before handling this one
                 except TimeoutError:
                     # checked on every wake-up: a caller polling with short timeouts must not
                     # keep a consumer that died with its node from being noticed
@@ -257,16 +309,11 @@ class OrderedConsumer:
         await self.api.nc.publish(subject, body, reply=self._inbox)
         self._requests.append(self.batch)
 
-    def _take(self) -> Msg | PermissionDenied | None:
-        try:
-            return self._queue.get_nowait()
-        except asyncio.QueueEmpty:
-            return None
-
-    async def _handle(self, msg: Msg) -> StreamMsg | None:
-        status = status_of(msg)
+    async def _handle(self, msg: _Delivery) -> StreamMsg | None:
+        line = raw_status(msg.headers) if msg.headers else None
+        status = line[0] if line else None
         if status is None and msg.reply:
-            consumer, sseq, cseq, nanos, pending = _parse_ack_subject(msg.reply)
+            consumer, sseq, cseq, nanos, pending = _parse_ack_subject(msg.reply.decode())
             if consumer != self._name:
                 return None  # left over from a consumer we replaced
             if cseq != self._consumer_seq + 1:
@@ -279,24 +326,24 @@ class OrderedConsumer:
                 if self._requests[0] <= 0:
                     self._requests.popleft()
             self.last_sequence = sseq
-            return StreamMsg(msg.subject, msg.data, sseq, pending, nanos)
+            return StreamMsg(msg.subject.decode(), msg.data, sseq, pending, nanos)
         if status == "100":
-            headers = msg.headers or {}
             if msg.reply:  # flow control: the reader has taken everything delivered before it
-                await self._answer(msg.reply)
+                await self._answer(msg.reply.decode())
                 return None
-            await self._on_heartbeat(headers)
+            await self._on_heartbeat(parse_headers(msg.headers) or {})
             return None
         if status in ("404", "408"):  # pull: a request ended
             if self._requests:
                 self._requests.popleft()
+            self._dry = True
             self.exhausted = self.stop_when_idle and not self._requests
             return None
         if status == "503":  # pull: the request beat the new consumer's interest to its node
             await self._pull_again()
             return None
         if status == "409":
-            description = (msg.headers or {}).get(DESCRIPTION, "")
+            description = (parse_headers(msg.headers) or {}).get(DESCRIPTION, "")
             if "deleted" in description.lower() or "leadership" in description.lower():
                 await self._reset()
         return None
@@ -314,7 +361,7 @@ class OrderedConsumer:
         stalled = headers.get(CONSUMER_STALLED)
         if stalled:  # our flow-control answer got lost (a reconnect): answer again
             # Count only heartbeats sent after our answer: older ones wait behind the queue.
-            recent = self._queue.empty()
+            recent = self._inbox_items.empty()
             same = stalled == self._stalled_on
             self._unanswered = self._unanswered + recent if same else int(recent)
             self._stalled_on = stalled
@@ -324,7 +371,7 @@ class OrderedConsumer:
         last = int(headers.get(LAST_CONSUMER_SEQUENCE) or 0)
         if last > self._consumer_seq:
             await self._reset()  # messages were lost on the way
-        elif self.stop_when_idle and not self.pull and not stalled and self._queue.empty():
+        elif self.stop_when_idle and not self.pull and not stalled and self._inbox_items.empty():
             self.exhausted = True  # idle with nothing lost: the server has nothing more
 
     async def _answer(self, reply: str) -> None:
@@ -364,10 +411,10 @@ class OrderedConsumer:
 
     async def _unsubscribe(self) -> None:
         self._stop_listening()
-        if self._subscription is not None:
+        if self._unsubscribe_inbox is not None:
             with contextlib.suppress(Exception):
-                await self._subscription.unsubscribe()
-            self._subscription = None
+                await self._unsubscribe_inbox()
+            self._unsubscribe_inbox = None
 
     async def close(self) -> None:
         await self._unsubscribe()

@@ -56,6 +56,8 @@ FAILOVER_ATTEMPT_TIMEOUT = 2.0
 
 # A raw subscription's handler: subject, header block (b"" without headers) and payload.
 RawHandler = Callable[[bytes, bytes, bytes], None]
+# A raw delivery handler: subject, reply subject (b"" without one), header block and payload.
+DeliveryHandler = Callable[[bytes, bytes, bytes, bytes], None]
 
 
 class RetryableError(NatsObjError):
@@ -196,11 +198,13 @@ class JetStreamApi:
         # Subject prefixes published to without a reply future (flow-control answers), told of
         # denials.
         self._denial_listeners: dict[str, tuple[str, Callable[[PermissionDenied], None]]] = {}
-        self._raw_handlers: dict[int, RawHandler] = {}
+        self._raw_handlers: dict[int, DeliveryHandler] = {}
 
     async def start(self) -> None:
         self._route_raw_messages()
-        self._unsubscribe_replies = await self.subscribe_raw(self._inbox + ".*", self._on_reply)
+        self._unsubscribe_replies = await self.subscribe_deliveries(
+            self._inbox + ".*", self._on_reply
+        )
 
     def _route_raw_messages(self) -> None:
         """Hand messages of raw subscriptions to their handler straight from the connection's
@@ -214,7 +218,7 @@ class JetStreamApi:
             if handler is None:
                 await process_msg(sid, subject, reply, data, headers)
             else:
-                handler(subject, bytes(headers or b""), data)
+                handler(subject, reply, headers or b"", data)
 
         self.nc._process_msg = route
 
@@ -223,6 +227,15 @@ class JetStreamApi:
     ) -> Callable[[], Awaitable[None]]:
         """Subscribe with a handler called synchronously per message with the raw subject,
         header block and payload (see ``raw_header``); returns the unsubscribe."""
+        return await self.subscribe_deliveries(
+            subject, lambda subject, _reply, headers, data: handler(subject, headers, data)
+        )
+
+    async def subscribe_deliveries(
+        self, subject: str, handler: DeliveryHandler
+    ) -> Callable[[], Awaitable[None]]:
+        """``subscribe_raw`` with the reply subject too: a consumer's deliveries carry their
+        stream and consumer sequences in it (``$JS.ACK...``)."""
         subscription = await self.nc.subscribe(subject)
         self._raw_handlers[subscription._id] = handler
 
@@ -233,7 +246,7 @@ class JetStreamApi:
 
         return unsubscribe
 
-    def _on_reply(self, subject: bytes, headers: bytes, data: bytes) -> None:
+    def _on_reply(self, subject: bytes, _reply: bytes, headers: bytes, data: bytes) -> None:
         """From the read loop: the waiting request resumes with no queue and task in between."""
         entry = self._waiting.pop(subject[len(self._inbox) + 1 :].decode(), None)
         if entry is not None and not entry[0].done():
@@ -287,27 +300,48 @@ class JetStreamApi:
         self, subject: str, payload: bytes, headers: dict[str, str] | None = None
     ) -> asyncio.Future[Msg]:
         """Publish with a reply subject; return the future of the reply without waiting for it."""
+        future, token = self._expect_reply(subject)
+        await self._connected_for(subject, future)
+        try:
+            # nats-py's publish blocks on a full buffer while reconnecting: bound it
+            async with asyncio.timeout(self.timeout):
+                await self._publish(subject, payload, headers, future, token)
+        except TimeoutError:
+            raise self.unreachable(subject) from None
+        return future
+
+    def _expect_reply(self, subject: str) -> tuple[asyncio.Future[Msg], str]:
+        """A future for the reply to a request to ``subject`` and its inbox token."""
         if self._denied_subscription:
             raise self.subscription_denied()
         token = str(next(self._tokens))
         future: asyncio.Future[Msg] = asyncio.get_running_loop().create_future()
         self._waiting[token] = (future, subject)
         future.add_done_callback(lambda _: self._waiting.pop(token, None))
+        return future, token
+
+    async def _connected_for(self, subject: str, future: asyncio.Future[Msg]) -> None:
         try:
             await self.wait_connected(subject)
-            # nats-py's publish blocks on a full buffer while reconnecting: bound it
-            async with asyncio.timeout(self.timeout):
-                await self.nc.publish(
-                    subject, payload, reply=f"{self._inbox}.{token}", headers=headers
-                )
+        except BaseException:
+            future.cancel()
+            raise
+
+    async def _publish(
+        self,
+        subject: str,
+        payload: bytes,
+        headers: dict[str, str] | None,
+        future: asyncio.Future[Msg],
+        token: str,
+    ) -> None:
+        try:
+            await self.nc.publish(subject, payload, reply=f"{self._inbox}.{token}", headers=headers)
         except BaseException as exc:
             future.cancel()
-            if isinstance(exc, TimeoutError):
-                raise self.unreachable(subject) from None
-            if isinstance(exc, NatsObjError | asyncio.CancelledError):
+            if isinstance(exc, NatsObjError | asyncio.CancelledError | TimeoutError):
                 raise
             raise NotConnected(f"could not publish to {subject!r}: {exc}") from exc
-        return future
 
     @property
     def in_cluster(self) -> bool:
@@ -341,9 +375,13 @@ class JetStreamApi:
         headers: dict[str, str] | None = None,
         timeout: float | None = None,
     ) -> Msg:
-        future = await self.send(subject, payload, headers)
+        future, token = self._expect_reply(subject)
+        await self._connected_for(subject, future)
         try:
+            # one deadline for the publish (see send) and the reply: a timer costs several
+            # microseconds, a fair part of a small request's own work
             async with asyncio.timeout(timeout or self.timeout):
+                await self._publish(subject, payload, headers, future, token)
                 return await future
         except TimeoutError:
             raise self.unreachable(subject) from None

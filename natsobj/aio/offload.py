@@ -6,11 +6,13 @@ socket reads and message parsing that must stay on the loop: a get runs at the s
 slower of the two instead of their sum. The queue is bounded in bytes, so a slow disk holds
 back the reader (and, through flow control, the server) instead of filling memory.
 
-The thread only pays with a core to spare. On two cores, nats-server and the event loop keep
-both busy, and the thread's GIL hand-offs cost more than they overlap: on the 2-core
-benchmark machine, in one comparison of 128 MiB get_file runs, natsobj ran at 0.51x the raw
-push consumer's speed with the thread and 0.91x inline (BENCHMARKS.md has the 256 MiB runs).
-``chunk_sink`` chooses by the CPUs this process may use.
+The thread needs a second core. On the 2-core benchmark machine it used to lose (the event
+loop and nats-server kept both cores busy); since the loop's own share shrank (deliveries
+routed raw, ``natsobj.aio.socket_reads``), it won there in a moderately loaded A/B and lost
+in a heavily loaded one (BENCHMARKS.md, "256 MiB get_file and put"), so it is used from two
+CPUs on. With one core it only adds hand-offs:
+``chunk_sink`` chooses by the CPUs this process may use. A small object, under one batch in
+all, never starts the thread: starting one costs more than hashing it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import threading
 from collections.abc import Callable
 
 HANDOFF_BYTES = 1024 * 1024
-THREAD_MIN_CPUS = 3
+THREAD_MIN_CPUS = 2
 
 
 def chunk_sink(
@@ -71,6 +73,9 @@ class ChunkWorker:
         self._done: asyncio.Future[None] = self._loop.create_future()
         self._error: BaseException | None = None
         self._abandoned = False
+        self._thread: threading.Thread | None = None  # started by the first full batch
+
+    def _start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="natsobj-chunks", daemon=True)
         self._thread.start()
 
@@ -87,6 +92,8 @@ class ChunkWorker:
     async def _hand_off(self) -> None:
         batch, size = self._batch, self._batch_bytes
         self._batch, self._batch_bytes = [], 0
+        if self._thread is None:
+            self._start()
         with self._lock:
             self._queued += size
             full = self._queued > self.max_bytes
@@ -98,7 +105,16 @@ class ChunkWorker:
             await room
 
     async def digest(self) -> bytes:
-        """The SHA-256 of every chunk, once the thread has processed (and written) them all."""
+        """The SHA-256 of every chunk, once the thread has processed (and written) them all.
+        Less than a batch in all (a small object) never starts the thread: it is hashed and
+        written here, which is quicker than starting one."""
+        if self._thread is None:
+            for chunk in self._batch:
+                self._sha.update(chunk)
+                if self._write is not None:
+                    self._write(chunk)
+            self._batch.clear()
+            return self._sha.digest()
         if self._batch:
             await self._hand_off()
         self._queue.put(None)
@@ -111,6 +127,8 @@ class ChunkWorker:
         """Stop early (the read failed or was closed): skip what is queued, wait for the thread
         so nothing is written after the caller closes or removes its file."""
         self._abandoned = True
+        if self._thread is None:
+            return
         self._queue.put(None)
         await asyncio.shield(self._done)
 

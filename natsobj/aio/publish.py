@@ -79,9 +79,19 @@ class PublishWindow:
         while self._bytes > self.max_bytes:
             await self._settle_oldest()
 
-    async def drain(self) -> None:
-        while self._inflight:
+    async def drain(self, *, keep_last: bool = False) -> None:
+        """Wait until every chunk is acknowledged in order; with ``keep_last``, every chunk
+        but the newest (see ``last_msg_id``)."""
+        while len(self._inflight) > int(keep_last):
             await self._settle_oldest()
+
+    def last_msg_id(self) -> str | None:
+        """The message id of the newest chunk when it is the only one not yet acknowledged,
+        else None. A message published with it as ``Nats-Expected-Last-Msg-Id`` is stored
+        only right behind that chunk, so only if every chunk was stored."""
+        if len(self._inflight) != 1 or self._inflight[0].index != self._next_index - 1:
+            return None
+        return chunk_msg_id(self.nuid, self._inflight[0].index, self._generation)
 
     async def _send(self, entry: _InFlight) -> None:
         msg_id = chunk_msg_id(self.nuid, entry.index, self._generation)

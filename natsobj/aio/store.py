@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import hashlib
 import json
 import os
 import tempfile
@@ -21,6 +20,7 @@ from nats.nuid import NUID
 from natsobj.aio import listing
 from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
 from natsobj.aio.jsapi import Failover, api_error, status_of
+from natsobj.aio.offload import chunk_sink
 from natsobj.aio.publish import PublishWindow
 from natsobj.aio.reader import ObjectReader, open_reader
 from natsobj.aio.sources import PutSource, iter_chunks
@@ -54,6 +54,7 @@ from natsobj.names import (
 )
 from natsobj.settings import STRONG
 from natsobj.wire import (
+    EXPECTED_LAST_MSG_ID,
     EXPECTED_LAST_SUBJECT_SEQ,
     MSG_ID,
     ROLLUP,
@@ -217,7 +218,9 @@ class ObjectStore:
         names while the stream leader holds them all, another one is made after a pause."""
         subject = chunk_subject(self.bucket, info.nuid)
         chunk_size = info.chunk_size or DEFAULT_CHUNK_SIZE
-        batch = max(2, min(256, self.client.read_window_bytes // chunk_size))  # pull credit
+        # pull credit of read_window_bytes, asked for in two halves (the second while the
+        # first arrives)
+        batch = max(1, min(128, self.client.read_window_bytes // chunk_size // 2))
         for attempt in range(SCAN_ATTEMPTS):
             consumer = OrderedConsumer(
                 self.api,
@@ -226,6 +229,7 @@ class ObjectStore:
                 stop_when_idle=True,
                 heartbeat=READ_HEARTBEAT,
                 batch=batch,
+                pulls_ahead=2,
                 bucket=self.bucket,
             )
             try:
@@ -388,34 +392,46 @@ class ObjectStore:
             name=name,
             ack_timeout=2 * self.api.timeout,
         )
-        sha = hashlib.sha256()
+        hasher = chunk_sink(self.client.put_window_bytes)  # SHA-256 beside the publishing
+        digest = b""
         size = chunks = 0
         published = False
         # the version we replace is looked up while the chunks upload: one round trip fewer
         current = asyncio.ensure_future(self._current(name))
         try:
             async for chunk in iter_chunks(source, chunk_size):
-                sha.update(chunk)
+                await hasher.put(chunk)
                 size += len(chunk)
                 chunks += 1
                 await window.publish(chunk)
-            await window.drain()
+            digest = await hasher.digest()
+            await window.drain(keep_last=True)
             info = ObjectInfo(
                 name=name,
                 bucket=self.bucket,
                 nuid=nuid,
                 size=size,
                 chunks=chunks,
-                digest=format_digest(sha.digest()),
+                digest=format_digest(digest),
                 description=description or "",
                 headers=_normalize_headers(headers),
                 metadata=dict(metadata or {}),
                 chunk_size=chunk_size,
                 tiering=tiering,
             )
-            replaced, sequence = await self._replace_meta(info, await current, expected_sequence)
+            committed = await self._commit_behind_last_chunk(
+                info, window, current, expected_sequence
+            )
+            if committed is None:
+                await window.drain()
+                committed = await self._replace_meta(info, await current, expected_sequence)
+            else:
+                current.cancel()
+            replaced, sequence = committed
             published = True
         finally:
+            if not digest:
+                await hasher.abandon()
             if not published:
                 current.cancel()
                 await asyncio.shield(self._discard_chunks(window, local_chunks))
@@ -424,6 +440,54 @@ class ObjectStore:
         info.mtime = datetime.now(UTC)
         info.sequence = sequence
         return info
+
+    async def _commit_behind_last_chunk(
+        self,
+        info: ObjectInfo,
+        window: PublishWindow,
+        current: asyncio.Future[ObjectInfo | None],
+        required: int | None,
+    ) -> tuple[ObjectInfo | None, int] | None:
+        """Publish the meta record right behind the last chunk, without waiting for that
+        chunk's acknowledgement: one round trip fewer per put, half of a small put's.
+
+        Two expectations keep it as safe as waiting. ``Nats-Expected-Last-Msg-Id`` (the last
+        chunk's id, every earlier chunk being acknowledged) stores the record only if that
+        chunk was stored and nothing came between; ``Nats-Expected-Last-Subject-Sequence``
+        is the version replaced, as in ``_replace_meta``: the one looked up if the lookup is
+        back already, else none (a new name, the common case of a small put). Returns
+        (replaced, sequence), or None when the server refused either way or did not answer:
+        the caller then waits for the chunks and goes the usual way (``_replace_meta``). Only
+        on a single replica: in a cluster the last message may not be applied yet when the
+        record arrives, and the refusal would cost a round trip instead of saving one."""
+        last_msg_id = window.last_msg_id()
+        if last_msg_id is None or self._replicas > 1:
+            return None
+        replaced = None
+        if current.done():
+            if current.cancelled() or current.exception() is not None:
+                return None
+            replaced = current.result()
+        expected = replaced.sequence if replaced is not None else 0
+        if required is not None and required != expected:
+            return None
+        headers = {
+            **ROLLUP,
+            EXPECTED_LAST_SUBJECT_SEQ: str(expected),
+            EXPECTED_LAST_MSG_ID: last_msg_id,
+            MSG_ID: meta_msg_id(info.nuid),
+        }
+        subject = self._publish_subject(meta_subject(self.bucket, info.name))
+        try:
+            reply = await self.api.request(subject, info.encode(), headers=headers)
+        except NatsObjError:
+            return None
+        if status_of(reply) is not None:
+            return None
+        response = json.loads(reply.data)
+        if "error" in response:
+            return None
+        return replaced, int(response["seq"])
 
     async def _replace_meta(
         self, info: ObjectInfo, current: ObjectInfo | None, required: int | None

@@ -9,6 +9,7 @@ import time
 import pytest
 
 import natsobj
+from natsobj.sync import run
 
 
 def chunk_subjects(store: natsobj.ObjectStore) -> dict[str, int]:
@@ -104,3 +105,24 @@ def test_compact_purges_orphans_but_never_a_put_in_progress(store, raw):
         f"$O.{store.bucket}.C.{kept.nuid}",
         f"$O.{store.bucket}.C.{results[0].nuid}",
     }
+
+
+@pytest.mark.parametrize("name", ["new", "kept"], ids=["new-name", "overwrite"])
+def test_a_refused_last_chunk_keeps_out_the_meta_record_sent_behind_it(
+    sync_client, bucket_name, name
+):
+    """A put sends its meta record right behind the last chunk, before that chunk is
+    acknowledged (ObjectStore._commit_behind_last_chunk). A chunk the stream refuses (over
+    its max_msg_size here) while the small record behind it would fit must still leave no
+    object, and the previous version intact."""
+    store = sync_client.create_store(bucket_name)
+    kept = store.put("kept", b"previous")
+    api = store.aio.api
+    config = run(api.call(f"STREAM.INFO.{store.aio.stream}"))["config"]
+    run(api.call(f"STREAM.UPDATE.{store.aio.stream}", dict(config, max_msg_size=4096)))
+    with pytest.raises(natsobj.NatsObjError, match="size"):
+        store.put(name, os.urandom(10_000), chunk_size=16_384)
+    assert [i.name for i in store.list()] == ["kept"]
+    assert store.get_bytes("kept") == b"previous"
+    assert chunk_subjects(store) == {f"$O.{bucket_name}.C.{kept.nuid}": 1}
+    sync_client.delete_store(bucket_name)
