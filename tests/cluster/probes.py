@@ -56,9 +56,9 @@ async def run_probes(
             name = rng.choice(sorted(live))
         reader = readers[index % len(readers)]
         if kind == "delete":
-            await writer.delete(name)
+            tombstone = await writer.delete(name)
             del live[name]
-            await _expect_missing(reader, name, result)
+            await _expect_missing(reader, name, result, tombstone.sequence if hand_off else None)
         else:
             size = MULTI_CHUNK if rng.random() < 0.1 else SMALL
             data = rng.randbytes(size)
@@ -97,9 +97,13 @@ async def _expect_current(
         _count(result, "get_bytes", True)
 
 
-async def _expect_missing(reader: aio.ObjectStore, name: str, result: ProbeResult) -> None:
+async def _expect_missing(
+    reader: aio.ObjectStore, name: str, result: ProbeResult, known: int | None
+) -> None:
+    """``known``: the tombstone's sequence when deletes are handed over like puts (an eventual
+    read given no sequence may see the object on a replica that has not applied the delete)."""
     try:
-        await reader.get_info(name)
+        await reader.get_info(name, min_sequence=known)
         _count(result, "get_info", True)
     except ObjectNotFound:
         _count(result, "get_info", False)
