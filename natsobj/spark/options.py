@@ -109,10 +109,16 @@ class SourceOptions:
                 f"compression must be one of {list(COMPRESSIONS)}, got {compression!r}",
                 bucket=bucket,
             )
+        rows_per_object = _positive(values, "rows_per_object", bucket)
+        row_group_rows = _positive(values, "row_group_rows", bucket)
+        retain_generations = _positive(values, "retain_generations", bucket, minimum=0)
+        create_bucket = _flag(values, "create_bucket", bucket)
+        pushdown = _flag(values, "pushdown", bucket)
         settings = connection_settings(values)
         embedded = settings.servers[0] if settings.embedded_dir is not None else None
         if embedded is not None:
-            # Resolve on the driver, once: every executor must reach the driver's server.
+            # Resolve on the driver, once, and only for options that passed every check above
+            # (resolving starts the server): every executor must reach the driver's server.
             # Resolving on executors would start one server per machine and split the data.
             settings = settings.resolved()
         return cls(
@@ -120,12 +126,12 @@ class SourceOptions:
             bucket=bucket,
             prefix=prefix,
             layout=layout,
-            rows_per_object=_positive(values, "rows_per_object", bucket),
-            row_group_rows=_positive(values, "row_group_rows", bucket),
+            rows_per_object=rows_per_object,
+            row_group_rows=row_group_rows,
             compression=compression,
-            retain_generations=_positive(values, "retain_generations", bucket, minimum=0),
-            create_bucket=_flag(values, "create_bucket", bucket),
-            pushdown=_flag(values, "pushdown", bucket),
+            retain_generations=retain_generations,
+            create_bucket=create_bucket,
+            pushdown=pushdown,
             if_exists=if_exists.lower() if if_exists else None,
             glob=glob,
             write_id=values.get("write_id") or None,

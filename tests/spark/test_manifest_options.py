@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from natsobj.embedded import running_server
 from natsobj.settings import ConnectionSettings
 from natsobj.spark import BadSparkOption, SchemaMismatch, spark_options
 from natsobj.spark.manifest import Manifest, Part, is_data_object, merge_schemas, next_generation
@@ -100,7 +101,7 @@ def test_listing_skips_hidden_and_non_parquet_objects() -> None:
     assert not is_data_object("d", "dx/part-1.parquet")
 
 
-def test_options_parse_defaults_and_keep_secrets_out_of_repr() -> None:
+def test_options_parse_defaults_and_keep_secrets_out_of_repr(isolated_cwd) -> None:
     opts = SourceOptions.parse(
         {
             "URL": "nats://h:4222",
@@ -118,6 +119,8 @@ def test_options_parse_defaults_and_keep_secrets_out_of_repr() -> None:
         SourceOptions.parse({"bucket": "b", "path": "a", "prefix": "b"})
     with pytest.raises(BadSparkOption, match="retain_generations"):
         SourceOptions.parse({"bucket": "b", "path": "a", "retain_generations": "-1"})
+    # options refused before they name a server leave the embedded one (the default) unstarted
+    assert running_server(isolated_cwd / ".natsobj") is None
 
 
 def test_spark_options_carry_credentials_as_separate_options() -> None:
