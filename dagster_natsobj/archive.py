@@ -13,7 +13,9 @@ from dagster import Config, JobDefinition, MetadataValue, OpExecutionContext, Ou
 from dagster_natsobj.resource import NatsObjectStoreResource
 
 
-class NatsArchiveConfig(Config):
+class _ArchiveTargetConfig(Config):
+    """Where a bucket's archive lives: the fields both jobs share."""
+
     bucket: str
     target: str  # s3://bucket/prefix
     # more targets after ``target`` (s3://b/p[=WEIGHT]) and how writes spread over them
@@ -21,6 +23,19 @@ class NatsArchiveConfig(Config):
     strategy: str | None = None  # replicate, failover or shard
     endpoint: str | None = None
     region: str | None = None
+
+    def targets(self) -> Any:
+        """The ``natsobj.archive.ArchiveTargets`` these fields name."""
+        from natsobj.archive import ArchiveTargets, S3Options
+
+        return ArchiveTargets.parse(
+            [self.target, *self.more_targets],
+            self.strategy,
+            S3Options(endpoint=self.endpoint, region=self.region),
+        )
+
+
+class NatsArchiveConfig(_ArchiveTargetConfig):
     give_up_after: float = 300.0
 
 
@@ -32,17 +47,11 @@ def make_nats_archive_job(
 
     @op(name=f"{name}_pass", required_resource_keys={resource_key})
     def archive_op(context: OpExecutionContext, config: NatsArchiveConfig) -> Output[dict]:
-        from natsobj.archive import ArchiveTargets, S3Options
         from natsobj.archive.scheduled import archive_pass
 
         resource: NatsObjectStoreResource = getattr(context.resources, resource_key)
-        target = ArchiveTargets.parse(
-            [config.target, *config.more_targets],
-            config.strategy,
-            S3Options(endpoint=config.endpoint, region=config.region),
-        )
         summary: dict[str, Any] = archive_pass(
-            resource.settings(), config.bucket, target, give_up_after=config.give_up_after
+            resource.settings(), config.bucket, config.targets(), give_up_after=config.give_up_after
         )
         for sequence in summary["skipped"]:
             context.log.warning(f"sequence {sequence} was gone from NATS before it was archived")
@@ -64,18 +73,12 @@ def make_nats_archive_job(
     return archive_job
 
 
-class NatsOffloadConfig(Config):
-    bucket: str
-    target: str  # s3://bucket/prefix: the bucket's archive
-    more_targets: list[str] = []  # as the archive job's
-    strategy: str | None = None
+class NatsOffloadConfig(_ArchiveTargetConfig):
     older_than_days: float | None = None  # from the version's mtime
     larger_than: int | None = None  # bytes
     glob: str | None = None  # path-aware, as natsobj.matching
     names: list[str] | None = None
     dry_run: bool = False
-    endpoint: str | None = None
-    region: str | None = None
 
 
 def make_nats_offload_job(
@@ -88,16 +91,10 @@ def make_nats_offload_job(
     def offload_op(context: OpExecutionContext, config: NatsOffloadConfig) -> Output[dict]:
         from datetime import timedelta
 
-        from natsobj.archive import ArchiveTargets, S3Options
         from natsobj.archive.scheduled import offload_pass
         from natsobj.archive.tiering import OffloadPolicy
 
         resource: NatsObjectStoreResource = getattr(context.resources, resource_key)
-        target = ArchiveTargets.parse(
-            [config.target, *config.more_targets],
-            config.strategy,
-            S3Options(endpoint=config.endpoint, region=config.region),
-        )
         policy = OffloadPolicy(
             older_than=timedelta(days=config.older_than_days)
             if config.older_than_days is not None
@@ -107,7 +104,7 @@ def make_nats_offload_job(
             names=frozenset(config.names) if config.names is not None else None,
         )
         summary: dict[str, Any] = offload_pass(
-            resource.settings(), config.bucket, target, policy, dry_run=config.dry_run
+            resource.settings(), config.bucket, config.targets(), policy, dry_run=config.dry_run
         )
         for skipped in summary["skipped"]:
             context.log.info(f"not offloaded: {skipped['name']} ({skipped['reason']})")
