@@ -210,42 +210,49 @@ class ObjectInfo:
         sequence: int | None = None,
         bucket: str | None = None,
     ) -> ObjectInfo:
-        """Parse a meta record written by any client; anything malformed is BadObjectMeta."""
+        """Parse a meta record written by any client; anything malformed is BadObjectMeta.
+
+        Listings parse records by the hundred thousand, so the plain fields are read with one
+        lookup each and the optional parts only when present."""
         try:
             doc = json.loads(data) if isinstance(data, bytes | str) else data
-            if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
+            if not isinstance(doc, dict) or not isinstance(name := doc.get("name"), str):
                 raise ValueError("meta record has no string 'name'")
-            options = doc.get("options") or {}
-            if not isinstance(options, dict):
-                raise ValueError("'options' is not an object")
-            link_doc = options.get("link")
-            link = None
-            if isinstance(link_doc, dict) and link_doc.get("bucket"):
-                link = ObjectLink(
-                    bucket=str(link_doc["bucket"]), name=str(link_doc.get("name") or "")
-                )
-            tiering_doc = doc.get(TIERING_FIELD)
-            tiering = Tiering.from_json(tiering_doc) if isinstance(tiering_doc, dict) else None
-            if tiering is not None and tiering.offload is not None:
-                link = None  # the placeholder for other clients, not a link of the user's
+            get = doc.get
+            link = chunk_size = tiering = None
+            if options := get("options"):
+                if not isinstance(options, dict):
+                    raise ValueError("'options' is not an object")
+                link_doc = options.get("link")
+                if isinstance(link_doc, dict) and link_doc.get("bucket"):
+                    link = ObjectLink(
+                        bucket=str(link_doc["bucket"]), name=str(link_doc.get("name") or "")
+                    )
+                if max_chunk_size := options.get("max_chunk_size"):
+                    chunk_size = int(max_chunk_size)
+            if isinstance(tiering_doc := get(TIERING_FIELD), dict):
+                tiering = Tiering.from_json(tiering_doc)
+                if tiering.offload is not None:
+                    link = None  # the placeholder for other clients, not a link of the user's
+                if tiering.mtime:
+                    mtime = tiering.mtime
+            headers, metadata = get("headers"), get("metadata")
             return cls(
-                name=doc["name"],
-                bucket=str(doc.get("bucket") or bucket or ""),
-                nuid=str(doc.get("nuid") or ""),
-                size=int(doc.get("size") or 0),
-                chunks=int(doc.get("chunks") or 0),
-                digest=str(doc.get("digest") or ""),
-                deleted=bool(doc.get("deleted", False)),
-                description=str(doc.get("description") or ""),
-                headers=_parse_headers(doc.get("headers")),
-                metadata=_parse_metadata(doc.get("metadata")),
-                link=link,
-                chunk_size=int(options["max_chunk_size"])
-                if options.get("max_chunk_size")
-                else None,
-                mtime=tiering.mtime if tiering is not None and tiering.mtime else mtime,
-                sequence=sequence,
-                tiering=tiering,
+                name,
+                str(get("bucket") or bucket or ""),
+                str(get("nuid") or ""),
+                int(get("size") or 0),
+                int(get("chunks") or 0),
+                str(get("digest") or ""),
+                bool(get("deleted", False)),
+                str(get("description") or ""),
+                _parse_headers(headers) if headers else {},
+                _parse_metadata(metadata) if metadata else {},
+                link,
+                chunk_size,
+                mtime,
+                sequence,
+                tiering,
             )
         except (ValueError, TypeError, AttributeError, KeyError) as exc:
             raise BadObjectMeta(f"cannot parse object meta: {exc}", bucket=bucket) from exc

@@ -8,11 +8,17 @@ sequence it is complete up to.
 
 **Why it stays exact.** The index is a *superset* of the live names: every subject whose last
 message is at or below ``complete_seq`` is in it, and anything newer is read by the catch-up
-(``natsobj.aio.listing``) from the meta messages after ``complete_seq``. ADR-20 never adds a
+(``natsobj.aio.name_sync``) from the meta messages after ``complete_seq``. ADR-20 never adds a
 meta subject without a meta message, so nothing is missed; a subject removed by a purge or a
-compaction stays here until a listing sees that it is gone (``prune``). Listings fetch the
-current meta record of every match anyway, so a stale name costs a lookup, never a wrong
-result. A deleted and re-created bucket has a new ``created`` time, hence a new file.
+compaction stays here until a listing sees that it is gone (``prune``). A deleted and
+re-created bucket has a new ``created`` time, hence a new file.
+
+**Meta records.** Beside each name the index keeps the newest meta record it has seen for it
+(payload, sequence and server time), from the catch-up and from the batched gets of earlier
+listings. A listing may serve them instead of fetching every match again, but only after
+proving that no name vanished without a message (``natsobj.aio.listing``); otherwise it
+fetches the current record of every match, so a stale entry costs a lookup, never a wrong
+result.
 
 This module is the storage only (plain SQLite, no asyncio); the sequence-driven sync lives
 with the listing.
@@ -26,6 +32,7 @@ import json
 import logging
 import os
 import sqlite3
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +44,7 @@ log = logging.getLogger(__name__)
 CACHE_DIR_ENV = "NATSOBJ_CACHE_DIR"
 NAME_INDEX_ENV = "NATSOBJ_NAME_INDEX"
 OFF_VALUES = ("off", "0", "false", "no")
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 30_000  # another process's write transaction: wait for it, do not fail
 FETCH_ROWS = 1024  # rows per fetch while streaming a lookup
 
@@ -45,7 +52,9 @@ _SCHEMA = """
 CREATE TABLE IF NOT EXISTS names (
     token TEXT PRIMARY KEY,  -- the meta subject's last token (base64 of the name)
     name TEXT,               -- the decoded name; NULL for a token no client would write
-    seq INTEGER NOT NULL     -- the meta sequence it was last seen at (0: from a name page)
+    seq INTEGER NOT NULL,    -- the meta sequence it was last seen at (0: from a name page)
+    mtime_us INTEGER,        -- that message's server time, microseconds since the epoch
+    meta BLOB                -- that message's payload; NULL when only the name is known
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS names_by_name ON names(name);
 CREATE TABLE IF NOT EXISTS state (
@@ -55,6 +64,10 @@ CREATE TABLE IF NOT EXISTS state (
     identity TEXT NOT NULL
 );
 """
+
+
+IndexRow = tuple[str, int, int | None, bytes | None]  # token, meta seq, mtime (µs), meta
+Entry = tuple[str, str | None, int, int | None, bytes | None]  # token, name, then as IndexRow
 
 
 class NameIndexUnavailable(Exception):
@@ -128,17 +141,15 @@ class NameIndex:
         self.identity = identity
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            # used from worker threads too (asyncio.to_thread), one call at a time
-            self._db = sqlite3.connect(
-                path,
-                timeout=BUSY_TIMEOUT_MS / 1000,
-                isolation_level=None,
-                check_same_thread=False,
+            # Writes go through a connection of their own: a listing writes the records it
+            # fetched while its lookup's cursor is still open on the reading one.
+            self._writer = _connect(path)
+            self._writer.executescript(_SCHEMA)  # idempotent; executescript commits by itself
+            self._writer.execute(
+                "INSERT OR IGNORE INTO state VALUES (0, 0, 0, ?)", (identity.key(),)
             )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)  # idempotent; executescript commits by itself
-            self._db.execute("INSERT OR IGNORE INTO state VALUES (0, 0, 0, ?)", (identity.key(),))
+            self._db = _connect(path)
+            self._writing = threading.Lock()  # one write transaction at a time on _writer
         except (OSError, sqlite3.Error) as exc:
             raise NameIndexUnavailable(f"{path}: {exc}") from exc
 
@@ -148,9 +159,10 @@ class NameIndex:
 
     def close(self) -> None:
         self._db.close()
+        self._writer.close()
 
     def _transaction(self) -> _Transaction:
-        return _Transaction(self._db)
+        return _Transaction(self._writer, self._writing)
 
     def progress(self) -> tuple[int, int]:
         """``(complete_seq, generation)``: where a catch-up starts, and what it must still
@@ -161,35 +173,52 @@ class NameIndex:
 
     def add(
         self,
-        tokens: Iterable[tuple[str, int]],
+        rows: Iterable[IndexRow],
         *,
         complete_seq: int | None = None,
         generation: int = 0,
     ) -> None:
-        """Record ``(token, meta sequence)`` pairs and, in the same transaction, that the index
-        is complete up to ``complete_seq``: never lowered (another process may be ahead), and
-        only if no rebuild started since the caller read ``generation`` (its rows may be
-        gone)."""
-        rows = ((token, decoded(token), seq) for token, seq in tokens)
+        """Record ``(token, meta sequence, mtime, meta)`` rows (the last two None when only the
+        name is known) and, in the same transaction, that the index is complete up to
+        ``complete_seq``: never lowered (another process may be ahead), and only if no rebuild
+        started since the caller read ``generation`` (its rows may be gone). A row never
+        replaces a newer record of its name, whichever process wrote that."""
+        named = (
+            (token, decoded(token), seq, mtime_us, meta) for token, seq, mtime_us, meta in rows
+        )
         with self._transaction():
-            self._db.executemany(
-                "INSERT INTO names VALUES (?, ?, ?) ON CONFLICT(token) DO UPDATE"
-                " SET seq = max(seq, excluded.seq)",
-                rows,
+            self._writer.executemany(
+                "INSERT INTO names VALUES (?, ?, ?, ?, ?) ON CONFLICT(token) DO UPDATE SET"
+                " seq = max(seq, excluded.seq),"
+                " mtime_us = CASE WHEN excluded.seq > seq THEN excluded.mtime_us"
+                "  WHEN excluded.seq = seq THEN coalesce(excluded.mtime_us, mtime_us)"
+                "  ELSE mtime_us END,"
+                " meta = CASE WHEN excluded.seq > seq THEN excluded.meta"
+                "  WHEN excluded.seq = seq THEN coalesce(excluded.meta, meta) ELSE meta END",
+                named,
             )
             if complete_seq is not None:
-                self._db.execute(
+                self._writer.execute(
                     "UPDATE state SET complete_seq = max(complete_seq, ?)"
                     " WHERE id = 0 AND generation = ?",
                     (complete_seq, generation),
                 )
 
+    def keep_records(self, rows: Iterable[IndexRow]) -> None:
+        """Keep meta records a listing fetched beside names the index has (a name it lacks is
+        left to the catch-up), unless it holds a newer record already."""
+        with self._transaction():
+            self._writer.executemany(
+                "UPDATE names SET seq = ?, mtime_us = ?, meta = ? WHERE token = ? AND seq <= ?",
+                ((seq, mtime_us, meta, token, seq) for token, seq, mtime_us, meta in rows),
+            )
+
     def restart(self) -> int:
         """Forget every name (the stream was purged past what the index knew); returns the
         new generation, which the rebuild that follows records its progress under."""
         with self._transaction():
-            self._db.execute("DELETE FROM names")
-            self._db.execute(
+            self._writer.execute("DELETE FROM names")
+            self._writer.execute(
                 "UPDATE state SET complete_seq = 0, generation = generation + 1 WHERE id = 0"
             )
         return self.progress()[1]
@@ -198,31 +227,35 @@ class NameIndex:
         """Forget subjects a listing found gone as of sequence ``absent_at``; one that got a
         meta message after that (seen by another process's catch-up) is kept."""
         with self._transaction():
-            self._db.executemany(
+            self._writer.executemany(
                 "DELETE FROM names WHERE token = ? AND seq <= ?",
                 ((token, absent_at) for token in tokens),
             )
 
-    def lookup(self, literal_prefix: str) -> Iterator[list[tuple[str, str | None]]]:
-        """``(token, name)`` of every name starting with ``literal_prefix``, in batches; tokens
-        that do not decode come too (their meta record decides). Two plain index searches, not
-        one ``OR`` (SQLite would collect every row of it in a temporary set first)."""
+    def lookup(self, literal_prefix: str) -> Iterator[list[Entry]]:
+        """``(token, name, meta seq, mtime, meta)`` of every name starting with
+        ``literal_prefix``, in batches; tokens that do not decode come too (their meta record
+        decides). Two plain index searches, not one ``OR`` (SQLite would collect every row of
+        it in a temporary set first)."""
+        columns = "SELECT token, name, seq, mtime_us, meta FROM names"
         if not literal_prefix:
-            yield from self._rows("SELECT token, name FROM names", ())
+            yield from self._rows(columns, ())
             return
-        upper = prefix_upper_bound(literal_prefix)
-        if upper is None:
-            yield from self._rows(
-                "SELECT token, name FROM names WHERE name >= ?", (literal_prefix,)
-            )
-        else:
-            yield from self._rows(
-                "SELECT token, name FROM names WHERE name >= ? AND name < ?",
-                (literal_prefix, upper),
-            )
-        yield from self._rows("SELECT token, name FROM names WHERE name IS NULL", ())
+        where, args = _name_range(literal_prefix)
+        yield from self._rows(f"{columns} WHERE {where}", args)
+        yield from self._rows(f"{columns} WHERE name IS NULL", ())
 
-    def _rows(self, query: str, args: tuple[str, ...]) -> Iterator[list[tuple[str, str | None]]]:
+    def count(self, literal_prefix: str = "") -> int:
+        """How many names start with ``literal_prefix`` (all of them for ""), plus the tokens
+        that do not decode: what ``lookup`` would return."""
+        if not literal_prefix:
+            return int(self._db.execute("SELECT count(*) FROM names").fetchone()[0])
+        where, args = _name_range(literal_prefix)
+        query = f"SELECT (SELECT count(*) FROM names WHERE {where})"
+        query += " + (SELECT count(*) FROM names WHERE name IS NULL)"
+        return int(self._db.execute(query, args).fetchone()[0])
+
+    def _rows(self, query: str, args: tuple[str, ...]) -> Iterator[list[Entry]]:
         cursor = self._db.execute(query, args)
         try:
             while rows := cursor.fetchmany(FETCH_ROWS):
@@ -231,15 +264,43 @@ class NameIndex:
             cursor.close()
 
 
+def _connect(path: Path) -> sqlite3.Connection:
+    # used from worker threads too (asyncio.to_thread), one call at a time
+    db = sqlite3.connect(
+        path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+    )
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
+
+
+def _name_range(literal_prefix: str) -> tuple[str, tuple[str, ...]]:
+    """The ``WHERE`` clause (an index range) of the names starting with ``literal_prefix``."""
+    upper = prefix_upper_bound(literal_prefix)
+    if upper is None:
+        return "name >= ?", (literal_prefix,)
+    return "name >= ? AND name < ?", (literal_prefix, upper)
+
+
 class _Transaction:
     """``BEGIN IMMEDIATE`` so a writer takes the lock up front (no upgrade deadlocks between
-    processes), commit on success, roll back on error."""
+    processes), commit on success, roll back on error; ``lock`` keeps this process's threads
+    (a listing's writes run on worker threads) to one transaction at a time."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, db: sqlite3.Connection, lock: threading.Lock) -> None:
         self.db = db
+        self.lock = lock
 
     def __enter__(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
+        self.lock.acquire()
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+        except BaseException:
+            self.lock.release()
+            raise
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        try:
+            self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        finally:
+            self.lock.release()

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import natsobj
+from natsobj.aio import listing, name_sync
 from natsobj.name_index import prefix_upper_bound
 from natsobj.names import meta_subject, stream_name
 from natsobj.sync import run
@@ -35,6 +36,29 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("NATSOBJ_CACHE_DIR", str(directory))
     monkeypatch.delenv("NATSOBJ_NAME_INDEX", raising=False)
     return directory
+
+
+class IndexServing:
+    """Makes every listing try to serve meta records from the index (the thresholds that
+    keep small listings on fetches set to nothing), and records each proof's verdict."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.proofs: list[bool] = []
+        monkeypatch.setattr(listing, "CACHED_MIN", 1)
+        monkeypatch.setattr(listing, "CACHED_SHARE", 10**9)
+        prove = name_sync.names_complete
+
+        async def recorded(*args, **kwargs) -> bool:
+            verdict = await prove(*args, **kwargs)
+            self.proofs.append(verdict)
+            return verdict
+
+        monkeypatch.setattr(name_sync, "names_complete", recorded)
+
+
+@pytest.fixture
+def index_serving(monkeypatch: pytest.MonkeyPatch) -> IndexServing:
+    return IndexServing(monkeypatch)
 
 
 def index_files(cache: Path) -> list[Path]:
@@ -238,20 +262,32 @@ OPS = st.lists(
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(ops=OPS, prefix=st.sampled_from([None, "a", "a/", "b/", "zz"]))
-def test_indexed_listings_equal_a_full_scan_after_any_changes(sync_client, cache, ops, prefix):
+@given(
+    ops=OPS,
+    prefix=st.sampled_from([None, "a", "a/", "b/", "zz"]),
+    from_index=st.booleans(),
+)
+def test_indexed_listings_equal_a_full_scan_after_any_changes(
+    sync_client, cache, ops, prefix, from_index
+):
+    """With ``from_index``, listings take the meta records the index kept whenever the proof
+    holds; the result must not differ from the server's."""
     store = sync_client.create_store(f"h{uuid.uuid4().hex[:12]}")
-    try:
-        for op, name in ops:
-            if op == "put":
-                store.put(name, uuid.uuid4().bytes)
-            elif op == "delete" and name in {i.name for i in store.list()}:
-                store.delete(name)
-            else:
-                assert_equals_scan(store, prefix)
-        assert_equals_scan(store, prefix)
-    finally:
-        sync_client.delete_store(store.bucket)
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        serving = IndexServing(monkeypatch) if from_index else None
+        try:
+            for op, name in ops:
+                if op == "put":
+                    store.put(name, uuid.uuid4().bytes)
+                elif op == "delete" and name in {i.name for i in store.list()}:
+                    store.delete(name)
+                else:
+                    assert_equals_scan(store, prefix)
+            assert_equals_scan(store, prefix)
+            if serving is not None and store.list(include_deleted=True):
+                assert serving.proofs[-1] is True  # the path under test was taken
+        finally:
+            sync_client.delete_store(store.bucket)
 
 
 def test_prefix_upper_bound():
@@ -290,3 +326,50 @@ def test_names_whose_subject_was_purged_are_forgotten(store, sync_client, cache)
     with sqlite3.connect(path) as db:
         assert sorted(n for (n,) in db.execute("SELECT name FROM names")) == ["keep/1", "keep/2"]
     assert_equals_scan(store)
+
+
+def test_a_name_removed_without_a_message_is_not_served_from_the_index(
+    store, sync_client, raw, cache, index_serving
+):
+    """The Go client renames by writing the new name's record and purging the old subject:
+    no message tells the index the old name is gone. The proof sees the count differ, so that
+    listing fetches every record (and drops the old name); the next one is served again."""
+    for name in ("a/1", "a/2", "b/1"):
+        store.put(name, name.encode())
+    assert [i.name for i in store.list()] == ["a/1", "a/2", "b/1"]  # builds, keeps records
+    assert [i.name for i in store.list()] == ["a/1", "a/2", "b/1"]
+    assert index_serving.proofs[-1] is True
+    renamed = store.get_info("a/1").evolve(name="c/renamed")
+    raw.publish(meta_subject(store.bucket, "c/renamed"), renamed.encode())
+    purge = {"filter": meta_subject(store.bucket, "a/1")}
+    run(sync_client.aio.api.call(stream_api("PURGE", stream_name(store.bucket)), purge))
+    listed = store.list()
+    assert [i.name for i in listed] == ["a/2", "b/1", "c/renamed"]
+    assert index_serving.proofs[-1] is False
+    assert as_map(listed) == expected(scanned(store))
+    assert [i.name for i in store.list()] == ["a/2", "b/1", "c/renamed"]
+    assert index_serving.proofs[-1] is True  # the gone name was pruned: exact again
+
+
+def test_the_proof_fails_when_anything_was_written_after_the_catch_up(store, cache):
+    """A write between the catch-up and the count may add a subject the index lacks while
+    another vanished: same count, different names. Sequences tell, so the proof refuses."""
+    for name in ("x/1", "x/2"):
+        store.put(name, b"x")
+    store.list()
+    inner = store.aio
+
+    async def prove() -> tuple[bool, bool]:
+        info = await name_sync.stream_info(inner)
+        index = name_sync.open_index(inner, info)
+        assert index is not None
+        try:
+            await name_sync.catch_up(inner, index, info)
+            before = await name_sync.names_complete(inner, index, info)
+            await inner.put("x/3", b"late")
+            after = await name_sync.names_complete(inner, index, info)
+            return before, after
+        finally:
+            index.close()
+
+    assert run(prove()) == (True, False)

@@ -18,6 +18,13 @@ A consumer scan of every meta record costs the whole bucket, even for a 500-obje
    stream of messages that ends with a ``204 EOB`` status. A few requests are kept in flight.
    The index may hold names whose subject is gone (a purge): the get does not return them.
 
+With the name index, a listing that would fetch a large share of a single-replica bucket
+(``CACHED_SHARE``, at least ``CACHED_MIN`` names) first proves that the index holds exactly
+the bucket's meta subjects (``name_sync.names_complete``), then takes the meta records the
+index kept (from its catch-up and from earlier listings' gets) instead of fetching them: the
+per-message cost of a million batched-get replies was most of a full listing. Records it does
+not have are fetched as above, and what any listing fetches is kept for the next one.
+
 Where the server or a permission set does not allow this (stream without ``allow_direct``,
 ``STREAM.INFO`` or ``DIRECT.GET`` denied, a server without batched direct gets), the listing
 falls back to a consumer scan of the last meta record per subject, filtered the same way, so
@@ -39,8 +46,11 @@ import re
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from natsobj.aio import name_sync
 from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
@@ -49,7 +59,7 @@ from natsobj.aio.watch import info_from_msg
 from natsobj.errors import NatsObjError, NotConnected, PermissionDenied
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, parse_server_time
-from natsobj.name_index import NameIndex
+from natsobj.name_index import Entry, IndexRow, NameIndex
 from natsobj.names import all_meta_subject, decode_name
 from natsobj.wire import direct_get_batch_subject
 
@@ -64,6 +74,20 @@ MULTI_LAST_LIMIT = 1024  # subjects per batched direct get; nats-server answers 
 IN_FLIGHT = 4  # batched direct gets outstanding at once: enough to hide the round trip
 STALE_REPLICA_ATTEMPTS = 20  # about 6 s of backoff for a lagging replica to catch up
 SCAN_BATCH = 1024  # infos per batch in the consumer-scan fallback
+CACHED_MIN = 2048  # matches below this are fetched: proving the index costs the whole bucket
+CACHED_SHARE = 8  # ... and so do matches below 1/CACHED_SHARE of the bucket's names
+HELD_WHILE_PROVING = 16  # index batches parsed ahead while the proof is out
+LEARN_EVERY = 65_536  # fetched meta records held for one write to the index (~20 MB)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+@dataclass
+class _Ready:
+    """Objects a listing took from the index: nothing to fetch."""
+
+    infos: list[ObjectInfo]
 
 
 @dataclass(frozen=True)
@@ -200,9 +224,11 @@ class _SubjectStateListing:
         self._last_seq = 0
         self._index: NameIndex | None = None
         self._absent: list[str] = []  # index tokens whose subjects are gone (see _note_absent)
+        self._learned: list[IndexRow] = []  # fetched meta records, for the index
         self._gets: _BatchedDirectGets | None = None
-        self._pages: AsyncIterator[list[str]] | None = None
-        self._requests: AsyncIterator[list[str]] | None = None
+        self._pages: AsyncIterator[list[str] | _Ready] | None = None
+        self._requests: AsyncIterator[list[str] | _Ready] | None = None
+        self._info: dict[str, Any] = {}
 
     async def first_batch(self) -> list[ObjectInfo]:
         """Everything that decides between this path and the scan happens here, before the
@@ -219,16 +245,19 @@ class _SubjectStateListing:
             raise FastListingUnavailable("the stream does not allow direct gets")
         self.read_floor = self.store.read_floor(info) or 0
         self._last_seq = int((info.get("state") or {}).get("last_seq") or 0)
+        self._info = info
         self._gets = _BatchedDirectGets(
             self.store, self.read_floor, superset=self._index is not None
         )
         await self._gets.open()
         self._requests = self._batched_requests()
         try:
-            subjects = await anext(self._requests, None)
-            if subjects is None:
+            request = await anext(self._requests, None)
+            if request is None:
                 return []
-            return self._keep(subjects, await self._gets.fetch(subjects))
+            if isinstance(request, _Ready):
+                return request.infos
+            return self._keep(request, await self._gets.fetch(request))
         except (PermissionDenied, BatchedGetFailed) as exc:
             await self.close()
             raise FastListingUnavailable(f"batched direct get unavailable: {exc}") from None
@@ -271,27 +300,91 @@ class _SubjectStateListing:
         )
         return first_page
 
-    async def _indexed_pages(self, index: NameIndex) -> AsyncIterator[list[str]]:
+    async def _indexed_pages(self, index: NameIndex) -> AsyncIterator[list[str] | _Ready]:
         """Matching meta subjects from the index: a range query on the literal prefix, then
-        the matcher; names that do not decode are left to their meta record."""
-        name_filter, meta_prefix = self.name_filter, self.meta_prefix
+        the matcher; names that do not decode are left to their meta record. Once the index
+        is proven exact for this listing, matches whose record it kept come ready-made; the
+        first batches are parsed while the server counts for that proof."""
+        name_filter = self.name_filter
         everything = not name_filter.prefix and not name_filter.glob
+        proof = await self._start_proof(index)
+        held: list[tuple[list[Entry], list[ObjectInfo]]] = []
         for rows in index.lookup(name_filter.literal_prefix):
-            subjects = [
-                meta_prefix + token
-                for token, name in rows
-                if everything or name is None or name_filter.matches(name)
-            ]
-            if subjects:
-                yield subjects
+            if not everything:
+                rows = [row for row in rows if row[1] is None or name_filter.matches(row[1])]
+            if proof is not None and not proof.done() and len(held) < HELD_WHILE_PROVING:
+                held.append((rows, self._from_index(rows)))
+                await asyncio.sleep(0)  # lets the count's reply in
+                continue
+            proven = proof is not None and await proof
+            for held_rows, infos in held:
+                for request in self._requests_for(held_rows, proven, infos):
+                    yield request
+            held = []
+            for request in self._requests_for(rows, proven):
+                yield request
+        proven = proof is not None and await proof
+        for held_rows, infos in held:
+            for request in self._requests_for(held_rows, proven, infos):
+                yield request
+
+    def _requests_for(
+        self, rows: list[Entry], proven: bool, infos: list[ObjectInfo] | None = None
+    ) -> Iterator[list[str] | _Ready]:
+        """What to do for ``rows``: with a proven index, take the records it kept (``infos``
+        when already parsed), and fetch the rest."""
+        if proven:
+            yield _Ready(self._from_index(rows) if infos is None else infos)
+            rows = [row for row in rows if row[4] is None]
+        if rows:
+            yield [self.meta_prefix + row[0] for row in rows]
+
+    async def _start_proof(self, index: NameIndex) -> asyncio.Future[bool] | None:
+        """The proof that this listing may take meta records from the index, under way, or
+        None when not worth it: only on one replica (whose answers are the stream's state),
+        for a large share of the bucket (``name_sync.names_complete`` counts all of it)."""
+        if self.store._replicas != 1:
+            return None
+        wanted = await asyncio.to_thread(index.count, self.name_filter.literal_prefix)
+        if wanted < CACHED_MIN:
+            return None
+        share_too_small = self.name_filter.literal_prefix and (
+            wanted * CACHED_SHARE < await asyncio.to_thread(index.count)
+        )
+        if share_too_small:
+            return None
+        return asyncio.ensure_future(self._prove(index))
+
+    async def _prove(self, index: NameIndex) -> bool:
+        try:
+            return await name_sync.names_complete(self.store, index, self._info)
+        except NatsObjError as exc:
+            log.info("bucket %r: listing fetches every record: %s", self.store.bucket, exc)
+            return False
+
+    def _from_index(self, rows: list[Entry]) -> list[ObjectInfo]:
+        """The wanted objects among the rows whose record the index kept."""
+        rows = [row for row in rows if row[4] is not None]
+        docs = _decode_all([meta for *_, meta in rows if meta is not None])
+        kept = []
+        for (token, _, seq, mtime_us, _), doc in zip(rows, docs, strict=True):
+            mtime = _EPOCH + mtime_us * _MICROSECOND if mtime_us is not None else None
+            info = _parse_meta(self.store, doc, mtime, seq, token)
+            if info is not None and _wanted(info, self.name_filter, self.include_deleted):
+                kept.append(info)
+        return kept
 
     async def rest(self) -> AsyncIterator[list[ObjectInfo]]:
         """The remaining batches, with up to IN_FLIGHT requests outstanding."""
         assert self._gets is not None and self._requests is not None
         in_flight: list[tuple[list[str], asyncio.Future[list[RawMsg]]]] = []
         try:
-            async for subjects in self._requests:
-                in_flight.append((subjects, asyncio.ensure_future(self._gets.fetch(subjects))))
+            async for request in self._requests:
+                if isinstance(request, _Ready):
+                    if request.infos:
+                        yield request.infos
+                    continue
+                in_flight.append((request, asyncio.ensure_future(self._gets.fetch(request))))
                 if len(in_flight) >= IN_FLIGHT and (kept := await self._next_done(in_flight)):
                     yield kept
             while in_flight:
@@ -308,14 +401,46 @@ class _SubjectStateListing:
         return self._keep(subjects, await task)
 
     def _keep(self, subjects: list[str], messages: list[RawMsg]) -> list[ObjectInfo]:
-        if self._index is not None and self.store._replicas == 1 and len(messages) < len(subjects):
+        """The wanted objects among the records fetched for ``subjects``; with the index,
+        the records are kept there for later listings."""
+        learned = self._learned if self._index is not None else None
+        if learned is not None and self.store._replicas == 1 and len(messages) < len(subjects):
             self._note_absent(subjects, messages)
         kept = []
-        for (headers, _), doc in zip(messages, _decode_all(messages), strict=True):
-            info = _info_from_direct_get(self.store, headers, doc)
-            if info is not None and _wanted(info, self.name_filter, self.include_deleted):
+        skip = len(self.meta_prefix)
+        docs = _decode_all([data for _, data in messages])
+        for (headers, data), doc in zip(messages, docs, strict=True):
+            try:
+                subject, sequence, mtime = _direct_get_headers(headers)
+            except ValueError as exc:
+                log.warning("bucket %r: skipping a direct-get reply: %s", self.store.bucket, exc)
+                continue
+            info = _parse_meta(self.store, doc, mtime, sequence, subject)
+            if info is None:
+                continue
+            if learned is not None and subject.startswith(self.meta_prefix):
+                learned.append((subject[skip:], sequence, (mtime - _EPOCH) // _MICROSECOND, data))
+            if _wanted(info, self.name_filter, self.include_deleted):
                 kept.append(info)
+        if len(self._learned) >= LEARN_EVERY:
+            self._write_learned()
         return kept
+
+    def _write_learned(self) -> None:
+        """Keep the fetched records in the index, in one transaction on the loop's thread:
+        written from a worker thread, the per-row handing back and forth of the GIL stalled
+        the loop's socket calls for milliseconds each (cold listings took half again as
+        long). An error costs only the keeping."""
+        rows, self._learned = self._learned, []
+        if rows and self._index is not None:
+            try:
+                self._index.keep_records(rows)
+            except sqlite3.Error as exc:
+                log.info(
+                    "bucket %r: fetched records not kept in the name index: %s",
+                    self.store.bucket,
+                    exc,
+                )
 
     def _note_absent(self, subjects: list[str], messages: list[RawMsg]) -> None:
         """Indexed names the single replica no longer has (a purge): forgotten at the end.
@@ -325,9 +450,12 @@ class _SubjectStateListing:
         skip = len(self.meta_prefix)
         self._absent += [s[skip:] for s in subjects if s not in found]
 
-    async def _batched_requests(self) -> AsyncIterator[list[str]]:
+    async def _batched_requests(self) -> AsyncIterator[list[str] | _Ready]:
         assert self._pages is not None
         async for subjects in self._pages:
+            if isinstance(subjects, _Ready):
+                yield subjects
+                continue
             for start in range(0, len(subjects), MULTI_LAST_LIMIT):
                 yield subjects[start : start + MULTI_LAST_LIMIT]
 
@@ -363,6 +491,7 @@ class _SubjectStateListing:
             await self._gets.close()
             self._gets = None
         if self._index is not None:
+            self._write_learned()
             index, self._index = self._index, None
             try:
                 if self._absent:
@@ -525,45 +654,52 @@ class _Batch:
         return self.messages
 
 
-# nats-server writes a direct get's headers in this order: one search finds both values
-_SEQUENCE_AND_TIME = re.compile(rb"\r\nNats-Sequence: *(\d+)\r\nNats-Time-Stamp: *([^\r]+)")
+# nats-server writes a direct get's headers in this order: one search finds all three
+_SUBJECT_SEQUENCE_TIME = re.compile(
+    rb"\r\nNats-Subject: *([^\r]+)\r\nNats-Sequence: *(\d+)\r\nNats-Time-Stamp: *([^\r]+)"
+)
 
 
-def _decode_all(messages: list[RawMsg]) -> list[Any]:
-    """The JSON of every payload, parsed as one array: a single ``json.loads`` call per batch
+def _decode_all(payloads: list[bytes]) -> list[Any]:
+    """The JSON of every payload, parsed as one array: a single ``orjson.loads`` call per batch
     instead of one per record (its per-call overhead was most of the parsing time). Any
     record that is not exactly one JSON value makes the count differ or the parse fail; then
     each is handed on raw, for ``from_json`` to parse (and to report) on its own."""
-    if not messages:
+    if not payloads:
         return []
     try:
-        docs = json.loads(b"[" + b",".join(data for _, data in messages) + b"]")
+        docs = orjson.loads(b"[" + b",".join(payloads) + b"]")
     except ValueError:
         docs = None
-    if isinstance(docs, list) and len(docs) == len(messages):
+    if isinstance(docs, list) and len(docs) == len(payloads):
         return docs
-    return [data for _, data in messages]
+    return payloads
 
 
-def _info_from_direct_get(
-    store: ObjectStore, headers: bytes, doc: bytes | dict[str, Any]
+def _direct_get_headers(headers: bytes) -> tuple[str, int, datetime]:
+    """Subject, sequence and server time of a direct-get reply (ValueError when missing)."""
+    found = _SUBJECT_SEQUENCE_TIME.search(headers)
+    if found:
+        subject, sequence, stamp = (value.decode() for value in found.groups())
+    else:  # headers in another order: look for each
+        subject = raw_header(headers, b"Nats-Subject") or ""
+        sequence = raw_header(headers, b"Nats-Sequence") or ""
+        stamp = raw_header(headers, b"Nats-Time-Stamp") or ""
+    return subject, int(sequence), parse_server_time(stamp)
+
+
+def _parse_meta(
+    store: ObjectStore,
+    doc: bytes | dict[str, Any],
+    mtime: datetime | None,
+    sequence: int,
+    where: str,
 ) -> ObjectInfo | None:
-    """A direct-get reply carries sequence and time in headers; a corrupt record is skipped."""
+    """A meta record, or None for a corrupt one, which is logged and skipped."""
     try:
-        found = _SEQUENCE_AND_TIME.search(headers)
-        if found:
-            sequence, stamp = found.group(1), found.group(2).decode()
-        else:  # headers in another order: look for each
-            sequence = raw_header(headers, b"Nats-Sequence") or ""
-            stamp = raw_header(headers, b"Nats-Time-Stamp") or ""
-        return ObjectInfo.from_json(
-            doc, mtime=parse_server_time(stamp), sequence=int(sequence), bucket=store.bucket
-        )
-    except (NatsObjError, ValueError) as exc:
+        return ObjectInfo.from_json(doc, mtime=mtime, sequence=sequence, bucket=store.bucket)
+    except NatsObjError as exc:
         log.warning(
-            "bucket %r: skipping unreadable meta record on %s: %s",
-            store.bucket,
-            raw_header(headers, b"Nats-Subject"),
-            exc,
+            "bucket %r: skipping unreadable meta record on %s: %s", store.bucket, where, exc
         )
         return None

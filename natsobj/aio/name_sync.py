@@ -1,11 +1,11 @@
 """Keeping a bucket's local name index (``natsobj.name_index``) exact by the stream sequence.
 
 Before every indexed listing, one plain ``STREAM.INFO`` gives ``state.last_seq``; the meta
-messages after the index's ``complete_seq`` are read with a headers-only ordered consumer on
-``$O.<bucket>.M.>`` (the name is in the subject), so the cost is the number of changes, not
-of names. A new index, or one whose every known message was purged (``first_seq`` past
-``complete_seq``), is rebuilt from the paged subject state instead (the O(names) path), by
-the listing that finds it so, from the same pages it lists.
+messages after the index's ``complete_seq`` are read with an ordered consumer on
+``$O.<bucket>.M.>`` (the name is in the subject; the record is kept beside it), so the cost
+is the number of changes, not of names. A new index, or one whose every known message was
+purged (``first_seq`` past ``complete_seq``), is rebuilt from the paged subject state
+instead (the O(names) path), by the listing that finds it so, from the same pages it lists.
 
 On replicated streams the consumer may live on a replica that is behind the leader; the
 catch-up is complete only once it has reached the leader's last meta message, which is asked
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
 from natsobj.errors import NotConnected
 from natsobj.name_index import (
+    IndexRow,
     NameIndex,
     NameIndexUnavailable,
     StreamIdentity,
@@ -40,6 +41,7 @@ log = logging.getLogger(__name__)
 # The server walks every subject of the bucket for each page of names: seconds per page at a
 # million objects on a busy machine, so a page gets far longer than an ordinary API call.
 PAGE_TIMEOUT = 60.0
+PAST_EVERY_SUBJECT = 2**31 - 1  # a subject-state offset that returns the count and no names
 CATCH_UP_BATCH = 1024  # meta messages per pull while catching up
 WRITE_EVERY = 10_000  # tokens per SQLite transaction while catching up
 CATCH_UP_ATTEMPTS = 12  # a consumer on a lagging replica is read again, for up to ~6 s
@@ -119,19 +121,44 @@ async def rebuild(
     writing = True
     async for subjects in name_pages(store, first):
         if writing:
-            writing = await _write(index, [(subject[skip:], 0) for subject in subjects])
+            writing = await _write(index, [(subject[skip:], 0, None, None) for subject in subjects])
         yield subjects
     if writing and await _write(index, [], complete_seq=complete_seq, generation=generation):
         log.info("bucket %r: name index rebuilt up to sequence %d", store.bucket, complete_seq)
 
 
-async def _write(index: NameIndex, tokens: list[tuple[str, int]], **progress: int) -> bool:
+async def _write(index: NameIndex, rows: list[IndexRow], **progress: int) -> bool:
     try:
-        await asyncio.to_thread(index.add, tokens, **progress)
+        await asyncio.to_thread(index.add, rows, **progress)
     except sqlite3.Error as exc:
         warn_once(f"name index not written, listing without it ({exc})")
         return False
     return True
+
+
+async def names_complete(store: ObjectStore, index: NameIndex, info: dict[str, Any]) -> bool:
+    """Whether the index, caught up to ``info``'s ``last_seq``, holds exactly the bucket's
+    meta subjects, so its meta records can stand in for the server's.
+
+    It holds every live one already (a superset, see ``natsobj.name_index``); what it cannot
+    know is a subject removed without a message (a purge, as a rename by the Go client does;
+    an expiry). So the server counts the meta subjects (``STREAM.INFO`` with the filter and an
+    offset past them all: the count, no names), and a second plain ``STREAM.INFO`` shows that
+    nothing was written in between: sequences only grow, so with the same ``last_seq`` the
+    count is of the same subjects the index was caught up to, and equal counts mean equal
+    sets. The server walks every subject of the bucket for the count (about 1 µs each here),
+    so listings ask only when they would otherwise fetch a large share of the bucket."""
+    last_seq = int((info.get("state") or {}).get("last_seq") or 0)
+    counted = await store.api.call(
+        stream_api("INFO", store.stream),
+        {"subjects_filter": all_meta_subject(store.bucket), "offset": PAST_EVERY_SUBJECT},
+        bucket=store.bucket,
+        timeout=max(PAGE_TIMEOUT, store.api.timeout),
+    )
+    after = await stream_info(store)
+    if int((after.get("state") or {}).get("last_seq") or 0) != last_seq:
+        return False
+    return int(counted.get("total") or 0) == await asyncio.to_thread(index.count)
 
 
 async def catch_up(store: ObjectStore, index: NameIndex, info: dict[str, Any]) -> None:
@@ -224,10 +251,9 @@ async def _read_meta_after(
         heartbeat=READ_HEARTBEAT,
         batch=CATCH_UP_BATCH,
         bucket=store.bucket,
-        headers_only=True,
     )
     skip = len(all_meta_subject(store.bucket)) - 1
-    tokens: list[tuple[str, int]] = []
+    tokens: list[IndexRow] = []
     reached = after
     try:
         pending = await consumer.start()
@@ -235,7 +261,7 @@ async def _read_meta_after(
             msg = await consumer.next()
             if msg is None:
                 break
-            tokens.append((msg.subject[skip:], msg.sequence))
+            tokens.append((msg.subject[skip:], msg.sequence, msg.nanos // 1000, msg.data))
             if len(tokens) >= WRITE_EVERY or msg.pending == 0:
                 reached = msg.sequence
                 await asyncio.to_thread(
