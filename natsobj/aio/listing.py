@@ -77,7 +77,7 @@ SCAN_BATCH = 1024  # infos per batch in the consumer-scan fallback
 CACHED_MIN = 2048  # matches below this are fetched: proving the index costs the whole bucket
 CACHED_SHARE = 8  # ... and so do matches below 1/CACHED_SHARE of the bucket's names
 HELD_WHILE_PROVING = 16  # index batches parsed ahead while the proof is out
-LEARN_EVERY = 65_536  # fetched meta records held for one write to the index (~20 MB)
+LEARN_EVERY = 8192  # fetched meta records held for one write to the index (~3 MB)
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND = timedelta(microseconds=1)
