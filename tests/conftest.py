@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from natsobj.embedded import NatsServerProcess
+from natsobj.embedded import NatsServerProcess, stop_server
 
 # One definition of the 3-node cluster fixtures for every directory (a module that imported
 # them would get its own session cluster).
@@ -67,6 +67,14 @@ def isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    # A process of the run that resolves "embedded" without a data dir of its own (a
+    # subprocess started in the repository) starts its detached server here, not in the
+    # checkout's ./.natsobj, and the run stops it at the end instead of leaving it running.
+    if "NATSOBJ_DATA_DIR" not in os.environ:
+        data_dir = Path(tempfile.mkdtemp(prefix="natsobj-data-")) / ".natsobj"
+        os.environ["NATSOBJ_DATA_DIR"] = str(data_dir)
+        config.add_cleanup(functools.partial(shutil.rmtree, data_dir.parent, ignore_errors=True))
+        config.add_cleanup(functools.partial(_stop_left_behind, data_dir))
     # the listings' name indexes (natsobj.name_index) go to a directory of the run, not ~/.cache
     if "NATSOBJ_CACHE_DIR" not in os.environ:
         cache = tempfile.mkdtemp(prefix="natsobj-cache-")
@@ -82,3 +90,10 @@ def raw(nats_url: str):
     client = RawJetStream(nats_url)
     yield client
     client.close()
+
+
+def _stop_left_behind(data_dir: Path) -> None:
+    if stop_server(data_dir):
+        log_file = data_dir / "server.log"
+        started = log_file.read_text().splitlines()[:1] if log_file.exists() else []
+        print(f"\nstopped an embedded nats-server a test left running in {data_dir}: {started}")
