@@ -27,6 +27,7 @@ with the listing.
 from __future__ import annotations
 
 import binascii
+import contextlib
 import hashlib
 import json
 import logging
@@ -107,9 +108,46 @@ class StreamIdentity:
             [sorted(self.servers), self.api_prefix, self.user, self.stream, self.created]
         )
 
+    def same_stream_name(self, key: str) -> bool:
+        """Whether ``key`` (another index's) names this stream, in any incarnation."""
+        try:
+            other = json.loads(key)
+        except ValueError:
+            return False
+        return isinstance(other, list) and other[:4] == json.loads(self.key())[:4]
+
     def file_name(self) -> str:
         digest = hashlib.sha256(self.key().encode()).hexdigest()[:32]
         return f"{self.stream}-{digest}.sqlite3"
+
+
+def remove_other_incarnations(
+    directory: Path, identity: StreamIdentity, *, keep_current: bool = True
+) -> int:
+    """Delete the index files of ``identity``'s stream name (same servers, prefix and user)
+    other than its own: those of a deleted or re-created bucket, whose names are never read
+    again, and those of an older schema. With ``keep_current=False`` its own goes too (the
+    bucket was deleted). Returns how many were removed; a file that cannot be read or removed
+    is left alone."""
+    own = directory / f"names-v{SCHEMA_VERSION}" / identity.file_name()
+    removed = 0
+    for path in directory.glob(f"names-v*/{identity.stream}-*.sqlite3"):
+        if keep_current and path == own:
+            continue
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
+                (key,) = db.execute("SELECT identity FROM state WHERE id = 0").fetchone()
+        except (sqlite3.Error, TypeError, ValueError):
+            continue
+        if identity.same_stream_name(key):
+            for part in (
+                path,
+                path.with_name(path.name + "-wal"),
+                path.with_name(path.name + "-shm"),
+            ):
+                part.unlink(missing_ok=True)
+            removed += 1
+    return removed
 
 
 def prefix_upper_bound(prefix: str) -> str | None:

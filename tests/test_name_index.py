@@ -174,16 +174,36 @@ def test_a_recreated_bucket_does_not_reuse_the_old_index(sync_client, bucket_nam
     for index in range(20):
         old.put(f"old/{index}", b"x")
     assert len(old.list()) == 20
-    sync_client.delete_store(bucket_name)
+    (old_file,) = index_files(cache)
+    # deleted by another machine's client: this machine's file stays behind
+    delete = stream_api("DELETE", stream_name(bucket_name))
+    run(sync_client.aio.api.call(delete, bucket=bucket_name))
     new = sync_client.create_store(bucket_name)
     try:
         # far fewer messages than the old index was complete up to: reused, it would catch up
         # nothing and list no object at all
         new.put("fresh", b"y")
         assert [i.name for i in new.list()] == ["fresh"]
-        assert len(index_files(cache)) == 2
+        (new_file,) = index_files(cache)  # the new index removed the old incarnation's file
+        assert new_file != old_file
     finally:
         sync_client.delete_store(bucket_name)
+
+
+def test_deleting_a_bucket_removes_its_index_files(sync_client, bucket_name, cache):
+    kept = sync_client.create_store(f"{bucket_name}k")
+    gone = sync_client.create_store(bucket_name)
+    try:
+        for store in (kept, gone):
+            store.put("a", b"x")
+            assert [i.name for i in store.list()] == ["a"]
+        kept_file = [f for f in index_files(cache) if f.name.startswith(f"OBJ_{kept.bucket}-")]
+        assert len(index_files(cache)) == 2 and len(kept_file) == 1
+        sync_client.delete_store(gone.bucket)
+        assert index_files(cache) == kept_file
+        assert not list(kept_file[0].parent.glob(f"OBJ_{gone.bucket}-*"))  # -wal, -shm too
+    finally:
+        sync_client.delete_store(kept.bucket)
 
 
 def test_a_purged_stream_is_rebuilt(store, sync_client, cache, caplog):

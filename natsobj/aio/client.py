@@ -12,6 +12,7 @@ from typing import Any
 import nats.errors
 from nats.aio.client import Client as NatsConnection
 
+from natsobj.aio import name_sync
 from natsobj.aio.jsapi import DEFAULT_FAILOVER_TIMEOUT, JetStreamApi
 from natsobj.aio.socket_reads import enlarge_reads
 from natsobj.aio.store import ObjectStore
@@ -219,6 +220,7 @@ class Client:
         """Delete the bucket and everything in it (BucketNotFound when it is missing)."""
         check_bucket(bucket)
         await self.api.call(stream_api("DELETE", stream_name(bucket)), bucket=bucket)
+        await asyncio.to_thread(name_sync.forget_stream, self, stream_name(bucket))
 
     async def store_names(self) -> list[str]:
         """The names of every object store the account can see, sorted."""

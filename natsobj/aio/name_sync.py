@@ -29,11 +29,13 @@ from natsobj.name_index import (
     StreamIdentity,
     cache_dir,
     index_enabled,
+    remove_other_incarnations,
 )
 from natsobj.names import all_meta_subject
 from natsobj.wire import stream_api
 
 if TYPE_CHECKING:
+    from natsobj.aio.client import Client
     from natsobj.aio.store import ObjectStore
 
 log = logging.getLogger(__name__)
@@ -54,19 +56,37 @@ def open_index(store: ObjectStore, stream_info: dict[str, Any]) -> NameIndex | N
     settings = store.client.settings
     if not index_enabled(settings.name_index):
         return None
-    identity = StreamIdentity(
-        servers=tuple(settings.servers),
-        api_prefix=store.api.prefix,
-        user=settings.user or "",
-        stream=store.stream,
-        created=str(stream_info.get("created") or ""),
-    )
-    directory = cache_dir(settings.cache_dir)
+    identity = stream_identity(store.client, store.stream, str(stream_info.get("created") or ""))
     try:
-        return NameIndex.open(directory, identity)
+        return NameIndex.open(cache_dir(settings.cache_dir), identity)
     except NameIndexUnavailable as exc:
         warn_once(f"no local name index, listing from the server's subject state ({exc})")
         return None
+
+
+def stream_identity(client: Client, stream: str, created: str = "") -> StreamIdentity:
+    settings = client.settings
+    return StreamIdentity(
+        servers=tuple(settings.servers),
+        api_prefix=client.api.prefix,
+        user=settings.user or "",
+        stream=stream,
+        created=created,
+    )
+
+
+def forget_stream(client: Client, stream: str) -> None:
+    """Remove this machine's index files of a deleted bucket: up to a few hundred bytes per
+    name that nothing would read again (a re-created bucket starts a file of its own)."""
+    if not index_enabled(client.settings.name_index):
+        return
+    identity = stream_identity(client, stream)
+    try:
+        remove_other_incarnations(
+            cache_dir(client.settings.cache_dir), identity, keep_current=False
+        )
+    except OSError as exc:
+        log.info("stream %s: name index files not removed: %s", stream, exc)
 
 
 def warn_once(message: str) -> None:
@@ -101,9 +121,16 @@ def rebuild_needed(index: NameIndex, info: dict[str, Any]) -> bool:
 
 def start_rebuild(index: NameIndex) -> int:
     """The generation a rebuild records its progress under; an index that knew something is
-    emptied first (what vanished from it is unknowable)."""
+    emptied first (what vanished from it is unknowable). A new index is the moment to remove
+    the files of the bucket's earlier incarnations on this machine."""
     complete_seq, generation = index.progress()
-    return index.restart() if complete_seq else generation
+    if complete_seq:
+        return index.restart()
+    try:
+        remove_other_incarnations(index.path.parent.parent, index.identity)
+    except OSError as exc:
+        log.info("name index files of earlier buckets not removed: %s", exc)
+    return generation
 
 
 async def rebuild(
