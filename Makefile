@@ -44,4 +44,5 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix .
 
 clean:
+	if [ -x $(BIN)/natsobj ]; then $(BIN)/natsobj serve --stop --data-dir .natsobj; fi
 	rm -rf $(VENV) .natsobj .demo .pytest_cache .ruff_cache

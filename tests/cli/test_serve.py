@@ -9,7 +9,7 @@ from pathlib import Path
 from cli_support import cli_env
 
 from natsobj.cli.exits import ExitCode
-from natsobj.embedded import free_port, running_server
+from natsobj.embedded import ensure_server, free_port, running_server
 
 
 def test_serve_is_the_default_server_here_and_stops_on_ctrl_c(
@@ -74,3 +74,26 @@ def test_serve_listens_on_the_port_asked_for(natsobj_bin: Path, tmp_path: Path) 
         server.wait()
     assert server.returncode == 0
     assert running_server(tmp_path / "d") is None
+
+
+def test_serve_stop_stops_the_background_server_of_a_pipeline(
+    natsobj_bin: Path, tmp_path: Path
+) -> None:
+    """An 'embedded' URL starts a detached server that outlives the pipeline; ``serve --stop``
+    is how a user (and ``make clean``) ends it."""
+    data_dir = tmp_path / "data"
+    started = ensure_server(data_dir)
+    env = cli_env()
+
+    def stop() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(natsobj_bin), "serve", "--stop", "--data-dir", str(data_dir)],
+            env=env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+
+    first = stop()
+    assert first.returncode == 0, first.stderr
+    assert f"pid {started.pid}" in first.stderr and started.url in first.stderr
+    assert running_server(data_dir) is None
+    again = stop()
+    assert again.returncode == 0 and "no embedded server is running" in again.stderr

@@ -50,9 +50,18 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     metavar="N",
     help="Run N clustered nodes (routes and JetStream on each) for replicated stores.",
 )
-def serve(data_dir: Path, port: int | None, nodes: int | None) -> None:
+@click.option(
+    "--stop",
+    is_flag=True,
+    help="Stop the embedded server of --data-dir instead: also the one a pipeline started in "
+    "the background for an 'embedded' URL.",
+)
+def serve(data_dir: Path, port: int | None, nodes: int | None, stop: bool) -> None:
     """Run the embedded nats-server (or a cluster of them) in the foreground until Ctrl-C."""
     data_dir = data_dir.resolve()
+    if stop:
+        _stop(data_dir)
+        return
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         if nodes is None:
@@ -61,6 +70,15 @@ def serve(data_dir: Path, port: int | None, nodes: int | None) -> None:
             _serve_cluster(data_dir / CLUSTER_DIR, nodes, port)
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _stop(data_dir: Path) -> None:
+    """Idempotent, for scripts and ``make clean``: nothing running is said, not an error."""
+    live = running_server(data_dir)
+    if live is None or not stop_server(data_dir):
+        click.echo(f"no embedded server is running for {data_dir}", err=True)
+        return
+    click.echo(f"stopped the embedded server for {data_dir} ({live.url}, pid {live.pid})", err=True)
 
 
 def _serve_one(data_dir: Path, port: int | None) -> None:
