@@ -21,5 +21,5 @@ PYSPARK_PYTHON="${PYSPARK_PYTHON:-$(command -v python)}" python -m example_dags.
 grep -E "^  (landed|stream|sensor|report):? " .demo/streaming.log
 echo "Streaming log: .demo/streaming.log   |   Reports: natsobj ls $NATSOBJ_DEMO_BUCKET streaming/reports/"
 echo
-echo "== natsobj ls -r $NATSOBJ_DEMO_BUCKET   (the embedded server keeps running: natsobj ls, get, watch ...)"
+echo "== natsobj ls -r $NATSOBJ_DEMO_BUCKET   (the embedded server keeps running: natsobj ls, get, watch ...; natsobj serve --stop ends it)"
 natsobj ls -r "$NATSOBJ_DEMO_BUCKET"
