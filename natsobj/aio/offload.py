@@ -135,17 +135,15 @@ class ChunkWorker:
     def _run(self) -> None:
         try:
             while (batch := self._queue.get()) is not None:
-                # one buffer per batch: each call below gives up and retakes the GIL, and
-                # retaking it can wait for the loop thread's switch interval
-                data = batch[0] if len(batch) == 1 else b"".join(batch)
                 if not self._abandoned and self._error is None:
                     try:
-                        self._sha.update(data)
-                        if self._write is not None:
-                            self._write(data)
+                        for chunk in batch:
+                            self._sha.update(chunk)
+                            if self._write is not None:
+                                self._write(chunk)
                     except BaseException as exc:  # surfaced on the loop by put() / digest()
                         self._error = exc
-                self._processed(len(data))
+                self._processed(sum(map(len, batch)))
         finally:
             self._loop.call_soon_threadsafe(_resolve, self._done)
 
