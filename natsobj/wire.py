@@ -32,6 +32,13 @@ CONSUMER_STALLED = "Nats-Consumer-Stalled"
 MSG_ID = "Nats-Msg-Id"  # the stream drops a second message with the same id (duplicate window)
 
 
+def header_block(headers: dict[str, str]) -> bytes:
+    """A NATS header block (``NATS/1.0``, one ``Name: value`` line each, a blank line) for
+    headers this package writes itself: names and values without line breaks."""
+    lines = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    return f"NATS/1.0\r\n{lines}\r\n".encode()
+
+
 def chunk_msg_id(nuid: str, index: int, generation: int = 0) -> str:
     """The message id of chunk ``index`` of the put ``nuid``: a resend after a lost ack is
     stored once. ``generation`` changes when a chunk is deliberately stored again (after its

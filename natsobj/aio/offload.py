@@ -6,13 +6,15 @@ socket reads and message parsing that must stay on the loop: a get runs at the s
 slower of the two instead of their sum. The queue is bounded in bytes, so a slow disk holds
 back the reader (and, through flow control, the server) instead of filling memory.
 
-The thread needs a second core. On the 2-core benchmark machine it used to lose (the event
-loop and nats-server kept both cores busy); since the loop's own share shrank (deliveries
-routed raw, ``natsobj.aio.socket_reads``), it won there in a moderately loaded A/B and lost
-in a heavily loaded one (BENCHMARKS.md, "256 MiB get_file and put"), so it is used from two
-CPUs on. With one core it only adds hand-offs:
-``chunk_sink`` chooses by the CPUs this process may use. A small object, under one batch in
-all, never starts the thread: starting one costs more than hashing it.
+The thread needs a core of its own, beside the event loop's and nats-server's. On the 2-core
+benchmark machine there is none: the thread then only competes for the GIL and the cores
+(each hashed or written chunk gives up the GIL and takes it back, and the loop waits for it
+after every socket read). Once the loop's copies were cut (``natsobj.aio.socket_reads``),
+hashing and writing inline measured faster there, for get_file (median 0.48 s against
+0.61 s, 8 interleaved rounds) and no slower for put (BENCHMARKS.md, "256 MiB get_file and
+put"), so the thread is used from three CPUs on: ``chunk_sink`` chooses by the CPUs this
+process may use. A small object, under one batch in all, never starts the thread: starting
+one costs more than hashing it.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import threading
 from collections.abc import Callable
 
 HANDOFF_BYTES = 1024 * 1024
-THREAD_MIN_CPUS = 2
+THREAD_MIN_CPUS = 3  # the event loop, nats-server (often local), and this thread
 
 
 def chunk_sink(
@@ -135,17 +137,15 @@ class ChunkWorker:
     def _run(self) -> None:
         try:
             while (batch := self._queue.get()) is not None:
-                # one buffer per batch: each call below gives up and retakes the GIL, and
-                # retaking it can wait for the loop thread's switch interval
-                data = batch[0] if len(batch) == 1 else b"".join(batch)
                 if not self._abandoned and self._error is None:
                     try:
-                        self._sha.update(data)
-                        if self._write is not None:
-                            self._write(data)
+                        for chunk in batch:
+                            self._sha.update(chunk)
+                            if self._write is not None:
+                                self._write(chunk)
                     except BaseException as exc:  # surfaced on the loop by put() / digest()
                         self._error = exc
-                self._processed(len(data))
+                self._processed(sum(map(len, batch)))
         finally:
             self._loop.call_soon_threadsafe(_resolve, self._done)
 

@@ -119,6 +119,8 @@ class PublishWindow:
         self._last_sequence = sequence
 
     async def _ack(self, entry: _InFlight, timeout: float) -> Msg:
+        if entry.reply.done():  # the usual case with a full window: no timer to arm
+            return entry.reply.result()
         try:
             async with asyncio.timeout(timeout):
                 return await asyncio.shield(entry.reply)

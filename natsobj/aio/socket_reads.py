@@ -1,4 +1,4 @@
-"""Larger socket reads for the NATS connection.
+"""Larger socket reads, with fewer copies, for the NATS connection.
 
 nats-py's read loop asks its stream for 32 KiB at a time, and the stream stops reading the
 socket once 64 KiB wait in it. A 128 KiB chunk then takes four or more passes of the read
@@ -6,30 +6,70 @@ loop and the protocol parser, each appending to and slicing from their buffers: 
 objects that per-read cost is a large part of what the event loop spends. Reading up to
 ``READ_BYTES`` per pass (whatever has arrived; a read never waits for more) cuts the passes
 by about ten and costs nothing for small messages. Measured in BENCHMARKS.md.
+
+Each byte of a large message was also copied six times on the event loop: into the stream's
+buffer, twice out of it (``StreamReader.read`` slices a bytearray, then makes bytes of the
+slice), into the parser's buffer, and twice out of that for the payload. The read here takes
+the stream's whole buffer instead of copying out of it, and the parser's buffer makes each
+payload with one copy (``PayloadBuffer``): three copies where there were six.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, SupportsIndex, overload
 
 from nats.aio.transport import TcpTransport
 
 READ_BYTES = 1024 * 1024
 
 
+class PayloadBuffer(bytearray):
+    """nats-py's parser buffer. The parser cuts each payload out as ``bytes(buf[a:b])``: a
+    bytearray slice, then bytes of it. Here the slice is already bytes, made straight from the
+    buffer (``bytes()`` of bytes is the same object), so the payload is copied once."""
+
+    __slots__ = ()
+
+    @overload
+    def __getitem__(self, key: SupportsIndex) -> int: ...
+    @overload
+    def __getitem__(self, key: slice) -> bytes: ...  # type: ignore[override]
+
+    def __getitem__(self, key: SupportsIndex | slice) -> int | bytes:
+        if type(key) is not slice:
+            return super().__getitem__(key)
+        # both views released before the parser deletes what it consumed
+        with memoryview(self) as whole, whole[key] as part:
+            return bytes(part)
+
+
 def enlarge_reads(nc: Any) -> None:
-    """Make ``nc``'s read loop take up to ``READ_BYTES`` per pass. The transport object
-    outlives reconnects (each makes a new stream, which gets the larger limit on its first
-    read). WebSocket transports already read whole frames and are left alone."""
+    """Make ``nc``'s read loop take up to ``READ_BYTES`` per pass, and hand the parser what
+    arrived without copying it out of the stream first. The transport object outlives
+    reconnects (each makes a new stream, which gets the larger limit on its first read; the
+    parser's reset makes a plain buffer, replaced on the next read). WebSocket transports
+    already read whole frames and are left alone."""
     transport = getattr(nc, "_transport", None)
     if type(transport) is not TcpTransport:
         return
-    read = transport.read
 
-    async def read_more(_size: int) -> bytes:
+    async def read_more(_size: int) -> bytes | bytearray:
         stream = transport._io_reader
-        if stream is not None and stream._limit < READ_BYTES:
+        if stream is None:
+            raise ConnectionResetError("nats: the connection's stream is gone")
+        if stream._limit < READ_BYTES:
             stream._limit = READ_BYTES  # how much may wait in the stream before it pauses
-        return await read(READ_BYTES)
+        parser = nc._ps
+        if type(parser.buf) is bytearray:
+            parser.buf = PayloadBuffer(parser.buf)
+        # StreamReader.read, taking the whole buffer rather than copying it out (twice)
+        if stream._exception is not None:
+            raise stream._exception
+        if not stream._buffer and not stream._eof:
+            await stream._wait_for_data("read")
+        data = stream._buffer
+        stream._buffer = bytearray()
+        stream._maybe_resume_transport()
+        return data
 
     transport.read = read_more  # type: ignore[method-assign]

@@ -70,7 +70,7 @@ if TYPE_CHECKING:
 _nuid = NUID()
 _UNAVAILABLE = object()  # no replica answered a direct get: ask the leader
 READ_ATTEMPTS = 3
-WRITE_BUFFER = 1024 * 1024  # get_file: one write system call per 8 default-sized chunks
+WRITE_BUFFER = 64 * 1024  # get_file: smaller than a chunk, so a chunk is written, not copied
 SCAN_ATTEMPTS = 12  # a listing from a lagging replica is read again, for up to ~6 s
 META_ATTEMPTS = 20
 
