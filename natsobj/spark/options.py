@@ -39,6 +39,7 @@ DEFAULTS = {
     "rows_per_object": "1000000",
     "row_group_rows": "1000000",
     "compression": "zstd",
+    "dictionary": "false",
     "retain_generations": "1",
     "create_bucket": "true",
     "pushdown": "false",
@@ -61,6 +62,7 @@ class SourceOptions:
     rows_per_object: int = 1_000_000
     row_group_rows: int = 1_000_000
     compression: str = "zstd"
+    dictionary: bool = False  # Parquet dictionary encoding: see arrowio.parquet_stream
     retain_generations: int = 1
     create_bucket: bool = True
     pushdown: bool = False
@@ -113,6 +115,7 @@ class SourceOptions:
         row_group_rows = _positive(values, "row_group_rows", bucket)
         retain_generations = _positive(values, "retain_generations", bucket, minimum=0)
         create_bucket = _flag(values, "create_bucket", bucket)
+        dictionary = _flag(values, "dictionary", bucket)
         pushdown = _flag(values, "pushdown", bucket)
         settings = connection_settings(values)
         embedded = settings.servers[0] if settings.embedded_dir is not None else None
@@ -129,6 +132,7 @@ class SourceOptions:
             rows_per_object=rows_per_object,
             row_group_rows=row_group_rows,
             compression=compression,
+            dictionary=dictionary,
             retain_generations=retain_generations,
             create_bucket=create_bucket,
             pushdown=pushdown,

@@ -132,6 +132,7 @@ class NatsObjWriter(DataSourceArrowWriter):
             compression=self.opts.compression,
             row_group_rows=self.opts.row_group_rows,
             counter=counter,
+            dictionary=self.opts.dictionary,
         )
         info = store.put(name, stream, metadata={WRITE_ID_KEY: self.write_id})
         stats = file_stats(counter.metadata) if counter.metadata is not None else None

@@ -215,3 +215,42 @@ def test_embedded_url_in_local_mode(spark, isolated_cwd) -> None:
         assert direct.load("d").count() == 20
     finally:
         stop_server(data_dir)
+
+
+@pytest.mark.parametrize("dictionary", [None, "true"])
+def test_dictionary_option_reads_back_everywhere(
+    spark, options, store, tmp_path, dictionary
+) -> None:
+    """Parts are written without dictionary pages by default (``dictionary=true`` brings them
+    back); either way the part is a normal Parquet file that pyarrow, natsobj and Spark's own
+    parquet reader read to the same rows, with min/max statistics on every column for
+    pushdown."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    df = spark.range(0, 5000, numPartitions=1).selectExpr(
+        "id",
+        "id * 0.25 AS amount",
+        "concat('customer-', cast(id % 700 AS string)) AS customer",
+        "CASE WHEN id % 3 = 0 THEN 'north' ELSE 'south' END AS region",
+    )
+    extra = {"dictionary": dictionary} if dictionary else {}
+    df.write.format("natsobj").mode("overwrite").options(**options, **extra).save("dict")
+    manifest = json.loads(store.get_bytes("dict/_manifest.json"))
+    part = store.get_bytes(manifest["parts"][0]["name"])
+    metadata = pq.ParquetFile(pa.BufferReader(part)).metadata
+    for i in range(metadata.num_columns):
+        column = metadata.row_group(0).column(i)
+        assert column.has_dictionary_page == (dictionary == "true"), column.path_in_schema
+        assert column.statistics is not None and column.statistics.has_min_max
+
+    expected = sorted(df.collect())
+    assert sorted(spark.read.format("natsobj").options(**options).load("dict").collect()) == (
+        expected
+    )
+    local = tmp_path / "part.parquet"
+    local.write_bytes(part)
+    assert sorted(spark.read.parquet(str(local)).collect()) == expected
+    table = pq.read_table(pa.BufferReader(part))
+    assert table.column("customer").to_pylist() == [f"customer-{i % 700}" for i in range(5000)]
+    assert table.column("amount").to_pylist() == [decimal.Decimal(i) / 4 for i in range(5000)]
