@@ -104,7 +104,7 @@ trips_committed = make_nats_object_sensor(
     "trips_stream_committed",
     BUCKET,
     asset_selection=[trips_stream_report],
-    name_glob=manifest_name(DATASET),
+    glob=manifest_name(DATASET),
     minimum_interval_seconds=5,
 )
 

@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export NATSOBJ_DATA_DIR="${NATSOBJ_DATA_DIR:-$PWD/.natsobj}"
 export NATSOBJ_DEMO_BUCKET="${NATSOBJ_DEMO_BUCKET:-demo}"
+# The streaming query's checkpoint lives beside the data it points into: removing the data
+# directory (a new bucket, new sequences) removes the checkpoint with it.
+export NATSOBJ_DEMO_CHECKPOINT="${NATSOBJ_DEMO_CHECKPOINT:-$NATSOBJ_DATA_DIR/demo-stream-checkpoint}"
 
 bash example_dags/demo_airflow.sh
 echo

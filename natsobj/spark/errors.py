@@ -51,3 +51,13 @@ class EmbeddedServerUnreachable(SparkSourceError):
         "option url to a NATS server every executor can reach, e.g. nats://nats.internal:4222 "
         "(`natsobj serve --cluster 3` runs one for trying)."
     )
+
+
+class CheckpointOfAnotherBucket(SparkSourceError):
+    """A streaming query's checkpoint was written against a bucket of this name that has been
+    deleted since: its offsets are sequences of a stream that is gone."""
+
+    hint = (
+        "Delete the query's checkpoint directory (or give the query a new one) to read the "
+        "new bucket from option startingSequence."
+    )

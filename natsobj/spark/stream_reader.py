@@ -1,7 +1,11 @@
 """``spark.readStream.format("natsobj")``: the objects that land in a bucket, as micro-batches.
 
-Offsets are meta-stream sequences: ``{"sequence": n}`` means "every meta record up to stream
-sequence n has been planned". A batch (start, end] is planned on the driver from the meta
+Offsets are meta-stream sequences: ``{"sequence": n, "created": t}`` means "every meta record
+up to stream sequence n of the bucket created at t has been planned". The creation time tells
+a checkpoint written against a bucket that was deleted and created again since, whose
+sequences mean nothing now: that query fails with ``CheckpointOfAnotherBucket`` instead of
+silently skipping what the new bucket holds (offsets of older checkpoints, without it, are
+checked by their sequence alone). A batch (start, end] is planned on the driver from the meta
 records alone (``changes()``); executors then fetch the planned objects in parallel. Planning
 is a pure function of the meta stream, so when Spark replays a batch from its checkpoint it
 plans the same objects again: with an idempotent sink that is exactly once.
@@ -38,8 +42,9 @@ from pyspark.sql.types import StructType
 
 import natsobj
 from natsobj.errors import DigestMismatch, ObjectChanged, ObjectNotFound
-from natsobj.model import ObjectInfo
+from natsobj.model import ObjectInfo, StoreStatus
 from natsobj.spark.arrowio import spark_arrow_schema
+from natsobj.spark.errors import CheckpointOfAnotherBucket
 from natsobj.spark.options import BINARY
 from natsobj.spark.reader import BINARY_PARTITION_BYTES, SPILL_BYTES
 from natsobj.spark.storage import open_store
@@ -197,12 +202,15 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def initialOffset(self) -> dict:
         starting = self.opts.starting
+        with open_store(self.opts.source) as store:
+            status = store.status()
         if starting == EARLIEST:
-            return {"sequence": 0}
-        if starting == LATEST:
-            with open_store(self.opts.source) as store:
-                return {"sequence": store.status().last_sequence}
-        return {"sequence": int(starting) - 1}
+            sequence = 0
+        elif starting == LATEST:
+            sequence = status.last_sequence
+        else:
+            sequence = int(starting) - 1
+        return _offset(sequence, status)
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_objects is not None:
@@ -217,10 +225,12 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         with open_store(self.opts.source) as store:
+            status = store.status()
+            _check_same_bucket(start, status)
             # Bounded by what is there now, so a scan never chases a busy bucket.
             until = self._available_now
             if until is None:
-                until = store.status().last_sequence
+                until = status.last_sequence
             found = scan(
                 store,
                 self.opts,
@@ -228,7 +238,7 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 until=until,
                 budget=Budget.of(self.opts, limit),
             )
-        return {"sequence": found.end}
+        return _offset(found.end, status)
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         first, last = _sequence(start), _sequence(end)
@@ -339,3 +349,25 @@ class SkipCounter:
 
 def _sequence(offset: dict) -> int:
     return int(offset.get("sequence", 0))
+
+
+def _offset(sequence: int, status: StoreStatus) -> dict:
+    return {"sequence": sequence, "created": _created(status)}
+
+
+def _created(status: StoreStatus) -> str:
+    return str(status.stream_info.get("created") or "")
+
+
+def _check_same_bucket(start: dict, status: StoreStatus) -> None:
+    """Sequences only grow, so an offset past the stream's last one, or one recorded with
+    another creation time, belongs to a bucket that was deleted since."""
+    created, current = start.get("created"), _created(status)
+    if (created and current and created != current) or _sequence(start) > status.last_sequence:
+        raise CheckpointOfAnotherBucket(
+            f"the query's checkpoint is at meta sequence {_sequence(start)} of a bucket "
+            f"created {created or 'before'}; bucket {status.bucket!r} was created {current} "
+            f"and ends at sequence {status.last_sequence}: it was deleted and created again "
+            "since the checkpoint was written",
+            bucket=status.bucket,
+        )

@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from natsobj.spark.errors import BadSparkOption
+from natsobj.spark.errors import BadSparkOption, CheckpointOfAnotherBucket
 from natsobj.spark.reader import BINARY_SCHEMA
 from natsobj.spark.stream_options import StreamOptions
 from natsobj.spark.stream_reader import NatsObjStreamReader, ReplacedSincePlanned
@@ -41,7 +41,8 @@ def test_offsets_are_meta_sequences_and_the_glob_is_path_aware(store, options) -
     store.put("landing/d.txt", b"not csv")
     source = reader(options, glob="landing/*.csv")
     start = source.initialOffset()
-    assert start == {"sequence": 0}
+    created = store.status().stream_info["created"]
+    assert start == {"sequence": 0, "created": created}
     end = source.latestOffset(start, ReadAllAvailable())
     assert end["sequence"] >= store.get_info("landing/a.csv").sequence
     assert planned_names(source, start, end) == ["landing/a.csv"]
@@ -51,7 +52,7 @@ def test_offsets_are_meta_sequences_and_the_glob_is_path_aware(store, options) -
     assert source.latestOffset(end, ReadAllAvailable()) == end
     put = store.put("landing/f.csv", b"id,v\n6,f\n")
     later = source.latestOffset(end, ReadAllAvailable())
-    assert later == {"sequence": put.sequence}
+    assert later == {"sequence": put.sequence, "created": created}
     assert planned_names(source, end, later) == ["landing/f.csv"]
     # `**` crosses segments; startingSequence=latest starts after everything there now.
     deep = reader(options, glob="landing/**.csv")
@@ -62,10 +63,38 @@ def test_offsets_are_meta_sequences_and_the_glob_is_path_aware(store, options) -
         "landing/f.csv",
     ]
     assert reader(options, glob="landing/*.csv", startingSequence="latest").initialOffset() == {
-        "sequence": store.status().last_sequence
+        "sequence": store.status().last_sequence,
+        "created": created,
     }
     numbered = reader(options, glob="landing/**.csv", startingSequence=str(put.sequence))
     assert planned_names(numbered, numbered.initialOffset(), later) == ["landing/f.csv"]
+
+
+def test_a_checkpoint_of_a_deleted_bucket_fails_instead_of_reading_nothing(
+    sync_client, store, options
+) -> None:
+    """A query's checkpoint outlives a bucket that is deleted and created again under the same
+    name: its offsets are sequences of the old stream. Whether the new bucket is still shorter
+    than the checkpoint (an offset past its end) or has grown past it (another creation time),
+    the query stops with the reason instead of skipping the new bucket's objects."""
+    for index in range(3):
+        store.put(f"in/{index}.csv", b"id,v\n1,a\n")
+    source = reader(options, glob="in/*.csv")
+    checkpointed = source.latestOffset(source.initialOffset(), ReadAllAvailable())
+    legacy = {"sequence": checkpointed["sequence"]}  # written before offsets had "created"
+    sync_client.delete_store(store.bucket)
+    sync_client.create_store(store.bucket).put("in/new.csv", b"id,v\n2,b\n")
+    for offset in (checkpointed, legacy):
+        with pytest.raises(CheckpointOfAnotherBucket, match="deleted and created again") as err:
+            source.latestOffset(offset, ReadAllAvailable())
+        assert store.bucket in str(err.value) and "checkpoint directory" in str(err.value)
+    for index in range(6):  # the new bucket grows past the checkpoint's sequence
+        store.put(f"in/more{index}.csv", b"id,v\n3,c\n")
+    with pytest.raises(CheckpointOfAnotherBucket):
+        source.latestOffset(checkpointed, ReadAllAvailable())
+    fresh = reader(options, glob="in/*.csv")
+    start = fresh.initialOffset()
+    assert len(planned_names(fresh, start, fresh.latestOffset(start, ReadAllAvailable()))) == 7
 
 
 def test_rate_limits_cut_batches_by_objects_and_bytes(store, options) -> None:
