@@ -12,15 +12,17 @@ from natsobj.spark import BadSparkOption, DatasetExists, read_dataframe, write_d
 from natsobj.spark.options import SourceOptions
 
 
-def test_mode_table_or_binary_is_a_deprecated_alias_of_layout(caplog) -> None:
+def test_mode_table_or_binary_is_a_deprecated_alias_of_layout(caplog, nats_url) -> None:
+    # with a URL: without one, parsing resolves the implicit embedded server, starting it
     with pytest.warns(DeprecationWarning, match="'mode=binary' is deprecated.*use 'layout=binary'"):
-        opts = SourceOptions.parse({"bucket": "b", "mode": "binary"})
+        opts = SourceOptions.parse({"url": nats_url, "bucket": "b", "mode": "binary"})
     assert opts.layout == "binary"
     # a parse mode from a copied CSV snippet is not a layout: ignored like any unknown option
     with caplog.at_level(logging.DEBUG, logger="natsobj.spark"):
-        assert SourceOptions.parse({"bucket": "b", "path": "p", "mode": "FAILFAST"}).layout == (
-            "table"
+        parsed = SourceOptions.parse(
+            {"url": nats_url, "bucket": "b", "path": "p", "mode": "FAILFAST"}
         )
+        assert parsed.layout == "table"
     assert "ignoring option 'mode'" in caplog.text
 
 
