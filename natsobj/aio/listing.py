@@ -308,25 +308,22 @@ class _SubjectStateListing:
         name_filter = self.name_filter
         everything = not name_filter.prefix and not name_filter.glob
         proof = await self._start_proof(index)
-        held: list[tuple[list[Entry], list[ObjectInfo]]] = []
-        for rows in index.lookup(name_filter.literal_prefix):
-            if not everything:
-                rows = [row for row in rows if row[1] is None or name_filter.matches(row[1])]
-            if proof is not None and not proof.done() and len(held) < HELD_WHILE_PROVING:
-                held.append((rows, self._from_index(rows)))
-                await asyncio.sleep(0)  # lets the count's reply in
-                continue
+        held: list[tuple[list[Entry], list[ObjectInfo] | None]] = []
+        # a final None flushes what is held once the lookup is done
+        for rows in itertools.chain(index.lookup(name_filter.literal_prefix), [None]):
+            if rows is not None:
+                if not everything:
+                    rows = [row for row in rows if row[1] is None or name_filter.matches(row[1])]
+                if proof is not None and not proof.done() and len(held) < HELD_WHILE_PROVING:
+                    held.append((rows, self._from_index(rows)))
+                    await asyncio.sleep(0)  # lets the count's reply in
+                    continue
+                held.append((rows, None))
             proven = proof is not None and await proof
             for held_rows, infos in held:
                 for request in self._requests_for(held_rows, proven, infos):
                     yield request
             held = []
-            for request in self._requests_for(rows, proven):
-                yield request
-        proven = proof is not None and await proof
-        for held_rows, infos in held:
-            for request in self._requests_for(held_rows, proven, infos):
-                yield request
 
     def _requests_for(
         self, rows: list[Entry], proven: bool, infos: list[ObjectInfo] | None = None
