@@ -3,9 +3,11 @@
 ``python -m benchmarks.core CASE URL SIZE FILE`` prints one JSON line. Cases:
 raw (publish_async + ordered consumer, the practical limit), raw-push (the same, read by a
 callback-driven ordered push consumer writing to a file: issue 13's get baseline;
-raw-push-stock without natsobj's larger socket reads), natspy
-(nats-py's built-in ObjectStore, get through ``writeinto``), ours (natsobj), and the ``*-ops``
-small-object cases.
+raw-push-stock without natsobj's larger socket reads; raw-push-msg-id with a Nats-Msg-Id on each
+chunk, as natsobj's put sends), natspy
+(nats-py's built-in ObjectStore, get through ``writeinto``), ours (natsobj), ours-no-digest
+(natsobj with SHA-256 skipped: a diagnostic of what the hash costs, never a product mode), and
+the ``*-ops`` small-object cases.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import resource
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import nats
@@ -86,14 +89,16 @@ async def raw(url: str, size: int, path: Path) -> dict[str, float]:
 
 
 async def raw_push(
-    url: str, size: int, path: Path, *, larger_reads: bool = True
+    url: str, size: int, path: Path, *, larger_reads: bool = True, msg_ids: bool = False
 ) -> dict[str, float]:
     """The baseline of issue 13: nats-py's ordered push consumer with a callback that writes
     each message to a file, the fastest nats-py reader found (no per-message future, as
     ``next_msg`` has; the file's own buffer batches the writes; a pull consumer's ``fetch``
     was slower). Its connection reads as natsobj's does (``natsobj.aio.socket_reads``: 1 MiB
     per pass, three copies of each byte instead of six): each step cut its CPU time, so
-    natsobj is measured against it; ``raw-push-stock`` is the same with nats-py's own reads."""
+    natsobj is measured against it; ``raw-push-stock`` is the same with nats-py's own reads.
+    ``msg_ids`` (``raw-push-msg-id``, a diagnostic of put) gives each chunk a ``Nats-Msg-Id``
+    as natsobj's put does, so the server deduplicates every chunk as it does natsobj's."""
     nc = await nats.connect(url)
     if larger_reads:
         enlarge_reads(nc)
@@ -102,8 +107,9 @@ async def raw_push(
     await js.add_stream(name=stream, subjects=[f"{stream}.>"])
     rss = RssSampler()
     start, cpu = time.perf_counter(), time.process_time()
-    for chunk in file_chunks(path):
-        await js.publish_async(f"{stream}.data", chunk)
+    for index, chunk in enumerate(file_chunks(path)):
+        ids = {"Nats-Msg-Id": f"{stream}.{index}"} if msg_ids else None
+        await js.publish_async(f"{stream}.data", chunk, headers=ids)
     await js.publish_async_completed()
     put, put_cpu = time.perf_counter() - start, time.process_time() - cpu
     out = path.with_suffix(".rawp-out")
@@ -185,6 +191,30 @@ async def ours(url: str, size: int, path: Path) -> dict[str, float]:
     }
 
 
+class _NoDigest:
+    """Stands in for ``hashlib.sha256`` in ``ours-no-digest``: hashes nothing, and reports the
+    same fixed digest for what put records and for what get checks against it."""
+
+    def __init__(self, data: bytes = b"") -> None:
+        del data
+
+    def update(self, data: bytes) -> None:
+        del data
+
+    def digest(self) -> bytes:
+        return bytes(32)
+
+
+async def ours_no_digest(url: str, size: int, path: Path) -> dict[str, float]:
+    """``ours`` with SHA-256 taken out of natsobj's chunk hashing (``natsobj.aio.offload``),
+    in this process only. The difference to ``ours`` is what the digest ADR-20 requires costs
+    here; the difference to ``raw-push`` is natsobj's own transport against nats-py's."""
+    import natsobj.aio.offload
+
+    natsobj.aio.offload.hashlib = types.SimpleNamespace(sha256=_NoDigest)  # type: ignore[assignment]
+    return await ours(url, size, path)
+
+
 async def _timed_ops(count: int, op) -> float:
     start = time.perf_counter()
     for i in range(count):
@@ -227,8 +257,10 @@ CASES = {
     "raw": raw,
     "raw-push": raw_push,
     "raw-push-stock": functools.partial(raw_push, larger_reads=False),
+    "raw-push-msg-id": functools.partial(raw_push, msg_ids=True),
     "natspy": natspy,
     "ours": ours,
+    "ours-no-digest": ours_no_digest,
     "natspy-ops": natspy_ops,
     "ours-ops": ours_ops,
 }

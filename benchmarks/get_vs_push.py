@@ -3,7 +3,10 @@
 The baseline is ``benchmarks.core``'s ``raw-push`` case: nats-py ``publish_async`` to put, and
 ``js.subscribe(..., ordered_consumer=True)`` with a callback writing each message to a file to
 get, on a connection with natsobj's larger socket reads (``raw-push-stock``: without them).
-natsobj's case is ``ours`` (``put`` of the file, ``get_file``). The cases alternate in one
+natsobj's case is ``ours`` (``put`` of the file, ``get_file``); ``ours-no-digest`` is the same
+with SHA-256 skipped, a diagnostic that splits natsobj's time into its transport and the hash
+(which the raw consumer does not compute), and ``raw-push-msg-id`` the baseline with a
+``Nats-Msg-Id`` on each chunk, as natsobj's put sends for safe retries. The cases alternate in one
 run against one server; the section quotes medians, the ratio of medians (speed, so above
 1.0 means natsobj is faster) and the ratio in each round.
 
@@ -25,7 +28,8 @@ from natsobj.embedded import NatsServerProcess
 
 SIZE = 256 * 1024 * 1024
 BASELINE, STOCK, OURS = "raw-push", "raw-push-stock", "ours"
-CASES = (BASELINE, STOCK, OURS)
+NO_DIGEST, MSG_IDS = "ours-no-digest", "raw-push-msg-id"  # diagnostics: where the time goes
+CASES = (BASELINE, STOCK, OURS, NO_DIGEST, MSG_IDS)
 
 
 def measure(url: str, work: Path, repeats: int) -> dict[str, Any]:
@@ -60,7 +64,7 @@ def section(figures: dict[str, Any]) -> list[str]:
     lines = [
         "## 256 MiB get_file and put against the raw ordered push consumer",
         "",
-        f"{figures['date']}: {len(samples[OURS])} rounds, each running the three cases back to"
+        f"{figures['date']}: {len(samples[OURS])} rounds, each running the cases back to"
         " back against one server, each case in its own process; medians in seconds. The"
         " baseline, *raw push*, is nats-py's ordered push consumer with a callback writing"
         " each 128 KiB message to a file (get) and `publish_async` with 64 acks pending (put),"
@@ -94,15 +98,38 @@ def section(figures: dict[str, Any]) -> list[str]:
         )
     lines += [
         "",
+        "Where the time goes (diagnostics, in the same rounds): *without SHA-256* is the"
+        " `ours` case with the hash replaced by one that hashes nothing, in that process only"
+        " (`ours-no-digest` in `benchmarks/core.py`; not a mode natsobj offers); the file"
+        " writes and the digest check are unchanged. Its ratio to raw push is natsobj's"
+        " transport against nats-py's; the rest of natsobj's time is the hash ADR-20"
+        " requires and the raw consumer skips. *raw push with ids* is the baseline with a"
+        " `Nats-Msg-Id` header on each chunk, as natsobj's put sends so that a chunk sent"
+        " again after a leader change is stored once: the server then deduplicates every"
+        " chunk.",
+        "",
+        "| op | raw push (s) | raw push with ids (s) | natsobj (s) | natsobj without SHA-256 (s) |"
+        " without SHA-256 / raw push | the hash's share of natsobj's time |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for op, key in (("get_file", "get_s"), ("put", "put_s")):
+        raw, ids = median(BASELINE, key), median(MSG_IDS, key)
+        ours, bare = median(OURS, key), median(NO_DIGEST, key)
+        lines.append(
+            f"| {op} | {raw:.2f} | {ids:.2f} | {ours:.2f} | {bare:.2f} | {raw / bare:.2f}x"
+            f" | {max(0.0, (ours - bare) / ours):.0%} |"
+        )
+    lines += [
+        "",
         "CPU seconds of the client process (all its threads; medians), steadier than the"
         " times on a loaded machine. natsobj's include SHA-256 of every byte, which the raw"
         " consumers do not compute:",
         "",
-        "| op | raw push | stock | natsobj |",
-        "|---|---:|---:|---:|",
+        "| op | raw push | stock | natsobj | natsobj without SHA-256 | raw push with ids |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for op, key in (("get_file", "get_cpu_s"), ("put", "put_cpu_s")):
-        cpus = " | ".join(f"{median(case, key):.2f}" for case in (BASELINE, STOCK, OURS))
+        cpus = " | ".join(f"{median(case, key):.2f}" for case in CASES)
         lines.append(f"| {op} | {cpus} |")
     lines += [
         "",
@@ -111,7 +138,14 @@ def section(figures: dict[str, Any]) -> list[str]:
         "| case | get_file | put |",
         "|---|---|---|",
     ]
-    for case, label in ((BASELINE, "raw push"), (STOCK, "stock"), (OURS, "natsobj")):
+    labels = {
+        BASELINE: "raw push",
+        STOCK: "stock",
+        OURS: "natsobj",
+        NO_DIGEST: "without SHA-256",
+        MSG_IDS: "raw push with ids",
+    }
+    for case, label in labels.items():
         gets = ", ".join(f"{s['get_s']:.2f}" for s in samples[case])
         puts = ", ".join(f"{s['put_s']:.2f}" for s in samples[case])
         lines.append(f"| {label} | {gets} | {puts} |")
