@@ -23,7 +23,7 @@ from natsobj.aio import listing, name_sync
 from natsobj.name_index import prefix_upper_bound
 from natsobj.names import meta_subject, stream_name
 from natsobj.sync import run
-from natsobj.wire import stream_api
+from natsobj.wire import direct_get_batch_subject, stream_api
 from tests.test_listing import as_map, expected, scanned
 
 REBUILT = "name index rebuilt"
@@ -117,6 +117,39 @@ def test_the_index_is_built_once_then_caught_up(store, cache, caplog):
     assert caplog.text.count(REBUILT) == 1  # caught up by sequence, not rebuilt
     assert_equals_scan(store, "dir1/")
     assert_equals_scan(store)
+
+
+def test_the_first_listing_of_a_whole_bucket_reads_each_record_once(
+    store, sync_client, cache, caplog
+):
+    """On one replica, the first listing of everything builds the index from every meta
+    message, records included, and serves those: no batched direct get is sent. A prefix
+    listing afterwards fetches its matches (which shows the requests would be seen)."""
+    caplog.set_level(logging.INFO, logger="natsobj.aio.name_sync")
+    for index in range(40):
+        store.put(f"d{index % 4}/f{index}", b"x")
+    store.delete("d1/f1")
+    api = sync_client.aio.api
+    requests: list[bytes] = []
+
+    async def seen(msg) -> None:
+        requests.append(msg.data)
+
+    subject = direct_get_batch_subject(api.prefix, stream_name(store.bucket))
+    subscription = run(api.nc.subscribe(subject, cb=seen))
+    try:
+        assert as_map(store.list()) == expected(scanned(store))
+        run(api.nc.flush())
+        assert requests == []
+        assert caplog.text.count("rebuilt with records") == 1
+        assert_equals_scan(store)  # include_deleted too, from the kept records
+        assert [i.name for i in store.list(prefix="d2/")] == sorted(
+            f"d2/f{i}" for i in range(40) if i % 4 == 2
+        )
+        run(api.nc.flush())
+        assert requests, "the prefix listing's batched get was not seen"
+    finally:
+        run(subscription.unsubscribe())
 
 
 def test_writes_by_another_process_are_seen(store, nats_url, cache):

@@ -279,8 +279,12 @@ class _SubjectStateListing:
             try:
                 if await asyncio.to_thread(name_sync.rebuild_needed, index, info):
                     generation = await asyncio.to_thread(name_sync.start_rebuild, index)
-                    rebuilt = name_sync.rebuild(self.store, index, generation)
-                    self._pages = self._matching_pages(rebuilt)
+                    if self._wants_every_record():
+                        await name_sync.rebuild_with_records(self.store, index, info, generation)
+                        self._pages = self._indexed_pages(index, rebuilt=True)
+                    else:
+                        rebuilt = name_sync.rebuild(self.store, index, generation)
+                        self._pages = self._matching_pages(rebuilt)
                 else:
                     await name_sync.catch_up(self.store, index, info)
                     self._pages = self._indexed_pages(index)
@@ -300,14 +304,26 @@ class _SubjectStateListing:
         )
         return first_page
 
-    async def _indexed_pages(self, index: NameIndex) -> AsyncIterator[list[str] | _Ready]:
+    def _wants_every_record(self) -> bool:
+        """A listing of the whole of a single-replica bucket, which needs every meta record:
+        one read of every meta message builds the index with the records (each subject holds
+        one message), where pages of names and then a batched get for each cost about twice
+        as much per name."""
+        everything = not self.name_filter.prefix and not self.name_filter.glob
+        return everything and self.store._replicas == 1
+
+    async def _indexed_pages(
+        self, index: NameIndex, *, rebuilt: bool = False
+    ) -> AsyncIterator[list[str] | _Ready]:
         """Matching meta subjects from the index: a range query on the literal prefix, then
         the matcher; names that do not decode are left to their meta record. Once the index
         is proven exact for this listing, matches whose record it kept come ready-made; the
-        first batches are parsed while the server counts for that proof."""
+        first batches are parsed while the server counts for that proof. ``rebuilt``: the
+        index was just rebuilt with every record, so the proof is worth asking for however
+        small the bucket (it still guards against rows another process wrote meanwhile)."""
         name_filter = self.name_filter
         everything = not name_filter.prefix and not name_filter.glob
-        proof = await self._start_proof(index)
+        proof = await self._start_proof(index, rebuilt)
         held: list[tuple[list[Entry], list[ObjectInfo] | None]] = []
         # a final None flushes what is held once the lookup is done
         for rows in itertools.chain(index.lookup(name_filter.literal_prefix), [None]):
@@ -336,12 +352,17 @@ class _SubjectStateListing:
         if rows:
             yield [self.meta_prefix + row[0] for row in rows]
 
-    async def _start_proof(self, index: NameIndex) -> asyncio.Future[bool] | None:
+    async def _start_proof(
+        self, index: NameIndex, rebuilt: bool = False
+    ) -> asyncio.Future[bool] | None:
         """The proof that this listing may take meta records from the index, under way, or
         None when not worth it: only on one replica (whose answers are the stream's state),
-        for a large share of the bucket (``name_sync.names_complete`` counts all of it)."""
+        for a large share of the bucket (``name_sync.names_complete`` counts all of it), or
+        after a rebuild that read every record (the alternative is fetching them again)."""
         if self.store._replicas != 1:
             return None
+        if rebuilt:
+            return asyncio.ensure_future(self._prove(index))
         wanted = await asyncio.to_thread(index.count, self.name_filter.literal_prefix)
         if wanted < CACHED_MIN:
             return None

@@ -5,7 +5,9 @@ messages after the index's ``complete_seq`` are read with an ordered consumer on
 ``$O.<bucket>.M.>`` (the name is in the subject; the record is kept beside it), so the cost
 is the number of changes, not of names. A new index, or one whose every known message was
 purged (``first_seq`` past ``complete_seq``), is rebuilt from the paged subject state
-instead (the O(names) path), by the listing that finds it so, from the same pages it lists.
+instead (the O(names) path), by the listing that finds it so, from the same pages it lists; a
+listing of a whole single-replica bucket, which needs every record too, rebuilds it with the
+catch-up from the start instead (``rebuild_with_records``).
 
 On replicated streams the consumer may live on a replica that is behind the leader; the
 catch-up is complete only once it has reached the leader's last meta message, which is asked
@@ -154,6 +156,18 @@ async def rebuild(
         log.info("bucket %r: name index rebuilt up to sequence %d", store.bucket, complete_seq)
 
 
+async def rebuild_with_records(
+    store: ObjectStore, index: NameIndex, info: dict[str, Any], generation: int
+) -> None:
+    """Rebuild ``index`` by reading every meta message of the bucket, names with their
+    records, up to ``info``'s ``last_seq``: the catch-up from the start. Each meta subject
+    holds one message (records are rolled up), so this reads one per name, as a consumer scan
+    of the last record per subject would."""
+    last_seq = int((info.get("state") or {}).get("last_seq") or 0)
+    await _catch_up(store, index, 0, last_seq, generation)
+    log.info("bucket %r: name index rebuilt with records up to sequence %d", store.bucket, last_seq)
+
+
 async def _write(index: NameIndex, rows: list[IndexRow], **progress: int) -> bool:
     try:
         await asyncio.to_thread(index.add, rows, **progress)
@@ -277,6 +291,7 @@ async def _read_meta_after(
         stop_when_idle=True,
         heartbeat=READ_HEARTBEAT,
         batch=CATCH_UP_BATCH,
+        pulls_ahead=2,  # it reads to the end: the next batch is asked for during this one
         bucket=store.bucket,
     )
     skip = len(all_meta_subject(store.bucket)) - 1
