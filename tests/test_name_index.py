@@ -5,6 +5,8 @@ disabled index falls back to the subject-state listing with the same results."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import sqlite3
@@ -12,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -129,6 +132,25 @@ def test_the_first_listing_of_a_whole_bucket_reads_each_record_once(
     for index in range(40):
         store.put(f"d{index % 4}/f{index}", b"x")
     store.delete("d1/f1")
+    with direct_gets_seen(sync_client, store) as requests:
+        assert as_map(store.list()) == expected(scanned(store))
+    assert requests == []
+    assert caplog.text.count("rebuilt with records") == 1
+    assert_equals_scan(store)  # include_deleted too, from the kept records
+    with direct_gets_seen(sync_client, store) as requests:
+        assert [i.name for i in store.list(prefix="d2/")] == sorted(
+            f"d2/f{i}" for i in range(40) if i % 4 == 2
+        )
+    assert requests, "the prefix listing's batched get was not seen"
+
+
+@contextlib.contextmanager
+def direct_gets_seen(
+    sync_client: natsobj.Client, store: natsobj.ObjectStore
+) -> Iterator[list[bytes]]:
+    """The batched direct-get requests this client sends for ``store`` while the block runs
+    (a subscription on the same connection receives its own requests). After the block, a
+    round trip, and a moment for the subscription's callback to take what came before it."""
     api = sync_client.aio.api
     requests: list[bytes] = []
 
@@ -138,18 +160,33 @@ def test_the_first_listing_of_a_whole_bucket_reads_each_record_once(
     subject = direct_get_batch_subject(api.prefix, stream_name(store.bucket))
     subscription = run(api.nc.subscribe(subject, cb=seen))
     try:
-        assert as_map(store.list()) == expected(scanned(store))
+        yield requests
         run(api.nc.flush())
-        assert requests == []
-        assert caplog.text.count("rebuilt with records") == 1
-        assert_equals_scan(store)  # include_deleted too, from the kept records
-        assert [i.name for i in store.list(prefix="d2/")] == sorted(
-            f"d2/f{i}" for i in range(40) if i % 4 == 2
-        )
-        run(api.nc.flush())
-        assert requests, "the prefix listing's batched get was not seen"
+        run(asyncio.sleep(0.2))
     finally:
         run(subscription.unsubscribe())
+
+
+def test_a_write_during_that_first_read_is_caught_up_not_fetched_again(
+    store, sync_client, cache, monkeypatch
+):
+    """The proof after the first read of every record compares with the stream as it is once
+    that read is done: a put that landed during it is caught up, and the records still serve
+    (no batched get), the new object included."""
+    for index in range(20):
+        store.put(f"f{index}", b"x")
+    read_every_record = name_sync.rebuild_with_records
+
+    async def a_put_lands_meanwhile(*args, **kwargs) -> None:
+        await read_every_record(*args, **kwargs)
+        await store.aio.put("landed-during-the-read", b"y")
+
+    monkeypatch.setattr(name_sync, "rebuild_with_records", a_put_lands_meanwhile)
+    with direct_gets_seen(sync_client, store) as requests:
+        listed = as_map(store.list())
+    assert "landed-during-the-read" in listed
+    assert listed == expected(scanned(store))
+    assert requests == []
 
 
 def test_writes_by_another_process_are_seen(store, nats_url, cache):

@@ -281,6 +281,10 @@ class _SubjectStateListing:
                     generation = await asyncio.to_thread(name_sync.start_rebuild, index)
                     if self._wants_every_record():
                         await name_sync.rebuild_with_records(self.store, index, info, generation)
+                        # the proof compares with the state after that long read: a write
+                        # during it is caught up here instead of failing the proof
+                        info = await name_sync.stream_info(self.store)
+                        await name_sync.catch_up(self.store, index, info)
                         self._pages = self._indexed_pages(index, rebuilt=True)
                     else:
                         rebuilt = name_sync.rebuild(self.store, index, generation)
