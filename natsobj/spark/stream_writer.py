@@ -25,7 +25,7 @@ from pyspark.sql.types import StructType
 
 import natsobj
 from natsobj.spark.errors import BadSparkOption
-from natsobj.spark.manifest import WRITE_ID_KEY, Manifest, Part, manifest_name
+from natsobj.spark.manifest import WRITE_ID_KEY, Manifest, Part, is_data_object, manifest_name
 from natsobj.spark.options import BINARY, SourceOptions
 from natsobj.spark.storage import delete_quietly, objects_under, open_store, read_manifest
 from natsobj.spark.writer import NatsObjWriter, PartsMessage, check_target
@@ -155,6 +155,7 @@ def sweep_dead_runs(store: natsobj.ObjectStore, prefix: str, query: str, write_i
         if info.metadata.get(WRITE_ID_KEY, "").startswith(query + ".")
         and info.metadata.get(WRITE_ID_KEY) != write_id
         and info.name not in live
+        and is_data_object(prefix, info.name)
     ]
     deleted = delete_quietly(store, dead)
     if deleted:

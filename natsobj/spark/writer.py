@@ -28,6 +28,7 @@ from natsobj.spark.manifest import (
     Manifest,
     Part,
     abort_marker,
+    is_data_object,
     manifest_name,
     merge_schemas,
     next_generation,
@@ -153,7 +154,7 @@ class NatsObjWriter(DataSourceArrowWriter):
                 self._clean_up(store, parts)
                 return
             swept = strays(store, self.opts.prefix, self.write_id, {p.name for p in parts})
-            deleted = delete_quietly(store, [*doomed, *swept])
+            deleted = delete_quietly(store, [*self._own_data_objects(doomed), *swept])
         log.info(
             "natsobj: committed %s generation %d: %d parts, %d rows; deleted %d old objects",
             self.opts.where,
@@ -162,6 +163,20 @@ class NatsObjWriter(DataSourceArrowWriter):
             manifest.num_rows,
             deleted,
         )
+
+    def _own_data_objects(self, names: list[str]) -> list[str]:
+        """The manifest is an object any bucket writer can replace, so the names it lists are
+        untrusted: only this dataset's own data objects may be deleted, never an object of
+        another dataset or one the data-object rule does not match."""
+        own = [n for n in names if is_data_object(self.opts.prefix, n)]
+        for name in sorted(set(names) - set(own)):
+            log.warning(
+                "natsobj: the manifest of %s lists %r, which is not one of its data objects; "
+                "not deleting it (was the manifest edited by another writer?)",
+                self.opts.where,
+                name,
+            )
+        return own
 
     def _publish(
         self, store: natsobj.ObjectStore, parts: list[Part]
