@@ -35,6 +35,68 @@ RECONNECT_ATTEMPTS = 120  # with 0.5 s between attempts: ride out a restart of a
 _NANOS = 1_000_000_000
 
 
+class _TlsNotOffered(nats.errors.Error):
+    """Raised inside nats-py's connect, before CONNECT is written: TLS is configured and the
+    server did not offer it. A ``nats.errors.Error`` so nats-py treats it as a failed
+    attempt (error callback, next server) on first connects and reconnects alike."""
+
+    def __init__(self, server: str) -> None:
+        super().__init__(
+            f"the server at {server} did not offer TLS; natsobj refuses to send credentials"
+            " (or anything else) in clear"
+        )
+        self.server = server
+
+
+class _Connection(NatsConnection):
+    """nats-py's client with one check per connection attempt: when TLS is configured, the
+    CONNECT line (which carries user/password, token or signature) is written only on an
+    encrypted connection.
+
+    nats-py upgrades to TLS only when the server's INFO sets ``tls_required``; otherwise it
+    writes CONNECT in clear even when it was given a TLS context, so an impostor on the
+    server's address would read the credentials. ``_connect_command`` is the last step before
+    that write on every attempt; it is private, so ``__init__`` refuses to run (rather than
+    silently not checking) on a nats-py that no longer has it."""
+
+    def __init__(self, *, require_tls: bool) -> None:
+        super().__init__()
+        self._require_tls = require_tls
+        if require_tls and not _has_connect_hook(self):
+            raise NotConnected(
+                "the installed nats-py no longer has the hook natsobj uses to refuse a"
+                " server that does not offer TLS, so TLS cannot be enforced",
+                hint="Install the nats-py version natsobj declares (pip install natsobj).",
+            )
+
+    def _connect_command(self) -> bytes:
+        if self._require_tls and not self._encrypted():
+            # closed at once: nats-py would otherwise flush publishes buffered during a
+            # reconnect into this socket when the client is closed
+            self._transport.close()
+            uri = self._current_server.uri
+            raise _TlsNotOffered(f"{uri.hostname}:{uri.port}")
+        return super()._connect_command()
+
+    def _encrypted(self) -> bool:
+        """Mirrors how nats-py 2.x decides to use TLS before CONNECT: a ``wss://`` socket is
+        TLS from the start, a handshake-first one too; otherwise it upgrades (never on
+        ``ws://``) only when the INFO just read asks for it."""
+        scheme = self._current_server.uri.scheme
+        if scheme == "wss" or self.options.get("tls_handshake_first"):
+            return True
+        return bool(self._server_info.get("tls_required")) and scheme != "ws"
+
+
+def _has_connect_hook(connection: NatsConnection) -> bool:
+    return (
+        callable(getattr(NatsConnection, "_connect_command", None))
+        and isinstance(getattr(connection, "_server_info", None), dict)
+        and hasattr(connection, "_current_server")
+        and hasattr(connection, "_transport")
+    )
+
+
 class Client:
     def __init__(
         self,
@@ -64,7 +126,7 @@ class Client:
         options = resolved.nats_options()
         self._tls = "tls" in options
         self._connect_errors = []
-        nc = NatsConnection()
+        nc = _Connection(require_tls=self._tls)
         try:
             # The first connect tries each server twice (nats-py reads 0 as "forever"), so a
             # wrong address or refused credentials is reported at once; reconnects keep trying.
@@ -97,6 +159,9 @@ class Client:
                 # it closes a half-open TLS transport (which can hang)
                 raise error
             log.debug("NATS connect attempt failed: %s", type(error).__name__)
+            return
+        if isinstance(error, _TlsNotOffered):
+            log.warning("NATS reconnect refused: %s", error)
             return
         text = str(error)
         if self.api is not None and self.api.on_permission_error(text):
@@ -246,7 +311,8 @@ class Client:
             try:
                 await self.nc.drain()
             except Exception:
-                await self.nc.close()
+                with contextlib.suppress(OSError):  # the socket is gone already: it is closed
+                    await self.nc.close()
         self.nc = None
 
     async def __aenter__(self) -> Client:
@@ -266,7 +332,7 @@ def _definitive(error: Exception, *, tls: bool) -> bool:
     creds or seed file. A reset during a TLS connect is a refused client certificate."""
     if _refused_credentials(error):
         return True
-    if isinstance(error, ssl.SSLError | FileNotFoundError | PermissionError):
+    if isinstance(error, _TlsNotOffered | ssl.SSLError | FileNotFoundError | PermissionError):
         return True
     return tls and isinstance(error, ConnectionResetError)
 
@@ -274,6 +340,12 @@ def _definitive(error: Exception, *, tls: bool) -> bool:
 def _connect_failure(resolved: ConnectionSettings, errors: list[Exception]) -> NatsObjError:
     where = resolved.redacted_url()
     last = errors[-1]
+    if isinstance(last, _TlsNotOffered):
+        return NotConnected(
+            f"TLS is configured for {where}, but {last}",
+            hint="Check that the address is your NATS server and that its configuration has a"
+            " tls block; a server that answers without TLS may be an impostor.",
+        )
     if any(_refused_credentials(e) for e in errors):
         return PermissionDenied(
             f"NATS refused the credentials for {where}",
