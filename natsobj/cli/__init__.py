@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from natsobj.cli.app import cli
+from natsobj.cli.exits import terminate_cleanly
 
 
 def main() -> None:
-    cli.main(prog_name="natsobj")
+    with terminate_cleanly():
+        cli.main(prog_name="natsobj")
 
 
 __all__ = ["cli", "main"]

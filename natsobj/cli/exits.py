@@ -7,9 +7,14 @@ line; the traceback is kept for ``--debug``. The codes follow click, POSIX tools
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import sys
 import traceback
+from collections.abc import Iterator
 from enum import IntEnum
+from types import FrameType
 from typing import Any
 
 import click
@@ -24,6 +29,7 @@ from natsobj.errors import (
     ObjectNotFound,
     PermissionDenied,
 )
+from natsobj.sync import shared_loop
 
 
 class ExitCode(IntEnum):
@@ -105,3 +111,47 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.filename:
         return f"{exc.filename}: {exc.strerror or exc}"
     return str(exc) or type(exc).__name__
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM as the exception Ctrl-C raises, so the same clean-up runs (a download's
+    ``.part`` file is removed, the connection closed) before the process ends."""
+
+
+@contextlib.contextmanager
+def terminate_cleanly() -> Iterator[None]:
+    """For the console script only (it changes process-wide signal handling): on SIGTERM,
+    unwind like Ctrl-C, then die of SIGTERM, so a shell or scheduler sees the signal rather
+    than an exit code it would read as a failure of the command."""
+    received: list[int] = []
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        received.append(signum)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut clean-up
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, handle)
+    _signals_to_the_main_thread()
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if received:
+            for stream in (sys.stdout, sys.stderr):
+                with contextlib.suppress(OSError, ValueError):
+                    stream.flush()
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def _signals_to_the_main_thread() -> None:
+    """Python runs signal handlers in the main thread only, and a main thread waiting on a
+    blocking call's result wakes only for a signal the kernel gave to it: one given to the
+    event-loop thread would wait unseen until the download had finished. The loop thread is
+    started with SIGINT and SIGTERM blocked, and every thread it starts inherits that."""
+    interrupts = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, interrupts)
+    try:
+        shared_loop()
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, interrupts)

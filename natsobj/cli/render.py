@@ -18,11 +18,15 @@ from rich import box
 from rich.console import Console, RenderableType
 from rich.filesize import decimal
 from rich.table import Table
+from rich.text import Text
 
 from natsobj.model import DIGEST_PREFIX, ObjectInfo
 
 SHORT_DIGEST = 12
 _PIPED_WIDTH = 100_000
+_SHELL_SPECIAL = frozenset(" !\"$&'()*;<=>?[\\^`|")
+_SPECIAL_FIRST = frozenset("#~")
+_C_ESCAPES = {"\a": "a", "\b": "b", "\f": "f", "\n": "n", "\r": "r", "\t": "t", "\v": "v"}
 
 
 def show(renderable: RenderableType) -> None:
@@ -65,11 +69,70 @@ def link_target(info: ObjectInfo) -> str:
     return f"{info.link.bucket}/" + (info.link.name or "")
 
 
+def shell_escape(name: str) -> str:
+    """``name`` as coreutils' ``ls --quoting-style=shell-escape`` prints it: bare when
+    nothing in it is special, else one shell word, with ``$'\\n'``-style escapes for what a
+    terminal would act on. Names are written by anyone with publish rights on the bucket;
+    printed raw, a newline fakes a line of output and an ESC sequence rewrites the screen.
+    Characters Python deems unprintable are escaped, a little more than glibc (e.g. the
+    bidirectional overrides that make a name read backwards)."""
+    if not name:
+        return "''"
+    if not any(_needs_quotes(name, i, ch) for i, ch in enumerate(name)):
+        return name
+    if "'" in name and all(_double_quotable(name, i, ch) for i, ch in enumerate(name)):
+        return f'"{name}"'
+    out, escaping = ["'"], False
+    for i, ch in enumerate(name):
+        if ch == "'":
+            out.append("'\\''")
+            escaping = False
+        elif not ch.isprintable():
+            out.append("" if escaping else "'$'")
+            out.append(_escape(ch, name[i + 1 : i + 2]))
+            escaping = True
+        else:
+            out.append("''" if escaping else "")
+            out.append(ch)
+            escaping = False
+    out.append("'")
+    return "".join(out)
+
+
+def _needs_quotes(name: str, i: int, ch: str) -> bool:
+    return (
+        ch in _SHELL_SPECIAL
+        or not ch.isprintable()
+        or (i == 0 and ch in _SPECIAL_FIRST)
+        or name in ("{", "}")
+    )
+
+
+def _double_quotable(name: str, i: int, ch: str) -> bool:
+    """coreutils prefers ``"it's"`` to ``'it'\\''s'`` when every character means the same
+    inside double quotes."""
+    if ch in ("'", " "):
+        return True
+    if ch in _SPECIAL_FIRST:
+        return i == 0
+    if ch in ("{", "}"):
+        return len(name) == 1
+    return ch.isprintable() and ch not in _SHELL_SPECIAL
+
+
+def _escape(ch: str, following: str) -> str:
+    if ch in _C_ESCAPES:
+        return "\\" + _C_ESCAPES[ch]
+    if ch == "\0":
+        return "\\000" if following.isascii() and following.isdigit() else "\\0"
+    return "".join(f"\\{byte:03o}" for byte in ch.encode("utf-8", "surrogatepass"))
+
+
 def display_name(info: ObjectInfo) -> str:
-    """The name with what a person needs to know about it: link target, tombstone."""
-    name = info.name
+    """The name, escaped, with what a person needs to know about it: link target, tombstone."""
+    name = shell_escape(info.name)
     if info.link is not None:
-        name += f" -> {link_target(info)}"
+        name += f" -> {shell_escape(link_target(info))}"
     if info.deleted:
         name += " (deleted)"
     return name
@@ -82,7 +145,7 @@ def table(
     for column in columns:
         grid.add_column(column, justify="right" if column in right else "left", no_wrap=True)
     for row in rows:
-        grid.add_row(*row)
+        grid.add_row(*(Text(cell) for cell in row))  # never markup: '[red]' is part of a name
     show(grid)
 
 
@@ -92,15 +155,15 @@ def fields(pairs: Iterable[tuple[str, str]]) -> None:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     for key, value in pairs:
-        grid.add_row(key, value)
+        grid.add_row(Text(key), Text(value))
     show(grid)
 
 
 def info_fields(info: ObjectInfo) -> list[tuple[str, str]]:
-    pairs = [("bucket", info.bucket), ("name", info.name)]
+    pairs = [("bucket", info.bucket), ("name", shell_escape(info.name))]
     if info.link is not None:
         kind = "bucket link" if info.link.is_bucket_link else "object link"
-        pairs.append((kind, link_target(info)))
+        pairs.append((kind, shell_escape(link_target(info))))
     else:
         pairs += [
             ("size", f"{size(info.size)} ({info.size} bytes)"),

@@ -3,10 +3,13 @@ listing with sizes, and ``put -r`` / ``get -r`` mirror a local tree."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+import os
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
+
+import click
 
 from natsobj.cli.exits import CliError
 from natsobj.model import ObjectInfo
@@ -62,13 +65,126 @@ def join_name(prefix: str, relative: str) -> str:
     return as_dir(prefix) + relative
 
 
-def local_target(root: Path, info: ObjectInfo, prefix: str) -> Path:
-    """Where ``get -r`` writes an object; names that would escape ``root`` are refused."""
-    relative = PurePosixPath(info.name[len(as_dir(prefix)) :])
-    parts = [p for p in relative.parts if p not in ("", SEP)]
-    if not parts or any(p in (".", "..") for p in parts) or relative.is_absolute():
-        raise CliError(
-            f"bucket {info.bucket!r}, object {info.name!r}: the name does not map to a path "
-            f"inside {root}; fetch it alone with `natsobj get {info.bucket} NAME PATH`"
+NAME_MAX = 255
+"""Bytes in one path component on Linux filesystems: a longer name cannot be written at all."""
+
+
+def local_relative(relative_name: str) -> str:
+    """The '/'-joined local path an object name below a prefix is written to.
+
+    Empty and '.' segments are dropped, as the filesystem would resolve them, so 'x', './x',
+    'x/' and '/x' all land on 'x'; callers compare these, never the raw names, or two objects
+    silently overwrite each other and ``sync --delete`` removes what it just fetched. Raises
+    ``ValueError`` with the reason when the name cannot be a path inside the directory.
+    """
+    if "\0" in relative_name:
+        raise ValueError("it contains a NUL byte")
+    parts = [p for p in relative_name.split(SEP) if p not in ("", ".")]
+    if ".." in parts:
+        raise ValueError("a '..' segment would leave the directory")
+    if not parts:
+        raise ValueError("it names the directory itself")
+    for part in parts:
+        try:
+            encoded = os.fsencode(part)
+        except UnicodeEncodeError:
+            raise ValueError("it cannot be encoded as a file name") from None
+        if len(encoded) > NAME_MAX:
+            raise ValueError(f"a segment is longer than {NAME_MAX} bytes")
+    return SEP.join(parts)
+
+
+@dataclass
+class LocalPlan:
+    """Where each object below a prefix goes in a local directory, worked out before anything
+    is written: names that share a local path are all left out (choosing one would be a
+    silent guess), and so are names with no local path, so one bad name costs only itself."""
+
+    bucket: str
+    targets: dict[str, ObjectInfo] = field(default_factory=dict)
+    claimed: set[str] = field(default_factory=set)
+    problems: list[str] = field(default_factory=list)
+
+    def path(self, root: Path, relative: str) -> Path:
+        return root.joinpath(*relative.split(SEP))
+
+    def warn(self) -> None:
+        """Say what will be skipped before the transfer starts, one line per problem."""
+        for problem in self.problems:
+            click.echo(f"natsobj: {problem}", err=True)
+
+    def check(self) -> None:
+        """After the rest was transferred: a non-zero exit, so a script notices."""
+        if self.problems:
+            count = len(self.problems)
+            raise CliError(
+                f"bucket {self.bucket!r}: {count} problem{'' if count == 1 else 's'} reported "
+                "above; those objects were skipped and the rest went ahead"
+            )
+
+
+def plan_local(
+    infos: Iterable[ObjectInfo],
+    prefix: str,
+    bucket: str,
+    wanted: Callable[[str], bool] = lambda _: True,
+) -> LocalPlan:
+    """Map every object below ``prefix`` to its local path (``local_relative``) and find the
+    names that collide: on one path, or an object whose path another needs as a directory.
+    ``wanted`` filters by local path, as ``sync --include/--exclude`` do."""
+    plan = LocalPlan(bucket)
+    owners: dict[str, list[ObjectInfo]] = {}
+    below = len(as_dir(prefix))
+    for info in infos:
+        relative_name = info.name[below:]
+        try:
+            relative = local_relative(relative_name)
+        except ValueError as reason:
+            if wanted(relative_name):
+                plan.problems.append(
+                    f"bucket {bucket!r}, object {info.name!r}: skipped, the name does not map "
+                    f"to a local path ({reason}); fetch it alone with "
+                    f"`natsobj get {bucket} NAME PATH`"
+                )
+            continue
+        if wanted(relative):
+            owners.setdefault(relative, []).append(info)
+    plan.claimed = set(owners)
+    directories = _directories(owners)
+    for relative, infos_here in owners.items():
+        problem = _collision(bucket, relative, infos_here, directories.get(relative))
+        if problem:
+            plan.problems.append(problem)
+        else:
+            plan.targets[relative] = infos_here[0]
+    return plan
+
+
+def _directories(owners: dict[str, list[ObjectInfo]]) -> dict[str, ObjectInfo]:
+    """Every local directory the plan needs, with one object that needs it."""
+    needed: dict[str, ObjectInfo] = {}
+    for relative, infos in owners.items():
+        parts = relative.split(SEP)
+        for depth in range(1, len(parts)):
+            needed.setdefault(SEP.join(parts[:depth]), infos[0])
+    return needed
+
+
+def _collision(
+    bucket: str, relative: str, here: list[ObjectInfo], inside: ObjectInfo | None
+) -> str | None:
+    """Why the objects mapped to ``relative`` cannot be written, or None; ``inside`` is an
+    object that needs ``relative`` as a directory."""
+    names = " and ".join(repr(i.name) for i in here)
+    if len(here) > 1:
+        return (
+            f"bucket {bucket!r}: objects {names} all map to the local path {relative!r}; "
+            "skipped them, fetch each alone with `natsobj get BUCKET NAME PATH`"
         )
-    return root.joinpath(*parts)
+    if inside is None:
+        return None
+    return (
+        f"bucket {bucket!r}: object {names} maps to the local file {relative!r}, which object "
+        f"{inside.name!r} needs as a directory; skipped {names}, fetch it alone with "
+        "`natsobj get BUCKET NAME PATH`"
+    )

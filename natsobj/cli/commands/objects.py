@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from natsobj import paths
@@ -28,7 +30,13 @@ def _object_row(info: ObjectInfo) -> list[str]:
 
 
 def _dir_row(directory: tree.Directory) -> list[str]:
-    return [directory.name, render.size(directory.size), "", render.when(directory.mtime), ""]
+    return [
+        render.shell_escape(directory.name),
+        render.size(directory.size),
+        "",
+        render.when(directory.mtime),
+        "",
+    ]
 
 
 @click.command("ls")
@@ -106,18 +114,38 @@ def info(session: Session, bucket: str, name: str, deleted: bool, as_json: bool)
 @click.option(
     "--recursive", "-r", is_flag=True, help="Treat NAMES as directories: delete all below."
 )
+@click.option(
+    "--yes", "-y", is_flag=True, help="With -r from the top of the bucket: do not ask first."
+)
 @pass_session
-def rm(session: Session, bucket: str, names: tuple[str, ...], recursive: bool) -> None:
-    """Delete objects from BUCKET (a tombstone stays)."""
+def rm(session: Session, bucket: str, names: tuple[str, ...], recursive: bool, yes: bool) -> None:
+    """Delete objects from BUCKET (a tombstone stays).
+
+    With -r, a NAME of '/', '.' or '' means the whole bucket: that asks for confirmation on a
+    terminal and needs --yes otherwise.
+    """
     store = session.store(bucket)
     targets = list(names)
     if recursive:
         targets = sorted({i.name for n in names for i in store.list(prefix=paths.as_dir(n))})
         if not targets:
             raise ObjectNotFound(f"no objects below {', '.join(names)}", bucket=bucket)
+        if not yes and any(not paths.as_dir(n) for n in names):
+            _confirm_whole_bucket(bucket, len(targets))
     for name in targets:
         store.delete(name)
-        click.echo(f"deleted {bucket}/{name}")
+        click.echo(f"deleted {bucket}/{render.shell_escape(name)}")
+
+
+def _confirm_whole_bucket(bucket: str, count: int) -> None:
+    """A prefix that normalizes to the top (often an empty shell variable: ``rm -r b "$dir"``)
+    would silently empty the bucket: ask a person, refuse a script that did not say --yes."""
+    if not sys.stdin.isatty():
+        raise UsageProblem(
+            f"bucket {bucket!r}: rm -r from the top of the bucket deletes all {count} objects; "
+            "pass --yes to do that without a terminal, or name a prefix"
+        )
+    click.confirm(f"Delete all {count} objects in bucket {bucket}?", abort=True)
 
 
 @click.command("mv")

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from natsobj import paths
-from natsobj.cli import tree
+from natsobj.cli import render, tree
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.params import progress_option
 from natsobj.cli.progress import CountingReader, Meter, meter
@@ -149,7 +149,7 @@ def _upload(
             store.put(tree.join_name(where.prefix, relative), CountingReader(stream, advance))
     if delete:
         for relative in sorted(set(remote) - set(local)):
-            _say(dry_run, f"delete: {where.uri(relative)}")
+            _say(dry_run, f"delete: {render.shell_escape(where.uri(relative))}")
             if not dry_run:
                 store.delete(remote[relative].name)
 
@@ -166,25 +166,30 @@ def _download(
     if root.exists() and not root.is_dir():
         raise UsageProblem(f"{root} is not a directory")
     store = session.store(where.bucket)
-    remote = {k: v for k, v in _remote_objects(store, where).items() if filters.wanted(k)}
+    plan = tree.plan_local(
+        _remote_objects(store, where).values(), where.prefix, where.bucket, filters.wanted
+    )
+    plan.warn()
     local = (
         {rel: path for path, rel in tree.local_files(root) if filters.wanted(rel)}
         if root.exists()
         else {}
     )
-    for relative, info in remote.items():
-        target = tree.local_target(root, info, where.prefix)
+    for relative, info in plan.targets.items():
+        target = plan.path(root, relative)
         if target.is_file() and _same(target, info):
             continue
-        _say(dry_run, f"download: {where.uri(relative)} to {target}")
+        source = f"{SCHEME}{info.bucket}/{render.shell_escape(info.name)}"
+        _say(dry_run, f"download: {source} to {target}")
         if not dry_run:
             with bar.task(relative, info.size) as advance:
                 store.get_file(info.name, target, progress=advance)
     if delete:
-        for relative in sorted(set(local) - set(remote)):
+        for relative in sorted(set(local) - plan.claimed):
             _say(dry_run, f"delete: {local[relative]}")
             if not dry_run:
                 local[relative].unlink()
+    plan.check()
 
 
 COMMANDS = (sync_command,)

@@ -54,7 +54,7 @@ def _put_stream(
 
 def _summary(verb: str, info: ObjectInfo) -> str:
     return (
-        f"{verb} {info.bucket}/{info.name}  {render.size(info.size)}  "
+        f"{verb} {info.bucket}/{render.shell_escape(info.name)}  {render.size(info.size)}  "
         f"{info.chunks} chunk{'' if info.chunks == 1 else 's'}  {render.short_digest(info.digest)}"
     )
 
@@ -167,11 +167,14 @@ def get(
             raise ObjectNotFound(
                 f"no objects below {paths.as_dir(name) or 'the top'!r}", bucket=bucket
             )
-        for info in wanted:
-            target = tree.local_target(destination, info, name)
+        plan = tree.plan_local(wanted, name, bucket)
+        plan.warn()
+        for relative, info in plan.targets.items():
+            target = plan.path(destination, relative)
             click.echo(
                 f"{_summary('got', _get_to_file(store, info.name, target, bar))} -> {target}"
             )
+        plan.check()
 
 
 @click.command("cp")
@@ -217,7 +220,9 @@ def cp(
                 copied = run(
                     copy_object(source.aio, info.name, target.aio, new_name, progress=advance)
                 )
-            click.echo(f"{_summary('copied', copied)}  <- {bucket}/{info.name}")
+            click.echo(
+                f"{_summary('copied', copied)}  <- {bucket}/{render.shell_escape(info.name)}"
+            )
 
 
 COMMANDS = (put, get, cp)
