@@ -35,6 +35,7 @@ from natsobj.errors import (
     ObjectExists,
     ObjectNotFound,
 )
+from natsobj.localfiles import replacement_mode
 from natsobj.model import (
     DEFAULT_CHUNK_SIZE,
     ObjectInfo,
@@ -614,6 +615,7 @@ class ObjectStore:
                     async with self.get(name, min_sequence=min_sequence) as reader:
                         await reader.copy_to(handle.write, progress)
                         info = reader.info
+                os.chmod(tmp_name, replacement_mode(destination))  # mkstemp made it 0600
                 os.replace(tmp_name, destination)
                 return info
             except ObjectChanged:
