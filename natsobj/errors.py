@@ -115,3 +115,15 @@ class ObjectTooLarge(NatsObjError):
 
 class ObjectChanged(NatsObjError):
     hint = "The object was overwritten or deleted while being read; read it again."
+
+
+class UntrustedArchiveLocation(NatsObjError):
+    """An offloaded object's record names an S3 location the reader does not trust: any writer
+    of the bucket can publish such a record, so nothing is sent there."""
+
+    hint = (
+        "Read-through only uses the archive targets recorded in the bucket's stream metadata "
+        "(`natsobj archive run` and `archive offload` record them) or configured in this "
+        "process (natsobj.archive.readthrough.trust). If the record is genuine, configure its "
+        "target; otherwise delete the object."
+    )

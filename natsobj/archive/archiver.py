@@ -28,7 +28,7 @@ from natsobj.archive.packer import (
     Packer,
 )
 from natsobj.archive.target import ArchiveTarget
-from natsobj.archive.targets import ArchiveTargets
+from natsobj.archive.targets import TARGET_METADATA_KEY, ArchiveTargets
 from natsobj.errors import (
     BucketNotFound,
     DigestMismatch,
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("natsobj.archive")
 
-TARGET_METADATA_KEY = "natsobj_archive"  # stream metadata: where this bucket is archived
 CHANGES_BATCH = 500
 MAX_PENDING_RECORDS = 5000
 MAX_BACKOFF = 30.0

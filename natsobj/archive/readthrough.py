@@ -3,6 +3,13 @@
 The bytes stream with one ranged GET (a packed small object is exactly its range of the
 pack), in pieces of about a MiB, and are checked against the size and SHA-256 kept in the
 meta record: a read never returns short or wrong data.
+
+Any writer of a bucket can publish a meta record, so the record only chooses *which* trusted
+target and key to read; the endpoint, region, credentials and S3 bucket of every request come
+from a target the reader trusts: one configured in this process (``trust``, and every target
+this process offloads to) or one recorded in the bucket's stream metadata, which only a stream
+admin may change. A record naming anything else raises ``UntrustedArchiveLocation`` before
+any request is sent.
 """
 
 from __future__ import annotations
@@ -10,26 +17,45 @@ from __future__ import annotations
 import functools
 from collections.abc import AsyncGenerator, Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from natsobj.aio.reader import ObjectReader
 from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.restore import verified_bytes
-from natsobj.archive.target import ArchiveTarget
-from natsobj.archive.targets import ArchiveTargets
-from natsobj.model import ObjectInfo
+from natsobj.archive.target import ArchiveTarget, split_url, url_settings
+from natsobj.archive.targets import (
+    OFFLOAD_METADATA_KEY,
+    REPLICATE,
+    TARGET_METADATA_KEY,
+    ArchiveTargets,
+    member_urls,
+)
+from natsobj.errors import PermissionDenied, UntrustedArchiveLocation
+from natsobj.model import ObjectInfo, Offload
+
+if TYPE_CHECKING:
+    from natsobj.aio.store import ObjectStore
+
+_configured: dict[str, ArchiveTarget] = {}  # the reader's own targets, by URL
+
+
+def trust(target: ArchiveTarget | ArchiveTargets) -> None:
+    """Let this process read offloaded objects through from ``target`` (with its own options),
+    also when the bucket's stream metadata does not record it."""
+    for member in ArchiveTargets.of(target).members:
+        _configured[member.url] = member.target
 
 
 @functools.cache
 def target_for(url: str) -> ArchiveTarget:
-    """One target per archive URL for the process, with credentials from the AWS chain."""
+    """One target per recorded URL for the process, with credentials from the AWS chain."""
     return ArchiveTarget(url)
 
 
 def archived_record(info: ObjectInfo) -> ArchiveRecord:
     """The offloaded version as the archive index would describe it, for ``verified_bytes``."""
-    offload = info.tiering.offload if info.tiering else None
-    assert offload is not None, "only offloaded objects are read through"
+    offload = _offload_of(info)
     return ArchiveRecord(
         sequence=int(info.stands_for or info.sequence or 0),
         bucket=info.bucket,
@@ -45,14 +71,71 @@ def archived_record(info: ObjectInfo) -> ArchiveRecord:
     )
 
 
-def offloaded_bytes(info: ObjectInfo) -> AsyncGenerator[bytes]:
+async def offloaded_bytes(store: ObjectStore, info: ObjectInfo) -> AsyncGenerator[bytes]:
     """The offloaded object's bytes, verified (DigestMismatch after the last piece if not),
-    from its target or, when that does not answer, from a replica (``Offload.mirrors``)."""
+    from its target or, when that does not answer, from a replica (``Offload.mirrors``); each
+    a target the reader trusts (UntrustedArchiveLocation, and no request, otherwise)."""
+    holders = await trusted_holders(store, info)
+    source = holders[0] if len(holders) == 1 else ArchiveTargets(holders, REPLICATE)
+    pieces = verified_bytes(source, archived_record(info))
+    try:
+        async for piece in pieces:
+            yield piece
+    finally:
+        await pieces.aclose()
+
+
+async def trusted_holders(store: ObjectStore, info: ObjectInfo) -> list[ArchiveTarget]:
+    """The trusted target each location of the record names, in the record's order."""
+    trusted = [*_configured.values(), *await recorded_targets(store)]
+    holders: list[ArchiveTarget] = []
+    for url in _offload_of(info).urls:
+        match = next((target for target in trusted if names_target(url, target)), None)
+        if match is None:
+            raise UntrustedArchiveLocation(
+                f"its offload record names the S3 location {url!r}, which is not an archive "
+                "target this reader trusts; nothing was sent there",
+                bucket=info.bucket,
+                name=info.name,
+            )
+        if match not in holders:
+            holders.append(match)
+    return holders
+
+
+async def recorded_targets(store: ObjectStore) -> list[ArchiveTarget]:
+    """The targets the bucket's stream metadata records: the archive's and the offloads'."""
+    try:
+        metadata = (await store.status()).metadata
+    except PermissionDenied:  # a reader without stream-info rights trusts its own config only
+        return []
+    urls = member_urls(metadata.get(TARGET_METADATA_KEY, ""))
+    urls += metadata.get(OFFLOAD_METADATA_KEY, "").split()
+    found = []
+    for url in urls:
+        try:
+            found.append(target_for(url))
+        except ValueError:
+            continue  # not a target URL: nothing to trust
+    return found
+
+
+def names_target(url: str, target: ArchiveTarget) -> bool:
+    """Does a record's location name ``target``? Same S3 bucket and prefix, and any setting
+    the location carries (endpoint, region) is the target's own: a record never redirects."""
+    try:
+        place, settings = split_url(url), url_settings(url)
+    except ValueError:
+        return False
+    if place != (target.bucket, target.prefix):
+        return False
+    return all(getattr(target.options, key) == value for key, value in settings.items())
+
+
+def _offload_of(info: ObjectInfo) -> Offload:
     offload = info.tiering.offload if info.tiering else None
     assert offload is not None, "only offloaded objects are read through"
-    holders = [target_for(url) for url in offload.urls]
-    source = holders[0] if len(holders) == 1 else ArchiveTargets(holders, "replicate")
-    return verified_bytes(source, archived_record(info))
+    return offload
 
 
 class OffloadedReader(ObjectReader):
@@ -61,7 +144,7 @@ class OffloadedReader(ObjectReader):
     async def _iter_chunks(
         self, write: Callable[[bytes], object] | None = None
     ) -> AsyncGenerator[bytes]:
-        pieces = offloaded_bytes(self.info)
+        pieces = offloaded_bytes(self.store, self.info)
         try:
             async for piece in pieces:
                 if write is not None:

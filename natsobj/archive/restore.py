@@ -7,7 +7,6 @@ version that does not verify is never restored, and memory stays bounded.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -19,8 +18,9 @@ from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.target import ArchiveTarget
 from natsobj.archive.targets import ArchiveTargets
+from natsobj.archive.verify import BytesCheck
 from natsobj.errors import DigestMismatch, NatsObjError
-from natsobj.model import ObjectLink, digest_bytes
+from natsobj.model import ObjectLink
 
 if TYPE_CHECKING:
     from natsobj.aio.client import Client
@@ -75,21 +75,24 @@ class RestoreResult:
 async def verified_bytes(
     target: ArchiveTarget | ArchiveTargets, record: ArchiveRecord
 ) -> AsyncGenerator[bytes]:
-    """The record's bytes from the archive (the first target holding them that answers);
-    raises DigestMismatch after the last piece if they are not what the index says (so a put
-    fed by this never publishes them)."""
+    """The record's bytes from the archive (the first target holding them that answers),
+    checked as ``verify`` checks them: an index digest that is empty or not a SHA-256 raises
+    DigestMismatch before anything is read, bytes that are not what the index says raise it
+    after the last piece (so a put fed by this never publishes them)."""
     targets = ArchiveTargets.of(target)
-    sha = hashlib.sha256()
-    size = 0
+    check = BytesCheck(record)
+    _raise_if(check.unusable_digest(), targets, record)
     async for piece in targets.stream(record):
-        sha.update(piece)
-        size += len(piece)
+        check.update(piece)
         yield piece
-    expected = digest_bytes(record.digest)
-    if size != record.size or (record.digest and expected != sha.digest()):
+    _raise_if(check.problem(), targets, record)
+
+
+def _raise_if(problem: str | None, targets: ArchiveTargets, record: ArchiveRecord) -> None:
+    if problem is not None:
         raise DigestMismatch(
-            f"archived bytes at {targets.url}: {record.key} (offset {record.offset}) do not match "
-            f"sequence {record.sequence}: {size} bytes, expected {record.size} and {record.digest}",
+            f"archived bytes at {targets.url} for sequence {record.sequence} "
+            f"do not match the index: {problem}",
             bucket=record.bucket,
             name=record.name,
             hint="Run `natsobj archive verify` and restore from another archive copy.",
@@ -107,6 +110,8 @@ async def restore(
     """Restore into ``bucket``, created when missing; it must hold no objects."""
     targets = ArchiveTargets.of(target)
     plan = plan_restore(await targets.load_index(), at)
+    for record in plan.objects:  # nothing is written while any version cannot be verified
+        _raise_if(BytesCheck(record).unusable_digest(), targets, record)
     store = await client.ensure_store(bucket)
     if await store.list():
         raise NatsObjError(

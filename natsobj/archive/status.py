@@ -6,9 +6,8 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from natsobj.archive.archiver import TARGET_METADATA_KEY
 from natsobj.archive.target import ArchiveTarget
-from natsobj.archive.targets import ArchiveTargets
+from natsobj.archive.targets import TARGET_METADATA_KEY, ArchiveTargets
 from natsobj.errors import NatsObjError
 
 if TYPE_CHECKING:

@@ -41,6 +41,12 @@ FAILOVER = "failover"
 SHARD = "shard"
 STRATEGIES = (REPLICATE, FAILOVER, SHARD)
 DEFAULT_PROBE_SECONDS = 30.0
+# Stream metadata, which only a stream admin may change (unlike meta records, which any writer
+# of the bucket may publish): where the bucket is archived (the configuration string ``url``
+# gives), and every target offloaded objects' bytes went to (URLs separated by spaces). Reads
+# through to S3 trust these and the reader's own configuration, never an object's record.
+TARGET_METADATA_KEY = "natsobj_archive"
+OFFLOAD_METADATA_KEY = "natsobj_offloaded_to"
 FAN_OUT_DEPTH = 2  # pieces queued per replica: bounds memory while one replica is slower
 
 _WEIGHT = re.compile(r"^(?P<url>.+)=(?P<weight>\d+(\.\d+)?)$")
@@ -66,6 +72,14 @@ def parse_member(text: str) -> tuple[str, float]:
     if weight <= 0:
         raise ValueError(f"archive target {text!r}: the weight must be above 0")
     return match["url"], weight
+
+
+def member_urls(spec: str) -> list[str]:
+    """The target URLs of a configuration string (``url``), without strategy or weights."""
+    words = spec.split()
+    if words and words[0] in STRATEGIES:
+        words = words[1:]
+    return [parse_member(word)[0] for word in words]
 
 
 def holder_urls(record: ArchiveRecord) -> list[str]:

@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING
 
 from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
-from natsobj.archive.readthrough import offloaded_bytes
+from natsobj.archive.readthrough import offloaded_bytes, trust
 from natsobj.archive.restore import verified_bytes
 from natsobj.archive.target import ArchiveTarget, ArchiveTargetError
-from natsobj.archive.targets import REPLICATE, ArchiveTargets
+from natsobj.archive.targets import OFFLOAD_METADATA_KEY, REPLICATE, ArchiveTargets
 from natsobj.errors import DigestMismatch, ObjectChanged
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, Offload, Tiering
@@ -108,6 +108,9 @@ async def offload(
     be offloaded. With several targets replicating, a version every target holds (and
     verifies) is offloaded; one a target lacks is skipped."""
     targets = ArchiveTargets.of(target)
+    trust(targets)
+    if not dry_run:
+        await _record_offload_targets(store, targets)
     policy = policy or OffloadPolicy()
     now = now or datetime.now(UTC)
     held = await ArchivedVersions.load(targets)
@@ -134,6 +137,20 @@ async def offload(
         result.offloaded.append(done)
         result.bytes += done.size
     return result
+
+
+async def _record_offload_targets(store: ObjectStore, targets: ArchiveTargets) -> None:
+    """Readers in other processes read through only from targets the stream metadata records
+    (docs/archive.md, "Trust"): note these there, before any record names them, apart from
+    ``natsobj_archive``, which the next archiver of another target replaces. Changing it
+    takes stream-admin rights, as the purge of an offload does."""
+    metadata = (await store.status()).metadata
+    listed = metadata.get(OFFLOAD_METADATA_KEY, "").split()
+    missing = [member.url for member in targets.members if member.url not in listed]
+    if missing:
+        await store.client.update_store(
+            store.bucket, metadata={**metadata, OFFLOAD_METADATA_KEY: " ".join(listed + missing)}
+        )
 
 
 async def _candidates(
@@ -211,7 +228,7 @@ async def rehydrate(store: ObjectStore, name: str) -> ObjectInfo:
     tiering = Tiering(replaces=info.stands_for or int(info.sequence or 0), mtime=info.mtime)
     return await store._put(
         name,
-        offloaded_bytes(info),
+        offloaded_bytes(store, info),
         description=info.description or None,
         headers=info.headers,
         metadata=info.metadata,

@@ -69,16 +69,48 @@ async def _verify_one(
 
 
 async def _check(target: ArchiveTarget, record: ArchiveRecord) -> str | None:
-    sha = hashlib.sha256()
-    size = 0
+    check = BytesCheck(record)
+    if (problem := check.unusable_digest()) is not None:
+        return problem
     try:
         async for piece in target.stream(record.key, record.offset, record.length):
-            sha.update(piece)
-            size += len(piece)
+            check.update(piece)
     except ArchiveTargetError as exc:
         return f"cannot read {record.key}: {exc.message}"
-    if size != record.size:
-        return f"{record.key} holds {size} bytes at offset {record.offset}, expected {record.size}"
-    if digest_bytes(record.digest) != sha.digest():
-        return f"{record.key} at offset {record.offset} does not match {record.digest}"
-    return None
+    return check.problem()
+
+
+class BytesCheck:
+    """The one check of archived bytes against their index record, for ``verify``, restore,
+    offload and read-through alike: the index digest must be a SHA-256 (an empty one proves
+    nothing, so it fails too), and the bytes must have its size and hash."""
+
+    def __init__(self, record: ArchiveRecord) -> None:
+        self.record = record
+        self.sha = hashlib.sha256()
+        self.size = 0
+
+    def unusable_digest(self) -> str | None:
+        """Why the index digest cannot verify anything, known before any byte is read."""
+        expected = digest_bytes(self.record.digest)
+        if expected is None or len(expected) != self.sha.digest_size:
+            return f"{self.record.key}: the index digest {self.record.digest!r} is not a SHA-256"
+        return None
+
+    def update(self, piece: bytes) -> None:
+        self.sha.update(piece)
+        self.size += len(piece)
+
+    def problem(self) -> str | None:
+        """Why the bytes read are not the record's, or None when they are."""
+        record = self.record
+        if (unusable := self.unusable_digest()) is not None:
+            return unusable
+        if self.size != record.size:
+            return (
+                f"{record.key} holds {self.size} bytes at offset {record.offset}, "
+                f"expected {record.size}"
+            )
+        if digest_bytes(record.digest) != self.sha.digest():
+            return f"{record.key} at offset {record.offset} does not match {record.digest}"
+        return None
