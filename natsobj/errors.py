@@ -127,3 +127,14 @@ class UntrustedArchiveLocation(NatsObjError):
         "process (natsobj.archive.readthrough.trust). If the record is genuine, configure its "
         "target; otherwise delete the object."
     )
+
+
+class UnsafeLocalState(NotConnected):
+    """A data directory, server record or credentials file of the embedded server that another
+    local user could have written, or a process natsobj cannot prove is the server of that
+    directory. Nothing is sent to it and nothing is signalled."""
+
+    hint = (
+        "Use a data directory only you can write: set NATSOBJ_DATA_DIR (or an embedded:///path "
+        "URL) to a directory you own with mode 700, or set NATS_URL to a server you trust."
+    )

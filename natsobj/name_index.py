@@ -48,6 +48,8 @@ OFF_VALUES = ("off", "0", "false", "no")
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 30_000  # another process's write transaction: wait for it, do not fail
 FETCH_ROWS = 1024  # rows per fetch while streaming a lookup
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS names (
@@ -178,7 +180,7 @@ class NameIndex:
         self.path = path
         self.identity = identity
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(path)
             # Writes go through a connection of their own: a listing writes the records it
             # fetched while its lookup's cursor is still open on the reading one.
             self._writer = _connect(path)
@@ -300,6 +302,15 @@ class NameIndex:
                 yield rows
         finally:
             cursor.close()
+
+
+def _create_private(path: Path) -> None:
+    """The cache directory and the index directory 0700, the index file 0600: names and meta
+    records are the bucket's, not for every local user. SQLite gives the -wal and -shm files
+    the database file's mode, so creating that one first covers them."""
+    for directory in (path.parent.parent, path.parent):
+        directory.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE_MODE))
 
 
 def _connect(path: Path) -> sqlite3.Connection:

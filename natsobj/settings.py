@@ -227,7 +227,8 @@ class ConnectionSettings:
         server, and each process says once, as a warning, where it keeps the data and how to
         point at a real server, so a worker never writes to its local disk unnoticed. (The
         CLI alone refuses to start one unless asked: a typo there should not create a
-        server.)"""
+        server.) The embedded server admits only the user and password generated for its
+        data directory, so they are filled in here unless these settings bring their own."""
         data_dir = self.embedded_dir
         if data_dir is None:
             return self
@@ -235,7 +236,11 @@ class ConnectionSettings:
 
         server = ensure_server(data_dir)
         _warn_embedded_once(data_dir, server.url)
-        return replace(self, servers=[server.url])
+        resolved = replace(self, servers=[server.url])
+        own = self.user or self.token or self.nkey_seed or self.creds_file
+        if own or server.credentials is None:
+            return resolved
+        return replace(resolved, user=server.credentials.user, password=server.credentials.password)
 
     def redacted_url(self) -> str:
         """A URL safe to print: credentials replaced by ***."""

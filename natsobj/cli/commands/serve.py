@@ -1,7 +1,8 @@
 """``natsobj serve``: the embedded JetStream server in the foreground, for local work.
 
 The single server is registered for its data directory, so other ``natsobj`` commands (and
-``embedded`` URLs in pipelines) run from the same place find it without any setting. With
+``embedded`` URLs in pipelines) run from the same place find it without any setting, and use the
+user and password generated for that directory (the server admits no one else). With
 ``--cluster N`` it runs N clustered nodes instead, so failover can be tried on a laptop: their
 URL is printed for ``--url`` / ``NATS_URL``, and each node's PID for ``kill -9``.
 """
@@ -16,7 +17,13 @@ from types import FrameType
 import click
 
 from natsobj.cli.exits import CliError, ExitCode
-from natsobj.embedded import NatsCluster, ensure_server, running_server, stop_server
+from natsobj.embedded import (
+    CREDENTIALS_FILE,
+    NatsCluster,
+    ensure_server,
+    running_server,
+    stop_server,
+)
 
 POLL_SECONDS = 0.5
 CLUSTER_DIR = "cluster"
@@ -73,7 +80,9 @@ def serve(data_dir: Path, port: int | None, nodes: int | None, stop: bool) -> No
 
 
 def _stop(data_dir: Path) -> None:
-    """Idempotent, for scripts and ``make clean``: nothing running is said, not an error."""
+    """Idempotent, for scripts and ``make clean``: nothing running is said, not an error. Only
+    a nats-server of this user proven to serve ``data_dir`` is signalled (see
+    ``natsobj.embedded.running_server``), whatever pid the record names."""
     live = running_server(data_dir)
     if live is None or not stop_server(data_dir):
         click.echo(f"no embedded server is running for {data_dir}", err=True)
@@ -92,7 +101,11 @@ def _serve_one(data_dir: Path, port: int | None) -> None:
     try:  # from here on, Ctrl-C (even one sent the moment the URL appears) stops cleanly
         server = ensure_server(data_dir, port=port)
         click.echo(server.url)
-        click.echo(f"serving {data_dir} (pid {server.pid}); Ctrl-C to stop", err=True)
+        click.echo(
+            f"serving {data_dir} (pid {server.pid}); other clients need the user and password "
+            f"in {data_dir / CREDENTIALS_FILE}; Ctrl-C to stop",
+            err=True,
+        )
         while running_server(data_dir) is not None:
             time.sleep(POLL_SECONDS)
     except KeyboardInterrupt:
