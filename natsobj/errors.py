@@ -138,3 +138,15 @@ class UnsafeLocalState(NotConnected):
         "Use a data directory only you can write: set NATSOBJ_DATA_DIR (or an embedded:///path "
         "URL) to a directory you own with mode 700, or set NATS_URL to a server you trust."
     )
+
+
+class MissingDigest(DigestMismatch):
+    """The meta record carries no SHA-256, so the bytes cannot be verified. Every known client
+    (Go, JavaScript, nats-py, natsobj) writes one; a record without it was written by hand or
+    by a client that skips verification."""
+
+    hint = (
+        "If the object is known to come from a client that writes no digest, read it with "
+        "allow_missing_digest=True (its size and chunk count are still checked); otherwise "
+        "re-upload it."
+    )

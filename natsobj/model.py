@@ -10,11 +10,13 @@ import base64
 import binascii
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from natsobj.errors import BadObjectMeta
+from natsobj.names import is_bucket_name, is_token_of
 
 DIGEST_PREFIX = "SHA-256="
 TIERING_FIELD = "natsobj_tiering"
@@ -22,6 +24,10 @@ TIERING_FIELD = "natsobj_tiering"
 # clients then fail with "object/bucket not found" instead of hanging on purged chunks.
 OFFLOADED_LINK_BUCKET = "natsobj-offloaded-to-s3"
 DEFAULT_CHUNK_SIZE = 128 * 1024
+MAX_COUNT = 2**63 - 1  # JetStream counts bytes and messages in int64: no client writes more
+MAX_NUID = 256  # every client writes 22 characters; a long one would not fit a direct get line
+# What a single subject token cannot hold: a separator, the wildcards, whitespace, controls
+_NOT_IN_TOKEN = re.compile(r"[.*>\s\x00-\x1f\x7f-\x9f]")
 
 
 def format_digest(sha256_bytes: bytes) -> str:
@@ -124,13 +130,32 @@ class Tiering:
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> Tiering:
-        offload = doc.get("offload")
         replaces, mtime = doc.get("replaces"), doc.get("mtime")
+        if replaces is not None:
+            replaces = _count(replaces, f"{TIERING_FIELD}.replaces")
         return cls(
-            replaces=int(replaces) if replaces is not None else None,
-            mtime=datetime.fromisoformat(mtime) if mtime else None,
-            offload=Offload(**offload) if isinstance(offload, dict) else None,
+            replaces=replaces,
+            mtime=_time(mtime, f"{TIERING_FIELD}.mtime") if mtime else None,
+            offload=_offload(doc.get("offload")),
         )
+
+
+def _offload(raw: Any) -> Offload | None:
+    if raw is None:
+        return None
+    where = f"{TIERING_FIELD}.offload"
+    if not isinstance(raw, dict):
+        raise _Invalid(where, f"must be an object, not {_shown(raw)}")
+    mirrors = raw.get("mirrors") or []
+    if not isinstance(mirrors, list) or not all(isinstance(m, str) for m in mirrors):
+        raise _Invalid(f"{where}.mirrors", "must be a list of strings")
+    return Offload(
+        url=_text(raw.get("url"), f"{where}.url"),
+        key=_text(raw.get("key"), f"{where}.key"),
+        offset=_count(raw.get("offset"), f"{where}.offset"),
+        length=_count(raw.get("length"), f"{where}.length"),
+        mirrors=list(mirrors),
+    )
 
 
 @dataclass
@@ -209,28 +234,34 @@ class ObjectInfo:
         mtime: datetime | None = None,
         sequence: int | None = None,
         bucket: str | None = None,
+        name: str | None = None,
+        token: str | None = None,
     ) -> ObjectInfo:
-        """Parse a meta record written by any client; anything malformed is BadObjectMeta.
+        """Parse a meta record written by any client. A record is untrusted input (anyone
+        who may publish to the bucket writes them), so every field is checked before it can
+        reach a subject, a size or a comparison; anything unusable is BadObjectMeta naming
+        the bucket, the object (``name``, where the caller knows it) and the field. With
+        ``token`` (the last token of the subject it was read from), its name must be the one
+        that subject encodes.
 
         Listings parse records by the hundred thousand, so the plain fields are read with one
         lookup each and the optional parts only when present."""
+        shown = name  # the object errors name: the one asked for, else the record's own
         try:
             doc = json.loads(data) if isinstance(data, bytes | str) else data
-            if not isinstance(doc, dict) or not isinstance(name := doc.get("name"), str):
-                raise ValueError("meta record has no string 'name'")
+            if not isinstance(doc, dict):
+                raise _Invalid("name", "is missing: the record is not a JSON object")
             get = doc.get
+            name = _name(get("name"))
+            shown = shown if shown is not None else name
+            if token is not None and not is_token_of(name, token):
+                raise _Invalid("name", f"is not the name its subject encodes: {_shown(name)}")
             link = chunk_size = tiering = None
             if options := get("options"):
-                if not isinstance(options, dict):
-                    raise ValueError("'options' is not an object")
-                link_doc = options.get("link")
-                if isinstance(link_doc, dict) and link_doc.get("bucket"):
-                    link = ObjectLink(
-                        bucket=str(link_doc["bucket"]), name=str(link_doc.get("name") or "")
-                    )
-                if max_chunk_size := options.get("max_chunk_size"):
-                    chunk_size = int(max_chunk_size)
-            if isinstance(tiering_doc := get(TIERING_FIELD), dict):
+                link, chunk_size = _options(options)
+            if (tiering_doc := get(TIERING_FIELD)) is not None:
+                if not isinstance(tiering_doc, dict):
+                    raise _Invalid(TIERING_FIELD, f"must be an object, not {_shown(tiering_doc)}")
                 tiering = Tiering.from_json(tiering_doc)
                 if tiering.offload is not None:
                     link = None  # the placeholder for other clients, not a link of the user's
@@ -239,13 +270,13 @@ class ObjectInfo:
             headers, metadata = get("headers"), get("metadata")
             return cls(
                 name,
-                str(get("bucket") or bucket or ""),
-                str(get("nuid") or ""),
-                int(get("size") or 0),
-                int(get("chunks") or 0),
-                str(get("digest") or ""),
-                bool(get("deleted", False)),
-                str(get("description") or ""),
+                _text(get("bucket"), "bucket") or bucket or "",
+                _nuid(get("nuid")),
+                _count(get("size"), "size"),
+                _count(get("chunks"), "chunks"),
+                _text(get("digest"), "digest"),
+                _flag(get("deleted"), "deleted"),
+                _text(get("description"), "description"),
                 _parse_headers(headers) if headers else {},
                 _parse_metadata(metadata) if metadata else {},
                 link,
@@ -254,8 +285,12 @@ class ObjectInfo:
                 sequence,
                 tiering,
             )
-        except (ValueError, TypeError, AttributeError, KeyError) as exc:
-            raise BadObjectMeta(f"cannot parse object meta: {exc}", bucket=bucket) from exc
+        except _Invalid as exc:
+            raise BadObjectMeta(f"meta record {exc}", bucket=bucket, name=shown) from None
+        except (ValueError, TypeError, RecursionError) as exc:  # not JSON at all
+            raise BadObjectMeta(
+                f"cannot parse object meta: {_shown(exc)}", bucket=bucket, name=shown
+            ) from None
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-safe dict with mtime and sequence, for XCom, run tags and CLI output."""
@@ -279,28 +314,154 @@ class ObjectInfo:
         return replace(self, **changes)
 
 
-def _parse_headers(raw: Any) -> dict[str, list[str]]:
-    if not raw:
-        return {}
+class _Invalid(ValueError):
+    """One field of a meta record that cannot be used as it is."""
+
+    def __init__(self, field_name: str, problem: str) -> None:
+        super().__init__(f"field {field_name!r} {problem}")
+
+
+def _shown(value: object) -> str:
+    """A value from a record, for an error message: one line, and short however big it is."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def is_subject_token(value: object) -> bool:
+    """Whether ``value`` can stand as exactly one subject token. A nuid names the chunk
+    subject ``$O.<bucket>.C.<nuid>`` that a delete or an overwrite purges: '>' or '*' would
+    make that purge reach every other object's chunks."""
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= MAX_NUID
+        and _NOT_IN_TOKEN.search(value) is None
+    )
+
+
+def _nuid(value: object) -> str:
+    if value is None or value == "":
+        return ""  # links and tombstones written by other clients may carry none
+    if not is_subject_token(value):
+        raise _Invalid("nuid", f"must be one subject token, not {_shown(value)}")
+    return value  # type: ignore[return-value]
+
+
+def _count(value: object, field_name: str) -> int:
+    """A size, count or offset: a JSON integer (json reads NaN and Infinity as floats, and
+    ``true`` is an int to Python, so the type is checked exactly)."""
+    if value is None:
+        return 0
+    if type(value) is not int or not 0 <= value <= MAX_COUNT:
+        raise _Invalid(field_name, f"must be a non-negative integer, not {_shown(value)}")
+    return value
+
+
+def _text(value: object, field_name: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise _Invalid(field_name, f"must be a string, not {_shown(value)}")
+    return value
+
+
+def _flag(value: object, field_name: str) -> bool:
+    if value is None:
+        return False
+    if type(value) is not bool:
+        raise _Invalid(field_name, f"must be true or false, not {_shown(value)}")
+    return value
+
+
+def _name(value: object, field_name: str = "name") -> str:
+    if not isinstance(value, str) or not value:
+        raise _Invalid(field_name, f"must be a non-empty string, not {_shown(value)}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _Invalid(field_name, f"is not valid UTF-8: {_shown(value)}") from None
+    return value
+
+
+def _time(value: object, field_name: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(_text(value, field_name))
+    except ValueError:
+        raise _Invalid(field_name, f"is not an ISO 8601 time: {_shown(value)}") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _options(raw: object) -> tuple[ObjectLink | None, int | None]:
+    """The link and the chunk size from ``options``."""
     if not isinstance(raw, dict):
-        raise ValueError("'headers' is not an object")
-    return {
-        str(k): [str(x) for x in v] if isinstance(v, list) else [str(v)] for k, v in raw.items()
-    }
+        raise _Invalid("options", f"must be an object, not {_shown(raw)}")
+    link = None
+    link_doc = raw.get("link")
+    if link_doc is not None and not isinstance(link_doc, dict):
+        raise _Invalid("options.link", f"must be an object, not {_shown(link_doc)}")
+    if link_doc and link_doc.get("bucket") is not None:
+        bucket = link_doc["bucket"]
+        if not isinstance(bucket, str) or not is_bucket_name(bucket):
+            raise _Invalid("options.link.bucket", f"is not a bucket name: {_shown(bucket)}")
+        target = link_doc.get("name")
+        link = ObjectLink(bucket, _name(target, "options.link.name") if target else "")
+    chunk_size = _count(raw.get("max_chunk_size"), "options.max_chunk_size")
+    return link, chunk_size or None
 
 
-def _parse_metadata(raw: Any) -> dict[str, str]:
+def _parse_headers(raw: object) -> dict[str, list[str]]:
+    if not isinstance(raw, dict):
+        raise _Invalid("headers", f"must be an object, not {_shown(raw)}")
+    out = {}
+    for key, value in raw.items():
+        values = [value] if isinstance(value, str) else value
+        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+            raise _Invalid("headers", f"{_shown(key)} must be a string or a list of strings")
+        out[key] = list(values)
+    return out
+
+
+def _parse_metadata(raw: object) -> dict[str, str]:
     # The ADR's example shows a list of single-entry maps; every client writes a map.
-    if not raw:
-        return {}
-    if isinstance(raw, list):
-        merged: dict[str, str] = {}
-        for entry in raw:
-            merged.update({str(k): str(v) for k, v in dict(entry).items()})
-        return merged
-    if not isinstance(raw, dict):
-        raise ValueError("'metadata' is not an object")
-    return {str(k): str(v) for k, v in raw.items()}
+    merged: dict[str, str] = {}
+    for entry in raw if isinstance(raw, list) else [raw]:
+        if not isinstance(entry, dict):
+            raise _Invalid("metadata", f"must be an object of strings, not {_shown(entry)}")
+        for key, value in entry.items():
+            if not isinstance(value, str):
+                raise _Invalid("metadata", f"{_shown(key)} must be a string, not {_shown(value)}")
+        merged.update(entry)
+    return merged
+
+
+def trusted_nuid(data: bytes) -> str | None:
+    """The nuid a raw meta record names, for the writes that must purge or keep its chunks
+    even when the rest of it fails validation: "" when it names none, None when that cannot be
+    told safely (not a JSON object, or a nuid that is not one subject token)."""
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    nuid = doc.get("nuid")
+    if nuid is None or nuid == "":
+        return ""
+    return nuid if is_subject_token(nuid) else None
+
+
+def check_metadata(metadata: dict[str, str] | None, *, bucket: str, name: str) -> dict[str, str]:
+    """Metadata to write: strings only. ``json.dumps`` would write a number or a list as is,
+    and the Go client (``map[string]string``) then cannot read the record at all."""
+    out = dict(metadata or {})
+    for key, value in out.items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise BadObjectMeta(
+                f"metadata {key!r}: {value!r} is not a string key and string value",
+                bucket=bucket,
+                name=name,
+                hint="Metadata keys and values must be strings; convert them with str() first.",
+            )
+    return out
 
 
 @dataclass

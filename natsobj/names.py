@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import base64
+import binascii
 import re
 
 from natsobj.errors import BadBucketName, BadObjectName
 
-_BUCKET_RE = re.compile(r"^[A-Za-z0-9_-]+$")
+_BUCKET_RE = re.compile(r"[A-Za-z0-9_-]+")
+# nats-server's default max_control_line: a protocol line (PUB, HPUB) longer than this closes
+# the connection. Its INFO does not say when it is configured otherwise.
+MAX_CONTROL_LINE = 4096
+# The rest of a request's HPUB line: the verb, header and total sizes, spaces and CRLF
+# (the reply inbox is counted from its prefix: ``<inbox prefix>.<nuid>.<token>``)
+_LINE_OVERHEAD = 64
+
+
+def is_bucket_name(value: str) -> bool:
+    # fullmatch: ``$`` would let a trailing newline through
+    return _BUCKET_RE.fullmatch(value) is not None
 
 
 def check_bucket(bucket: str) -> str:
     """Reject a bad bucket name before anything is sent, so the server never sees it."""
-    if not isinstance(bucket, str) or not _BUCKET_RE.match(bucket):
+    if not isinstance(bucket, str) or not is_bucket_name(bucket):
         raise BadBucketName(f"invalid bucket name {bucket!r}")
     return bucket
 
@@ -27,9 +39,37 @@ def check_object_name(name: str, *, bucket: str | None = None) -> str:
     return name
 
 
+def check_subjects_fit(subjects: list[str], *, inbox_prefix: str, bucket: str, name: str) -> None:
+    """Refuse (BadObjectName) a name whose subjects would make a protocol line the server
+    rejects: it answers "maximum control line exceeded" by closing the connection, and a
+    client of its own does not come back. Checked before anything is sent."""
+    longest = max(len(subject.encode("utf-8")) for subject in subjects)
+    allowed = MAX_CONTROL_LINE - _LINE_OVERHEAD - len(inbox_prefix.encode("utf-8")) - 48
+    if longest > allowed:
+        room = max(0, allowed - (longest - len(encode_name(name)))) // 4 * 3
+        raise BadObjectName(
+            f"name is {len(name.encode('utf-8'))} bytes: its subjects would be {longest} bytes,"
+            f" over what fits in the server's {MAX_CONTROL_LINE}-byte protocol line",
+            bucket=bucket,
+            name=name[:80] + "..." if len(name) > 80 else name,
+            hint=f"Use a name of at most about {room} bytes in this bucket.",
+        )
+
+
 def encode_name(name: str) -> str:
     """Padded URL-safe base64, the token every NATS client uses in the meta subject."""
     return base64.urlsafe_b64encode(name.encode("utf-8")).decode("ascii")
+
+
+_URLSAFE = bytes.maketrans(b"+/", b"-_")
+
+
+def is_token_of(name: str, token: str) -> bool:
+    """Whether ``token`` is ``name``'s meta subject token: a record read from a subject must
+    be that name's, or a delete or an overwrite of it would write to another object. (binascii
+    directly: listings check every record, and this is a third of ``encode_name``'s cost.)"""
+    encoded = binascii.b2a_base64(name.encode("utf-8"), newline=False).translate(_URLSAFE)
+    return encoded == token.encode("utf-8", "surrogateescape")
 
 
 def decode_name(token: str) -> str:

@@ -192,8 +192,16 @@ class ObjectStore:
 
     @contextlib.contextmanager
     @_mirrors(_core.ObjectStore.get)
-    def get(self, name: str, *, min_sequence: int | None = None) -> Iterator[ObjectReader]:
-        manager = self._store.get(name, min_sequence=min_sequence)
+    def get(
+        self,
+        name: str,
+        *,
+        min_sequence: int | None = None,
+        allow_missing_digest: bool = False,
+    ) -> Iterator[ObjectReader]:
+        manager = self._store.get(
+            name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+        )
         reader = run(manager.__aenter__())
         try:
             yield ObjectReader(reader)
@@ -206,9 +214,21 @@ class ObjectStore:
 
     @_mirrors(_core.ObjectStore.get_bytes)
     def get_bytes(
-        self, name: str, *, max_size: int | None = None, min_sequence: int | None = None
+        self,
+        name: str,
+        *,
+        max_size: int | None = None,
+        min_sequence: int | None = None,
+        allow_missing_digest: bool = False,
     ) -> bytes:
-        return run(self._store.get_bytes(name, max_size=max_size, min_sequence=min_sequence))
+        return run(
+            self._store.get_bytes(
+                name,
+                max_size=max_size,
+                min_sequence=min_sequence,
+                allow_missing_digest=allow_missing_digest,
+            )
+        )
 
     @_mirrors(_core.ObjectStore.get_file)
     def get_file(
@@ -218,8 +238,17 @@ class ObjectStore:
         *,
         progress: Callable[[int], None] | None = None,
         min_sequence: int | None = None,
+        allow_missing_digest: bool = False,
     ) -> ObjectInfo:
-        return run(self._store.get_file(name, path, progress=progress, min_sequence=min_sequence))
+        return run(
+            self._store.get_file(
+                name,
+                path,
+                progress=progress,
+                min_sequence=min_sequence,
+                allow_missing_digest=allow_missing_digest,
+            )
+        )
 
     @_mirrors(_core.ObjectStore.get_info)
     def get_info(

@@ -11,7 +11,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 from natsobj.aio.offload import chunk_sink
-from natsobj.errors import DigestMismatch, ObjectChanged
+from natsobj.errors import DigestMismatch, MissingDigest, ObjectChanged
 from natsobj.model import ObjectInfo, digest_bytes
 
 if TYPE_CHECKING:
@@ -145,6 +145,27 @@ class ObjectReader:
         """Stop reading and release the consumer; ``get`` calls it when its block ends."""
         if self._chunks is not None:
             await self._chunks.aclose()
+
+
+def check_digest(info: ObjectInfo, *, allow_missing: bool = False) -> None:
+    """Refuse, before a byte is read, a record whose data could not be verified: one with no
+    digest (unless ``allow_missing``), or with one that is no SHA-256 this client can read."""
+    if not info.digest:
+        if not allow_missing:
+            raise MissingDigest(
+                "the meta record has no digest, so the data cannot be verified",
+                bucket=info.bucket,
+                name=info.name,
+            )
+        return
+    expected = digest_bytes(info.digest)
+    if expected is None or len(expected) != hashlib.sha256().digest_size:
+        raise DigestMismatch(
+            f"the recorded digest {info.digest[:80]!r} is not a SHA-256 digest",
+            bucket=info.bucket,
+            name=info.name,
+            hint="The meta record is damaged; re-upload the object.",
+        )
 
 
 def open_reader(store: ObjectStore, info: ObjectInfo) -> ObjectReader:

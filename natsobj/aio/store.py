@@ -6,7 +6,9 @@ import asyncio
 import base64
 import contextlib
 import json
+import logging
 import os
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
@@ -22,7 +24,7 @@ from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
 from natsobj.aio.jsapi import Failover, api_error, status_of
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.publish import PublishWindow
-from natsobj.aio.reader import ObjectReader, open_reader
+from natsobj.aio.reader import ObjectReader, check_digest, open_reader
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.watch import ObjectWatcher, info_from_msg
 from natsobj.errors import (
@@ -42,14 +44,19 @@ from natsobj.model import (
     ObjectLink,
     StoreStatus,
     Tiering,
+    check_metadata,
     format_digest,
     parse_server_time,
+    trusted_nuid,
 )
+from natsobj.name_index import decoded
 from natsobj.names import (
     all_chunks_subject,
     all_meta_subject,
     check_object_name,
+    check_subjects_fit,
     chunk_subject,
+    encode_name,
     meta_subject,
     stream_name,
 )
@@ -68,6 +75,7 @@ from natsobj.wire import (
 if TYPE_CHECKING:
     from natsobj.aio.client import Client
 
+log = logging.getLogger(__name__)
 _nuid = NUID()
 _UNAVAILABLE = object()  # no replica answered a direct get: ask the leader
 READ_ATTEMPTS = 3
@@ -110,6 +118,22 @@ class ObjectStore:
     def _publish_subject(self, local_subject: str) -> str:
         """ADR-19: with an API prefix, ``$O`` publishes go out under that prefix."""
         return self.api.object_prefix + local_subject[2:]
+
+    def _check_name(self, name: str) -> None:
+        """A name that can be sent: valid UTF-8, and short enough that the longest subject it
+        goes out in (the direct get of its meta subject, or the publish under an API prefix)
+        fits the server's protocol line; a longer one would cost the connection."""
+        check_object_name(name, bucket=self.bucket)
+        local = meta_subject(self.bucket, name)
+        check_subjects_fit(
+            [
+                self._publish_subject(local),
+                direct_get_subject(self.api.prefix, self.stream, local),
+            ],
+            inbox_prefix=self.api.inbox_prefix,
+            bucket=self.bucket,
+            name=name,
+        )
 
     # -- reading raw messages -------------------------------------------------------------------
 
@@ -265,24 +289,49 @@ class ObjectStore:
         ``include_deleted``. A link is returned as the link, not followed. ``min_sequence``:
         the sequence of a write the caller knows about (``ObjectInfo.sequence`` from a put,
         handed over by another task); the read then reflects that write or a later one, at
-        the cost of a direct get."""
-        check_object_name(name, bucket=self.bucket)
+        the cost of a direct get. A record that fails validation is BadObjectMeta."""
+        data, sequence, mtime = await self._read_meta(name, min_sequence)
+        info = self._parse_meta(name, data, sequence, mtime)
+        if info.deleted and not include_deleted:
+            raise ObjectNotFound("object was deleted", bucket=self.bucket, name=name)
+        return info
+
+    async def _read_meta(
+        self, name: str, min_sequence: int | None = None
+    ) -> tuple[bytes, int, datetime]:
+        self._check_name(name)
         found = await self._last_msg(
             meta_subject(self.bucket, name), name=name, min_sequence=min_sequence
         )
         if found is None:
             raise ObjectNotFound("object does not exist", bucket=self.bucket, name=name)
-        data, sequence, mtime = found
-        info = ObjectInfo.from_json(data, mtime=mtime, sequence=sequence, bucket=self.bucket)
-        if info.deleted and not include_deleted:
-            raise ObjectNotFound("object was deleted", bucket=self.bucket, name=name)
-        return info
+        return found
+
+    def _parse_meta(self, name: str, data: bytes, sequence: int, mtime: datetime) -> ObjectInfo:
+        return ObjectInfo.from_json(
+            data,
+            mtime=mtime,
+            sequence=sequence,
+            bucket=self.bucket,
+            name=name,
+            token=encode_name(name),
+        )
 
     async def _current(self, name: str) -> ObjectInfo | None:
+        """The version a write replaces (deleted or not), or None. A record that fails
+        validation is still a version to replace: what can be trusted of it (its name,
+        sequence and a nuid that is one subject token) is enough, so ``put`` and ``delete``
+        get rid of it without purging anything by a nuid it does not validly name."""
         try:
-            return await self.get_info(name, include_deleted=True)
+            data, sequence, mtime = await self._read_meta(name)
         except ObjectNotFound:
             return None
+        try:
+            return self._parse_meta(name, data, sequence, mtime)
+        except BadObjectMeta as exc:
+            log.warning("replacing an invalid meta record: %s", exc)
+            nuid = trusted_nuid(data) or ""
+            return ObjectInfo(name, self.bucket, nuid, mtime=mtime, sequence=sequence)
 
     async def _publish_meta(
         self,
@@ -377,7 +426,8 @@ class ObjectStore:
     ) -> ObjectInfo:
         """``put``, plus ``tiering`` for ``natsobj.archive.tiering``: a rehydrate restates a
         version rather than making a new one."""
-        check_object_name(name, bucket=self.bucket)
+        self._check_name(name)
+        metadata = check_metadata(metadata, bucket=self.bucket, name=name)
         chunk_size = int(chunk_size or DEFAULT_CHUNK_SIZE)
         if chunk_size <= 0:
             raise ValueError("chunk_size must be positive")
@@ -416,7 +466,7 @@ class ObjectStore:
                 digest=format_digest(digest),
                 description=description or "",
                 headers=_normalize_headers(headers),
-                metadata=dict(metadata or {}),
+                metadata=metadata,
                 chunk_size=chunk_size,
                 tiering=tiering,
             )
@@ -560,11 +610,18 @@ class ObjectStore:
 
     @contextlib.asynccontextmanager
     async def get(
-        self, name: str, *, min_sequence: int | None = None
+        self,
+        name: str,
+        *,
+        min_sequence: int | None = None,
+        allow_missing_digest: bool = False,
     ) -> AsyncIterator[ObjectReader]:
         """Stream an object (following an object link); the digest is checked at the end.
-        ``min_sequence`` as for get_info."""
+        ``min_sequence`` as for get_info. A record without a digest is MissingDigest before
+        anything is read, unless ``allow_missing_digest`` (for objects known to come from a
+        client that writes none: only their size and chunk count are checked then)."""
         target, info = await self._resolve(name, min_sequence)
+        check_digest(info, allow_missing=allow_missing_digest)
         reader = open_reader(target, info)
         try:
             yield reader
@@ -572,16 +629,23 @@ class ObjectStore:
             await reader.close()
 
     async def get_bytes(
-        self, name: str, *, max_size: int | None = None, min_sequence: int | None = None
+        self,
+        name: str,
+        *,
+        max_size: int | None = None,
+        min_sequence: int | None = None,
+        allow_missing_digest: bool = False,
     ) -> bytes:
         """The whole object, verified; ``max_size`` refuses (ObjectTooLarge) before reading an
         object bigger than that. A read that raced an overwrite is retried. ``min_sequence``
-        as for ``get_info``."""
+        as for ``get_info``, ``allow_missing_digest`` as for ``get``."""
         from natsobj.errors import ObjectTooLarge
 
         for attempt in range(READ_ATTEMPTS):
             try:
-                async with self.get(name, min_sequence=min_sequence) as reader:
+                async with self.get(
+                    name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+                ) as reader:
                     if max_size is not None and reader.info.size > max_size:
                         raise ObjectTooLarge(
                             f"object is {reader.info.size} bytes, over the {max_size} byte cap",
@@ -601,9 +665,11 @@ class ObjectStore:
         *,
         progress: Callable[[int], None] | None = None,
         min_sequence: int | None = None,
+        allow_missing_digest: bool = False,
     ) -> ObjectInfo:
         """Write to a temporary file beside ``path`` and rename it only once the digest matches,
-        so ``path`` never holds partial or corrupt data. ``progress`` gets each chunk's size."""
+        so ``path`` never holds partial or corrupt data. ``progress`` gets each chunk's size;
+        ``allow_missing_digest`` as for ``get``."""
         destination = Path(path)
         destination.parent.mkdir(parents=True, exist_ok=True)
         for attempt in range(READ_ATTEMPTS):
@@ -612,7 +678,9 @@ class ObjectStore:
             )
             try:
                 with os.fdopen(fd, "wb", buffering=WRITE_BUFFER) as handle:
-                    async with self.get(name, min_sequence=min_sequence) as reader:
+                    async with self.get(
+                        name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+                    ) as reader:
                         await reader.copy_to(handle.write, progress)
                         info = reader.info
                 os.chmod(tmp_name, replacement_mode(destination))  # mkstemp made it 0600
@@ -641,7 +709,7 @@ class ObjectStore:
         A rename keeps the chunks and moves only the meta record."""
         info = await self.get_info(name)
         target = new_name if new_name is not None else name
-        check_object_name(target, bucket=self.bucket)
+        self._check_name(target)
         expected = info.sequence
         if target != name:
             existing = await self._current(target)
@@ -655,7 +723,11 @@ class ObjectStore:
             name=target,
             description=info.description if description is None else description,
             headers=info.headers if headers is None else _normalize_headers(headers),
-            metadata=info.metadata if metadata is None else dict(metadata),
+            metadata=(
+                info.metadata
+                if metadata is None
+                else check_metadata(metadata, bucket=self.bucket, name=target)
+            ),
         )
         try:
             updated.sequence = await self._publish_meta(updated, expected_sequence=expected)
@@ -668,8 +740,12 @@ class ObjectStore:
         return updated
 
     async def delete(self, name: str) -> ObjectInfo:
-        """Leave a tombstone meta record and purge the chunks; deleting twice is a no-op."""
-        info = await self.get_info(name, include_deleted=True)
+        """Leave a tombstone meta record and purge the chunks; deleting twice is a no-op.
+        An object whose record fails validation is deleted too (this is how it is got rid
+        of), its chunks purged only under a nuid that is one subject token."""
+        info = await self._current(name)
+        if info is None:
+            raise ObjectNotFound("object does not exist", bucket=self.bucket, name=name)
         if info.deleted:
             return info
         tombstone = info.evolve(deleted=True, size=0, chunks=0, digest="", tiering=None)
@@ -681,7 +757,7 @@ class ObjectStore:
     async def add_link(self, name: str, target: ObjectInfo) -> ObjectInfo:
         """Make ``name`` a link to the object ``target`` (in any bucket); reads of ``name`` then
         return the target's data. Links to links and to deleted objects are refused."""
-        check_object_name(name, bucket=self.bucket)
+        self._check_name(name)
         if target.deleted:
             raise LinkError("cannot link to a deleted object", bucket=self.bucket, name=name)
         if target.is_link:
@@ -701,7 +777,7 @@ class ObjectStore:
 
     async def add_bucket_link(self, name: str, target_bucket: str | ObjectStore) -> ObjectInfo:
         """Make ``name`` a link to a whole bucket (an ADR-20 bucket link), not readable as data."""
-        check_object_name(name, bucket=self.bucket)
+        self._check_name(name)
         bucket = target_bucket.bucket if isinstance(target_bucket, ObjectStore) else target_bucket
         await self.client.store(bucket)
         return await self._put_link(name, ObjectLink(bucket=bucket))
@@ -879,18 +955,15 @@ class ObjectStore:
 
     async def compact(self, *, min_age: float = 3600.0) -> CompactResult:
         """Purge chunk subjects no meta record references (left by interrupted puts). Chunks
-        written within ``min_age`` seconds are left alone: they may belong to a put in progress."""
+        written within ``min_age`` seconds are left alone: they may belong to a put in progress.
+        Every record counts, valid or not (see ``_referenced_chunks``)."""
         before = await self.api.call(
             stream_api("INFO", self.stream),
             {"subjects_filter": all_chunks_subject(self.bucket)},
             bucket=self.bucket,
         )
         chunk_subjects = set((before.get("state", {}).get("subjects") or {}).keys())
-        referenced = {
-            chunk_subject(self.bucket, info.nuid)
-            for info in await self.list()
-            if info.nuid and not info.is_link
-        }
+        referenced = await self._referenced_chunks()
         result = CompactResult()
         now = time.time()
         for subject in sorted(chunk_subjects - referenced):
@@ -909,6 +982,34 @@ class ObjectStore:
             - int(after.get("state", {}).get("bytes", 0)),
         )
         return result
+
+    async def _referenced_chunks(self) -> set[str]:
+        """The chunk subject every current meta record names, read raw rather than through a
+        listing, which skips records that fail validation: their chunks are data too. A
+        record whose nuid cannot be told (not JSON, or no single subject token) refuses the
+        compaction: guessing could purge the chunks of an object that is still there."""
+        messages, _ = await self._scan_meta(
+            deliver_policy="last_per_subject", start=None, limit=sys.maxsize
+        )
+        referenced = set()
+        for msg in messages:
+            try:
+                info = ObjectInfo.from_json(msg.data, bucket=self.bucket)
+                nuid: str | None = "" if info.deleted else info.nuid  # a tombstone's are garbage
+            except BadObjectMeta:
+                nuid = trusted_nuid(msg.data)
+            if nuid is None:
+                token = msg.subject.rsplit(".", 1)[-1]
+                raise BadObjectMeta(
+                    f"the meta record at sequence {msg.sequence} has no readable nuid, so the"
+                    " chunks it names are unknown; compaction refused",
+                    bucket=self.bucket,
+                    name=decoded(token) or token,
+                    hint="Delete that object (`natsobj rm`) or rewrite it, then compact again.",
+                )
+            if nuid:
+                referenced.add(chunk_subject(self.bucket, nuid))
+        return referenced
 
 
 class _Conflict(Exception):
