@@ -21,6 +21,8 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 
+from natsobj.cli.render import shell_escape
+
 Advance = Callable[[int], None]
 
 
@@ -36,7 +38,7 @@ class Meter:
             yield lambda _n: None
             return
         progress = self._progress
-        task_id = progress.add_task(label, total=total)
+        task_id = progress.add_task(shell_escape(label), total=total)  # names are untrusted
         try:
             yield lambda n: progress.advance(task_id, n)
         finally:
@@ -60,7 +62,7 @@ def meter(enabled: bool | None) -> Iterator[Meter]:
         yield Meter(None)
         return
     progress = Progress(
-        TextColumn("{task.description}", style="bold"),
+        TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
         DownloadColumn(),
         TransferSpeedColumn(),

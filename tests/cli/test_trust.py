@@ -242,3 +242,15 @@ def test_a_signal_during_get_removes_the_part_file(
         proc.wait()
     assert proc.returncode == returncode, proc.stderr.read() if proc.stderr else ""
     assert list(tmp_path.iterdir()) == []  # neither the .part nor a partial target
+
+
+def test_progress_bar_escapes_the_name(
+    invoke: Invoke, bucket_name: str, store, tmp_path: Path
+) -> None:
+    source = tmp_path / "f.bin"
+    source.write_bytes(os.urandom(1000))
+    name = "x\x1b]0;pwned\x07[bold]y"
+    put = invoke("put", bucket_name, name, str(source), "--progress")
+    assert put.exit_code == 0, put.stderr
+    assert "\x1b]0;pwned" not in put.stderr and "\x07" not in put.stderr
+    assert "'x'$'\\033'']0;pwned'$'\\a''[bold]y'" in put.stdout + put.stderr
