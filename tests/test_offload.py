@@ -9,6 +9,8 @@ import asyncio
 import hashlib
 import io
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -119,3 +121,31 @@ def test_digest_mismatch_leaves_no_file_with_either_sink(store, sink_mode, tmp_p
     with pytest.raises(natsobj.DigestMismatch, match="victim"):
         store.get_file("victim", tmp_path / "victim.bin")
     assert list(tmp_path.iterdir()) == []  # no destination file, no temporary file
+
+
+PUT_GET_WITHOUT_AFFINITY = """
+import io, os, sys
+del os.sched_getaffinity  # as on macOS and Windows
+import natsobj
+data = os.urandom(3 * 1024 * 1024 + 17)
+with natsobj.connect(sys.argv[1]) as client:
+    store = client.create_store(sys.argv[2])
+    store.put("portable.bin", io.BytesIO(data))
+    assert store.get_bytes("portable.bin") == data
+    store.get_file("portable.bin", sys.argv[3])
+    assert open(sys.argv[3], "rb").read() == data
+print("ok")
+"""
+
+
+def test_put_and_get_without_sched_getaffinity(nats_url, bucket_name, tmp_path):
+    """os.sched_getaffinity is Linux-only: without it (macOS, Windows) the put and get paths
+    still choose a chunk sink and move the bytes intact."""
+    result = subprocess.run(
+        [sys.executable, "-c", PUT_GET_WITHOUT_AFFINITY, nats_url, bucket_name, tmp_path / "out"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"

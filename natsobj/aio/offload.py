@@ -10,11 +10,10 @@ The thread needs a core of its own, beside the event loop's and nats-server's. O
 benchmark machine there is none: the thread then only competes for the GIL and the cores
 (each hashed or written chunk gives up the GIL and takes it back, and the loop waits for it
 after every socket read). Once the loop's copies were cut (``natsobj.aio.socket_reads``),
-hashing and writing inline measured faster there, for get_file (median 0.48 s against
-0.61 s, 8 interleaved rounds) and no slower for put (BENCHMARKS.md, "256 MiB get_file and
-put"), so the thread is used from three CPUs on: ``chunk_sink`` chooses by the CPUs this
-process may use. A small object, under one batch in all, never starts the thread: starting
-one costs more than hashing it.
+hashing and writing inline measured faster there for get_file and no slower for put
+(docs/performance.md), so the thread is used from three CPUs on: ``chunk_sink`` chooses by
+the CPUs this process may use. A small object, under one batch in all, never starts the
+thread: starting one costs more than hashing it.
 """
 
 from __future__ import annotations
@@ -34,9 +33,18 @@ def chunk_sink(
     max_bytes: int, write: Callable[[bytes], object] | None = None
 ) -> ChunkWorker | InlineSink:
     """The chunk consumer for this machine: threaded with a core to spare, inline otherwise."""
-    if len(os.sched_getaffinity(0)) >= THREAD_MIN_CPUS:
+    if usable_cpus() >= THREAD_MIN_CPUS:
         return ChunkWorker(max_bytes, write)
     return InlineSink(write)
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on. ``os.sched_getaffinity`` exists only on Linux (and
+    some BSDs); elsewhere (macOS, Windows) every CPU of the machine counts."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    if affinity is not None:
+        return len(affinity(0))
+    return os.cpu_count() or 1
 
 
 class InlineSink:
