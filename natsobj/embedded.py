@@ -241,8 +241,9 @@ def _recorded_pid(data_dir: Path) -> int | None:
         pid = json.loads(raw)["pid"]
     except (ValueError, TypeError, KeyError):
         return None
-    # 0 and negative pids would make os.kill signal whole process groups
-    return pid if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0 else None
+    # 0 and negative pids would make os.kill signal whole process groups; pid_t is 32 bits
+    valid = isinstance(pid, int) and not isinstance(pid, bool) and 0 < pid < 2**31
+    return pid if valid else None
 
 
 # -- proving which process serves a data directory -----------------------------------------------
@@ -282,8 +283,10 @@ def _listens(proc: Path, port: int) -> bool:
         ip = socket.inet_ntoa(int(address, 16).to_bytes(4, sys.byteorder))
         if columns[3] == _TCP_LISTEN and ip == LOOPBACK and int(hex_port, 16) == port:
             inodes.add(f"socket:[{columns[9]}]")
-    for fd in (proc / "fd").iterdir() if inodes else ():
-        with contextlib.suppress(OSError):
+    if not inodes:
+        return False
+    for fd in (proc / "fd").iterdir():
+        with contextlib.suppress(OSError):  # closed meanwhile
             if os.readlink(fd) in inodes:
                 return True
     return False

@@ -277,6 +277,22 @@ def test_our_nats_server_of_another_directory_is_not_signalled(tmp_path: Path) -
         assert not (data_dir / STATE_FILE).exists(), "the stale record is removed"
 
 
+@pytest.mark.parametrize("pid", [2**40, "1", True, None])
+def test_a_record_with_a_pid_that_is_no_process_is_stale(
+    tmp_path: Path, listener: Listener, pid: object
+) -> None:
+    """A pid that no process can have (too large, not a number) is a stale record, never a
+    crash or a signal. (0 and negative pids, which os.kill would send to whole process
+    groups, are refused by the same check; they are not tried here, where a regression
+    would signal the test run itself.)"""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir(mode=0o700)
+    write_record(data_dir, {"url": f"nats://127.0.0.1:{listener.port}", "pid": pid})
+    assert running_server(data_dir) is None
+    assert stop_server(data_dir) is False
+    assert listener.connections == 0
+
+
 def test_without_proc_a_live_record_is_refused_not_trusted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
