@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
+import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
@@ -315,20 +316,26 @@ class NatsGetObjectOperator(_NatsOperator):
     def _to_storage_path(
         self, hook: NatsObjectStoreHook, destination: ObjectStoragePath
     ) -> ObjectInfo:
-        """Stream chunk by chunk; a failed read (digest mismatch) removes the partial copy."""
+        """Stream chunk by chunk into a sibling temporary path and move it over
+        ``destination`` only once the whole object was read and its digest matched (as
+        ``get_file`` does for a local path): the user's file there is never truncated, and a
+        failed get (no such object, digest mismatch, lost connection) leaves it as it was."""
+        partial = destination.parent / f".{destination.name}.{uuid.uuid4().hex}.part"
         try:
             with (
                 hook.open_reader(
                     self.bucket, self.name, min_sequence=self._known_sequence()
                 ) as reader,
-                destination.open("wb") as out,
+                partial.open("wb") as out,
             ):
                 for chunk in reader:
                     out.write(chunk)
-                return reader.info
+            # fs.mv, not ObjectStoragePath.move, which would report the temporary path as lineage
+            partial.fs.mv(partial.path, destination.path)
+            return reader.info
         except BaseException:
             with contextlib.suppress(Exception):
-                destination.unlink()
+                partial.unlink(missing_ok=True)
             raise
 
 
