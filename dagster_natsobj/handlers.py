@@ -7,6 +7,9 @@ could be large passes through a temporary file, so memory stays bounded by the v
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import pickle
 import sys
 import tempfile
@@ -20,9 +23,13 @@ from typing import Any
 from dagster import TableColumn, TableSchema
 
 from natsobj import ConnectionSettings, ObjectInfo
+from natsobj.errors import UntrustedPickle
 
 FORMAT_KEY = "natsobj.format"
 TYPE_KEY = "natsobj.type"
+SIGNATURE_KEY = "natsobj.hmac"  # "hmac-sha256=<base64url>" of the pickle's exact bytes
+_SIGNATURE_SCHEME = "hmac-sha256="
+_MAC_BLOCK = 1 << 20
 CONTENT_TYPE = "Content-Type"  # in the metadata passed to save(): becomes the header
 
 
@@ -34,6 +41,8 @@ class Target:
     settings: ConnectionSettings
     bucket: str
     name: str
+    # The IO manager's pickle signing key: pickles are signed with it and verified against it.
+    pickle_key: bytes | None = field(default=None, repr=False, compare=False)
 
     @property
     def uri(self) -> str:
@@ -213,7 +222,13 @@ class PolarsHandler(FileHandler):
 
 
 class PickleHandler(FileHandler):
-    """The fallback for any other Python object."""
+    """The fallback for any other Python object.
+
+    Unpickling runs code chosen by whoever wrote the bytes, so the IO manager asks for a pickle
+    load only when the input's annotation or its own configuration does, never because an
+    object says it is a pickle. With a signing key, a pickle is stored with an HMAC of its
+    exact bytes and only a pickle whose HMAC verifies is unpickled.
+    """
 
     format = "pickle"
     type_name = "object"
@@ -221,6 +236,24 @@ class PickleHandler(FileHandler):
 
     def classes(self) -> tuple[type, ...]:
         return (object,)
+
+    def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
+        with tempfile.TemporaryDirectory(prefix="natsobj-dagster-") as tmp:
+            path = Path(tmp) / "value"
+            self.write_file(value, path)
+            meta = dict(metadata)
+            if target.pickle_key is not None:
+                meta[SIGNATURE_KEY] = _SIGNATURE_SCHEME + _mac_of(path, target.pickle_key)
+            info = target.store.put(target.name, path, **self.object_meta(meta))
+            return Stored(info)
+
+    def load(self, target: Target) -> Any:
+        with tempfile.TemporaryDirectory(prefix="natsobj-dagster-") as tmp:
+            path = Path(tmp) / "value"
+            info = target.store.get_file(target.name, path)  # the version the MAC must match
+            if target.pickle_key is not None:
+                _verify_signature(target, info, path, target.pickle_key)
+            return self.read_file(path)
 
     def write_file(self, value: Any, path: Path) -> tuple[int | None, TableSchema | None]:
         with path.open("wb") as f:
@@ -230,6 +263,40 @@ class PickleHandler(FileHandler):
     def read_file(self, path: Path) -> Any:
         with path.open("rb") as f:
             return pickle.load(f)
+
+
+def _mac_of(path: Path, key: bytes) -> str:
+    """HMAC-SHA256 of the file, read in blocks so memory stays bounded, as base64url."""
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    with path.open("rb") as f:
+        while block := f.read(_MAC_BLOCK):
+            mac.update(block)
+    return base64.urlsafe_b64encode(mac.digest()).decode("ascii")
+
+
+def _verify_signature(target: Target, info: ObjectInfo, path: Path, key: bytes) -> None:
+    """Refuse, before a single byte is unpickled, a pickle whose recorded HMAC is missing or
+    is not the HMAC of the bytes just downloaded under this key."""
+    recorded = info.metadata.get(SIGNATURE_KEY, "")
+    if not recorded:
+        raise UntrustedPickle(
+            "the pickle carries no signature (natsobj.hmac), and this IO manager loads only "
+            "signed pickles",
+            bucket=target.bucket,
+            name=target.name,
+            hint="Materialize the upstream asset again with the same pickle_signing_key so it "
+            "is signed; if you did not write this object, delete it.",
+        )
+    expected = _SIGNATURE_SCHEME + _mac_of(path, key)
+    if not hmac.compare_digest(recorded.encode(), expected.encode()):
+        raise UntrustedPickle(
+            "the pickle's signature (natsobj.hmac) does not match its bytes under this IO "
+            "manager's key: it was changed or signed with another key",
+            bucket=target.bucket,
+            name=target.name,
+            hint="Check that writer and reader use the same pickle_signing_key, then "
+            "materialize the upstream asset again; if you did not write this object, delete it.",
+        )
 
 
 def arrow_table_schema(schema: Any) -> TableSchema:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import typing
 from typing import Any
 
@@ -16,14 +17,22 @@ from pydantic import Field
 from dagster_natsobj import naming
 from dagster_natsobj.handlers import (
     CONTENT_TYPE,
+    PickleHandler,
     Target,
     is_mapping_annotation,
     unwrap_annotation,
 )
 from dagster_natsobj.metadata import output_metadata
 from dagster_natsobj.registry import handler_for_stored, handler_for_type, handler_for_value
-from dagster_natsobj.resource import NatsObjectStoreResource, open_store
-from natsobj.errors import ObjectNotFound
+from dagster_natsobj.resource import (
+    SECRET_HINT,
+    NatsObjectStoreResource,
+    open_store,
+    resolve_value,
+)
+from natsobj.errors import ObjectNotFound, UntrustedPickle
+
+PICKLE_KEY_ENV = "NATSOBJ_PICKLE_KEY"
 
 _NO_CREATE = (
     "Bucket creation is off: create it (`natsobj store create {bucket}`) or set "
@@ -41,6 +50,9 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
     Asset ``a/b`` lands at ``<prefix>/a/b`` (``.../<partition>`` when partitioned); op outputs
     at ``<prefix>/storage/<run_id>/<step>/<output>``. The format follows the value's type:
     bytes/str raw, pandas and Arrow as Parquet, PySpark through the executors, else pickle.
+    Loading follows the input's annotation; what a stored object says about itself picks the
+    format only for an untyped input, and never pickle on its own (docs/dagster.md, "Pickles
+    and trust").
     """
 
     resource: NatsObjectStoreResource = Field(
@@ -51,6 +63,19 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
     prefix: str = Field(default="dagster", description="Name prefix for every object written.")
     create_bucket: bool = Field(
         default=True, description="Create the bucket when it does not exist yet."
+    )
+    pickle_signing_key: str | None = Field(
+        default=None,
+        repr=False,
+        description="HMAC-SHA256 key: pickles are signed on write, and an unsigned or forged "
+        f"pickle is refused on read. Unset: the {PICKLE_KEY_ENV} environment variable. "
+        f"{SECRET_HINT}",
+    )
+    unpickle_untyped_inputs: bool = Field(
+        default=False,
+        description="Without a signing key, unpickle an input with no type annotation (or Any) "
+        "when the stored object says it is a pickle. Unpickling runs code: only for a bucket "
+        "whose every writer you trust.",
     )
 
     # -- names -------------------------------------------------------------------------------
@@ -74,6 +99,11 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         bucket, _ = naming.pinned_location(context)
         return bucket or self.bucket
 
+    def _pickle_key(self) -> bytes | None:
+        """The configured signing key, else the environment's; None when neither is set."""
+        key = resolve_value(self.pickle_signing_key) or os.environ.get(PICKLE_KEY_ENV)
+        return key.encode("utf-8") if key else None
+
     # -- IO ----------------------------------------------------------------------------------
 
     def handle_output(self, context: OutputContext, obj: Any) -> None:
@@ -96,7 +126,7 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         bucket = self._bucket(context)
         with self.resource.get_client() as client:
             store = open_store(client, bucket, create=self.create_bucket, missing_hint=_NO_CREATE)
-            target = Target(store, settings, bucket, name)
+            target = Target(store, settings, bucket, name, self._pickle_key())
             stored = handler.save(target, obj, object_meta)
         context.add_output_metadata(output_metadata(target, handler, stored))
         context.log.debug(f"stored {handler.type_name} at {target.uri}")
@@ -110,13 +140,16 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         allow_missing = bool((context.definition_metadata or {}).get("allow_missing_partitions"))
         bucket = self._bucket(context)
         settings = self.resource.settings()
+        pickle_key = self._pickle_key()
         loaded: dict[str, Any] = {}
         with self.resource.get_client() as client:
             store = open_store(client, bucket, create=False, missing_hint=_NOTHING_STORED)
             for partition, name in names.items():
-                target = Target(store, settings, bucket, name)
+                target = Target(store, settings, bucket, name, pickle_key)
                 try:
-                    loaded[partition] = _load_one(target, unwrap_annotation(annotation))
+                    loaded[partition] = _load_one(
+                        target, unwrap_annotation(annotation), self.unpickle_untyped_inputs
+                    )
                 except ObjectNotFound as exc:
                     if not (allow_missing and context.has_asset_partitions):
                         raise ObjectNotFound(
@@ -141,10 +174,29 @@ def _annotation(context: InputContext | OutputContext) -> Any:
         return typing.Any
 
 
-def _load_one(target: Target, annotation: Any) -> Any:
+def _load_one(target: Target, annotation: Any, unpickle_untyped: bool) -> Any:
+    """The annotation picks the handler. Only for an untyped input does the stored object,
+    which any writer of the bucket can have written, pick it; and its saying "pickle" is not
+    enough: that also takes a signing key (the signature then vouches for the bytes) or the
+    user's explicit unpickle_untyped_inputs."""
     handler = handler_for_type(annotation)
     if handler is None:
         handler = handler_for_stored(target)
+        if (
+            isinstance(handler, PickleHandler)
+            and target.pickle_key is None
+            and not unpickle_untyped
+        ):
+            raise UntrustedPickle(
+                "the object says it is a pickle, and the input has no type annotation: "
+                "natsobj does not unpickle because of what a stored object says about itself",
+                bucket=target.bucket,
+                name=target.name,
+                hint="Annotate the input with the type you expect (bytes loads the raw "
+                "object), configure pickle_signing_key (or NATSOBJ_PICKLE_KEY) on the IO "
+                "managers that write and read it, or set unpickle_untyped_inputs=True if you "
+                "trust every writer of the bucket.",
+            )
     return handler.load(target)
 
 

@@ -71,7 +71,9 @@ def handler_for_value(value: Any) -> Handler:
 
 
 def handler_for_type(annotation: Any) -> Handler | None:
-    """None for ``Any``/``object``/no annotation: the stored object then decides."""
+    """None for ``Any``/``object``/no annotation: the stored object then decides. A generic
+    such as ``list[int]`` is its class: only pickle can hold it, so the annotation asks for it."""
+    annotation = typing.get_origin(annotation) or annotation
     if annotation in (object, typing.Any) or not isinstance(annotation, type):
         return None
     return next((h for h in handlers() if h.accepts_type(annotation)), None)

@@ -19,7 +19,7 @@ from natsobj import ConnectionSettings
 from natsobj.errors import BucketNotFound
 from natsobj.shared import SharedClient, shared_client
 
-_SECRET_HINT = "Secret: pass dagster.EnvVar(...) so the value never shows in Dagster's config."
+SECRET_HINT = "Secret: pass dagster.EnvVar(...) so the value never shows in Dagster's config."
 CREATE_HINT = "Create it with `natsobj store create {bucket}`, or check the bucket name."
 
 
@@ -35,10 +35,10 @@ class NatsObjectStoreResource(ConfigurableResource):
         description="NATS URL(s), comma-separated, or 'embedded' for the local embedded server.",
     )
     user: str | None = Field(default=None, description="User name.")
-    password: str | None = Field(default=None, repr=False, description=f"Password. {_SECRET_HINT}")
-    token: str | None = Field(default=None, repr=False, description=f"Auth token. {_SECRET_HINT}")
+    password: str | None = Field(default=None, repr=False, description=f"Password. {SECRET_HINT}")
+    token: str | None = Field(default=None, repr=False, description=f"Auth token. {SECRET_HINT}")
     nkey_seed: str | None = Field(
-        default=None, repr=False, description=f"NKey seed or path to a seed file. {_SECRET_HINT}"
+        default=None, repr=False, description=f"NKey seed or path to a seed file. {SECRET_HINT}"
     )
     creds_file: str | None = Field(default=None, description="Path to a .creds file (JWT).")
     tls_ca: str | None = Field(default=None, description="CA bundle for TLS.")
@@ -59,7 +59,7 @@ class NatsObjectStoreResource(ConfigurableResource):
         EnvVar fields are read from the environment then.
         """
         fields = {
-            name: _resolve(getattr(self, name))
+            name: resolve_value(getattr(self, name))
             for name in (
                 "user",
                 "password",
@@ -76,7 +76,7 @@ class NatsObjectStoreResource(ConfigurableResource):
                 "connect_timeout",
             )
         }
-        return ConnectionSettings.coerce(_resolve(self.url), **fields)
+        return ConnectionSettings.coerce(resolve_value(self.url), **fields)
 
     @contextmanager
     def get_client(self) -> Iterator[natsobj.Client]:
@@ -92,7 +92,8 @@ class NatsObjectStoreResource(ConfigurableResource):
             yield open_store(client, bucket, create=create, missing_hint=CREATE_HINT)
 
 
-def _resolve(value: Any) -> Any:
+def resolve_value(value: Any) -> Any:
+    """A config field's value, read from the environment when it is an unresolved EnvVar."""
     return value.get_value() if isinstance(value, EnvVar) else value
 
 

@@ -150,3 +150,15 @@ class MissingDigest(DigestMismatch):
         "allow_missing_digest=True (its size and chunk count are still checked); otherwise "
         "re-upload it."
     )
+
+
+class UntrustedPickle(NatsObjError):
+    """Dagster would have to unpickle an object nothing vouches for: unpickling runs code chosen
+    by whoever wrote the bytes, and any writer of the bucket can store an object that says it
+    is a pickle. The message says which of the cases it is."""
+
+    hint = (
+        "Annotate the input with the type you expect; to load pickles safely, give the IO "
+        "manager a pickle_signing_key (or set NATSOBJ_PICKLE_KEY) where they are written and "
+        "read, and materialize the upstream asset again so it is signed."
+    )

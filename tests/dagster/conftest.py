@@ -46,6 +46,15 @@ def io_manager(nats_resource: NatsObjectStoreResource, bucket_name: str) -> Iter
 
 
 @pytest.fixture
+def signed_io_manager(io_manager, nats_resource, bucket_name: str) -> NatsObjectStoreIOManager:
+    """``io_manager`` with a pickle signing key: an untyped input then loads a pickle it wrote,
+    because the signature (not the object's own metadata) vouches for it."""
+    return NatsObjectStoreIOManager(
+        resource=nats_resource, bucket=bucket_name, prefix="pipe", pickle_signing_key="test key"
+    )
+
+
+@pytest.fixture
 def bucket_store(sync_client, io_manager, bucket_name: str):
     """The IO manager's bucket, for reading back what it wrote."""
     return sync_client.create_store(bucket_name)

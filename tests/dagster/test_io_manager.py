@@ -62,16 +62,18 @@ FRAME = pd.DataFrame({"id": [1, 2, 3], "city": ["Oslo", "Lima", "Pune"], "temp":
         ({"nested": [1, 2, {"x": Point(1, 2)}]}, "pickle", "application/x-python-pickle"),
     ],
 )
-def test_raw_and_pickled_values_round_trip(io_manager, bucket_store, value, fmt, content_type):
+def test_raw_and_pickled_values_round_trip(
+    signed_io_manager, bucket_store, value, fmt, content_type
+):
     @asset
     def produced():
         return value
 
     @asset
-    def consumed(produced):  # un-annotated: the stored format decides
+    def consumed(produced):  # un-annotated: the stored format decides (a pickle if signed)
         return produced
 
-    result = _materialize([produced, consumed], io_manager)
+    result = _materialize([produced, consumed], signed_io_manager)
     assert result.output_for_node("consumed") == value
     info = bucket_store.get_info("pipe/produced")
     assert info.metadata["natsobj.format"] == fmt
@@ -227,7 +229,8 @@ def test_op_outputs_and_dynamic_outputs_are_stored_per_run_and_escaped(io_manage
     assert bucket_store.get_bytes(f"pipe/storage/{run}/pair/right") == b"R"
 
 
-def test_direct_contexts_round_trip(io_manager, bucket_store):
+def test_direct_contexts_round_trip(signed_io_manager, bucket_store):
+    io_manager = signed_io_manager  # the input is untyped: a pickle loads because it is signed
     # Contexts are closed deterministically: their ephemeral instance must not be left to GC.
     with build_output_context(asset_key=AssetKey(["direct", "thing"]), name="result") as out_ctx:
         io_manager.handle_output(out_ctx, {"when": datetime(2024, 1, 2)})
