@@ -93,9 +93,11 @@ class ConnectionSettings:
     def __post_init__(self) -> None:
         if isinstance(self.servers, str):
             self.servers = [s.strip() for s in self.servers.split(",") if s.strip()]
-        self.servers = [self._take_userinfo(server) for server in self.servers]
+        taken = [_take_userinfo(server) for server in self.servers]
+        self.servers = [server for server, _ in taken]
         if not self.servers:
             raise ValueError("ConnectionSettings needs at least one server URL (or 'embedded')")
+        self._adopt(_one_set_of_credentials(taken))
         if self.domain and self.api_prefix:
             raise ValueError("set either domain or api_prefix, not both")
         self.connect_timeout = float(self.connect_timeout)
@@ -105,19 +107,13 @@ class ConnectionSettings:
                 f"consistency must be one of {list(CONSISTENCY_LEVELS)}, not {self.consistency!r}"
             )
 
-    def _take_userinfo(self, server: str) -> str:
-        """Move ``user:pass@`` / ``token@`` out of a server URL into the secret fields, so a
-        server list handed over as it is can never print its credentials."""
-        scheme, sep, rest = server.partition("://")
-        userinfo, at, hosts = rest.rpartition("@")
-        if not (sep and at) or scheme == EMBEDDED:
-            return server
-        user, colon, password = userinfo.partition(":")
-        if colon and self.user is None:
-            self.user, self.password = unquote(user), unquote(password)
-        elif not colon and self.token is None:
-            self.token = unquote(user)
-        return f"{scheme}://{hosts}"
+    def _adopt(self, credentials: dict[str, str]) -> None:
+        """Credentials found in server URLs fill the fields not given on their own: a server
+        list handed over as it is can never print them."""
+        if "user" in credentials and self.user is None:
+            self.user, self.password = credentials["user"], credentials["password"]
+        if "token" in credentials and self.token is None:
+            self.token = credentials["token"]
 
     def __repr__(self) -> str:
         shown = []
@@ -136,29 +132,35 @@ class ConnectionSettings:
 
     @classmethod
     def from_url(cls, url: str, **overrides: Any) -> ConnectionSettings:
-        """Parse ``nats://user:pass@h1:4222,h2:4222?domain=hub`` or ``embedded[:///dir]``."""
+        """Parse ``nats://user:pass@h1:4222,h2:4222?domain=hub`` or ``embedded[:///dir]``.
+
+        The rule, so that no secret is ever cut or mistaken for a host: ``,`` separates the
+        servers; in each, the userinfo ends at the last ``@``, so ``:``, ``/``, ``?`` and ``@``
+        may appear raw in a password; the options start at the first ``?`` after it and run
+        to the end. A ``,`` or ``%`` in credentials, and a ``@`` in an option value, must be
+        percent-encoded."""
         url = url.strip()
         if url == EMBEDDED or url.startswith(EMBEDDED + ":"):
             return cls(servers=[url], **_clean(overrides))
-        values: dict[str, Any] = {}
-        scheme, sep, rest = url.partition("://")
-        if not sep:
-            scheme, rest = "nats", url
-        rest, _, query = rest.partition("?")
-        rest = rest.rstrip("/")
-        userinfo, at, hosts = rest.rpartition("@")
-        if at:
-            user, colon, password = userinfo.partition(":")
-            if colon:
-                values["user"], values["password"] = unquote(user), unquote(password)
-            else:
-                values["token"] = unquote(user)
-        else:
-            hosts = rest
-        # "nats://h1:4222,h2:4222" and the NATS_URL form "nats://h1:4222,nats://h2:4222"
-        values["servers"] = [h if "://" in h else f"{scheme}://{h}" for h in hosts.split(",") if h]
-        for server in values["servers"]:
+        scheme = url.partition("://")[0] if "://" in url.split(",")[0] else "nats"
+        taken: list[tuple[str, dict[str, str]]] = []
+        query = ""
+        pieces = url.split(",")
+        for index, piece in enumerate(pieces):
+            piece = piece.strip()
+            if not piece:
+                continue
+            # "nats://h1:4222,h2:4222" and the NATS_URL form "nats://h1:4222,nats://h2:4222"
+            server, credentials = _take_userinfo(piece if "://" in piece else f"{scheme}://{piece}")
+            server, mark, query = server.partition("?")
+            server = _strip_path(server)
             _check_server(server)
+            taken.append((server, credentials))
+            if mark:
+                query = ",".join([query, *pieces[index + 1 :]])  # a "," inside an option value
+                break
+        values: dict[str, Any] = {"servers": [server for server, _ in taken]}
+        values.update(_one_set_of_credentials(taken))
         for key, vals in parse_qs(query, keep_blank_values=False).items():
             target = OPTION_FIELDS.get(key)
             if target is None:
@@ -250,6 +252,14 @@ class ConnectionSettings:
             server = f"{scheme}://{quote(self.user)}:{_REDACTED}@{hosts}"
         return server
 
+    def redact(self, text: str) -> str:
+        """``text`` with each secret of these settings, as given or percent-encoded, replaced
+        by ***: for messages that wrap an error another layer may have worded with one."""
+        for secret in (getattr(self, name) for name in SECRET_FIELDS):
+            for form in {secret, quote(secret, safe="")} if secret else ():
+                text = text.replace(form, _REDACTED)
+        return text
+
     def ssl_context(self) -> ssl.SSLContext | None:
         tls_scheme = any(s.startswith("tls://") for s in self.servers)
         if not (self.tls_ca or self.tls_cert or tls_scheme):
@@ -286,14 +296,52 @@ class ConnectionSettings:
         return options
 
 
+def _take_userinfo(server: str) -> tuple[str, dict[str, str]]:
+    """Split ``scheme://userinfo@rest`` at the last ``@`` into ``scheme://rest`` and the
+    credentials it carried: ``user:password`` or a token."""
+    scheme, sep, rest = server.partition("://")
+    userinfo, at, hosts = rest.rpartition("@")
+    if not (sep and at) or scheme == EMBEDDED:
+        return server, {}
+    user, colon, password = userinfo.partition(":")
+    if colon:
+        return f"{scheme}://{hosts}", {"user": unquote(user), "password": unquote(password)}
+    return f"{scheme}://{hosts}", ({"token": unquote(user)} if user else {})
+
+
+def _one_set_of_credentials(taken: list[tuple[str, dict[str, str]]]) -> dict[str, str]:
+    """natsobj authenticates to every server of a list the same way, so servers that carry
+    different credentials are a mistake to report, not one to guess at (which set wins)."""
+    distinct: list[dict[str, str]] = []
+    for _, credentials in taken:
+        if credentials and credentials not in distinct:
+            distinct.append(credentials)
+    if len(distinct) > 1:
+        servers = ", ".join(server for server, _ in taken)
+        raise ValueError(
+            f"the servers {servers} carry {len(distinct)} different sets of credentials; "
+            "natsobj uses one set for every server of a list: give the same user/password or "
+            "token on each server (or on the first only), or set them separately"
+        )
+    return distinct[0] if distinct else {}
+
+
+def _strip_path(server: str) -> str:
+    """``nats://h:4222/`` -> ``nats://h:4222`` (the slash before a query)."""
+    scheme, _, hosts = server.partition("://")
+    return f"{scheme}://{hosts.rstrip('/')}"
+
+
 def _check_server(server: str) -> None:
-    """Refuse an http:// or hostless URL at once, rather than after a failed connect."""
+    """Refuse an http:// or hostless URL at once, rather than after a failed connect. A
+    scheme that is not a word is not echoed: it may be part of a mistyped password."""
     scheme, _, rest = server.partition("://")
     host = rest.split("?")[0].strip("/")
     if scheme.lower() not in URL_SCHEMES or not host:
+        shown = f"a {scheme} URL" if scheme.isalnum() else "a URL"
         raise ValueError(
             f"must look like nats://host:4222 (schemes {list(URL_SCHEMES)}) or 'embedded'; "
-            f"got a {scheme} URL for host {host!r}"
+            f"got {shown} for host {host!r}"
         )
 
 

@@ -3,6 +3,7 @@ log records and CLI output, however they were given."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 
@@ -17,6 +18,7 @@ from natsobj.cli.exits import ExitCode
 from natsobj.embedded import NatsServerProcess
 from tests.security.jwt_chain import new_keypair
 from tests.security.support import assert_no_secret, exception_text, with_userinfo
+from tests.security.test_airflow_secrets import airflow_home  # noqa: F401 (an autouse fixture)
 
 PASSWORD = "pw-Qe93-secret"
 TOKEN = "tok-Lm41-secret"
@@ -147,3 +149,53 @@ def test_cli_failure_output_has_no_secrets(server, debug):
     assert result.exit_code == ExitCode.CONNECTION, result.output  # connection or permission
     assert "alice" in result.output  # the error says who was refused...
     assert_no_secret(result.output + repr(result.exception), [wrong, PASSWORD])  # ...not how
+
+
+# -- a token with a raw "?" (the old parser took the text before it for a host name) -------------
+
+TOKEN_HEAD, TOKEN_TAIL = "tokhead-Rw58", "toktail-Jc06"
+RAW_TOKEN = f"{TOKEN_HEAD}?{TOKEN_TAIL}"
+
+
+@pytest.fixture(scope="module")
+def token_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServerProcess]:
+    config = f'authorization {{ token: "{RAW_TOKEN}" }}\n'
+    with NatsServerProcess(tmp_path_factory.mktemp("token"), config=config) as server:
+        yield server
+
+
+def test_a_raw_question_mark_in_a_token_is_part_of_the_token(token_server):
+    with natsobj.connect(with_userinfo(token_server.url, RAW_TOKEN)) as client:
+        assert client.store_names() == []
+
+
+@pytest.mark.timeout(20)
+def test_cli_never_prints_a_token_or_a_piece_of_it(token_server):
+    wrong = f"{TOKEN_HEAD}x?{TOKEN_TAIL}"
+    url = ",".join([with_userinfo(token_server.url, wrong)] * 2)
+    result = CliRunner().invoke(cli, ["--url", url, "--timeout", "2", "stores"])
+    assert result.exit_code == ExitCode.CONNECTION, result.output
+    assert_no_secret(result.output + repr(result.exception), [TOKEN_HEAD, TOKEN_TAIL])
+
+
+@pytest.mark.timeout(30)
+def test_airflow_connection_test_never_prints_a_token(token_server, monkeypatch):
+    from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
+
+    wrong = f"{TOKEN_HEAD}x?{TOKEN_TAIL}"
+    connection = {
+        "conn_type": "nats",
+        "host": with_userinfo(token_server.url, wrong),
+        "extra": {"connect_timeout": 2},
+    }
+    monkeypatch.setenv("AIRFLOW_CONN_NATS_TOKEN", json.dumps(connection))
+    hook = NatsObjectStoreHook("nats_token")
+    ok, message = hook.test_connection()
+    assert ok is False
+    assert_no_secret(message + repr(hook.settings), [TOKEN_HEAD, TOKEN_TAIL])
+
+
+def test_settings_redact_secrets_from_wrapped_messages():
+    settings = ConnectionSettings.from_url(f"nats://{TOKEN}@h:4222", password="p w/1")
+    text = settings.redact(f"failed with {TOKEN} and p w/1 and p%20w%2F1")
+    assert_no_secret(text, [TOKEN, "p w/1", "p%20w%2F1"])

@@ -86,11 +86,13 @@ class NatsObjectStoreHook(BaseHook):
 
     def test_connection(self) -> tuple[bool, str]:
         """Connect once and list the stores: what the UI's Test button reports."""
+        settings: ConnectionSettings | None = None
         try:
             settings = self.settings
             names = run(_probe(settings))
         except Exception as exc:
-            return False, f"{type(exc).__name__}: {exc}"
+            message = f"{type(exc).__name__}: {exc}"
+            return False, settings.redact(message) if settings else message
         return (
             True,
             f"Connected to {settings.redacted_url()}; {len(names)} object store(s) visible.",
