@@ -252,13 +252,23 @@ class ObjectInfo:
             if not isinstance(doc, dict):
                 raise _Invalid("name", "is missing: the record is not a JSON object")
             get = doc.get
-            name = _name(get("name"))
+            # each field: an inline check of the usual value, the helper for anything else
+            # (which accepts what it may and says what is wrong with the rest)
+            name = get("name")
+            if type(name) is not str or not name or not name.isascii():
+                name = _name(name)
             shown = shown if shown is not None else name
             if token is not None and not is_token_of(name, token):
                 raise _Invalid("name", f"is not the name its subject encodes: {_shown(name)}")
             link = chunk_size = tiering = None
             if options := get("options"):
-                link, chunk_size = _options(options)
+                chunk_size = options.get("max_chunk_size") if type(options) is dict else None
+                if (
+                    type(chunk_size) is not int
+                    or not 0 < chunk_size <= MAX_COUNT
+                    or len(options) != 1
+                ):
+                    link, chunk_size = _options(options)  # a link, or anything unusual
             if (tiering_doc := get(TIERING_FIELD)) is not None:
                 if not isinstance(tiering_doc, dict):
                     raise _Invalid(TIERING_FIELD, f"must be an object, not {_shown(tiering_doc)}")
@@ -267,16 +277,34 @@ class ObjectInfo:
                     link = None  # the placeholder for other clients, not a link of the user's
                 if tiering.mtime:
                     mtime = tiering.mtime
+            nuid = get("nuid")
+            if type(nuid) is not str or not nuid.isalnum() or len(nuid) > MAX_NUID:
+                nuid = _nuid(nuid)
+            size, chunks = get("size"), get("chunks")
+            if type(size) is not int or not 0 <= size <= MAX_COUNT:
+                size = _count(size, "size")
+            if type(chunks) is not int or not 0 <= chunks <= MAX_COUNT:
+                chunks = _count(chunks, "chunks")
+            digest, deleted = get("digest", ""), get("deleted", False)
+            if type(digest) is not str:
+                digest = _text(digest, "digest")
+            if type(deleted) is not bool:
+                deleted = _flag(deleted, "deleted")
+            record_bucket, description = get("bucket", ""), get("description", "")
+            if type(record_bucket) is not str:
+                record_bucket = _text(record_bucket, "bucket")
+            if type(description) is not str:
+                description = _text(description, "description")
             headers, metadata = get("headers"), get("metadata")
             return cls(
                 name,
-                _text(get("bucket"), "bucket") or bucket or "",
-                _nuid(get("nuid")),
-                _count(get("size"), "size"),
-                _count(get("chunks"), "chunks"),
-                _text(get("digest"), "digest"),
-                _flag(get("deleted"), "deleted"),
-                _text(get("description"), "description"),
+                record_bucket or bucket or "",
+                nuid,
+                size,
+                chunks,
+                digest,
+                deleted,
+                description,
                 _parse_headers(headers) if headers else {},
                 _parse_metadata(metadata) if metadata else {},
                 link,
