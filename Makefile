@@ -1,7 +1,9 @@
 # natsobj: two commands do all the setup on a fresh machine (Python 3.11 + Java 17).
 #   make demo   run the example Spark pipeline against an embedded NATS server
 #   make test   create .venv when missing and run the whole suite
-#   make bench  BENCHMARKS.md; BENCH_ARGS="--scale 10000,50000,100000,1000000" adds listing at scale
+#   make bench        all of BENCHMARKS.md from one full run (BENCH_ARGS="--scale 10000,50000,1000000"
+#                     adds the million-object listing; BENCH_ARGS=--no-spark leaves out Spark)
+#   make bench-quick  the same comparisons, smaller and fewer, for development (under 10 min)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -9,7 +11,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JSPEER := tests/interop_js/node_modules/.package-lock.json
 
-.PHONY: demo test test-slow bench lint format clean
+.PHONY: demo test test-slow bench bench-quick lint format clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +36,9 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m benchmarks.run $(BENCH_ARGS)
+
+bench-quick: $(STAMP)
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m benchmarks.run --quick $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

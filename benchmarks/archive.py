@@ -1,6 +1,6 @@
 """Archive figures for BENCHMARKS.md, all against one moto S3 server and one nats-server.
 
-``section(quick)`` returns the Markdown lines. Each case runs in its own process
+``measure(...)`` returns the section (``benchmarks.figures``). Each case runs in its own process
 (``python -m benchmarks.archive CASE ...``) so its peak RSS growth is its own:
 
 - ``archive``: one catch-up pass of a store holding one large object (multipart upload);
@@ -15,20 +15,29 @@ import asyncio
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
-from benchmarks.core import RssSampler
+from benchmarks.core import RssSampler, make_file
+from benchmarks.figures import (
+    HIGHER,
+    LOWER,
+    MiB,
+    Section,
+    add_row,
+    ratio_target,
+    section,
+    throughput,
+    timed,
+    value_target,
+)
 from natsobj.embedded import NatsServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
-MiB = 1024 * 1024
 CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "bench",
     "AWS_SECRET_ACCESS_KEY": "bench-secret",
@@ -175,12 +184,6 @@ class _Moto:
         self.process.wait(10)
 
 
-def _write_file(path: Path, size: int) -> None:
-    with path.open("wb") as handle:
-        for offset in range(0, size, 64 * MiB):
-            handle.write(os.urandom(min(64 * MiB, size - offset)))
-
-
 def _fill(url: str, bucket: str, objects: dict[str, Path | bytes]) -> None:
     import natsobj
 
@@ -191,113 +194,143 @@ def _fill(url: str, bucket: str, objects: dict[str, Path | bytes]) -> None:
     client.close()
 
 
-def section(quick: bool = False, repeats: int = 3) -> list[str]:
-    large = (64 if quick else 256) * MiB
-    huge = (128 if quick else 1024) * MiB
-    small_count = 2000 if quick else 10_000
-    repeats = 1 if quick else repeats
+ARCHIVE_NOTE = (
+    "One nats-server and one moto S3 server (`moto_server`, in memory, on the same cores) in"
+    " the same run, each case in its own process, interleaved, each repeat against a fresh S3"
+    " bucket. The anchor uploads the same bytes from a local file with the same library"
+    " (obstore) and part size, so the ratio is what archiving costs over the S3 upload"
+    " itself; it reads its file with plain 128 KiB reads on the event loop, which is why it"
+    " can come out slower than archiving. moto is the bottleneck here: against real S3 both"
+    " rise. RSS growth is over the process's RSS once its libraries are loaded and pyarrow has"
+    " written its first table; a large object passes through in 8 MiB multipart parts."
+)
+
+
+def measure(large: int, huge: int, small_count: int, repeats: int) -> list[Section]:
+    """Archive and restore of one ``large`` object (``repeats`` times), one pass over
+    ``small_count`` 1 KiB objects, and the peak RSS of archiving one ``huge`` object."""
+    figures = section(
+        "archive",
+        "Archive to S3 (moto on loopback, obstore)",
+        ARCHIVE_NOTE,
+        {"direct": "S3 upload of the same bytes (obstore)", "ours": "natsobj"},
+        [("ours", "direct")],
+    )
     work = Path(tempfile.mkdtemp(prefix="natsobj-archive-bench-"))
     server = NatsServerProcess(work / "nats")
     server.start()
     moto = _Moto(work)
     env = {**os.environ, **CREDENTIALS, "AWS_ENDPOINT_URL": moto.endpoint}
-    os.environ.update({**CREDENTIALS, "AWS_ENDPOINT_URL": moto.endpoint})
-    samples: dict[str, list[dict[str, float]]] = {"archive": [], "direct": [], "restore": []}
     try:
-        path = work / "large.bin"
-        _write_file(path, large)
-        _fill(server.url, "benchlarge", {"large.bin": path})
-        for _ in range(repeats):  # interleaved, each against a fresh S3 bucket
-            s3 = moto.new_bucket()
-            samples["direct"].append(_child(env, "direct", str(path), f"s3://{s3}/d"))
-            samples["archive"].append(
-                _child(env, "archive", server.url, "benchlarge", f"s3://{s3}/a")
-            )
-            samples["restore"].append(
-                _child(
-                    env,
-                    "restore",
-                    server.url,
-                    f"benchrestore{len(samples['restore'])}",
-                    f"s3://{s3}/a",
-                )
-            )
-            moto.delete_bucket(s3)
-        path.unlink()
-
-        small = {f"small/{i:05d}": os.urandom(1024) for i in range(small_count)}
-        _fill(server.url, "benchsmall", small)
-        s3 = moto.new_bucket()
-        packed = _child(env, "archive", server.url, "benchsmall", f"s3://{s3}/a")
-        moto.delete_bucket(s3)
-
-        _write_file(path, huge)
-        _fill(server.url, "benchhuge", {"huge.bin": path})
-        path.unlink()
-        s3 = moto.new_bucket()
-        huge_run = _child(env, "archive", server.url, "benchhuge", f"s3://{s3}/a")
-        moto.delete_bucket(s3)
+        with timed(figures):
+            runs = _large_runs(server.url, moto, env, work / "large.bin", large, repeats)
+            packed = _archive_once(server.url, moto, env, "benchsmall", _small(small_count))
+            make_file(work / "huge.bin", huge)
+            huge_run = _archive_once(server.url, moto, env, "benchhuge", work / "huge.bin")
     finally:
         moto.stop()
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
-    return render(large, huge, small_count, samples, packed, huge_run)
+    _add_rows(figures, large, huge, small_count, runs, packed, huge_run)
+    return [figures]
 
 
-def _mib_s(size: int, runs: list[dict[str, float]]) -> float:
-    return size / MiB / statistics.median(r["seconds"] for r in runs)
-
-
-def render(
+def _add_rows(
+    figures: Section,
     large: int,
     huge: int,
     small_count: int,
-    samples: dict[str, list[dict[str, Any]]],
+    runs: dict[str, list[dict[str, float]]],
     packed: dict[str, float],
     huge_run: dict[str, float],
-) -> list[str]:
-    archive = _mib_s(large, samples["archive"])
-    direct = _mib_s(large, samples["direct"])
-    restore = _mib_s(large, samples["restore"])
-    per_second = small_count / packed["seconds"]
-    puts_each = packed["puts"] / small_count
-    rss = huge_run["rss_growth"] / MiB
-    peak = huge_run["peak_rss"] / MiB
-    ratio = archive / direct
-    size_label = f"{large // MiB} MiB"
-    return [
-        "",
-        "## Archive to S3 (moto server on loopback, obstore)",
-        "",
-        "One nats-server and one moto S3 server (`moto_server`, in memory) in the same run;",
-        f"medians of {len(samples['archive'])} interleaved runs, each case in its own process.",
-        "The direct upload sends the same bytes from a local file with the same library and",
-        "part size, so the ratio is what archiving costs over the S3 upload itself. moto is the",
-        "bottleneck here; against real S3 both figures rise. The direct case reads its file with",
-        "plain 128 KiB reads on the event loop, why it can come out slower than archiving.",
-        "",
-        "| figure | measured | target | met |",
-        "|---|---:|---:|---|",
-        f"| archive throughput, one {size_label} object | {archive:.1f} MiB/s | | |",
-        f"| direct upload of the same bytes | {direct:.1f} MiB/s | | |",
-        f"| archive / direct | {ratio:.2f}x | >= 0.8x | {_met(ratio >= 0.8)} |",
-        f"| small objects archived ({small_count:,} x 1 KiB) | {per_second:,.0f} objects/s | | |",
-        f"| S3 PUTs per small object | {puts_each:.4f} ({packed['puts']:.0f} PUTs) | <= 0.05 "
-        f"| {_met(puts_each <= 0.05)} |",
-        f"| restore throughput, one {size_label} object | {restore:.1f} MiB/s | | |",
-        f"| peak RSS growth archiving a {huge // MiB} MiB object | {rss:.1f} MiB | < 64 MiB "
-        f"| {_met(rss < 64)} |",
-        f"| whole archiver process at its peak (Python, nats-py, pyarrow, obstore) | {peak:.0f} MiB"
-        " | | |",
-        "",
-        "RSS growth is over the process's RSS once its libraries are loaded and pyarrow has",
-        "written its first table (a one-time cost of seconds on this machine, outside the",
-        "timings); the large object passes through the archiver in 8 MiB multipart parts.",
-    ]
+) -> None:
+    of = f"one {large // MiB} MiB object"
+    add_row(
+        figures,
+        f"archive {of}",
+        "MiB/s",
+        HIGHER,
+        {
+            "ours": throughput(large, runs["archive"], "seconds"),
+            "direct": throughput(large, runs["direct"], "seconds"),
+        },
+    )
+    add_row(
+        figures,
+        f"restore {of}",
+        "MiB/s",
+        HIGHER,
+        {"ours": throughput(large, runs["restore"], "seconds")},
+    )
+    small = f"{small_count:,} x 1 KiB"
+    add_row(
+        figures,
+        f"archive {small} objects",
+        "objects/s",
+        HIGHER,
+        {"ours": [small_count / packed["seconds"]]},
+    )
+    add_row(
+        figures,
+        f"S3 PUTs per object, {small}",
+        "PUTs",
+        LOWER,
+        {"ours": [packed["puts"] / small_count]},
+    )
+    rss = f"peak RSS growth archiving one {huge // MiB} MiB object"
+    add_row(figures, rss, "MiB", LOWER, {"ours": [huge_run["rss_growth"] / MiB]})
+    add_row(
+        figures,
+        "whole archiver process at its peak",
+        "MiB",
+        LOWER,
+        {"ours": [huge_run["peak_rss"] / MiB]},
+    )
+    ratio_target(
+        figures, "archive >= 0.8x direct S3 upload", f"archive {of}", "ours", "direct", 0.8
+    )
+    value_target(
+        figures, "S3 PUTs per small object <= 0.05", f"S3 PUTs per object, {small}", "ours", 0.05
+    )
+    value_target(figures, f"archiving {huge // MiB} MiB: RSS growth < 64 MiB", rss, "ours", 64)
 
 
-def _met(ok: bool) -> str:
-    return "yes" if ok else "**no**"
+def _small(count: int) -> dict[str, Path | bytes]:
+    return {f"small/{i:05d}": os.urandom(1024) for i in range(count)}
+
+
+def _large_runs(
+    url: str, moto: _Moto, env: dict[str, str], path: Path, size: int, repeats: int
+) -> dict[str, list[dict[str, float]]]:
+    """direct, archive and restore of one object, interleaved, each against a fresh S3 bucket."""
+    make_file(path, size)
+    _fill(url, "benchlarge", {"large.bin": path})
+    runs: dict[str, list[dict[str, float]]] = {"archive": [], "direct": [], "restore": []}
+    for index in range(repeats):
+        s3 = moto.new_bucket()
+        runs["direct"].append(_child(env, "direct", str(path), f"s3://{s3}/d"))
+        runs["archive"].append(_child(env, "archive", url, "benchlarge", f"s3://{s3}/a"))
+        restored = f"benchrestore{index}"
+        runs["restore"].append(_child(env, "restore", url, restored, f"s3://{s3}/a"))
+        moto.delete_bucket(s3)
+    path.unlink()
+    return runs
+
+
+def _archive_once(
+    url: str, moto: _Moto, env: dict[str, str], bucket: str, objects: dict | Path
+) -> dict[str, float]:
+    """One catch-up pass of a new store holding ``objects`` (or the one file at that path)."""
+    if isinstance(objects, Path):
+        _fill(url, bucket, {objects.name: objects})
+        objects.unlink()
+    else:
+        _fill(url, bucket, objects)
+    s3 = moto.new_bucket()
+    try:
+        return _child(env, "archive", url, bucket, f"s3://{s3}/a")
+    finally:
+        moto.delete_bucket(s3)
 
 
 if __name__ == "__main__":

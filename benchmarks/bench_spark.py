@@ -1,8 +1,9 @@
 """Spark benchmark: a DataFrame written and read through format("natsobj") against
 df.write.parquet / spark.read.parquet on local disk, and read scaling from 1 to 2 cores.
 
-Run: python -m benchmarks.bench_spark [--rows N] [--repeat R]. Prints one JSON object; ``run``
-returns the same dict for ``benchmarks.run``. Every timing is the median of ``repeat`` rounds.
+Run: python -m benchmarks.bench_spark [--rows N] [--repeat R]. Prints one JSON object, every
+round's time of every contender; ``measure`` runs it in a child process (Spark's JVM and
+workers are its own) and turns it into the report's sections.
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ import argparse
 import json
 import os
 import shutil
-import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from benchmarks.figures import LOWER, Section, add_row, ratio_target, section, timed
 
 DEFAULT_ROWS = 10_000_000
 BUCKET = "bench_spark"
@@ -72,8 +75,8 @@ def _python_source_floor(spark, schema, rows: int, parts: int):
     kernels (milliseconds), so building it adds next to nothing to the floor.
 
     The types matter: ``id * 0.25`` is a decimal(23,2) in Spark, which the JVM converts row by
-    row through BigDecimal, at about 0.13 s per million rows more than a double on this machine.
-    A floor yielding a double there measured a cheaper conversion than natsobj has to ask for."""
+    row through BigDecimal, where a double is copied: a floor yielding a double there measured a
+    cheaper conversion than natsobj has to ask for (docs/performance.md, "Spark")."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
     from natsobj.spark.arrowio import spark_arrow_schema
@@ -141,16 +144,16 @@ def _register_discard_sink(spark) -> str:
     return DiscardSink.name()
 
 
-def _race(repeat: int, contenders: dict[str, Callable[[], object]]) -> dict[str, float]:
-    """Median time of each contender over ``repeat`` rounds, taking turns within each round so
+def _race(repeat: int, contenders: dict[str, Callable[[], object]]) -> dict[str, list[float]]:
+    """Each contender's time in each of ``repeat`` rounds, taking turns within each round so
     a burst of load on the shared machine does not fall on one contender only."""
     times: dict[str, list[float]] = {name: [] for name in contenders}
     for _ in range(repeat):
         for name, action in contenders.items():
             start = time.perf_counter()
             action()
-            times[name].append(time.perf_counter() - start)
-    return {name: round(statistics.median(runs), 3) for name, runs in times.items()}
+            times[name].append(round(time.perf_counter() - start, 3))
+    return times
 
 
 def _consume(df) -> None:
@@ -191,14 +194,7 @@ def run(
     if compression:
         options["compression"] = compression
     local = str(work / "parquet")
-    figures: dict[str, Any] = {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "load_average_start": round(os.getloadavg()[0], 1),
-        "rows": rows,
-        "repeat": repeat,
-        "cores": os.cpu_count(),
-        "natsobj_compression": compression or "default",
-    }
+    figures: dict[str, Any] = {"rows": rows, "natsobj_compression": compression or "default"}
     try:
         spark = _session(2)
         _warm_up(spark, options, str(work / "warm"))
@@ -246,50 +242,83 @@ def run(
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
-    figures["load_average_end"] = round(os.getloadavg()[0], 1)
-    figures["write_ratio"] = round(figures["write_natsobj_s"] / figures["write_parquet_s"], 2)
-    figures["read_ratio"] = round(figures["read_natsobj_s"] / figures["read_parquet_s"], 2)
-    figures["read_speedup_2_vs_1_core"] = round(
-        figures["read_natsobj_1core_s"] / figures["read_natsobj_s"], 2
-    )
-    figures["write_natsobj_rows_per_s"] = int(rows / figures["write_natsobj_s"])
-    figures["read_natsobj_rows_per_s"] = int(rows / figures["read_natsobj_s"])
-    figures["write_floor_ratio"] = round(
-        figures["write_natsobj_s"] / figures["write_python_sink_floor_s"], 2
-    )
-    figures["read_floor_ratio"] = round(
-        figures["read_natsobj_s"] / figures["read_python_source_floor_s"], 2
-    )
-    figures["pushdown_speedup"] = round(
-        figures["read_selective_full_scan_s"] / figures["read_selective_pushdown_s"], 2
-    )
-    figures["target_1_5x_met"] = figures["write_ratio"] <= 1.5 and figures["read_ratio"] <= 1.5
     return figures
 
 
-def markdown(figures: dict[str, Any]) -> list[str]:
-    """The floor and pushdown section of BENCHMARKS.md, from ``run``'s figures."""
-    return [
-        "",
-        "### Spark against the Python data source floor, and filter pushdown",
-        "",
-        "| | natsobj | Python source floor | natsobj / floor (target 1.15x) |",
-        "|---|---:|---:|---:|",
-        f"| write | {figures['write_natsobj_s']:.2f} s | "
-        f"{figures['write_python_sink_floor_s']:.2f} s | {figures['write_floor_ratio']:.2f}x |",
-        f"| read | {figures['read_natsobj_s']:.2f} s | "
-        f"{figures['read_python_source_floor_s']:.2f} s | {figures['read_floor_ratio']:.2f}x |",
-        "",
-        f"A query keeping 1 row in {SELECTIVE_FRACTION} (`id < rows/{SELECTIVE_FRACTION}`): "
-        f"full scan {figures['read_selective_full_scan_s']:.2f} s, with `pushdown=true` "
-        f"{figures['read_selective_pushdown_s']:.2f} s ({figures['pushdown_speedup']:.1f}x), "
-        "since only the parts and row groups whose statistics overlap the filter are fetched "
-        "and decoded.",
-        "",
-        f"{figures['rows']:,} rows, medians of {figures['repeat']} interleaved rounds, "
-        f"{figures['date']}, load average {figures['load_average_start']} at the start and "
-        f"{figures['load_average_end']} at the end on {figures['cores']} cores.",
-    ]
+SPARK_NOTE = (
+    "A DataFrame of six numeric and string columns, cached, written and read through"
+    ' `format("natsobj")` beside Spark\'s own Parquet on the local disk, in `local[2]` (and'
+    " `local[1]` for the read's scaling), the contenders taking turns in every round. The"
+    " floor is what any Python data source pays here: for writes a `DataSourceArrowWriter`"
+    " that drops every batch, for reads a source yielding ready-made Arrow batches of the"
+    " same columns, Spark types and values, in as many partitions as natsobj has parts."
+)
+
+
+def measure(rows: int, repeat: int) -> list[Section]:
+    """The Spark sections, from a child process running ``run``."""
+    figures = section(
+        "spark",
+        f'Spark: {rows:,} rows through `format("natsobj")`',
+        SPARK_NOTE,
+        {"parquet": "local Parquet", "floor": "Python data source floor", "ours": "natsobj"},
+        [("ours", "parquet"), ("ours", "floor")],
+    )
+    pushdown = section(
+        "spark-pushdown",
+        "Spark: filter pushdown",
+        f"A query keeping 1 row in {SELECTIVE_FRACTION} (`id < rows/{SELECTIVE_FRACTION}`), a"
+        " fresh `load()` per run: natsobj fetches and decodes only the parts and row groups"
+        " whose statistics overlap the filter.",
+        {"scan": "natsobj, full scan", "pushdown": "natsobj, pushdown=true"},
+        [("pushdown", "scan")],
+    )
+    with timed(figures, pushdown):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "benchmarks.bench_spark",
+                f"--rows={rows}",
+                f"--repeat={repeat}",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+    times = json.loads(done.stdout[done.stdout.index("{") :])
+    for label, keys in SPARK_ROWS.items():
+        samples = {column: times[key] for column, key in keys.items()}
+        add_row(figures, label, "s", LOWER, samples)
+    for label, ratio in (("write", 1.15), ("read (2 cores)", 1.15)):
+        speed = round(1 / ratio, 2)
+        target = f"Spark {label} >= {speed}x the Python-source floor (its time within {ratio}x)"
+        ratio_target(figures, target, label, "ours", "floor", speed)
+    scan = {"scan": times["read_selective_full_scan_s"]}
+    add_row(
+        pushdown,
+        "selective read",
+        "s",
+        LOWER,
+        {**scan, "pushdown": times["read_selective_pushdown_s"]},
+    )
+    return [figures, pushdown]
+
+
+SPARK_ROWS = {
+    "write": {
+        "ours": "write_natsobj_s",
+        "parquet": "write_parquet_s",
+        "floor": "write_python_sink_floor_s",
+    },
+    "read (2 cores)": {
+        "ours": "read_natsobj_s",
+        "parquet": "read_parquet_s",
+        "floor": "read_python_source_floor_s",
+    },
+    "read (1 core)": {"ours": "read_natsobj_1core_s", "parquet": "read_parquet_1core_s"},
+}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -1,12 +1,12 @@
 """Cluster figures for ``make bench``: a 3-node loopback cluster, R3 stores.
 
-- 64 MiB put/get through natsobj against raw JetStream on an R3 stream in the same run (raw:
-  nats-py ``publish_async`` of 128 KiB messages and an ordered consumer read, as in
-  ``benchmarks.core``).
+- A large put/get (64 MiB in the full run) through natsobj against raw JetStream on an R3
+  stream in the same run (raw: nats-py ``publish_async`` of 128 KiB messages and an ordered
+  consumer read, as in ``benchmarks.core``).
 - 1 KiB ``get_info`` / ``get_bytes`` operations per second on a connection to a follower
   node: strong reads (the default), strong reads given the writer's sequence, and eventual.
 
-``python -m benchmarks.cluster`` prints the section on its own.
+``python -m benchmarks.cluster`` prints the sections on its own.
 """
 
 from __future__ import annotations
@@ -14,23 +14,28 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import tempfile
 import time
-from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import nats
 
+from benchmarks.figures import (
+    HIGHER,
+    MiB,
+    Section,
+    add_row,
+    ratio_target,
+    section,
+    timed,
+)
 from natsobj import aio
 from natsobj.embedded import NatsCluster
 from natsobj.names import stream_name
 
-MiB = 1024 * 1024
 CHUNK = 128 * 1024
-BIG = 64 * MiB
-READ_MODES = ("strong", "strong + sequence", "eventual")
+READ_MODES = {"strong": "strong", "strong + sequence": "strong + sequence", "eventual": "eventual"}
 
 
 async def _raw_r3(url: str, data: bytes) -> tuple[float, float]:
@@ -111,90 +116,70 @@ async def _read_ops(cluster: NatsCluster, count: int) -> dict[str, dict[str, flo
     return figures
 
 
-async def measure(repeats: int, ops: int) -> dict[str, object]:
+async def measure(repeats: int, ops: int, size: int = 64 * MiB) -> list[Section]:
+    label = f"{size // MiB} MiB"
+    transfer = section(
+        "cluster-transfer",
+        f"Cluster: {label} put and get, 3 nodes, R3",
+        "Three `nats-server` processes clustered on loopback (`natsobj.embedded.NatsCluster`)."
+        " *raw JetStream R3* is nats-py `publish_async` of 128 KiB messages and an ordered"
+        " consumer read on an R3 stream; natsobj is `put` and `get_bytes` on an R3 store."
+        " One warm-up of each first, not counted.",
+        {"raw": "raw JetStream R3", "ours": "natsobj"},
+        [("ours", "raw")],
+    )
+    reads = section(
+        "cluster-reads",
+        "Cluster: 1 KiB reads on a connection to a follower",
+        f"{ops} sequential operations per run on an R3 store. *strong* (the default) asks the"
+        " stream leader; *strong + sequence* is given the writer's `ObjectInfo.sequence`"
+        " (`min_sequence=`, as the Airflow and Dagster hand-offs do) and uses a direct get"
+        " checked against it; *eventual* takes any replica's answer. The ratios are what"
+        " each guarantee costs against eventual reads.",
+        READ_MODES,
+        [("strong", "eventual"), ("strong + sequence", "eventual")],
+    )
     work = Path(tempfile.mkdtemp(prefix="natsobj-bench-cluster-"))
     cluster = NatsCluster(work, size=3)
     cluster.start()
     try:
-        data = os.urandom(BIG)
-        transfer: dict[str, list[tuple[float, float]]] = defaultdict(list)
-        await _raw_r3(cluster.url, data)  # warm-up, not counted
-        await _ours_r3(cluster.url, data)
-        for _ in range(repeats):  # interleaved, so machine noise hits both alike
-            transfer["raw"].append(await _raw_r3(cluster.url, data))
-            transfer["ours"].append(await _ours_r3(cluster.url, data))
-        samples: dict[str, list[dict[str, dict[str, float]]]] = defaultdict(list)
-        for _ in range(repeats):
-            samples["ops"].append(await _read_ops(cluster, ops))
+        with timed(transfer, reads):
+            runs = await _transfers(cluster.url, os.urandom(size), repeats)
+            modes = [await _read_ops(cluster, ops) for _ in range(repeats)]
     finally:
         cluster.stop()
-    medians = {
-        impl: {
-            "put": BIG / MiB / statistics.median(p for p, _ in runs),
-            "get": BIG / MiB / statistics.median(g for _, g in runs),
-        }
-        for impl, runs in transfer.items()
-    }
-    reads = {
-        mode: {
-            op: statistics.median(run[mode][op] for run in samples["ops"])
-            for op in ("get_info", "get")
-        }
-        for mode in READ_MODES
-    }
-    return {
-        "transfer": medians,
-        "reads": reads,
-        "repeats": repeats,
-        "ops": ops,
-        "load": os.getloadavg()[1],
-    }
-
-
-def section(figures: dict[str, object]) -> list[str]:
-    """The BENCHMARKS.md section for the measured ``figures``."""
-    transfer: dict[str, dict[str, float]] = figures["transfer"]  # type: ignore[assignment]
-    reads: dict[str, dict[str, float]] = figures["reads"]  # type: ignore[assignment]
-    lines = [
-        "",
-        "## Cluster: 3 nodes, R3 stores",
-        "",
-        "Three `nats-server` processes clustered on loopback (the test fixture's",
-        f"`natsobj.embedded.NatsCluster`), medians of {figures['repeats']} interleaved runs",
-        f"(5-minute load average at the end: {figures['load']:.1f} on {os.cpu_count()} cores).",
-        "",
-        "| 64 MiB, R3 | raw JetStream R3 (MiB/s) | natsobj (MiB/s) | natsobj / raw | >= 0.9x |",
-        "|---|---:|---:|---:|---|",
-    ]
-    for op in ("put", "get"):
-        raw, ours = transfer["raw"][op], transfer["ours"][op]
-        met = "yes" if ours / raw >= 0.9 else "**no**"
-        lines.append(f"| {op} | {raw:.1f} | {ours:.1f} | {ours / raw:.2f}x | {met} |")
-    strong = reads["strong"]
-    lines += [
-        "",
-        f"Reads of 1 KiB objects ({figures['ops']} sequential operations, ops/s) on a",
-        "connection to a follower node. *strong* (the default) asks the stream leader;",
-        "*strong + sequence* is given the writer's `ObjectInfo.sequence` (`min_sequence=`, as",
-        "the Airflow and Dagster hand-offs do) and uses a direct get checked against it;",
-        "*eventual* takes any replica's answer.",
-        "",
-        "| R3, 1 KiB | strong | strong + sequence | eventual | strong / eventual |",
-        "|---|---:|---:|---:|---:|",
-    ]
+    for op, index in (("put", 0), ("get", 1)):
+        samples = {impl: [size / MiB / run[index] for run in runs[impl]] for impl in runs}
+        add_row(transfer, f"{label} {op}", "MiB/s", HIGHER, samples)
+        target = f"R3 {label} {op} >= 0.9x raw"
+        ratio_target(transfer, target, f"{label} {op}", "ours", "raw", 0.9)
     for op in ("get_info", "get"):
-        cells = [f"{reads[mode][op]:.0f}" for mode in READ_MODES]
-        ratio = strong[op] / reads["eventual"][op]
-        lines.append(f"| {op} | {' | '.join(cells)} | {ratio:.2f}x |")
-    return lines
+        samples = {mode: [run[mode][op] for run in modes] for mode in READ_MODES}
+        add_row(reads, op, "operations/s", HIGHER, samples)
+    return [transfer, reads]
+
+
+async def _transfers(url: str, data: bytes, repeats: int) -> dict[str, list[tuple]]:
+    """Interleaved, so machine noise hits both alike, after one warm-up of each."""
+    await _raw_r3(url, data)
+    await _ours_r3(url, data)
+    runs: dict[str, list[tuple[float, float]]] = {"raw": [], "ours": []}
+    for _ in range(repeats):
+        runs["raw"].append(await _raw_r3(url, data))
+        runs["ours"].append(await _ours_r3(url, data))
+    return runs
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Cluster benchmark section")
+    from benchmarks.report import render_section
+
+    parser = argparse.ArgumentParser(description="Cluster benchmark sections")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--ops", type=int, default=500)
+    parser.add_argument("--mib", type=int, default=64, help="object size in MiB")
     args = parser.parse_args()
-    print("\n".join(section(asyncio.run(measure(args.repeats, args.ops)))))
+    sections = asyncio.run(measure(args.repeats, args.ops, args.mib * MiB))
+    print("\n".join(render_section(each) for each in sections))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
-"""One benchmark case per process, so peak RSS is the case's own.
+"""One benchmark case per process, so peak RSS is the case's own, and the transfer section.
 
-``python -m benchmarks.core CASE URL SIZE FILE`` prints one JSON line. Cases:
+``python -m benchmarks.core CASE URL SIZE FILE`` prints one JSON line; ``run_case`` runs it
+from the parent. Cases:
 raw (publish_async + ordered consumer, the practical limit), raw-push (the same, read by a
 callback-driven ordered push consumer writing to a file: issue 13's get baseline;
 raw-push-stock without natsobj's larger socket reads; raw-push-msg-id with a Nats-Msg-Id on each
@@ -17,18 +18,34 @@ import functools
 import json
 import os
 import resource
+import subprocess
 import sys
 import threading
 import time
 import types
+from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 
 import nats
 
 import natsobj.aio
+from benchmarks.figures import (
+    HIGHER,
+    LOWER,
+    MiB,
+    Section,
+    add_row,
+    ratio_target,
+    section,
+    timed,
+    value_target,
+)
+from benchmarks.figures import throughput as mib_s
 from natsobj.aio.socket_reads import enlarge_reads
 
 CHUNK = 128 * 1024
+ROOT = Path(__file__).resolve().parent.parent
 
 
 class RssSampler:
@@ -264,6 +281,91 @@ CASES = {
     "natspy-ops": natspy_ops,
     "ours-ops": ours_ops,
 }
+
+
+# -- the parent's side: one process per case, cases interleaved across repeats ------------------
+
+
+def run_case(case: str, url: str, size: int, path: Path) -> dict[str, float]:
+    """``case`` in a fresh process (its RSS its own); its figures."""
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks.core", case, url, str(size), str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    )
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def make_file(path: Path, size: int) -> None:
+    """``size`` random bytes (incompressible, as most artifacts are), written 64 MiB at a time."""
+    with path.open("wb") as handle:
+        remaining = size
+        while remaining:
+            step = min(remaining, 64 * MiB)
+            handle.write(os.urandom(step))
+            remaining -= step
+
+
+TRANSFER_CLIENTS = {"raw": "raw JetStream", "natspy": "nats-py ObjectStore", "ours": "natsobj"}
+TRANSFER_NOTE = (
+    "A file put into the store and read back into a file. *raw JetStream* is nats-py's"
+    " `publish_async` of 128 KiB messages (64 acks pending) and an ordered consumer read, with"
+    " the same file I/O: the practical limit of a Python client here. *nats-py ObjectStore* is"
+    " nats-py's built-in object store (get through its `writeinto` path). Peak RSS growth is"
+    " over the process's RSS once its libraries are loaded, sampled every 5 ms."
+)
+
+
+def measure_transfer(
+    url: str, work: Path, sizes: Mapping[str, int], repeats: int, small_extra: int = 2
+) -> list[Section]:
+    """Put and get of each size by the three clients, and their peak RSS growth; sizes below
+    64 MiB, the noisiest, get ``small_extra`` more repeats."""
+    speed = section(
+        "transfer",
+        "Throughput: put and get of one file",
+        TRANSFER_NOTE,
+        TRANSFER_CLIENTS,
+        [("ours", "raw"), ("ours", "natspy")],
+    )
+    memory = section(
+        "memory",
+        "Memory: peak RSS growth during put and get",
+        "The same runs as the throughput table.",
+        TRANSFER_CLIENTS,
+        [("ours", "raw"), ("ours", "natspy")],
+    )
+    with timed(speed, memory):
+        for label, size in sizes.items():
+            runs = _transfer_runs(
+                url, work, size, repeats + (small_extra if size < 64 * MiB else 0)
+            )
+            for op in ("put", "get"):
+                samples = {impl: mib_s(size, runs[impl], f"{op}_s") for impl in runs}
+                add_row(speed, f"{label} {op}", "MiB/s", HIGHER, samples)
+            rss = {impl: [r["rss_growth"] / MiB for r in runs[impl]] for impl in runs}
+            add_row(memory, label, "MiB", LOWER, rss)
+    for op, floor in (("put", 0.9), ("get", 0.9)):
+        ratio_target(speed, f"256 MiB {op} >= {floor}x raw", f"256 MiB {op}", "ours", "raw", floor)
+    ratio_target(speed, "256 MiB put >= 2x nats-py", "256 MiB put", "ours", "natspy", 2)
+    ratio_target(speed, "256 MiB get >= 5x nats-py", "256 MiB get", "ours", "natspy", 5)
+    value_target(memory, "1 GiB file -> store -> file: RSS growth < 64 MiB", "1 GiB", "ours", 64)
+    return [speed, memory]
+
+
+def _transfer_runs(url: str, work: Path, size: int, repeats: int) -> dict[str, list]:
+    path = work / f"{size}.bin"
+    make_file(path, size)
+    runs: dict[str, list[dict[str, float]]] = defaultdict(list)
+    try:
+        for _ in range(repeats):
+            for impl in TRANSFER_CLIENTS:
+                runs[impl].append(run_case(impl, url, size, path))
+    finally:
+        path.unlink()
+    return runs
 
 
 def main() -> None:

@@ -20,13 +20,22 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
 import nats
 from nats.nuid import NUID
 
 import natsobj.aio
 from benchmarks.core import RssSampler
+from benchmarks.figures import (
+    LOWER,
+    MiB,
+    Section,
+    add_row,
+    ratio_target,
+    section,
+    timed,
+    value_target,
+)
 from natsobj.embedded import NatsServerProcess
 from natsobj.model import ObjectInfo, format_digest
 from natsobj.names import chunk_subject, meta_subject, stream_name
@@ -242,54 +251,96 @@ CASE_TIMEOUT = 1800
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def scale_figures(
-    url: str, counts: list[int], repeats: int, runs: tuple[str, ...] = tuple(r[0] for r in RUNS)
-) -> dict[Any, Any]:
+LISTING_COLUMNS = {
+    "natspy-list": "nats-py list()",
+    "list-cold": "natsobj list(), cold index",
+    "list-warm": "natsobj list(), warm index",
+    "iter-warm": "natsobj iter_list(), warm index",
+}
+DETAIL_COLUMNS = {
+    "natspy": "nats-py",
+    "ours": "natsobj",
+    "cold": "natsobj, cold index",
+    "warm": "natsobj, warm index",
+}
+
+
+def measure(url: str, counts: list[int], repeats: int) -> list[Section]:
     """Each store filled once; then, per repeat, every run in RUNS order (a cold run starts
     from an empty name index, the warm ones after it reuse what it built)."""
-    figures: dict[Any, Any] = {"load": os.getloadavg()[0]}
+    listing = section(
+        "listing",
+        "Listing at scale, with the local name index",
+        f"Stores filled with raw pipelined publishes of valid ADR-20 objects (one tiny chunk"
+        f" each) in directories of {PER_DIR}, each listing in its own process (one run at"
+        " 1,000,000). *cold*: the first listing on a machine, with an empty name index;"
+        " *warm*: a fresh process with the index on disk, caught up by sequence. How it works:"
+        " [docs/listing.md](docs/listing.md).",
+        LISTING_COLUMNS,
+        [(ours, "natspy-list") for ours in ("list-cold", "list-warm", "iter-warm")],
+    )
+    detail = section(
+        "listing-detail",
+        "Prefix listings, changes() and get_info in large stores",
+        f"The same stores. A prefix listing lists one directory of {PER_DIR} objects (nats-py"
+        f" has none, nor `changes()`); a `changes()` page is {CHANGE_PAGE:,} changes from the"
+        f" middle of the stream; `get_info` is the median of {GET_INFO_SAMPLES} calls on"
+        " random names in each run.",
+        DETAIL_COLUMNS,
+        [("ours", "natspy")],
+    )
     cache = Path(tempfile.mkdtemp(prefix="natsobj-scale-cache-"))
     try:
-        _measure_all(url, counts, repeats, runs, cache, figures)
+        with timed(listing, detail):
+            for count in counts:
+                runs = _runs_of_store(url, count, repeats, cache)
+                _add_rows(listing, detail, count, runs)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
-    figures["load_after"] = os.getloadavg()[0]
-    return figures
+    prefix_of_million = f"{PER_DIR}-object prefix listing among 1,000,000"
+    for index in ("warm", "cold"):
+        target = f"500-object prefix listing, 1,000,000 objects < 1 s ({index})"
+        value_target(detail, target, prefix_of_million, index, 1.0)
+        target = f"list() of 50,000 >= 3x nats-py ({index})"
+        ratio_target(listing, target, "list() of 50,000", f"list-{index}", "natspy-list", 3)
+    target = "iter_list() of 1,000,000: RSS growth <= 100 MiB"
+    value_target(listing, target, "peak RSS growth, list() of 1,000,000", "iter-warm", 100)
+    return [listing, detail]
 
 
-def _measure_all(
-    url: str,
-    counts: list[int],
-    repeats: int,
-    runs: tuple[str, ...],
-    cache: Path,
-    figures: dict[Any, Any],
-) -> None:
-    for count in counts:
-        bucket = f"scale{count}"
-        asyncio.run(fill_store(url, bucket, count))
-        reps = repeats if count < 1_000_000 else 1
-        samples: dict[str, list[dict[str, float] | None]] = {label: [] for label in runs}
-        for _ in range(reps):
+def _runs_of_store(url: str, count: int, repeats: int, cache: Path) -> dict[str, list]:
+    """Every run in RUNS order, ``repeats`` times (once at a million); runs that outlived
+    CASE_TIMEOUT are left out."""
+    bucket = f"scale{count}"
+    asyncio.run(fill_store(url, bucket, count))
+    runs: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in RUNS}
+    try:
+        for _ in range(repeats if count < 1_000_000 else 1):
             for label, case, cold in RUNS:
-                if label not in runs:
-                    continue
                 if cold:
                     shutil.rmtree(cache, ignore_errors=True)
-                samples[label].append(run_case(case, url, bucket, count, cache))
-        figures[count] = {label: _medians(samples[label]) for label in runs}
+                if (done := run_case(case, url, bucket, count, cache)) is not None:
+                    runs[label].append(done)
+    finally:
         asyncio.run(_delete_store(url, bucket))
+    return runs
 
 
-def _medians(runs: list[dict[str, float] | None]) -> dict[str, float] | None:
-    """Medians of the runs that finished (None: none did, or the case was not run)."""
-    done = [r for r in runs if r is not None]
-    if not done:
-        return None
-    out = {key: statistics.median(r[key] for r in done) for key in done[0]}
-    if "rss" in out:
-        out["rss"] = max(r["rss"] for r in done)
-    return out
+def _add_rows(listing: Section, detail: Section, count: int, runs: dict[str, list]) -> None:
+    def of(key: str, scale: float = 1.0, **columns: str) -> dict[str, list[float]]:
+        return {column: [r[key] * scale for r in runs[label]] for column, label in columns.items()}
+
+    among = f"{count:,}"
+    listed = {column: column for column in LISTING_COLUMNS}
+    add_row(listing, f"list() of {among}", "s", LOWER, of("s", **listed))
+    rss = of("rss", 1 / MiB, **listed)
+    add_row(listing, f"peak RSS growth, list() of {among}", "MiB", LOWER, rss)
+    prefix = of("s", cold="prefix-cold", warm="prefix-warm")
+    add_row(detail, f"{PER_DIR}-object prefix listing among {among}", "s", LOWER, prefix)
+    page = of("changes_page_s", ours="ours-small")
+    add_row(detail, f"changes() page among {among}", "s", LOWER, page)
+    info = of("get_info_us", ours="ours-small", natspy="natspy-small")
+    add_row(detail, f"get_info among {among}", "µs", LOWER, info)
 
 
 async def _delete_store(url: str, bucket: str) -> None:
@@ -300,107 +351,6 @@ async def _delete_store(url: str, bucket: str) -> None:
         await client.close()
 
 
-def scale_section(figures: dict[Any, Any]) -> list[str]:
-    """The Markdown section for BENCHMARKS.md."""
-    load, load_after = figures.pop("load"), figures.pop("load_after")
-    lines = [
-        "",
-        "## Listing at scale, with the local name index (natsobj vs nats-py `list()`)",
-        "",
-        "Stores filled with raw pipelined publishes of valid ADR-20 objects (one tiny chunk",
-        f"each) in directories of {PER_DIR}. Each run is its own process; times are medians",
-        "(one run at 1,000,000), RSS the worst peak growth over the process baseline. *cold*:",
-        "the first listing with an empty name index (built from the server's subject state);",
-        "*warm*: a fresh process with the index on disk (caught up by sequence). nats-py has",
-        "no prefix listing and no `changes()`; it lists everything.",
-        f"Load average (1 min) on the machine: {load:.1f} at the start, {load_after:.1f} at the"
-        " end.",
-        "",
-        "| objects | list() cold | list() warm | RSS | iter_list() warm | RSS | nats-py list()"
-        " | RSS | nats-py / natsobj cold | nats-py / natsobj warm |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for count, runs in figures.items():
-        theirs = runs.get("natspy-list")
-        cells = [
-            _seconds((runs.get("list-cold") or {}).get("s")),
-            *_timed(runs, "list-warm"),
-            *_timed(runs, "iter-warm"),
-            *_timed(runs, "natspy-list"),
-        ]
-        ratios = [_ratio(theirs, runs.get(label)) for label in ("list-cold", "list-warm")]
-        lines.append(row(f"{count:,}", *cells, *ratios))
-    lines += [
-        "",
-        f"| objects | prefix listing ({PER_DIR} objects) cold | warm | changes() page"
-        f" ({CHANGE_PAGE:,} changes, from the middle) | get_info natsobj | get_info nats-py |",
-        "|---:|---:|---:|---:|---:|---:|",
-    ]
-    for count, runs in figures.items():
-        small, theirs = runs.get("ours-small") or {}, runs.get("natspy-small") or {}
-        lines.append(
-            row(
-                f"{count:,}",
-                _seconds((runs.get("prefix-cold") or {}).get("s")),
-                _seconds((runs.get("prefix-warm") or {}).get("s")),
-                _seconds(small.get("changes_page_s")),
-                _micros(small.get("get_info_us")),
-                _micros(theirs.get("get_info_us")),
-            )
-        )
-    lines += ["", "| target | measured | met |", "|---|---|---|"]
-    lines += [row(name, measured, "yes" if met else "**no**") for name, measured, met in
-              scale_targets(figures)]  # fmt: skip
-    return lines
-
-
-def scale_targets(figures: dict[int, dict[str, Any]]) -> list[tuple[str, str, bool]]:
-    rows = []
-    million = figures.get(1_000_000) or {}
-    for label in ("prefix-warm", "prefix-cold"):
-        if million.get(label):
-            seconds = million[label]["s"]
-            rows.append((f"500-object prefix listing, 1,000,000 objects < 1 s ({label[7:]})",
-                         f"{seconds:.2f} s", seconds < 1))  # fmt: skip
-    if million.get("iter-warm"):
-        rss = million["iter-warm"]["rss"] / MiB
-        rows.append(("iter_list() of 1,000,000: RSS growth <= 100 MiB", f"{rss:.0f} MiB",
-                     rss <= 100))  # fmt: skip
-    fifty = figures.get(50_000) or {}
-    for label in ("list-warm", "list-cold"):
-        if fifty.get(label) and fifty.get("natspy-list"):
-            speedup = fifty["natspy-list"]["s"] / fifty[label]["s"]
-            rows.append((f"list() of 50,000 >= 3x nats-py ({label[5:]})", f"{speedup:.2f}x",
-                         speedup >= 3))  # fmt: skip
-    return rows
-
-
-def _ratio(theirs: dict[str, float] | None, ours: dict[str, float] | None) -> str:
-    return f"{theirs['s'] / ours['s']:.2f}x" if ours and theirs else "—"
-
-
-def _timed(runs: dict[str, Any], label: str) -> tuple[str, str]:
-    if label not in runs:
-        return "not run", "—"
-    figures = runs[label]
-    if figures is None:
-        return f"> {CASE_TIMEOUT} s", "—"
-    return _seconds(figures["s"]), f"{figures['rss'] / MiB:.0f} MiB"
-
-
-def _seconds(value: float | None) -> str:
-    return "—" if value is None else f"{value:.2f} s"
-
-
-def _micros(value: float | None) -> str:
-    return "—" if value is None else f"{value:.0f} µs"
-
-
-def row(*cells: object) -> str:
-    return "| " + " | ".join(str(c) for c in cells) + " |"
-
-
-MiB = 1024**2
 DEFAULT_COUNTS = (10_000, 50_000, 100_000, 1_000_000)
 
 
@@ -409,20 +359,18 @@ def main() -> None:
         case, url, bucket, count = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
         print(json.dumps(asyncio.run(CASES[case](url, bucket, count))))
         return
-    parser = argparse.ArgumentParser(description="Listing at scale; prints its Markdown section")
+    from benchmarks.report import render_section
+
+    parser = argparse.ArgumentParser(description="Listing at scale; prints its Markdown sections")
     parser.add_argument("--counts", default=",".join(map(str, DEFAULT_COUNTS)))
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument(
-        "--runs", default=",".join(r[0] for r in RUNS), help="a subset of the runs (RUNS)"
-    )
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="natsobj-scale-"))
     try:
         with NatsServerProcess(work / "nats") as server:
             counts = [int(c) for c in args.counts.split(",")]
-            runs = tuple(args.runs.split(","))
-            figures = scale_figures(server.url, counts, args.repeats, runs)
-            print("\n".join(scale_section(figures)))
+            sections = measure(server.url, counts, args.repeats)
+        print("\n".join(render_section(each) for each in sections))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

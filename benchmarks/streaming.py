@@ -9,8 +9,8 @@
   the dataset's manifest notes when each object's row is first committed. Latency is commit
   seen minus put returned, on one clock.
 
-Run by ``benchmarks.run`` in its own process (``python -m benchmarks.streaming``), which prints
-the figures as JSON; ``section(figures)`` renders them for BENCHMARKS.md.
+``measure`` runs it in its own process (``python -m benchmarks.streaming``, which prints the
+figures as JSON) and turns them into the report's section.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -31,6 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 import natsobj
+from benchmarks.figures import HIGHER, LOWER, Section, add_row, section, timed
 from natsobj.embedded import NatsServerProcess
 from natsobj.spark.manifest import manifest_name
 from natsobj.spark.storage import read_manifest
@@ -157,6 +159,7 @@ def latency(spark, url: str, work: Path, seconds: float, interval: float) -> dic
         "objects": len(put_at),
         "committed": len(lags),
         "trigger_s": 1.0,
+        "lags_s": [round(lag, 3) for lag in lags],
         "p50_s": statistics.median(lags),
         "p99_s": lags[min(len(lags) - 1, int(0.99 * len(lags)))],
         "max_s": lags[-1],
@@ -183,7 +186,7 @@ def _watch_commits(store, committed: dict[str, float], stop: threading.Event) ->
                     committed.setdefault(name, now)
 
 
-def measure(objects: int, size: int, per_trigger: int, seconds: float) -> dict[str, Any]:
+def run(objects: int, size: int, per_trigger: int, seconds: float) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="natsobj-bench-stream-"))
     server = NatsServerProcess(work / "nats")
     server.start()
@@ -193,7 +196,6 @@ def measure(objects: int, size: int, per_trigger: int, seconds: float) -> dict[s
             "throughput": throughput(spark, server.url, work, objects, size, per_trigger),
             "latency": latency(spark, server.url, work, seconds, interval=PUT_INTERVAL),
         }
-        figures["load_average"] = os.getloadavg()[1]  # 5-minute: how shared the machine was
         return figures
     finally:
         spark.stop()
@@ -201,56 +203,47 @@ def measure(objects: int, size: int, per_trigger: int, seconds: float) -> dict[s
         shutil.rmtree(work, ignore_errors=True)
 
 
-def section(figures: dict[str, Any]) -> list[str]:
-    """The streaming section of BENCHMARKS.md."""
-    t, lat = figures["throughput"], figures["latency"]
-    ph = lat.get("phase_median_s", {})
-    ratio = t["natsobj_mib_s"] / t["binaryfile_mib_s"]
-    every = f"{PUT_INTERVAL * 1000:.0f} ms"
-    counted = f"{lat['committed']} of {lat['objects']} objects, {lat['batches']} micro-batches"
-    return [
-        "",
-        '## Spark Structured Streaming (`readStream` / `writeStream` `format("natsobj")`)',
-        "",
-        f"Throughput: {t['objects']} objects of {t['object_bytes'] // 1024} KiB already landed, "
-        f"read in binary mode with `Trigger.AvailableNow`, {t['per_trigger']} objects per "
-        "micro-batch, into the `noop` sink; whole query, start-up included. Baseline: Spark's "
-        "`binaryFile` stream over the same files on the local disk.",
-        "",
-        "| source | seconds | objects/s | MiB/s | natsobj / binaryFile |",
-        "|---|---:|---:|---:|---:|",
-        f"| natsobj | {t['natsobj_s']:.1f} | {t['natsobj_objects_s']:.0f} | "
-        f"{t['natsobj_mib_s']:.1f} | {ratio:.2f}x |",
-        f"| binaryFile (local disk) | {t['binaryfile_s']:.1f} | "
-        f"{t['binaryfile_objects_s']:.0f} | {t['binaryfile_mib_s']:.1f} | |",
-        "",
-        "Latency from put to committed micro-batch, 1-second processing-time trigger, natsobj "
-        f"source to natsobj sink, one 1 KiB object every {every} ({counted}): "
-        f"**p50 {lat['p50_s']:.2f} s, p99 {lat['p99_s']:.2f} s** (max {lat['max_s']:.2f} s). "
-        "A put waits for the next trigger (up to 1 s), then the batch is planned from the meta "
-        "stream, the executors fetch and write, and the manifest commit makes it visible.",
-        "",
-        "Median per micro-batch in that run (Spark's `durationMs`): offsets (meta scan) "
-        f"{ph.get('latestOffset', 0):.2f} s, planning {ph.get('queryPlanning', 0):.2f} s, "
-        f"the batch itself (fetch, write parts, manifest commit) {ph.get('addBatch', 0):.2f} s, "
-        f"whole trigger {ph.get('triggerExecution', 0):.2f} s.",
-        "",
-        f"Machine load average during the run: {figures.get('load_average', 0):.1f} on 2 cores; "
-        "every Python worker Spark starts (planning, each task, each commit) is slowed by it.",
-    ]
+STREAMING_NOTE = (
+    "Throughput: {objects} objects of {kib} KiB already landed, read by"
+    ' `readStream.format("natsobj")` in binary mode with `Trigger.AvailableNow`, {per_trigger}'
+    " objects per micro-batch, into the `noop` sink, beside Spark's `binaryFile` stream over"
+    " the same files on the local disk; the whole query, start-up included, once each."
+    " Latency: a query with a 1-second processing-time trigger copies (name, size) of every new"
+    " object into a natsobj dataset while a writer puts one 1 KiB object every"
+    " {every:.0f} ms; latency is from put returned to the object's row first seen committed, one"
+    " sample per object. A put waits for the next trigger (up to 1 s), then the batch is"
+    " planned from the meta stream, the executors fetch and write, and the manifest commit"
+    " makes it visible."
+)
 
 
-def latency_only(seconds: float) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="natsobj-bench-stream-"))
-    server = NatsServerProcess(work / "nats")
-    server.start()
-    spark = spark_session()
-    try:
-        return latency(spark, server.url, work, seconds, interval=PUT_INTERVAL)
-    finally:
-        spark.stop()
-        server.stop()
-        shutil.rmtree(work, ignore_errors=True)
+def measure(objects: int, size: int, per_trigger: int, seconds: float) -> list[Section]:
+    """The streaming section, from a child process running ``run``."""
+    figures = section(
+        "streaming",
+        'Spark Structured Streaming (`readStream` / `writeStream` `format("natsobj")`)',
+        STREAMING_NOTE.format(
+            objects=objects, kib=size // 1024, per_trigger=per_trigger, every=PUT_INTERVAL * 1000
+        ),
+        {"files": "binaryFile (local disk)", "ours": "natsobj"},
+        [("ours", "files")],
+    )
+    args = [f"--objects={objects}", f"--size={size}", f"--per-trigger={per_trigger}"]
+    with timed(figures):
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.streaming", *args, f"--seconds={seconds}"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+    result = json.loads(done.stdout[done.stdout.index("{") :])
+    speed, lat = result["throughput"], result["latency"]
+    rate = {"ours": [speed["natsobj_objects_s"]], "files": [speed["binaryfile_objects_s"]]}
+    add_row(figures, "throughput", "objects/s", HIGHER, rate)
+    add_row(figures, "latency, put to committed", "s", LOWER, {"ours": lat["lags_s"]})
+    add_row(figures, "latency, 99th percentile", "s", LOWER, {"ours": [lat["p99_s"]]})
+    return [figures]
 
 
 def main() -> None:
@@ -260,7 +253,7 @@ def main() -> None:
     parser.add_argument("--per-trigger", type=int, default=200)
     parser.add_argument("--seconds", type=float, default=40.0)
     args = parser.parse_args()
-    figures = measure(args.objects, args.size, args.per_trigger, args.seconds)
+    figures = run(args.objects, args.size, args.per_trigger, args.seconds)
     print(json.dumps(figures, indent=1))
 
 

@@ -20,7 +20,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.archive import CREDENTIALS, MiB, _child, _fill, _Moto, _write_file
+from benchmarks.archive import CREDENTIALS, _child, _fill, _Moto
+from benchmarks.core import make_file
+from benchmarks.figures import (
+    HIGHER,
+    LOWER,
+    MiB,
+    Section,
+    add_row,
+    ratio_target,
+    section,
+    throughput,
+    timed,
+)
 from natsobj.embedded import NatsServerProcess
 
 SMALL_COUNT = 50
@@ -97,72 +109,65 @@ def _run(env: dict[str, str], *args: str) -> dict[str, float]:
     return _child(env, *args, module="benchmarks.tiering")
 
 
-def section(quick: bool = False, repeats: int = 3) -> list[str]:
-    large = (64 if quick else 256) * MiB
-    repeats = 1 if quick else repeats
+TIERING_NOTE = (
+    "One nats-server and one moto S3 server on the same cores; the store is archived and"
+    " offloaded once, then the cases take turns, each in its own process. The anchor streams"
+    " the same byte range straight from S3 with the same library (`ArchiveTarget.stream`), so"
+    " the ratio is what reading through natsobj (meta lookup, SHA-256 check) costs over the S3"
+    " GET itself. Time to first byte covers the meta lookup in NATS and one ranged GET of the"
+    " pack; moto reads the whole pack object for each ranged request, so against real S3 it is"
+    " lower."
+)
+
+
+def measure(large: int, repeats: int) -> list[Section]:
+    figures = section(
+        "tiering",
+        "Tiering: reading offloaded objects through natsobj (moto on loopback, obstore)",
+        TIERING_NOTE,
+        {"direct": "direct S3 GET (obstore)", "ours": "natsobj read-through"},
+        [("ours", "direct")],
+    )
     work = Path(tempfile.mkdtemp(prefix="natsobj-tiering-bench-"))
     server = NatsServerProcess(work / "nats")
     server.start()
     moto = _Moto(work)
     env = {**os.environ, **CREDENTIALS, "AWS_ENDPOINT_URL": moto.endpoint}
     try:
-        path = work / "large.bin"
-        _write_file(path, large)
-        small = {f"small/{i:03d}": os.urandom(1024) for i in range(SMALL_COUNT)}
-        _fill(server.url, "benchtier", {"large.bin": path, **small})
-        path.unlink()
-        s3 = moto.new_bucket()
-        setup = _run(env, "offload", server.url, "benchtier", f"s3://{s3}/t")
-        assert setup["objects"] == SMALL_COUNT + 1, setup
-        through, direct, ttfb = [], [], []
-        for _ in range(repeats):  # interleaved
-            direct.append(_run(env, "direct", server.url, "benchtier", "large.bin"))
-            through.append(_run(env, "through", server.url, "benchtier", "large.bin"))
-            ttfb.append(_run(env, "ttfb", server.url, "benchtier"))
+        with timed(figures):
+            _offloaded_store(server.url, moto, env, work / "large.bin", large)
+            runs = _interleaved(server.url, env, repeats)
     finally:
         moto.stop()
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
-    return render(large, through, direct, ttfb)
+    label = f"read one {large // MiB} MiB offloaded object"
+    speeds = {case: throughput(large, runs[case], "seconds") for case in ("ours", "direct")}
+    add_row(figures, label, "MiB/s", HIGHER, speeds)
+    first = f"time to first byte, 1 KiB object in a pack (median of {SMALL_COUNT})"
+    add_row(figures, first, "ms", LOWER, {"ours": [r["median"] * 1000 for r in runs["ttfb"]]})
+    p90 = f"time to first byte, 90th percentile of {SMALL_COUNT}"
+    add_row(figures, p90, "ms", LOWER, {"ours": [r["p90"] * 1000 for r in runs["ttfb"]]})
+    ratio_target(figures, "read-through >= 0.8x direct S3 GET", label, "ours", "direct", 0.8)
+    return [figures]
 
 
-def render(
-    large: int,
-    through: list[dict[str, float]],
-    direct: list[dict[str, float]],
-    ttfb: list[dict[str, float]],
-) -> list[str]:
-    def mib_s(runs: list[dict[str, float]]) -> float:
-        return large / MiB / statistics.median(r["seconds"] for r in runs)
+def _offloaded_store(url: str, moto: _Moto, env: dict[str, str], path: Path, size: int) -> None:
+    make_file(path, size)
+    small = {f"small/{i:03d}": os.urandom(1024) for i in range(SMALL_COUNT)}
+    _fill(url, "benchtier", {"large.bin": path, **small})
+    path.unlink()
+    setup = _run(env, "offload", url, "benchtier", f"s3://{moto.new_bucket()}/t")
+    assert setup["objects"] == SMALL_COUNT + 1, setup
 
-    ratio = mib_s(through) / mib_s(direct)
-    first = statistics.median(r["median"] for r in ttfb) * 1000
-    p90 = statistics.median(r["p90"] for r in ttfb) * 1000
-    return [
-        "",
-        "## Tiering: read-through of offloaded objects (moto server on loopback, obstore)",
-        "",
-        "One nats-server and one moto S3 server in the same run; the store is archived and",
-        f"offloaded once, then medians of {len(through)} interleaved runs, each in its own",
-        "process. The direct GET streams the same byte range with the same library",
-        "(`ArchiveTarget.stream`), so the ratio is what reading through natsobj (meta lookup,",
-        "SHA-256 check) costs over the S3 GET itself.",
-        "",
-        "| figure | measured | target | met |",
-        "|---|---:|---:|---|",
-        f"| read-through, one {large // MiB} MiB offloaded object | {mib_s(through):.1f} MiB/s"
-        " | | |",
-        f"| direct S3 GET of the same bytes | {mib_s(direct):.1f} MiB/s | | |",
-        f"| read-through / direct | {ratio:.2f}x | >= 0.8x | {'yes' if ratio >= 0.8 else '**no**'}"
-        " |",
-        f"| time to first byte, 1 KiB object in a pack (median of {SMALL_COUNT}) | {first:.1f} ms"
-        " | | |",
-        f"| same, 90th percentile | {p90:.1f} ms | | |",
-        "",
-        "Time to first byte covers the meta record lookup in NATS and one ranged GET of the",
-        "pack; moto reads the whole pack object for each ranged request, so against real S3",
-        "it is lower.",
-    ]
+
+def _interleaved(url: str, env: dict[str, str], repeats: int) -> dict[str, list]:
+    runs: dict[str, list[dict[str, float]]] = {"direct": [], "ours": [], "ttfb": []}
+    for _ in range(repeats):
+        runs["direct"].append(_run(env, "direct", url, "benchtier", "large.bin"))
+        runs["ours"].append(_run(env, "through", url, "benchtier", "large.bin"))
+        runs["ttfb"].append(_run(env, "ttfb", url, "benchtier"))
+    return runs
 
 
 if __name__ == "__main__":
