@@ -162,3 +162,13 @@ class UntrustedPickle(NatsObjError):
         "manager a pickle_signing_key (or set NATSOBJ_PICKLE_KEY) where they are written and "
         "read, and materialize the upstream asset again so it is signed."
     )
+
+
+class ChunkTooLarge(NatsObjError, ValueError):
+    """Each chunk is one NATS message, and the server closes a connection that sends one above
+    its max_payload: a chunk size it cannot take is refused before anything is sent."""
+
+    hint = (
+        "Choose a smaller chunk size (or none: the default fits the server), or raise "
+        "max_payload in the server configuration."
+    )

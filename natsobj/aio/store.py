@@ -30,6 +30,7 @@ from natsobj.aio.watch import ObjectWatcher, info_from_msg
 from natsobj.errors import (
     BadObjectMeta,
     BucketNotFound,
+    ChunkTooLarge,
     LinkError,
     NatsObjError,
     NotConnected,
@@ -428,9 +429,7 @@ class ObjectStore:
         version rather than making a new one."""
         self._check_name(name)
         metadata = check_metadata(metadata, bucket=self.bucket, name=name)
-        chunk_size = int(chunk_size or DEFAULT_CHUNK_SIZE)
-        if chunk_size <= 0:
-            raise ValueError("chunk_size must be positive")
+        chunk_size = _chunk_size(chunk_size, self.client.nc.max_payload, self.bucket, name)
         nuid = _nuid.next().decode()
         local_chunks = chunk_subject(self.bucket, nuid)
         window = PublishWindow(
@@ -1022,6 +1021,31 @@ def _normalize_headers(headers: dict[str, list[str] | str] | None) -> dict[str, 
     return {
         str(k): [str(v)] if isinstance(v, str) else [str(x) for x in v] for k, v in headers.items()
     }
+
+
+# Room kept in a message for a chunk's headers (its Nats-Msg-Id, about 70 bytes), which count
+# against the server's max_payload as much as the chunk does.
+CHUNK_HEADER_ROOM = 256
+
+
+def _chunk_size(requested: int | None, max_payload: int, bucket: str, name: str) -> int:
+    """The chunk size to put with: the one asked for if the server can take it, else the
+    default, shrunk to fit a server with a small max_payload."""
+    limit = max_payload - CHUNK_HEADER_ROOM
+    if not requested:
+        return min(DEFAULT_CHUNK_SIZE, limit)
+    chunk_size = int(requested)
+    if chunk_size <= 0:
+        raise ValueError("chunk_size must be positive")
+    if chunk_size > limit:
+        raise ChunkTooLarge(
+            f"a chunk size of {chunk_size} bytes is more than the server takes: its max_payload"
+            f" is {max_payload} bytes, {CHUNK_HEADER_ROOM} of them kept for each chunk's"
+            f" headers, so chunks may be at most {limit} bytes",
+            bucket=bucket,
+            name=name,
+        )
+    return chunk_size
 
 
 __all__ = ["BucketNotFound", "Changes", "CompactResult", "ObjectStore"]
