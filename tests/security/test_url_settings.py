@@ -148,7 +148,7 @@ def test_different_credentials_per_server_are_refused_without_a_secret(case: Cas
 def test_parse_errors_name_no_secret(case: Case, mistake: str):
     url = case.url(raw=True)
     if mistake == "unknown-option":
-        url += ("&" if "?" in url else "?") + "colour=blue"
+        url += ("&" if case.options else "?") + "colour=blue"
     elif mistake == "http":
         url = "http" + url[len(case.scheme) :]
     else:
