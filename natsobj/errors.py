@@ -6,6 +6,8 @@ so a failed Airflow task or Dagster step explains itself without a traceback div
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class NatsObjError(Exception):
     """Base class of every error natsobj raises."""
@@ -34,6 +36,18 @@ class NatsObjError(Exception):
             parts.append(self.hint)
         super().__init__(" ".join(parts))
         self.message = message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Rebuild without calling ``__init__`` again: ``args`` already holds the full text
+        (location and hint), so re-running ``__init__`` on it would prefix and append them a
+        second time. Spark and multiprocessing ship errors across processes by pickle."""
+        return _rebuild, (type(self), self.args), self.__dict__
+
+
+def _rebuild(cls: type[NatsObjError], args: tuple[Any, ...]) -> NatsObjError:
+    """The error as it was: ``args`` set by ``BaseException.__new__``, the attributes (bucket,
+    name, hint, message and any a subclass adds) restored by pickle from the state."""
+    return cls.__new__(cls, *args)
 
 
 def _where(bucket: str | None, name: str | None) -> str:
