@@ -13,6 +13,20 @@ STREAM_NAME_IN_USE = 10058
 JETSTREAM_NOT_ENABLED_FOR_ACCOUNT = 10039
 WRONG_LAST_SEQUENCE = 10071
 STREAM_SEALED = 10109
+WRONG_LAST_SEQUENCE_CONSTANT = 10164  # the same refusal, without the sequence in its text
+MESSAGE_EXCEEDS_MAXIMUM = 10054  # larger than the stream's max_msg_size
+# A store error of the stream; its text is the Go error ("maximum bytes exceeded", ...).
+STREAM_STORE_FAILED = 10077
+# No room on the server (or account) for the storage a stream asks for.
+INSUFFICIENT_RESOURCES = 10023
+STORAGE_RESOURCES_EXCEEDED = 10047
+MEMORY_RESOURCES_EXCEEDED = 10028
+# The account's JetStream limits.
+ACCOUNT_RESOURCES_EXCEEDED = 10002
+MAXIMUM_STREAMS_LIMIT = 10027
+STREAM_MAX_BYTES_EXCEEDS_ACCOUNT = 10122
+JETSTREAM_NOT_ENABLED = 10076
+TOO_MANY_REQUESTS = 10167
 # Cluster conditions: the meta layer has no leader/quorum (503), and a stream or consumer
 # whose replicas cannot be placed on enough servers.
 CLUSTER_NOT_AVAILABLE = 10008
