@@ -43,6 +43,9 @@ class Target:
     name: str
     # The IO manager's pickle signing key: pickles are signed with it and verified against it.
     pickle_key: bytes | None = field(default=None, repr=False, compare=False)
+    # The IO manager's allow_missing_digest: loads pass it to every get, so an object whose
+    # record has no digest is refused unless the user opted out.
+    allow_missing_digest: bool = False
 
     @property
     def uri(self) -> str:
@@ -113,7 +116,7 @@ class BytesHandler(Handler):
         return Stored(info)
 
     def load(self, target: Target) -> bytes:
-        return target.store.get_bytes(target.name)
+        return target.store.get_bytes(target.name, allow_missing_digest=target.allow_missing_digest)
 
 
 class TextHandler(Handler):
@@ -129,7 +132,8 @@ class TextHandler(Handler):
         return Stored(info)
 
     def load(self, target: Target) -> str:
-        return target.store.get_bytes(target.name).decode("utf-8")
+        data = target.store.get_bytes(target.name, allow_missing_digest=target.allow_missing_digest)
+        return data.decode("utf-8")
 
 
 class FileHandler(Handler):
@@ -145,7 +149,9 @@ class FileHandler(Handler):
     def load(self, target: Target) -> Any:
         with tempfile.TemporaryDirectory(prefix="natsobj-dagster-") as tmp:
             path = Path(tmp) / "value"
-            target.store.get_file(target.name, path)
+            target.store.get_file(
+                target.name, path, allow_missing_digest=target.allow_missing_digest
+            )
             return self.read_file(path)
 
     def write_file(self, value: Any, path: Path) -> tuple[int | None, TableSchema | None]:
@@ -250,7 +256,10 @@ class PickleHandler(FileHandler):
     def load(self, target: Target) -> Any:
         with tempfile.TemporaryDirectory(prefix="natsobj-dagster-") as tmp:
             path = Path(tmp) / "value"
-            info = target.store.get_file(target.name, path)  # the version the MAC must match
+            # the version the MAC must match
+            info = target.store.get_file(
+                target.name, path, allow_missing_digest=target.allow_missing_digest
+            )
             if target.pickle_key is not None:
                 _verify_signature(target, info, path, target.pickle_key)
             return self.read_file(path)

@@ -77,6 +77,12 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         "when the stored object says it is a pickle. Unpickling runs code: only for a bucket "
         "whose every writer you trust.",
     )
+    allow_missing_digest: bool = Field(
+        default=False,
+        description="Also load objects whose record has no SHA-256 digest (from a client that "
+        "writes none); by default they fail with MissingDigest. Only their size and chunk "
+        "count are checked.",
+    )
 
     # -- names -------------------------------------------------------------------------------
 
@@ -145,7 +151,9 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         with self.resource.get_client() as client:
             store = open_store(client, bucket, create=False, missing_hint=_NOTHING_STORED)
             for partition, name in names.items():
-                target = Target(store, settings, bucket, name, pickle_key)
+                target = Target(
+                    store, settings, bucket, name, pickle_key, self.allow_missing_digest
+                )
                 try:
                     loaded[partition] = _load_one(
                         target, unwrap_annotation(annotation), self.unpickle_untyped_inputs

@@ -161,7 +161,8 @@ class MissingDigest(DigestMismatch):
 
     hint = (
         "If the object is known to come from a client that writes no digest, read it with "
-        "allow_missing_digest=True (its size and chunk count are still checked); otherwise "
+        "allow_missing_digest=True (`--allow-missing-digest` on the command line; its size and "
+        "chunk count are still checked); otherwise "
         "re-upload it."
     )
 

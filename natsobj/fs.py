@@ -4,7 +4,8 @@ ObjectStoragePath read and write NATS object stores.
 Buckets are top-level directories; inside a bucket, ``/`` in object names makes prefix
 "directories" that exist while an object lives under them (as in S3). Connection options are
 the ``ConnectionSettings`` fields (``servers``, ``user``, ``token``, ...) or ``url``; with none
-the ``NATS_*`` environment is used.
+the ``NATS_*`` environment is used. ``allow_missing_digest=True`` also reads objects whose
+record has no digest (refused by default, as by ``ObjectStore.get``).
 
 Blocking use runs on the facade's one loop thread with the process's shared connection
 (``natsobj.shared``), so pandas, Airflow and Dagster reading ``nats://`` paths add no loop and
@@ -87,6 +88,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
         *,
         asynchronous: bool = False,
         loop: Any = None,
+        allow_missing_digest: bool = False,
         **options: Any,
     ) -> None:
         settings_options = {k: options.pop(k) for k in list(options) if k in SETTINGS_FIELDS}
@@ -94,6 +96,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
             loop = shared_loop()  # no second loop thread beside the blocking facade's
         super().__init__(asynchronous=asynchronous, loop=loop, **options)
         self.settings = ConnectionSettings.coerce(url, **settings_options)
+        self.allow_missing_digest = allow_missing_digest
         self._client: aio.Client | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._stores: dict[str, aio.ObjectStore] = {}
@@ -227,8 +230,8 @@ class NatsObjectFileSystem(AsyncFileSystem):
         store = await self._store(bucket)
         try:
             if start is None and end is None:
-                return await store.get_bytes(key)
-            return await _read_range(store, key, start, end)
+                return await store.get_bytes(key, allow_missing_digest=self.allow_missing_digest)
+            return await _read_range(store, key, start, end, self.allow_missing_digest)
         except ObjectNotFound as exc:
             raise _not_found(f"{bucket}/{key}", exc) from None
 
@@ -238,7 +241,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
             return
         store = await self._store(bucket)
         try:
-            await store.get_file(key, lpath)
+            await store.get_file(key, lpath, allow_missing_digest=self.allow_missing_digest)
         except ObjectNotFound as exc:
             raise _not_found(f"{bucket}/{key}", exc) from None
 
@@ -339,10 +342,14 @@ def _put_options(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 async def _read_range(
-    store: aio.ObjectStore, key: str, start: int | None, end: int | None
+    store: aio.ObjectStore,
+    key: str,
+    start: int | None,
+    end: int | None,
+    allow_missing_digest: bool,
 ) -> bytes:
     """Chunks before ``start`` are read and dropped: object chunks are only readable in order."""
-    async with store.get(key) as reader:
+    async with store.get(key, allow_missing_digest=allow_missing_digest) as reader:
         size = reader.info.size
         start = 0 if start is None else (start + size if start < 0 else start)
         end = size if end is None else (end + size if end < 0 else min(end, size))
@@ -394,7 +401,7 @@ class NatsObjectFile(AbstractBufferedFile):
             await self._aclose_reader()
             bucket, key = _split(self.path)
             store = await self.fs._store(bucket)
-            self._reader_cm = store.get(key)
+            self._reader_cm = store.get(key, allow_missing_digest=self.fs.allow_missing_digest)
             try:
                 self._reader = await self._reader_cm.__aenter__()
             except ObjectNotFound as exc:

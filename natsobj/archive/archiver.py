@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from natsobj.aio.reader import open_reader
+from natsobj.aio.reader import check_digest, open_reader
 from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.packer import (
@@ -32,6 +32,7 @@ from natsobj.archive.targets import TARGET_METADATA_KEY, ArchiveTargets
 from natsobj.errors import (
     BucketNotFound,
     DigestMismatch,
+    MissingDigest,
     NatsObjError,
     ObjectChanged,
     PermissionDenied,
@@ -215,7 +216,13 @@ class Archiver:
     async def _copy_bytes(self, info: ObjectInfo, record: ArchiveRecord) -> bool:
         """Read the version's chunks (the reader checks count, size and SHA-256) into a pack
         or a multipart upload; True when packed. Bytes that are gone or do not verify are
-        recorded as skipped."""
+        recorded as skipped, and so is a version whose record has no digest: archived, it
+        would be restored as if verified."""
+        try:
+            check_digest(info)
+        except DigestMismatch as exc:
+            self._skip(record, _unarchivable(exc))
+            return False
         reader = open_reader(self.store, info)  # an offloaded version is read from S3
         try:
             if info.size < self.small_object:
@@ -227,18 +234,16 @@ class Archiver:
             record.key, record.offset, record.length = key, 0, info.size
             record.targets = " ".join(holders)
         except (ObjectChanged, DigestMismatch) as exc:
-            record.kind = index.SKIPPED
-            record.description = f"not archived: {exc}"
-            log.warning(
-                "bucket %r, object %r: version at sequence %d skipped: %s",
-                info.bucket,
-                info.name,
-                record.sequence,
-                exc,
-            )
+            self._skip(record, exc)
         finally:
             await reader.close()
         return False
+
+    def _skip(self, record: ArchiveRecord, reason: NatsObjError) -> None:
+        """Index the version as skipped, with why, and say so once in the log."""
+        record.kind = index.SKIPPED
+        record.description = f"not archived: {reason}"
+        log.warning("version at sequence %d skipped: %s", record.sequence, reason)
 
     async def flush(self) -> None:
         """Upload the pack, then the index segment up to the position, then the cursor."""
@@ -304,3 +309,17 @@ class Archiver:
         with contextlib.suppress(NatsObjError, OSError, asyncio.TimeoutError):
             await self.flush()  # a clean stop keeps what was done
         return self.totals
+
+
+def _unarchivable(exc: DigestMismatch) -> DigestMismatch:
+    """The check's error with a hint for the archive, which has no opt-out: an archived
+    version must be one restore and verify can check."""
+    if not isinstance(exc, MissingDigest):
+        return exc
+    return MissingDigest(
+        exc.message,
+        bucket=exc.bucket,
+        name=exc.name,
+        hint="The archive keeps only versions it can verify, as `natsobj archive verify` "
+        "requires; re-upload the object with a client that records a digest.",
+    )

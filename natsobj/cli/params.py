@@ -87,6 +87,17 @@ def json_option() -> Any:
     )
 
 
+def allow_missing_digest_option() -> Any:
+    """The CLI face of ``allow_missing_digest``: refusing is the default, so reading an object
+    nothing can verify is always the user's explicit choice."""
+    return click.option(
+        "--allow-missing-digest",
+        is_flag=True,
+        help="Also read objects whose record has no SHA-256 digest (from a client that writes "
+        "none): only their size and chunk count are checked.",
+    )
+
+
 def progress_option() -> Any:
     return click.option(
         "--progress/--no-progress",

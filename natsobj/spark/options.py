@@ -43,6 +43,7 @@ DEFAULTS = {
     "retain_generations": "1",
     "create_bucket": "true",
     "pushdown": "false",
+    "allow_missing_digest": "false",
 }
 KNOWN_OPTIONS = frozenset(
     {"url", "bucket", "path", "prefix", "if_exists", "glob", "write_id"}
@@ -66,6 +67,9 @@ class SourceOptions:
     retain_generations: int = 1
     create_bucket: bool = True
     pushdown: bool = False
+    # Read objects whose record has no digest (from a client that writes none): off, so such
+    # an object fails the read with MissingDigest unless the job opts out.
+    allow_missing_digest: bool = False
     if_exists: str | None = None
     glob: str | None = None
     write_id: str | None = None
@@ -117,6 +121,7 @@ class SourceOptions:
         create_bucket = _flag(values, "create_bucket", bucket)
         dictionary = _flag(values, "dictionary", bucket)
         pushdown = _flag(values, "pushdown", bucket)
+        allow_missing_digest = _flag(values, "allow_missing_digest", bucket)
         settings = connection_settings(values)
         embedded = settings.servers[0] if settings.embedded_dir is not None else None
         if embedded is not None:
@@ -136,6 +141,7 @@ class SourceOptions:
             retain_generations=retain_generations,
             create_bucket=create_bucket,
             pushdown=pushdown,
+            allow_missing_digest=allow_missing_digest,
             if_exists=if_exists.lower() if if_exists else None,
             glob=glob,
             write_id=values.get("write_id") or None,

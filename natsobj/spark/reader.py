@@ -117,9 +117,11 @@ class TableReader(DataSourceReader):
     ) -> pa.NativeFile | str:
         try:
             if part.size <= SPILL_BYTES:
-                return pa.BufferReader(store.get_bytes(part.name))
+                return pa.BufferReader(
+                    store.get_bytes(part.name, allow_missing_digest=self.opts.allow_missing_digest)
+                )
             path = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "part.parquet"
-            store.get_file(part.name, path)
+            store.get_file(part.name, path, allow_missing_digest=self.opts.allow_missing_digest)
             return str(path)
         except ObjectNotFound:
             if not self.generation:
@@ -183,7 +185,7 @@ class BinaryReader(DataSourceReader):
             return
         with open_store(self.opts) as store:
             for name in partition.names:
-                with store.get(name) as reader:
+                with store.get(name, allow_missing_digest=self.opts.allow_missing_digest) as reader:
                     content = reader.read()
                     info = reader.info
                 yield (name, info.size, info.mtime, info.digest, content)

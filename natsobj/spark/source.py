@@ -52,7 +52,9 @@ class NatsObjDataSource(DataSource):
                 return StructType.fromJson(plan.manifest.schema)
             # Foreign Parquet: take the schema of the first object, as spark.read.parquet does
             # by default (no merging).
-            data = store.get_bytes(plan.parts[0].name)
+            data = store.get_bytes(
+                plan.parts[0].name, allow_missing_digest=opts.allow_missing_digest
+            )
         return from_arrow_schema(pq.ParquetFile(pa.BufferReader(data)).schema_arrow)
 
     def reader(self, schema: StructType) -> DataSourceReader:

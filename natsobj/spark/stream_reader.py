@@ -274,7 +274,13 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     yield (obj.name, 0, obj.mtime, None, None)
                     continue
                 with contextlib.ExitStack() as stack:
-                    source = fetch(store, obj, stack, spill=False)
+                    source = fetch(
+                        store,
+                        obj,
+                        stack,
+                        spill=False,
+                        allow_missing_digest=self.opts.source.allow_missing_digest,
+                    )
                     if source is None:
                         skipped.add(obj)
                         continue
@@ -286,7 +292,13 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for obj in partition.objects:
                 fmt = object_format(obj.name, self.opts.object_format)
                 with contextlib.ExitStack() as stack:
-                    source = fetch(store, obj, stack, spill=True)
+                    source = fetch(
+                        store,
+                        obj,
+                        stack,
+                        spill=True,
+                        allow_missing_digest=self.opts.source.allow_missing_digest,
+                    )
                     if source is None:
                         skipped.add(obj)
                         continue
@@ -299,11 +311,12 @@ def fetch(
     stack: contextlib.ExitStack,
     *,
     spill: bool,
+    allow_missing_digest: bool,
 ) -> pa.NativeFile | str | None:
     """The planned version's bytes, whole and digest-checked (large ones spooled to a temp file
     when ``spill``), or None when that version was replaced or deleted: never a mix."""
     try:
-        with store.get(obj.name) as reader:
+        with store.get(obj.name, allow_missing_digest=allow_missing_digest) as reader:
             if reader.info.nuid != obj.nuid:
                 return None
             if not spill or obj.size <= SPILL_BYTES:

@@ -16,7 +16,7 @@ import click
 from natsobj import paths
 from natsobj.cli import render, tree
 from natsobj.cli.exits import UsageProblem
-from natsobj.cli.params import progress_option
+from natsobj.cli.params import allow_missing_digest_option, progress_option
 from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.session import Session, pass_session
 from natsobj.matching import NameMatcher
@@ -85,6 +85,7 @@ def _remote_objects(store: ObjectStore, where: Location) -> dict[str, ObjectInfo
 @click.option("--dry-run", is_flag=True, help="Print what would be done; change nothing.")
 @click.option("--include", multiple=True, metavar="GLOB", help="Keep paths an --exclude matched.")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Skip matching relative paths.")
+@allow_missing_digest_option()
 @progress_option()
 @pass_session
 def sync_command(
@@ -95,6 +96,7 @@ def sync_command(
     dry_run: bool,
     include: tuple[str, ...],
     exclude: tuple[str, ...],
+    allow_missing_digest: bool,
     progress: bool | None,
 ) -> None:
     """Copy new and changed files between a directory and nats://BUCKET/PREFIX.
@@ -118,7 +120,16 @@ def sync_command(
             _upload(session, Path(source), remote_destination, filters, delete, dry_run, bar)
         else:
             assert remote_source is not None
-            _download(session, remote_source, Path(destination), filters, delete, dry_run, bar)
+            _download(
+                session,
+                remote_source,
+                Path(destination),
+                filters,
+                delete,
+                dry_run,
+                bar,
+                allow_missing_digest=allow_missing_digest,
+            )
 
 
 def _say(dry_run: bool, text: str) -> None:
@@ -162,6 +173,8 @@ def _download(
     delete: bool,
     dry_run: bool,
     bar: Meter,
+    *,
+    allow_missing_digest: bool,
 ) -> None:
     if root.exists() and not root.is_dir():
         raise UsageProblem(f"{root} is not a directory")
@@ -183,7 +196,9 @@ def _download(
         _say(dry_run, f"download: {source} to {target}")
         if not dry_run:
             with bar.task(relative, info.size) as advance:
-                store.get_file(info.name, target, progress=advance)
+                store.get_file(
+                    info.name, target, progress=advance, allow_missing_digest=allow_missing_digest
+                )
     if delete:
         for relative in sorted(set(local) - plan.claimed):
             _say(dry_run, f"delete: {local[relative]}")

@@ -22,7 +22,12 @@ from natsobj import paths
 from natsobj.aio.copy import copy_object
 from natsobj.cli import render, tree
 from natsobj.cli.exits import UsageProblem
-from natsobj.cli.params import header_option, metadata_option, progress_option
+from natsobj.cli.params import (
+    allow_missing_digest_option,
+    header_option,
+    metadata_option,
+    progress_option,
+)
 from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.session import Session, pass_session
 from natsobj.errors import ObjectNotFound
@@ -111,18 +116,27 @@ def put(
             click.echo(_summary("put", info))
 
 
-def _copy_out(store: ObjectStore, name: str, out: BinaryIO, bar: Meter) -> ObjectInfo:
-    with store.get(name) as reader, bar.task(name, reader.info.size) as advance:
+def _copy_out(
+    store: ObjectStore, name: str, out: BinaryIO, bar: Meter, allow_missing_digest: bool
+) -> ObjectInfo:
+    with (
+        store.get(name, allow_missing_digest=allow_missing_digest) as reader,
+        bar.task(name, reader.info.size) as advance,
+    ):
         for chunk in reader:
             out.write(chunk)
             advance(len(chunk))
         return reader.info
 
 
-def _get_to_file(store: ObjectStore, name: str, target: Path, bar: Meter) -> ObjectInfo:
+def _get_to_file(
+    store: ObjectStore, name: str, target: Path, bar: Meter, allow_missing_digest: bool
+) -> ObjectInfo:
     """The core writes beside the target and renames once the digest matches."""
     with bar.task(name, store.get_info(name).size) as advance:
-        return store.get_file(name, target, progress=advance)
+        return store.get_file(
+            name, target, progress=advance, allow_missing_digest=allow_missing_digest
+        )
 
 
 @click.command("get")
@@ -132,10 +146,17 @@ def _get_to_file(store: ObjectStore, name: str, target: Path, bar: Meter) -> Obj
 @click.option(
     "--recursive", "-r", is_flag=True, help="NAME is a prefix; PATH the directory to fill."
 )
+@allow_missing_digest_option()
 @progress_option()
 @pass_session
 def get(
-    session: Session, bucket: str, name: str, path: str, recursive: bool, progress: bool | None
+    session: Session,
+    bucket: str,
+    name: str,
+    path: str,
+    recursive: bool,
+    allow_missing_digest: bool,
+    progress: bool | None,
 ) -> None:
     """Fetch NAME from BUCKET into PATH (file, directory or '-').
 
@@ -147,16 +168,15 @@ def get(
     with meter(progress) as bar:
         if path == STDIO:
             out = sys.stdout.buffer
-            _copy_out(store, name, out, bar)
+            _copy_out(store, name, out, bar, allow_missing_digest)
             out.flush()
             return
         destination = Path(path)
         if not recursive:
             if destination.is_dir():
                 destination = destination / name.rsplit(paths.SEP, 1)[-1]
-            click.echo(
-                f"{_summary('got', _get_to_file(store, name, destination, bar))} -> {destination}"
-            )
+            got = _get_to_file(store, name, destination, bar, allow_missing_digest)
+            click.echo(f"{_summary('got', got)} -> {destination}")
             return
         wanted = [
             i
@@ -171,9 +191,8 @@ def get(
         plan.warn()
         for relative, info in plan.targets.items():
             target = plan.path(destination, relative)
-            click.echo(
-                f"{_summary('got', _get_to_file(store, info.name, target, bar))} -> {target}"
-            )
+            got = _get_to_file(store, info.name, target, bar, allow_missing_digest)
+            click.echo(f"{_summary('got', got)} -> {target}")
         plan.check()
 
 

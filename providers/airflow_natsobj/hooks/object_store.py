@@ -150,26 +150,48 @@ class NatsObjectStoreHook(BaseHook):
         *,
         max_size: int | None = None,
         min_sequence: int | None = None,
+        allow_missing_digest: bool = False,
     ) -> bytes:
         """``min_sequence``: the writer's ``sequence`` (from its XCom), which lets any replica
-        answer instead of the stream leader."""
-        data = self.get_store(bucket).get_bytes(name, max_size=max_size, min_sequence=min_sequence)
+        answer instead of the stream leader. ``allow_missing_digest`` (here and on the other
+        reads) as for ``ObjectStore.get``: a record without a digest is refused unless set."""
+        data = self.get_store(bucket).get_bytes(
+            name,
+            max_size=max_size,
+            min_sequence=min_sequence,
+            allow_missing_digest=allow_missing_digest,
+        )
         self._lineage_input(bucket, name)
         return data
 
     def get_file(
-        self, bucket: str, name: str, path: str | Path, *, min_sequence: int | None = None
+        self,
+        bucket: str,
+        name: str,
+        path: str | Path,
+        *,
+        min_sequence: int | None = None,
+        allow_missing_digest: bool = False,
     ) -> ObjectInfo:
-        info = self.get_store(bucket).get_file(name, path, min_sequence=min_sequence)
+        info = self.get_store(bucket).get_file(
+            name, path, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+        )
         self._lineage_input(bucket, name)
         return info
 
     @contextmanager
     def open_reader(
-        self, bucket: str, name: str, *, min_sequence: int | None = None
+        self,
+        bucket: str,
+        name: str,
+        *,
+        min_sequence: int | None = None,
+        allow_missing_digest: bool = False,
     ) -> Iterator[Any]:
         """Stream an object: iterate the reader for chunks; ``reader.info`` is its ObjectInfo."""
-        with self.get_store(bucket).get(name, min_sequence=min_sequence) as reader:
+        with self.get_store(bucket).get(
+            name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+        ) as reader:
             yield reader
         self._lineage_input(bucket, name)
 

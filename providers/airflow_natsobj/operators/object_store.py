@@ -229,6 +229,9 @@ class NatsGetObjectOperator(_NatsOperator):
     ``min_sequence`` (templated) is the writer's sequence, e.g.
     ``"{{ ti.xcom_pull('put')['sequence'] }}"``: the read is then guaranteed to see that put
     and is served by the nearest replica rather than the stream leader.
+
+    ``allow_missing_digest=True`` also reads an object whose record has no digest (from a
+    client that writes none); by default that fails with MissingDigest.
     """
 
     template_fields: Sequence[str] = ("bucket", "name", "destination", "encoding", "min_sequence")
@@ -243,6 +246,7 @@ class NatsGetObjectOperator(_NatsOperator):
         encoding: str = "utf-8",
         max_xcom_bytes: int = DEFAULT_MAX_XCOM_BYTES,
         min_sequence: int | str | None = None,
+        allow_missing_digest: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -252,6 +256,7 @@ class NatsGetObjectOperator(_NatsOperator):
         self.encoding = encoding
         self.max_xcom_bytes = max_xcom_bytes
         self.min_sequence = min_sequence
+        self.allow_missing_digest = allow_missing_digest
 
     def _known_sequence(self) -> int | None:
         """The rendered ``min_sequence``; an empty or "None" rendering means none is known."""
@@ -277,6 +282,7 @@ class NatsGetObjectOperator(_NatsOperator):
                     self.name,
                     Path(str(self.destination)).expanduser(),
                     min_sequence=self._known_sequence(),
+                    allow_missing_digest=self.allow_missing_digest,
                 )
         self.log.info(
             "Got nats://%s/%s (%d bytes) into %s",
@@ -294,6 +300,7 @@ class NatsGetObjectOperator(_NatsOperator):
                 self.name,
                 max_size=self.max_xcom_bytes,
                 min_sequence=self._known_sequence(),
+                allow_missing_digest=self.allow_missing_digest,
             )
         except ObjectTooLarge as exc:
             raise ObjectTooLarge(
@@ -324,7 +331,10 @@ class NatsGetObjectOperator(_NatsOperator):
         try:
             with (
                 hook.open_reader(
-                    self.bucket, self.name, min_sequence=self._known_sequence()
+                    self.bucket,
+                    self.name,
+                    min_sequence=self._known_sequence(),
+                    allow_missing_digest=self.allow_missing_digest,
                 ) as reader,
                 partial.open("wb") as out,
             ):
