@@ -9,6 +9,7 @@ from natsobj.errors import (
     BadObjectName,
     BucketExists,
     BucketNotFound,
+    BucketRecreated,
     ChunkTooLarge,
     ClusterUnavailable,
     DigestMismatch,
@@ -27,7 +28,7 @@ from natsobj.errors import (
     UntrustedArchiveLocation,
     UntrustedPickle,
 )
-from natsobj.model import ObjectInfo, ObjectLink, StoreStatus
+from natsobj.model import ChangeCursor, ObjectInfo, ObjectLink, StoreStatus
 from natsobj.settings import ConnectionSettings
 from natsobj.sync import Client, ObjectStore, connect
 
@@ -39,6 +40,8 @@ __all__ = [
     "BadObjectName",
     "BucketExists",
     "BucketNotFound",
+    "BucketRecreated",
+    "ChangeCursor",
     "ChunkTooLarge",
     "Client",
     "ClusterUnavailable",

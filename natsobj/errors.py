@@ -187,3 +187,18 @@ class ChunkTooLarge(NatsObjError, ValueError):
         "Choose a smaller chunk size (or none: the default fits the server), or raise "
         "max_payload in the server configuration."
     )
+
+
+class BucketRecreated(NatsObjError):
+    """A change cursor (a sensor's, a trigger's, a streaming query's checkpoint) was taken on a
+    bucket that has been deleted and created again under the same name since: its sequence
+    counts records of a stream that is gone, so resuming after it would skip, without a word,
+    every record of the new bucket up to that number. The message gives the cursor's sequence
+    and creation time and the current bucket's."""
+
+    hint = (
+        "Decide what the new bucket means to you: to process everything it holds, start over "
+        "from its beginning (on_recreated='restart' for the Airflow trigger and the Dagster "
+        "sensor, a new checkpoint with startingSequence=earliest for Spark); otherwise reset "
+        "the cursor to its end."
+    )

@@ -18,7 +18,7 @@ from natsobj.aio.client import DEFAULT_PUT_WINDOW, DEFAULT_READ_WINDOW
 from natsobj.aio.jsapi import DEFAULT_FAILOVER_TIMEOUT
 from natsobj.aio.sources import PutSource
 from natsobj.aio.store import Changes, CompactResult
-from natsobj.model import ObjectInfo, StoreStatus
+from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus
 from natsobj.settings import ConnectionSettings
 
 T = TypeVar("T")
@@ -119,6 +119,10 @@ class ObjectWatcher:
     @property
     def initial_done(self) -> bool:
         return self._watcher.initial_done
+
+    @property
+    def cursor(self) -> ChangeCursor:
+        return self._watcher.cursor
 
     @_mirrors(_core.ObjectWatcher.start)
     def start(self) -> ObjectWatcher:
@@ -329,7 +333,11 @@ class ObjectStore:
 
     @_mirrors(_core.ObjectStore.changes)
     def changes(
-        self, after_sequence: int = 0, *, limit: int = 100, include_deletes: bool = True
+        self,
+        after_sequence: int | ChangeCursor = 0,
+        *,
+        limit: int = 100,
+        include_deletes: bool = True,
     ) -> Changes:
         return run(
             self._store.changes(after_sequence, limit=limit, include_deletes=include_deletes)
@@ -342,7 +350,7 @@ class ObjectStore:
         include_history: bool = False,
         updates_only: bool = False,
         ignore_deletes: bool = False,
-        after_sequence: int | None = None,
+        after_sequence: int | ChangeCursor | None = None,
     ) -> ObjectWatcher:
         return ObjectWatcher(
             self._store.watch(

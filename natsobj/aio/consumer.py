@@ -41,7 +41,7 @@ from typing import Any
 from nats.nuid import NUID
 
 from natsobj.aio.jsapi import Failover, JetStreamApi, TransientError, parse_headers, raw_status
-from natsobj.errors import NatsObjError, NotConnected, PermissionDenied
+from natsobj.errors import BucketRecreated, NatsObjError, NotConnected, PermissionDenied
 from natsobj.model import time_from_nanos
 from natsobj.wire import (
     CONSUMER_STALLED,
@@ -151,11 +151,16 @@ class OrderedConsumer:
         pulls_ahead: int = 1,
         bucket: str | None = None,
         headers_only: bool = False,
+        on_created: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         """``batch``: messages per pull request; ``pulls_ahead``: requests kept open at once.
         With two, the next batch is asked for while the previous one is still arriving, so
         the server never idles for a round trip between batches (object reads, which want
-        every message); one suits readers that may stop early (a page of changes)."""
+        every message); one suits readers that may stop early (a page of changes).
+        ``on_created`` runs after each consumer creation, before anything it delivers is
+        taken: a watch checks there that the stream is still the one it started on (a
+        consumer recreated on a new stream of the same name would resume at the old stream's
+        sequence); what it raises discards that consumer."""
         self.api = api
         self.stream = stream
         self.filter_subject = filter_subject
@@ -165,6 +170,7 @@ class OrderedConsumer:
         self.heartbeat = heartbeat
         self.batch = max(1, batch)
         self.headers_only = headers_only  # subjects and sequences are all the reader needs
+        self.on_created = on_created
         self.pulls_ahead = max(1, pulls_ahead)
         self.pull = stop_when_idle and api.prefix == DEFAULT_API_PREFIX  # see the docstring
         self.bucket = bucket
@@ -239,6 +245,12 @@ class OrderedConsumer:
         self.exhausted = False
         self._last_arrival = time.monotonic()
         response = await self._create_named(inbox)
+        if self.on_created is not None:
+            try:
+                await self.on_created()
+            except BaseException:
+                await self._unsubscribe()  # nothing this consumer delivers is taken
+                raise
         return int(response.get("num_pending", 0))
 
     def _rename(self) -> None:
@@ -402,7 +414,7 @@ class OrderedConsumer:
                 )
         try:
             await self._create()
-        except PermissionDenied:
+        except (PermissionDenied, BucketRecreated):
             raise
         except NatsObjError:
             if self.stop_when_idle:

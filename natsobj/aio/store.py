@@ -41,6 +41,7 @@ from natsobj.errors import (
 from natsobj.localfiles import replacement_mode
 from natsobj.model import (
     DEFAULT_CHUNK_SIZE,
+    ChangeCursor,
     ObjectInfo,
     ObjectLink,
     StoreStatus,
@@ -86,9 +87,11 @@ META_ATTEMPTS = 20
 
 
 class Changes(list[ObjectInfo]):
-    """A batch of changes; resume after ``last_sequence``, which counts skipped ones too."""
+    """A batch of changes; resume after ``last_sequence``, which counts skipped ones too, or
+    from ``cursor`` when the batch was asked for with a ``ChangeCursor``."""
 
     last_sequence: int = 0
+    cursor: ChangeCursor | None = None
 
 
 @dataclass
@@ -825,13 +828,15 @@ class ObjectStore:
         include_history: bool = False,
         updates_only: bool = False,
         ignore_deletes: bool = False,
-        after_sequence: int | None = None,
+        after_sequence: int | ChangeCursor | None = None,
     ) -> ObjectWatcher:
         """Changes as they happen: by default each name's latest record first, then live ones.
 
         ``include_history`` replays every record kept, ``updates_only`` starts at the end,
-        ``after_sequence`` resumes after a meta-stream sequence; ``ignore_deletes`` skips
-        tombstones. The watch survives server restarts."""
+        ``after_sequence`` resumes after a meta-stream sequence or a ``ChangeCursor``;
+        ``ignore_deletes`` skips tombstones. The watch survives server restarts, but not the
+        bucket's: one deleted and created again under it, or a cursor taken on an earlier
+        bucket of this name, ends it with ``BucketRecreated`` (see ``ChangeCursor``)."""
         return ObjectWatcher(
             self,
             include_history=include_history,
@@ -932,10 +937,21 @@ class ObjectStore:
                 yield info
 
     async def changes(
-        self, after_sequence: int = 0, *, limit: int = 100, include_deletes: bool = True
+        self,
+        after_sequence: int | ChangeCursor = 0,
+        *,
+        limit: int = 100,
+        include_deletes: bool = True,
     ) -> Changes:
         """Meta changes after a sequence, at most ``limit``, without waiting: the building block
-        for sensor and trigger cursors. Resume from ``result.last_sequence``."""
+        for sensor and trigger cursors. Resume from ``result.last_sequence``.
+
+        With a ``ChangeCursor`` the batch is refused with ``BucketRecreated`` when the cursor
+        was taken on an earlier bucket of this name (a bare sequence cannot tell), and
+        ``result.cursor`` is where to resume."""
+        cursor = after_sequence if isinstance(after_sequence, ChangeCursor) else None
+        if cursor is not None:
+            after_sequence = cursor.sequence
         messages, last = await self._scan_meta(
             deliver_policy="by_start_sequence", start=after_sequence + 1, limit=limit
         )
@@ -948,6 +964,10 @@ class ObjectStore:
                 continue  # an offload or rehydrate of a version the caller has seen
             result.append(info)
         result.last_sequence = max(last, after_sequence)
+        if cursor is not None:
+            # Read after the scan: a stream that is still the cursor's now is the one scanned.
+            pinned = cursor.check(await self.status())
+            result.cursor = ChangeCursor(result.last_sequence, pinned.stream_created)
         return result
 
     # -- maintenance ------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from natsobj.aio.consumer import OrderedConsumer, StreamMsg
 from natsobj.errors import BadObjectMeta
-from natsobj.model import ObjectInfo
+from natsobj.model import ChangeCursor, ObjectInfo
 from natsobj.names import all_meta_subject
 
 if TYPE_CHECKING:
@@ -29,7 +29,12 @@ def info_from_msg(store: ObjectStore, msg: StreamMsg) -> ObjectInfo | None:
 
 
 class ObjectWatcher:
-    """Async iterator of changes; ``initial_done`` turns True after the initial values."""
+    """Async iterator of changes; ``initial_done`` turns True after the initial values.
+
+    The watch is pinned to the bucket it starts on (or to the one ``after_sequence``, a
+    ``ChangeCursor``, was taken on): when its consumer is created again after an outage on a
+    bucket deleted and created again meanwhile, it raises ``BucketRecreated`` rather than
+    resume at the old bucket's sequence. ``cursor`` is where to resume another watch."""
 
     def __init__(
         self,
@@ -38,15 +43,17 @@ class ObjectWatcher:
         include_history: bool = False,
         updates_only: bool = False,
         ignore_deletes: bool = False,
-        after_sequence: int | None = None,
+        after_sequence: int | ChangeCursor | None = None,
         heartbeat: float = 5.0,
     ) -> None:
         self.store = store
         self.ignore_deletes = ignore_deletes
         self.updates_only = updates_only
-        self._seen_through = after_sequence or 0
-        if after_sequence is not None:
-            policy, start = "by_start_sequence", after_sequence + 1
+        resume = None if after_sequence is None else ChangeCursor.parse(after_sequence)
+        self._seen_through = resume.sequence if resume else 0
+        self._created = resume.stream_created if resume else None
+        if resume is not None:
+            policy, start = "by_start_sequence", resume.sequence + 1
         elif updates_only:
             policy, start = "new", None
         elif include_history:
@@ -61,15 +68,31 @@ class ObjectWatcher:
             start_sequence=start,
             heartbeat=heartbeat,
             bucket=store.bucket,
+            on_created=self._pin,
         )
         self.initial_done = False
         self._started = False
+
+    @property
+    def cursor(self) -> ChangeCursor:
+        """The last record this watch read, on the bucket it is pinned to."""
+        return ChangeCursor(max(self._consumer.last_sequence, self._seen_through), self._created)
+
+    async def _pin(self) -> None:
+        """Run after each creation of the watch's consumer: the bucket must still be the one
+        the watch is pinned to (the first creation pins a watch started without a cursor)."""
+        self._created = self.cursor.check(await self.store.status()).stream_created
 
     async def start(self) -> ObjectWatcher:
         """Create the watch's consumer; ``next``, iteration and ``async with`` call it for you."""
         if not self._started:
             self._started = True
-            pending = await self._consumer.start()
+            try:
+                pending = await self._consumer.start()
+            except BaseException:
+                self._started = False
+                await self._consumer.close()
+                raise
             self.initial_done = self.updates_only or pending == 0
         return self
 
