@@ -106,7 +106,7 @@ def measure(plan: Plan) -> dict[str, Any]:
         "mode": plan.mode,
         "started": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
         "plan": asdict(plan),
-        "machine": machine(packages),
+        "machine": {**machine(packages), "natsobj commit": _commit()},
         "skipped": [g for g in GROUPS + OPT_IN if g not in plan.groups],
         "load_start": [round(load, 2) for load in os.getloadavg()],
         "sections": [],
@@ -123,6 +123,18 @@ def measure(plan: Plan) -> dict[str, Any]:
     results["load_end"] = [round(load, 2) for load in os.getloadavg()]
     results["seconds"] = round(time.monotonic() - clock, 1)
     return results
+
+
+def _commit() -> str:
+    """The checkout measured, and whether it had uncommitted changes to tracked files."""
+    git = ["git", "-C", str(ROOT)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    if head.returncode:
+        return "unknown (not a git checkout)"
+    dirty = subprocess.run(
+        [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True
+    ).stdout.strip()
+    return head.stdout.strip() + (" with uncommitted changes" if dirty else "")
 
 
 Runner = Callable[[], list[Section]]
