@@ -43,6 +43,7 @@ bench-quick: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy  # natsobj/, configured in pyproject.toml [tool.mypy]
 
 format: $(STAMP)
 	$(BIN)/ruff format .

@@ -670,7 +670,7 @@ class NatsCluster:
                     meta = self.jsz(index).get("meta_cluster") or {}
                     leaders.add(meta.get("leader"))
             if len(leaders) == 1 and None not in leaders and "" not in leaders:
-                return leaders.pop()
+                return str(leaders.pop())
             time.sleep(0.1)
         raise NotConnected(f"the cluster elected no JetStream meta leader within {timeout:g}s")
 

@@ -51,15 +51,14 @@ def plan_restore(records: list[ArchiveRecord], at: datetime | None = None) -> Re
         latest[record.name] = None if record.kind == index.DELETE else record
     plan = RestorePlan()
     for name in sorted(latest):
-        record = latest[name]
-        if record is None:
+        if (kept := latest[name]) is None:
             continue
-        if record.kind == index.SKIPPED:
-            plan.unrestorable.append(record)
-        elif record.kind == index.LINK:
-            plan.links.append(record)
+        if kept.kind == index.SKIPPED:
+            plan.unrestorable.append(kept)
+        elif kept.kind == index.LINK:
+            plan.links.append(kept)
         else:
-            plan.objects.append(record)
+            plan.objects.append(kept)
     return plan
 
 

@@ -98,10 +98,7 @@ class ArchiveTargets:
     ) -> None:
         if not targets:
             raise ValueError("an archive needs at least one target")
-        self.members = [
-            Member(*t) if isinstance(t, tuple) else Member(t)  # type: ignore[arg-type]
-            for t in targets
-        ]
+        self.members = [Member(*t) if isinstance(t, tuple) else Member(t) for t in targets]
         if len(self.members) > 1 and strategy not in STRATEGIES:
             raise ValueError(
                 f"several archive targets need a strategy ({', '.join(STRATEGIES)}), "
