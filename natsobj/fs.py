@@ -31,12 +31,10 @@ from natsobj.model import ObjectInfo
 from natsobj.paths import SCHEME, as_dir, listing_prefix, parse_nats_url, split_level, under
 from natsobj.settings import ConnectionSettings
 from natsobj.shared import on_shared_loop, shared_aio_client
+from natsobj.store_config import STORE_SETTINGS
 from natsobj.sync import shared_loop
 
 SETTINGS_FIELDS = frozenset(f.name for f in fields(ConnectionSettings))
-STORE_OPTIONS = frozenset(
-    ("description", "metadata", "ttl", "max_bytes", "storage", "replicas", "compression")
-)
 _END = object()
 
 
@@ -286,7 +284,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
     async def _mkdir(self, path: str, create_parents: bool = True, **kwargs: Any) -> None:
         """A bucket is created; a prefix needs nothing until an object is written under it."""
         bucket, _ = _split(self._strip_protocol(path))
-        options = {k: v for k, v in kwargs.items() if k in STORE_OPTIONS}  # not pathlib's mode
+        options = {k: v for k, v in kwargs.items() if k in STORE_SETTINGS}  # not pathlib's mode
         await (await self._get_client()).ensure_store(bucket, **options)
 
     async def _makedirs(self, path: str, exist_ok: bool = False) -> None:

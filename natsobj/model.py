@@ -551,6 +551,7 @@ class StoreStatus:
             "size": self.size,
             "max_bytes": self.max_bytes,
             "is_compressed": self.is_compressed,
+            "placement": self.placement,
             "backing_store": self.backing_store,
             "messages": self.messages,
             "offloaded_objects": self.offloaded_objects,

@@ -8,9 +8,8 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Coroutine, Iterator
-from datetime import timedelta
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from natsobj import aio
 from natsobj.aio import listing
@@ -20,6 +19,7 @@ from natsobj.aio.sources import PutSource
 from natsobj.aio.store import Changes, CompactResult
 from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus
 from natsobj.settings import ConnectionSettings
+from natsobj.store_config import StoreConfig, StoreSettings
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -392,91 +392,21 @@ class Client:
 
     @_mirrors(_core.Client.create_store)
     def create_store(
-        self,
-        bucket: str,
-        *,
-        description: str | None = None,
-        metadata: dict[str, str] | None = None,
-        ttl: float | timedelta | None = None,
-        max_bytes: int = -1,
-        storage: str = "file",
-        replicas: int = 1,
-        placement: dict[str, Any] | None = None,
-        compression: bool = False,
+        self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]
     ) -> ObjectStore:
-        return ObjectStore(
-            run(
-                self._client.create_store(
-                    bucket,
-                    description=description,
-                    metadata=metadata,
-                    ttl=ttl,
-                    max_bytes=max_bytes,
-                    storage=storage,
-                    replicas=replicas,
-                    placement=placement,
-                    compression=compression,
-                )
-            )
-        )
+        return ObjectStore(run(self._client.create_store(bucket, **settings)))
 
     @_mirrors(_core.Client.ensure_store)
     def ensure_store(
-        self,
-        bucket: str,
-        *,
-        description: str | None = None,
-        metadata: dict[str, str] | None = None,
-        ttl: float | timedelta | None = None,
-        max_bytes: int = -1,
-        storage: str = "file",
-        replicas: int = 1,
-        placement: dict[str, Any] | None = None,
-        compression: bool = False,
+        self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]
     ) -> ObjectStore:
-        return ObjectStore(
-            run(
-                self._client.ensure_store(
-                    bucket,
-                    description=description,
-                    metadata=metadata,
-                    ttl=ttl,
-                    max_bytes=max_bytes,
-                    storage=storage,
-                    replicas=replicas,
-                    placement=placement,
-                    compression=compression,
-                )
-            )
-        )
+        return ObjectStore(run(self._client.ensure_store(bucket, **settings)))
 
     @_mirrors(_core.Client.update_store)
     def update_store(
-        self,
-        bucket: str,
-        *,
-        description: str | None = None,
-        metadata: dict[str, str] | None = None,
-        ttl: float | timedelta | None = None,
-        max_bytes: int | None = None,
-        replicas: int | None = None,
-        placement: dict[str, Any] | None = None,
-        compression: bool | None = None,
+        self, bucket: str | StoreConfig, **changes: Unpack[StoreSettings]
     ) -> ObjectStore:
-        return ObjectStore(
-            run(
-                self._client.update_store(
-                    bucket,
-                    description=description,
-                    metadata=metadata,
-                    ttl=ttl,
-                    max_bytes=max_bytes,
-                    replicas=replicas,
-                    placement=placement,
-                    compression=compression,
-                )
-            )
-        )
+        return ObjectStore(run(self._client.update_store(bucket, **changes)))
 
     @_mirrors(_core.Client.store)
     def store(self, bucket: str) -> ObjectStore:

@@ -62,11 +62,13 @@ def test_connect_matches_the_core() -> None:
 
 
 def test_no_blocking_method_hides_its_keywords() -> None:
-    """``**options: Any`` would erase the signature for help(), IDEs and type checkers."""
+    """``**options: Any`` would erase the signature for help(), IDEs and type checkers;
+    ``**settings: Unpack[StoreSettings]`` (PEP 692) names every keyword and its type."""
     for blocking, _ in PAIRS:
         for name, method in _public_methods(blocking).items():
-            kinds = {p.kind for p in inspect.signature(method).parameters.values()}
-            assert inspect.Parameter.VAR_KEYWORD not in kinds, f"{blocking.__name__}.{name}"
+            for p in inspect.signature(method).parameters.values():
+                if p.kind is inspect.Parameter.VAR_KEYWORD:
+                    assert str(p.annotation).startswith("Unpack["), f"{blocking.__name__}.{name}"
 
 
 def test_exit_hands_the_real_exception_to_the_core(store, monkeypatch: pytest.MonkeyPatch) -> None:

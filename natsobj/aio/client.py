@@ -6,8 +6,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
-from datetime import timedelta
-from typing import Any
+from typing import Any, Unpack
 
 import nats.errors
 from nats.aio.client import Client as NatsConnection
@@ -23,8 +22,9 @@ from natsobj.errors import (
     NotConnected,
     PermissionDenied,
 )
-from natsobj.names import all_chunks_subject, all_meta_subject, check_bucket, stream_name
+from natsobj.names import check_bucket, stream_name
 from natsobj.settings import ConnectionSettings
+from natsobj.store_config import STORE_SETTINGS, StoreConfig, StoreSettings
 from natsobj.wire import stream_api
 
 log = logging.getLogger("natsobj")
@@ -32,7 +32,6 @@ log = logging.getLogger("natsobj")
 DEFAULT_PUT_WINDOW = 8 * 1024 * 1024
 DEFAULT_READ_WINDOW = 8 * 1024 * 1024
 RECONNECT_ATTEMPTS = 120  # with 0.5 s between attempts: ride out a restart of about a minute
-_NANOS = 1_000_000_000
 
 
 class _TlsNotOffered(nats.errors.Error):
@@ -172,108 +171,55 @@ class Client:
     # -- buckets ----------------------------------------------------------------------------------
 
     async def create_store(
-        self,
-        bucket: str,
-        *,
-        description: str | None = None,
-        metadata: dict[str, str] | None = None,
-        ttl: float | timedelta | None = None,
-        max_bytes: int = -1,
-        storage: str = "file",
-        replicas: int = 1,
-        placement: dict[str, Any] | None = None,
-        compression: bool = False,
+        self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]
     ) -> ObjectStore:
-        """Create the bucket's stream as ADR-20 lays it out; idempotent for the same config."""
-        check_bucket(bucket)
-        if storage not in ("file", "memory"):
-            raise ValueError(f"storage must be 'file' or 'memory', not {storage!r}")
-        config: dict[str, Any] = {
-            "name": stream_name(bucket),
-            "subjects": [all_chunks_subject(bucket), all_meta_subject(bucket)],
-            "max_age": _ttl_nanos(ttl),
-            "max_bytes": max_bytes if max_bytes else -1,
-            "storage": storage,
-            "num_replicas": replicas,
-            "discard": "new",
-            "allow_rollup_hdrs": True,
-            "allow_direct": True,
-            "compression": "s2" if compression else "none",
-        }
-        if description:
-            config["description"] = description
-        if metadata:
-            config["metadata"] = dict(metadata)
-        if placement:
-            config["placement"] = placement
-        info = await self.api.call(stream_api("CREATE", config["name"]), config, bucket=bucket)
-        return ObjectStore(self, bucket, info)
+        """Create the bucket's stream as ADR-20 lays it out; idempotent for the same config.
+
+        ``bucket`` is a name or a ``StoreConfig``; the keywords are StoreConfig's fields
+        (description, metadata, ttl, max_bytes, storage, replicas, placement, compression)
+        and override it. The server refuses a different config for an existing bucket."""
+        config = StoreConfig.build(bucket, **settings)
+        stream = config.stream_config()
+        info = await self.api.call(
+            stream_api("CREATE", stream["name"]), stream, bucket=config.bucket
+        )
+        return ObjectStore(self, config.bucket, info)
 
     async def update_store(
-        self,
-        bucket: str,
-        *,
-        description: str | None = None,
-        metadata: dict[str, str] | None = None,
-        ttl: float | timedelta | None = None,
-        max_bytes: int | None = None,
-        replicas: int | None = None,
-        placement: dict[str, Any] | None = None,
-        compression: bool | None = None,
+        self, bucket: str | StoreConfig, **changes: Unpack[StoreSettings]
     ) -> ObjectStore:
-        """Change the settings given; the others are kept."""
-        check_bucket(bucket)
-        current = await self.api.call(stream_api("INFO", stream_name(bucket)), bucket=bucket)
-        config = dict(current["config"])
-        changes = {
-            "description": description,
-            "metadata": metadata,
-            "max_age": None if ttl is None else _ttl_nanos(ttl),
-            "max_bytes": max_bytes,
-            "num_replicas": replicas,
-            "placement": placement,
-            "compression": None if compression is None else ("s2" if compression else "none"),
-        }
-        config.update({k: v for k, v in changes.items() if v is not None})
-        info = await self.api.call(stream_api("UPDATE", stream_name(bucket)), config, bucket=bucket)
-        return ObjectStore(self, bucket, info)
+        """Change the settings given as keywords and keep the others; a ``StoreConfig``
+        replaces every setting (as nats.go's ``UpdateObjectStore``), keywords on top."""
+        name = bucket.bucket if isinstance(bucket, StoreConfig) else check_bucket(bucket)
+        current = await self.api.call(stream_api("INFO", stream_name(name)), bucket=name)
+        present = current["config"]
+        if isinstance(bucket, StoreConfig):
+            base, touched = bucket, set(STORE_SETTINGS)
+        else:
+            base = StoreConfig.from_stream_config(name, present)
+            touched = {k for k, v in changes.items() if v is not None}
+        config = StoreConfig.build(base, **changes)
+        stream = config.applied_to(present, sorted(touched))
+        info = await self.api.call(stream_api("UPDATE", stream_name(name)), stream, bucket=name)
+        return ObjectStore(self, name, info)
 
     async def ensure_store(
-        self,
-        bucket: str,
-        *,
-        description: str | None = None,
-        metadata: dict[str, str] | None = None,
-        ttl: float | timedelta | None = None,
-        max_bytes: int = -1,
-        storage: str = "file",
-        replicas: int = 1,
-        placement: dict[str, Any] | None = None,
-        compression: bool = False,
+        self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]
     ) -> ObjectStore:
         """Bind to ``bucket``, creating it with these settings (as ``create_store``) when it is
         missing.
 
         Many workers may race to create the same bucket: whoever loses the create binds to the
         winner's bucket, whatever configuration it was created with, so no caller fails."""
+        config = StoreConfig.build(bucket, **settings)
         try:
-            return await self.store(bucket)
+            return await self.store(config.bucket)
         except BucketNotFound:
             pass
         try:
-            return await self.create_store(
-                bucket,
-                description=description,
-                metadata=metadata,
-                ttl=ttl,
-                max_bytes=max_bytes,
-                storage=storage,
-                replicas=replicas,
-                placement=placement,
-                compression=compression,
-            )
+            return await self.create_store(config)
         except BucketExists:
-            return await self.store(bucket)
+            return await self.store(config.bucket)
 
     async def store(self, bucket: str) -> ObjectStore:
         """Bind to an existing bucket; BucketNotFound when it is missing."""
@@ -366,13 +312,6 @@ def _connect_failure(resolved: ConnectionSettings, errors: list[Exception]) -> N
             " (NATS_CERT, NATS_KEY) to one its CA trusts.",
         )
     return NotConnected(f"cannot connect to {where}: {text}")
-
-
-def _ttl_nanos(ttl: float | timedelta | None) -> int:
-    if ttl is None:
-        return 0
-    seconds = ttl.total_seconds() if isinstance(ttl, timedelta) else float(ttl)
-    return int(seconds * _NANOS)
 
 
 async def connect(

@@ -1,15 +1,30 @@
-"""``natsobj stores`` and ``natsobj store create|status|seal|rm|compact``."""
+"""``natsobj stores`` and ``natsobj store create|update|status|seal|rm|compact``."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
 
 import click
 
 from natsobj.cli import render
-from natsobj.cli.params import json_option, metadata_option
+from natsobj.cli.exits import UsageProblem
+from natsobj.cli.params import ByteSize, json_option, metadata_option
 from natsobj.cli.session import Session, pass_session
 from natsobj.model import StoreStatus
+from natsobj.store_config import SETTING_FIELDS, STORAGE_TYPES, STORE_SETTINGS, Placement
+
+# How a store setting reads on the command line, beyond its name and help (from the table);
+# a setting not listed here is a plain --text option.
+_OPTION_KINDS: dict[str, dict[str, Any]] = {
+    "ttl": {"type": click.FloatRange(min=0, min_open=True), "metavar": "SECONDS"},
+    "max_bytes": {"type": ByteSize(), "metavar": "BYTES"},
+    "storage": {"type": click.Choice(STORAGE_TYPES)},
+    "replicas": {"type": click.IntRange(1, 5)},
+}
+_SHORT = {"description": "-d"}
 
 
 def _ttl(status: StoreStatus) -> str:
@@ -74,6 +89,11 @@ def _show_status(status: StoreStatus, as_json: bool) -> None:
         ("compressed", "yes" if status.is_compressed else "no"),
         ("sealed", "yes" if status.sealed else "no"),
     ]
+    if status.placement:
+        placement = Placement.coerce(status.placement)
+        shown = [f"cluster {placement.cluster}"] if placement and placement.cluster else []
+        shown += [f"tags {','.join(placement.tags)}"] if placement and placement.tags else []
+        pairs.append(("placement", ", ".join(shown)))
     if status.offloaded_objects is not None and status.offloaded_bytes is not None:
         pairs.append(
             (
@@ -85,52 +105,90 @@ def _show_status(status: StoreStatus, as_json: bool) -> None:
     render.fields(pairs)
 
 
+def _setting_options(name: str, *, update: bool) -> list[Callable[[Any], Any]]:
+    """The option(s) of one store setting: its flag from its name, its help from the table;
+    ``create`` shows the default, ``update`` leaves what is not given unchanged."""
+    meta = SETTING_FIELDS[name]
+    help_text = meta.metadata["help"] + (" Unchanged when not given." if update else "")
+    if name == "metadata":
+        return [metadata_option(help_text + " Repeatable.")]
+    if name == "placement":
+        return [
+            click.option(
+                "--placement-cluster", metavar="CLUSTER", help="Cluster the replicas are placed in."
+            ),
+            click.option(
+                "--placement-tags",
+                multiple=True,
+                metavar="TAG[,TAG]",
+                help="Server tags the replicas must be placed on; repeatable.",
+            ),
+        ]
+    flag = "--" + name.replace("_", "-")
+    if name == "compression":
+        return [click.option(f"{flag}/--no-{flag[2:]}", name, default=None, help=help_text)]
+    default = meta.default if meta.default is not dataclasses.MISSING else None
+    shown = {} if update or default in (None, "") else {"default": default, "show_default": True}
+    return [
+        click.option(
+            flag,
+            *filter(None, [_SHORT.get(name)]),
+            name,
+            help=help_text,
+            **_OPTION_KINDS.get(name, {}),
+            **shown,
+        )
+    ]
+
+
+def _placement(cluster: str | None, tags: tuple[str, ...]) -> Placement | None:
+    split = tuple(t.strip() for group in tags for t in group.split(",") if t.strip())
+    return Placement(cluster or None, split) or None
+
+
+def store_settings_options(*, update: bool) -> Callable[[Callable[..., Any]], Any]:
+    """One option per store setting (``STORE_SETTINGS``, the one table), handed to the
+    command as ``settings``: the keywords ``create_store``/``update_store`` take, with
+    only the options given."""
+
+    def decorate(command: Callable[..., Any]) -> Any:
+        @functools.wraps(command)
+        def with_settings(*args: Any, **kwargs: Any) -> Any:
+            placement = _placement(kwargs.pop("placement_cluster"), kwargs.pop("placement_tags"))
+            settings = {name: kwargs.pop(name) for name in STORE_SETTINGS if name in kwargs}
+            settings["placement"] = placement
+            given = {k: v for k, v in settings.items() if v is not None}
+            return command(*args, settings=given, **kwargs)
+
+        for name in reversed(STORE_SETTINGS):
+            for option in reversed(_setting_options(name, update=update)):
+                with_settings = option(with_settings)
+        return with_settings
+
+    return decorate
+
+
 @store_group.command("create")
 @click.argument("bucket")
-@click.option("--description", "-d", help="What the bucket holds.")
-@metadata_option("Bucket metadata, repeatable.")
-@click.option(
-    "--ttl",
-    type=click.FloatRange(min=0, min_open=True),
-    metavar="SECONDS",
-    help="Expire objects after this many seconds.",
-)
-@click.option(
-    "--max-bytes",
-    type=int,
-    default=-1,
-    show_default=True,
-    metavar="BYTES",
-    help="Size limit of the bucket (-1: unlimited).",
-)
-@click.option("--storage", type=click.Choice(["file", "memory"]), default="file", show_default=True)
-@click.option("--replicas", type=click.IntRange(1, 5), default=1, show_default=True)
-@click.option("--compression", is_flag=True, help="Compress stored chunks (s2).")
+@store_settings_options(update=False)
 @json_option()
 @pass_session
-def create(
-    session: Session,
-    bucket: str,
-    description: str | None,
-    metadata: dict[str, str] | None,
-    ttl: float | None,
-    max_bytes: int,
-    storage: str,
-    replicas: int,
-    compression: bool,
-    as_json: bool,
-) -> None:
+def create(session: Session, bucket: str, settings: dict[str, Any], as_json: bool) -> None:
     """Create an object store named BUCKET."""
-    store = session.client().create_store(
-        bucket,
-        description=description,
-        metadata=metadata,
-        ttl=ttl,
-        max_bytes=max_bytes,
-        storage=storage,
-        replicas=replicas,
-        compression=compression,
-    )
+    store = session.client().create_store(bucket, **settings)
+    _show_status(store.status(), as_json)
+
+
+@store_group.command("update")
+@click.argument("bucket")
+@store_settings_options(update=True)
+@json_option()
+@pass_session
+def update(session: Session, bucket: str, settings: dict[str, Any], as_json: bool) -> None:
+    """Change the settings given of the object store BUCKET; the others are kept."""
+    if not settings:
+        raise UsageProblem("name at least one setting to change, e.g. --description TEXT")
+    store = session.client().update_store(bucket, **settings)
     _show_status(store.status(), as_json)
 
 

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from airflow.sdk import BaseHook
 
@@ -17,6 +17,7 @@ from natsobj.aio.sources import PutSource
 from natsobj.model import ObjectInfo
 from natsobj.settings import ConnectionSettings
 from natsobj.shared import SharedClient, shared_client
+from natsobj.store_config import StoreConfig, StoreSettings
 from natsobj.sync import run
 
 
@@ -104,11 +105,14 @@ class NatsObjectStoreHook(BaseHook):
         """The blocking ObjectStore of an existing bucket (BucketNotFound otherwise)."""
         return self.get_conn().cached_store(bucket)
 
-    def create_store(self, bucket: str, **options: Any) -> Any:
-        return self.get_conn().create_store(bucket, **options)
+    def create_store(self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]) -> Any:
+        return self.get_conn().create_store(bucket, **settings)
 
-    def ensure_store(self, bucket: str, **options: Any) -> Any:
-        return self.get_conn().ensure_store(bucket, **options)
+    def ensure_store(self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]) -> Any:
+        return self.get_conn().ensure_store(bucket, **settings)
+
+    def update_store(self, bucket: str | StoreConfig, **changes: Unpack[StoreSettings]) -> Any:
+        return self.get_conn().update_store(bucket, **changes)
 
     def delete_store(self, bucket: str) -> None:
         self.get_conn().delete_store(bucket)

@@ -12,7 +12,6 @@ import contextlib
 import functools
 import uuid
 from collections.abc import Sequence
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +29,7 @@ from natsobj.errors import (
 )
 from natsobj.model import ObjectInfo
 from natsobj.settings import ConnectionSettings
+from natsobj.store_config import STORE_SETTINGS
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -380,46 +380,25 @@ class NatsDeleteObjectsOperator(_NatsOperator):
 
 
 class NatsCreateObjectStoreOperator(_NatsOperator):
-    """Create a bucket (or, with ``exists_ok``, accept one that exists); returns its status."""
+    """Create a bucket (or, with ``exists_ok``, accept one that exists); returns its status.
 
-    template_fields: Sequence[str] = ("bucket", "description", "metadata")
+    Store settings are ``create_store``'s keywords, the fields of ``natsobj.StoreConfig``
+    (description, metadata, ttl, max_bytes, storage, replicas, placement, compression); each
+    may be templated (``"{{ var.value.ttl }}"``): StoreConfig reads text as it reads values."""
 
-    def __init__(
-        self,
-        *,
-        bucket: str,
-        description: str | None = None,
-        metadata: dict[str, str] | None = None,
-        ttl: float | timedelta | None = None,
-        max_bytes: int = -1,
-        storage: str = "file",
-        replicas: int = 1,
-        compression: bool = False,
-        exists_ok: bool = True,
-        **kwargs: Any,
-    ) -> None:
+    template_fields: Sequence[str] = ("bucket", "store_settings")
+    template_fields_renderers = {"store_settings": "json"}
+
+    def __init__(self, *, bucket: str, exists_ok: bool = True, **kwargs: Any) -> None:
+        self.store_settings = {k: kwargs.pop(k) for k in STORE_SETTINGS if k in kwargs}
         super().__init__(**kwargs)
         self.bucket = bucket
-        self.description = description
-        self.metadata = metadata
-        self.options = {
-            "ttl": ttl,
-            "max_bytes": max_bytes,
-            "storage": storage,
-            "replicas": replicas,
-            "compression": compression,
-        }
         self.exists_ok = exists_ok
 
     def execute(self, context: Context) -> dict[str, Any]:
         with self.hook() as hook:
             try:
-                store = hook.create_store(
-                    self.bucket,
-                    description=self.description,
-                    metadata=self.metadata,
-                    **self.options,
-                )
+                store = hook.create_store(self.bucket, **self.store_settings)
             except BucketExists:
                 if not self.exists_ok:
                     raise

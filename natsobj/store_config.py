@@ -1,0 +1,223 @@
+"""A bucket's settings as one value, nats.go's ``ObjectStoreConfig``: every face (the client,
+the blocking facade, the CLI, the Airflow operator, the filesystem) takes a ``StoreConfig`` or
+the keywords that build one, so a setting added here reaches all of them.
+
+``STORE_SETTINGS`` is the table: the field names, each with its help text and the JetStream
+stream-config key it sets (``fields(StoreConfig)``'s metadata). Faces that render options
+(the CLI) or document them loop over it instead of restating it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from datetime import timedelta
+from typing import Any, TypedDict
+
+from natsobj.names import all_chunks_subject, all_meta_subject, check_bucket, stream_name
+from natsobj.parsing import parse_bool
+
+STORAGE_TYPES = ("file", "memory")
+_NANOS = 1_000_000_000
+_SERVER_METADATA = "_nats"  # keys the server adds to a stream's metadata (its version...)
+
+
+def _about(help_text: str, stream_key: str) -> dict[str, str]:
+    """A StoreConfig field's row of the table: its help text for the faces, and the
+    stream-config key it sets."""
+    return {"help": help_text, "stream_key": stream_key}
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the stream's replicas live (JetStream's placement): a cluster, server tags, or
+    both. ``{"cluster": ..., "tags": [...]}`` is accepted wherever a Placement is."""
+
+    cluster: str | None = None
+    tags: tuple[str, ...] = ()
+
+    @classmethod
+    def coerce(cls, value: Placement | Mapping[str, Any] | None) -> Placement | None:
+        """A Placement from the dict form (Airflow templates, JSON); an empty one is none."""
+        if value is None or isinstance(value, Placement):
+            return value or None
+        if not isinstance(value, Mapping):
+            raise TypeError(f"placement must be a Placement or a mapping, not {value!r}")
+        unknown = sorted(set(value) - {"cluster", "tags"})
+        if unknown:
+            raise ValueError(f"placement takes 'cluster' and 'tags', not {unknown}")
+        tags = value.get("tags") or ()
+        if isinstance(tags, str):
+            tags = [t for t in tags.split(",") if t.strip()]
+        placement = cls(cluster=value.get("cluster") or None, tags=tuple(t.strip() for t in tags))
+        return placement or None
+
+    def __bool__(self) -> bool:
+        return bool(self.cluster or self.tags)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JetStream form: only the parts that are set."""
+        out: dict[str, Any] = {}
+        if self.cluster:
+            out["cluster"] = self.cluster
+        if self.tags:
+            out["tags"] = list(self.tags)
+        return out
+
+
+class StoreSettings(TypedDict, total=False):
+    """The keywords of ``create_store``/``ensure_store``/``update_store``: StoreConfig's
+    fields (a test holds the two equal). None means "the default" when creating and "keep
+    it" when updating. ``ttl`` is seconds or a timedelta."""
+
+    description: str | None
+    metadata: Mapping[str, str] | None
+    ttl: float | timedelta | None
+    max_bytes: int | None
+    storage: str | None
+    replicas: int | None
+    placement: Placement | Mapping[str, Any] | None
+    compression: bool | None
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """What a bucket is created (or updated) with. Values are checked and normalized here,
+    once: ``ttl`` in seconds becomes a timedelta, a placement dict a ``Placement``, a
+    ``max_bytes`` of 0 unlimited, ``compression="true"`` (a templated string) True."""
+
+    bucket: str
+    description: str = field(default="", metadata=_about("What the bucket holds.", "description"))
+    metadata: Mapping[str, str] = field(
+        default_factory=dict,
+        metadata=_about("Bucket metadata: string keys and values.", "metadata"),
+    )
+    ttl: timedelta | None = field(
+        default=None,
+        metadata=_about(
+            "Expire objects this long after they were written (none: never).", "max_age"
+        ),
+    )
+    max_bytes: int = field(
+        default=-1,
+        metadata=_about("Size limit of the bucket in bytes (-1: unlimited).", "max_bytes"),
+    )
+    storage: str = field(
+        default="file", metadata=_about("Where servers keep the data: file or memory.", "storage")
+    )
+    replicas: int = field(
+        default=1, metadata=_about("How many servers keep a copy (1 to 5).", "num_replicas")
+    )
+    placement: Placement | None = field(
+        default=None,
+        metadata=_about("The cluster and server tags the replicas are placed on.", "placement"),
+    )
+    compression: bool = field(
+        default=False, metadata=_about("Compress stored chunks (s2).", "compression")
+    )
+
+    def __post_init__(self) -> None:
+        check_bucket(self.bucket)
+        if self.storage not in STORAGE_TYPES:
+            raise ValueError(f"storage must be 'file' or 'memory', not {self.storage!r}")
+        metadata = dict(self.metadata or {})
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+            raise ValueError(f"bucket metadata keys and values must be strings: {metadata!r}")
+        normalized = {
+            "description": self.description or "",
+            "metadata": metadata,
+            "ttl": _ttl(self.ttl),
+            "max_bytes": int(self.max_bytes) or -1,
+            "replicas": int(self.replicas),
+            "placement": Placement.coerce(self.placement),
+            "compression": parse_bool(self.compression, what="compression"),
+        }
+        for name, value in normalized.items():
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def build(cls, bucket: str | StoreConfig, **settings: Any) -> StoreConfig:
+        """The config a face's keywords describe: ``bucket`` (a name, or a config to start
+        from) with each keyword that is not None replacing its field."""
+        unknown = sorted(set(settings) - set(STORE_SETTINGS))
+        if unknown:
+            raise TypeError(f"unknown store settings {unknown}; known: {list(STORE_SETTINGS)}")
+        base = bucket if isinstance(bucket, StoreConfig) else cls(bucket)
+        given = {k: v for k, v in settings.items() if v is not None}
+        return replace(base, **given) if given else base
+
+    @classmethod
+    def from_stream_config(cls, bucket: str, config: Mapping[str, Any]) -> StoreConfig:
+        """The settings a bucket's stream has now (its ``STREAM.INFO`` config)."""
+        max_age = int(config.get("max_age") or 0)
+        return cls(
+            bucket=bucket,
+            description=config.get("description") or "",
+            metadata={
+                k: v
+                for k, v in (config.get("metadata") or {}).items()
+                if not k.startswith(_SERVER_METADATA)
+            },
+            ttl=timedelta(microseconds=max_age / 1000) if max_age else None,
+            max_bytes=int(config.get("max_bytes") or -1),
+            storage=config.get("storage") or "file",
+            replicas=int(config.get("num_replicas") or 1),
+            placement=config.get("placement"),
+            compression=config.get("compression", "none") == "s2",
+        )
+
+    def stream_config(self) -> dict[str, Any]:
+        """The backing stream's configuration, laid out as ADR-20 says."""
+        config: dict[str, Any] = {
+            "name": stream_name(self.bucket),
+            "subjects": [all_chunks_subject(self.bucket), all_meta_subject(self.bucket)],
+            "discard": "new",
+            "allow_rollup_hdrs": True,
+            "allow_direct": True,
+        }
+        config.update(self._settings_config())
+        return config
+
+    def applied_to(self, current: Mapping[str, Any], settings: Iterable[str]) -> dict[str, Any]:
+        """``current`` (a stream config as the server sent it, fields this client does not
+        know included) with the keys of ``settings`` set from this config: an update
+        changes what it names and keeps everything else."""
+        mine = self._settings_config()
+        config = dict(current)
+        for name in settings:
+            key = SETTING_FIELDS[name].metadata["stream_key"]
+            if key in mine:
+                config[key] = mine[key]
+            else:
+                config.pop(key, None)
+        return config
+
+    def _settings_config(self) -> dict[str, Any]:
+        """The stream-config keys the settings set; unset optional ones are left out."""
+        config: dict[str, Any] = {
+            "max_age": int(self.ttl.total_seconds() * _NANOS) if self.ttl else 0,
+            "max_bytes": self.max_bytes,
+            "storage": self.storage,
+            "num_replicas": self.replicas,
+            "compression": "s2" if self.compression else "none",
+        }
+        if self.description:
+            config["description"] = self.description
+        if self.metadata:
+            config["metadata"] = dict(self.metadata)
+        if self.placement:
+            config["placement"] = self.placement.as_dict()
+        return config
+
+
+def _ttl(value: float | timedelta | None) -> timedelta | None:
+    if value is None:
+        return None
+    ttl = value if isinstance(value, timedelta) else timedelta(seconds=float(value))
+    if ttl < timedelta(0):
+        raise ValueError(f"ttl must not be negative, not {value!r}")
+    return ttl or None
+
+
+SETTING_FIELDS = {f.name: f for f in fields(StoreConfig) if f.name != "bucket"}
+# The one table of store settings: every face accepts exactly these.
+STORE_SETTINGS: tuple[str, ...] = tuple(SETTING_FIELDS)
