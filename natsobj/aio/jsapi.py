@@ -16,7 +16,9 @@ from typing import Any
 
 from nats.aio.client import Client as NatsConnection
 from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
 
+from natsobj.aio.nats_internals import internals_present
 from natsobj.errors import (
     BucketExists,
     BucketNotFound,
@@ -68,6 +70,20 @@ DEFAULT_FAILOVER_TIMEOUT = 30.0
 FAILOVER_RETRY_SECONDS = 0.25
 FAILOVER_ATTEMPT_TIMEOUT = 2.0
 
+
+# nats-py internals of the two fast paths below (see nats_internals): raw deliveries replace the
+# connection's ``_process_msg`` (and key handlers by ``Subscription._id``); direct publishes
+# write its outgoing buffer.
+RAW_DELIVERY_INTERNALS = ("_process_msg",)
+DIRECT_PUBLISH_INTERNALS = (
+    "_pending",
+    "_pending_data_size",
+    "_max_pending_size",
+    "_flush_pending",
+    "_flush_queue",
+    "_max_payload",
+    "stats",
+)
 
 # A raw subscription's handler: subject, header block (b"" without headers) and payload.
 RawHandler = Callable[[bytes, bytes, bytes], None]
@@ -256,6 +272,31 @@ def _fail(future: asyncio.Future[Msg], error: PermissionDenied) -> None:
         future.exception()  # its waiter may be gone (a failed put stops awaiting later acks)
 
 
+def _stock_delivery(handler: DeliveryHandler) -> Callable[[Msg], Awaitable[None]]:
+    """A raw handler as a nats-py message callback, for when deliveries cannot be routed raw:
+    the parsed headers are written back into the block the handler reads."""
+
+    async def deliver(msg: Msg) -> None:
+        block = raw_header_block(msg.headers)
+        handler(msg.subject.encode(), msg.reply.encode(), block, msg.data)
+
+    return deliver
+
+
+def raw_header_block(headers: dict[str, str] | None) -> bytes:
+    """The header block for headers nats-py parsed (``parse_headers`` in reverse): its
+    ``Status`` and ``Description`` go back inline, ``NATS/1.0 404 No Messages``."""
+    if not headers:
+        return b""
+    # nats-py keys the description with a str enum, whose hash is not the string's
+    named = {getattr(name, "value", name): value for name, value in headers.items()}
+    status = named.pop(STATUS, None)
+    description = named.pop(DESCRIPTION, "")
+    first = f"NATS/1.0 {status} {description}".rstrip() if status else "NATS/1.0"
+    lines = "".join(f"{name}: {value}\r\n" for name, value in named.items())
+    return f"{first}\r\n{lines}\r\n".encode()
+
+
 def raw_status(headers: bytes) -> tuple[str, str] | None:
     """(status, description) of a raw header block with an inline status
     (``NATS/1.0 204 EOB``), None for an ordinary message."""
@@ -332,6 +373,8 @@ class JetStreamApi:
         # denials.
         self._denial_listeners: dict[str, tuple[str, Callable[[PermissionDenied], None]]] = {}
         self._raw_handlers: dict[int, DeliveryHandler] = {}
+        self._raw_routed = False  # set by start() when this nats-py has what routing needs
+        self._direct_publish = internals_present("direct publish", nc, DIRECT_PUBLISH_INTERNALS)
 
     async def start(self) -> None:
         self._route_raw_messages()
@@ -343,6 +386,8 @@ class JetStreamApi:
         """Hand messages of raw subscriptions to their handler straight from the connection's
         read loop. nats-py otherwise parses every header into a dict, builds a Msg and queues
         it for a task per subscription: most of the cost of a many-message reply."""
+        if not internals_present("raw deliveries", self.nc, RAW_DELIVERY_INTERNALS):
+            return
         process_msg = self.nc._process_msg
         handlers = self._raw_handlers
 
@@ -354,6 +399,7 @@ class JetStreamApi:
                 handler(subject, reply, headers or b"", data)
 
         self.nc._process_msg = route
+        self._raw_routed = True
 
     async def subscribe_raw(
         self, subject: str, handler: RawHandler
@@ -369,15 +415,32 @@ class JetStreamApi:
     ) -> Callable[[], Awaitable[None]]:
         """``subscribe_raw`` with the reply subject too: a consumer's deliveries carry their
         stream and consumer sequences in it (``$JS.ACK...``)."""
-        subscription = await self.nc.subscribe(subject)
-        self._raw_handlers[subscription._id] = handler
+        routed = await self._subscribe_routed(subject)
+        subscription = routed or await self.nc.subscribe(subject, cb=_stock_delivery(handler))
+        sid: int | None = routed._id if routed is not None else None
+        if sid is not None:
+            self._raw_handlers[sid] = handler
 
         async def unsubscribe() -> None:
-            self._raw_handlers.pop(subscription._id, None)
+            if sid is not None:
+                self._raw_handlers.pop(sid, None)
             if not self.nc.is_closed:
                 await subscription.unsubscribe()
 
         return unsubscribe
+
+    async def _subscribe_routed(self, subject: str) -> Subscription | None:
+        """A subscription whose messages the raw route takes (by its sid), or None when they
+        must go through nats-py's own delivery: no route, or a ``Subscription`` without
+        ``_id`` (then the route is given up, once)."""
+        if not self._raw_routed:
+            return None
+        subscription = await self.nc.subscribe(subject)
+        if internals_present("raw deliveries", subscription, ("_id",)):
+            return subscription
+        await subscription.unsubscribe()
+        self._raw_routed = False
+        return None
 
     def _on_reply(self, subject: bytes, _reply: bytes, headers: bytes, data: bytes) -> None:
         """From the read loop: the waiting request resumes with no queue and task in between."""
@@ -467,7 +530,12 @@ class JetStreamApi:
         """Whether a publish can go straight into the connection's outgoing buffer: connected,
         not draining, and within the server's payload limit (nats-py's own checks)."""
         nc = self.nc
-        return nc.is_connected and not nc.is_draining_pubs and len(payload) <= nc._max_payload
+        return (
+            self._direct_publish
+            and nc.is_connected
+            and not nc.is_draining_pubs
+            and len(payload) <= nc._max_payload
+        )
 
     async def _write_hpub(
         self, subject: str, reply: str, headers: dict[str, str], payload: bytes

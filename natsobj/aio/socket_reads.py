@@ -20,7 +20,21 @@ from typing import Any, SupportsIndex, overload
 
 from nats.aio.transport import TcpTransport
 
+from natsobj.aio.nats_internals import internals_present
+
 READ_BYTES = 1024 * 1024
+# The internals the read below uses, of nats-py (connection, transport) and of asyncio's
+# StreamReader; without any of them the connection keeps nats-py's own read.
+CONNECTION_INTERNALS = ("_ps", "_transport")
+TRANSPORT_INTERNALS = ("_io_reader",)
+STREAM_INTERNALS = (
+    "_limit",
+    "_buffer",
+    "_eof",
+    "_exception",
+    "_wait_for_data",
+    "_maybe_resume_transport",
+)
 
 
 class PayloadBuffer(bytearray):
@@ -49,8 +63,10 @@ def enlarge_reads(nc: Any) -> None:
     reconnects (each makes a new stream, which gets the larger limit on its first read; the
     parser's reset makes a plain buffer, replaced on the next read). WebSocket transports
     already read whole frames and are left alone."""
-    transport = getattr(nc, "_transport", None)
-    if type(transport) is not TcpTransport:
+    if not internals_present("socket reads", nc, CONNECTION_INTERNALS):
+        return
+    transport = nc._transport
+    if type(transport) is not TcpTransport or not _patchable(nc, transport):
         return
 
     async def read_more(_size: int) -> bytes | bytearray:
@@ -73,3 +89,13 @@ def enlarge_reads(nc: Any) -> None:
         return data
 
     transport.read = read_more  # type: ignore[method-assign]
+
+
+def _patchable(nc: Any, transport: TcpTransport) -> bool:
+    """Whether the transport, its current stream and the parser have what ``read_more``
+    uses (a reconnect's new stream is of the same class as this one)."""
+    return (
+        internals_present("socket reads", transport, TRANSPORT_INTERNALS)
+        and internals_present("socket reads", transport._io_reader, STREAM_INTERNALS)
+        and internals_present("socket reads", nc._ps, ("buf",))
+    )
