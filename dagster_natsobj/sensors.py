@@ -1,9 +1,13 @@
 """A sensor that starts a run for every change in a bucket, driven by the meta stream.
 
-The cursor is the last meta-stream sequence handled. Each tick asks the store for the
-changes after it (one bounded batch, answered at once) and moves the cursor to the batch's
-``last_sequence``, so nothing is skipped; run keys are ``<bucket>:<sequence>``, so a
-re-evaluated tick asks for the same runs and Dagster starts each only once.
+The cursor is a ``ChangeCursor``: the last meta-stream sequence handled and the bucket's
+creation time (``<sequence>@<time>``; a bare sequence stored by an older release is read too).
+Each tick asks the store for the changes after it (one bounded batch, answered at once) and
+moves the cursor to the batch's end, so nothing is skipped; run keys are
+``<bucket>:<sequence>``, so a re-evaluated tick asks for the same runs and Dagster starts each
+only once. A bucket deleted and created again since the cursor was taken fails the tick with
+``BucketRecreated`` (or, with ``on_recreated="restart"``, starts over from the new bucket's
+beginning): docs/dagster.md, "A recreated bucket".
 """
 
 from __future__ import annotations
@@ -25,11 +29,13 @@ from dagster import (
 from dagster_natsobj.resource import NatsObjectStoreResource
 from natsobj import ObjectInfo
 from natsobj.deprecation import warn_deprecated
-from natsobj.errors import BucketNotFound
+from natsobj.errors import BucketNotFound, BucketRecreated
 from natsobj.matching import NameMatcher
+from natsobj.model import ChangeCursor
 
 TAG_PREFIX = "natsobj"
 RunConfigFn = Callable[[ObjectInfo], Mapping[str, Any]]
+ON_RECREATED = ("fail", "restart")
 
 
 def make_nats_object_sensor(
@@ -49,6 +55,7 @@ def make_nats_object_sensor(
     default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
     description: str | None = None,
     name_glob: str | None = None,
+    on_recreated: str = "fail",
 ) -> SensorDefinition:
     """Build a sensor requesting one run per object put (and delete, if asked) in ``bucket``.
 
@@ -58,6 +65,11 @@ def make_nats_object_sensor(
     deprecated predecessor. ``run_config_fn(info)`` gives the run config of each run. The
     connection comes from the ``NatsObjectStoreResource`` bound to ``resource_key``, declared as
     a typed parameter, so ``sensor(build_sensor_context(resources={"nats": ...}))`` works.
+
+    When the bucket was deleted and created again since the cursor was taken, a tick with
+    ``on_recreated="fail"`` (the default) raises ``BucketRecreated`` and leaves the cursor, so
+    an operator decides; ``"restart"`` logs a warning and requests runs for the new bucket's
+    objects from its beginning. Neither skips an object silently.
     """
     if name_glob is not None:
         warn_deprecated("make_nats_object_sensor(name_glob=...)", "glob=...")
@@ -68,6 +80,10 @@ def make_nats_object_sensor(
         )
     if batch_size < 1:
         raise ValueError(f"sensor {name!r}: batch_size must be at least 1")
+    if on_recreated not in ON_RECREATED:
+        raise ValueError(
+            f"sensor {name!r}: on_recreated must be one of {ON_RECREATED}, not {on_recreated!r}"
+        )
     matcher = (
         None if glob is None and regex is None else NameMatcher.from_options(glob=glob, regex=regex)
     )
@@ -92,14 +108,17 @@ def make_nats_object_sensor(
                 store = client.store(bucket)
             except BucketNotFound:
                 return SkipReason(f"bucket {bucket!r} does not exist yet; waiting for it")
-            changes = store.changes(after_sequence=cursor, limit=batch_size)
-            if not changes and cursor > _last_sequence(store):
+            try:
+                changes = store.changes(cursor, limit=batch_size)
+            except BucketRecreated as exc:
+                if on_recreated != "restart":
+                    raise
                 context.log.warning(
-                    f"bucket {bucket!r} restarted below cursor {cursor}; it was recreated, "
-                    "so the sensor starts again from its beginning"
+                    f"{exc.message}; on_recreated='restart': requesting runs for every object "
+                    "of the new bucket"
                 )
-                cursor = 0
-                changes = store.changes(after_sequence=0, limit=batch_size)
+                cursor = ChangeCursor()
+                changes = store.changes(cursor, limit=batch_size)
         requests = [
             RunRequest(
                 run_key=f"{bucket}:{info.sequence}",
@@ -109,10 +128,10 @@ def make_nats_object_sensor(
             for info in changes
             if _wanted(info, matcher, include_deletes)
         ]
-        next_cursor = str(changes.last_sequence)
+        next_cursor = str(changes.cursor)
         if requests:
             return SensorResult(run_requests=requests, cursor=next_cursor)
-        reason = f"no new objects in {bucket!r} after sequence {cursor}"
+        reason = f"no new objects in {bucket!r} after sequence {cursor.sequence}"
         if changes:
             reason = f"{len(changes)} change(s) in {bucket!r} did not match the sensor's filter"
         return SensorResult(skip_reason=SkipReason(reason), cursor=next_cursor)
@@ -158,18 +177,13 @@ def _with_resource_parameter(resource_key: str) -> Callable[[Callable[..., Any]]
     return decorate
 
 
-def _parse_cursor(sensor_name: str, cursor: str | None) -> int:
+def _parse_cursor(sensor_name: str, cursor: str | None) -> ChangeCursor:
     if not cursor:
-        return 0
+        return ChangeCursor()
     try:
-        return int(cursor)
-    except ValueError:
+        return ChangeCursor.parse(cursor)
+    except ValueError as exc:
         raise ValueError(
-            f"sensor {sensor_name!r}: cursor {cursor!r} is not a meta-stream sequence; "
-            "reset the sensor's cursor in the Dagster UI (or `dagster sensor cursor --delete`)"
+            f"sensor {sensor_name!r}: {exc}; reset the sensor's cursor in the Dagster UI "
+            "(or `dagster sensor cursor --delete`)"
         ) from None
-
-
-def _last_sequence(store: Any) -> int:
-    """The backing stream's last sequence; below the cursor only if the bucket was recreated."""
-    return store.status().last_sequence

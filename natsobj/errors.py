@@ -202,3 +202,18 @@ class BucketRecreated(NatsObjError):
         "sensor, a new checkpoint with startingSequence=earliest for Spark); otherwise reset "
         "the cursor to its end."
     )
+
+
+class ReplicaLagging(NatsObjError):
+    """A read that must reflect every acknowledged write was answered, again and again, by a
+    replica of the bucket's stream that had not caught up with its leader. The connection is
+    fine; the cluster is slow or a node is behind."""
+
+    hint = "A node of the cluster is lagging; retry, or check the cluster's health."
+
+
+class SequenceConflict(ObjectChanged):
+    """A publish guarded by the sequence its subject was expected to be at found another
+    record there: another writer came first. Nothing was written."""
+
+    hint = "Another writer replaced it; read it again and retry."

@@ -492,6 +492,60 @@ def check_metadata(metadata: dict[str, str] | None, *, bucket: str, name: str) -
     return out
 
 
+@dataclass(frozen=True)
+class StreamState:
+    """What a bucket's stream holds. ``subjects`` is filled only for an info asked with a
+    subject filter (message counts by subject, one page of them)."""
+
+    messages: int = 0
+    bytes: int = 0
+    first_sequence: int = 0
+    last_sequence: int = 0
+    subjects: dict[str, int] = field(default_factory=dict)
+    subjects_total: int = 0  # every subject the filter matches, over all pages
+
+
+@dataclass(frozen=True)
+class StreamInfo:
+    """A bucket's stream as the leader's ``STREAM.INFO`` describes it, typed once here rather
+    than dug out of the reply wherever a field is needed.
+
+    ``config`` is kept as the server sent it: an update sends the whole configuration back
+    with its changes, and fields this client does not know must survive that. ``created``
+    tells a bucket from an earlier one of the same name (a change cursor's stream);
+    ``clustered`` whether the stream has a cluster (replicas may answer reads)."""
+
+    config: dict[str, Any] = field(default_factory=dict)
+    state: StreamState = field(default_factory=StreamState)
+    created: str = ""
+    clustered: bool = False
+
+    @classmethod
+    def from_response(cls, response: dict[str, Any]) -> StreamInfo:
+        state = response.get("state") or {}
+        return cls(
+            config=dict(response.get("config") or {}),
+            state=StreamState(
+                messages=int(state.get("messages") or 0),
+                bytes=int(state.get("bytes") or 0),
+                first_sequence=int(state.get("first_seq") or 0),
+                last_sequence=int(state.get("last_seq") or 0),
+                subjects=dict(state.get("subjects") or {}),
+                subjects_total=int(response.get("total") or 0),
+            ),
+            created=str(response.get("created") or ""),
+            clustered=bool(response.get("cluster")),
+        )
+
+    @property
+    def replicas(self) -> int:
+        return int(self.config.get("num_replicas") or 1)
+
+    @property
+    def allow_direct(self) -> bool:
+        return bool(self.config.get("allow_direct", False))
+
+
 @dataclass
 class StoreStatus:
     """ADR-20's ObjectStoreStatus, read from the backing stream's info."""
@@ -513,12 +567,11 @@ class StoreStatus:
     # objects (and their bytes) offloaded to S3; None unless status(count_offloaded=True)
     offloaded_objects: int | None = None
     offloaded_bytes: int | None = None
-    stream_info: dict[str, Any] = field(default_factory=dict, repr=False)
+    stream_info: StreamInfo = field(default_factory=StreamInfo, repr=False)
 
     @classmethod
-    def from_stream_info(cls, bucket: str, info: dict[str, Any]) -> StoreStatus:
-        config = info.get("config", {})
-        state = info.get("state", {})
+    def from_stream_info(cls, bucket: str, info: StreamInfo) -> StoreStatus:
+        config, state = info.config, info.state
         max_age = int(config.get("max_age") or 0)
         return cls(
             bucket=bucket,
@@ -528,14 +581,14 @@ class StoreStatus:
             },
             ttl=timedelta(microseconds=max_age / 1000) if max_age else None,
             storage=config.get("storage", "file"),
-            replicas=int(config.get("num_replicas") or 1),
+            replicas=info.replicas,
             sealed=bool(config.get("sealed", False)),
-            size=int(state.get("bytes") or 0),
+            size=state.bytes,
             max_bytes=int(config.get("max_bytes", -1)),
             is_compressed=config.get("compression", "none") == "s2",
             placement=config.get("placement"),
-            messages=int(state.get("messages") or 0),
-            last_sequence=int(state.get("last_seq") or 0),
+            messages=state.messages,
+            last_sequence=state.last_sequence,
             stream_info=info,
         )
 
@@ -667,7 +720,7 @@ def _cursor_time(value: object) -> datetime | None:
 
 
 def _stream_created(status: StoreStatus) -> datetime | None:
-    return _cursor_time(status.stream_info.get("created"))
+    return _cursor_time(status.stream_info.created)
 
 
 def _shown_time(created: datetime | None) -> str:

@@ -39,12 +39,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from natsobj.names import decode_name
+from natsobj.parsing import parse_bool
 
 log = logging.getLogger(__name__)
 
 CACHE_DIR_ENV = "NATSOBJ_CACHE_DIR"
 NAME_INDEX_ENV = "NATSOBJ_NAME_INDEX"
-OFF_VALUES = ("off", "0", "false", "no")
 SCHEMA_VERSION = 2
 BUSY_TIMEOUT_MS = 30_000  # another process's write transaction: wait for it, do not fail
 FETCH_ROWS = 1024  # rows per fetch while streaming a lookup
@@ -78,9 +78,10 @@ class NameIndexUnavailable(Exception):
 
 
 def index_enabled(setting: bool | str | None) -> bool:
-    """The connection setting wins when given; else ``NATSOBJ_NAME_INDEX`` (on by default)."""
-    value = os.environ.get(NAME_INDEX_ENV, "on") if setting is None else setting
-    return str(value).strip().lower() not in OFF_VALUES
+    """The connection setting wins when given; else ``NATSOBJ_NAME_INDEX`` (on by default),
+    read as every face reads a true/false value."""
+    value = (os.environ.get(NAME_INDEX_ENV) or "on") if setting is None else setting
+    return parse_bool(value, what=NAME_INDEX_ENV if setting is None else "name_index")
 
 
 def cache_dir(setting: str | None) -> Path:

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
+from natsobj.parsing import parse_bool
+
 log = logging.getLogger("natsobj")
 
 EMBEDDED = "embedded"
@@ -20,75 +22,160 @@ STRONG = "strong"  # every read sees every write that has returned, from any nod
 EVENTUAL = "eventual"  # reads may be served by a replica that is a few writes behind
 CONSISTENCY_LEVELS = (STRONG, EVENTUAL)
 URL_SCHEMES = ("nats", "tls", "ws", "wss")
-SECRET_FIELDS = ("password", "token", "nkey_seed")
 _REDACTED = "***"
 
-# Option names (URL query parameters, Spark options, ...) and the field each one sets.
-OPTION_FIELDS = {
-    "domain": "domain",
-    "api_prefix": "api_prefix",
-    "js_api_prefix": "api_prefix",
-    "inbox_prefix": "inbox_prefix",
-    "name": "name",
-    "connect_timeout": "connect_timeout",
-    "timeout": "connect_timeout",
-    "token": "token",
-    "user": "user",
-    "password": "password",
-    "nkey_seed": "nkey_seed",
-    "creds": "creds_file",
-    "creds_file": "creds_file",
-    "tls_ca": "tls_ca",
-    "tls_cert": "tls_cert",
-    "tls_key": "tls_key",
-    "consistency": "consistency",
-    "cache_dir": "cache_dir",
-    "name_index": "name_index",
-}
 
-# Environment variables read by from_env(), the same names the nats CLI uses where it has one.
-ENV_VARS = {
-    "NATS_URL": "servers",
-    "NATS_USER": "user",
-    "NATS_PASSWORD": "password",
-    "NATS_TOKEN": "token",
-    "NATS_NKEY_SEED": "nkey_seed",
-    "NATS_CREDS": "creds_file",
-    "NATS_CA": "tls_ca",
-    "NATS_CERT": "tls_cert",
-    "NATS_KEY": "tls_key",
-    "NATS_DOMAIN": "domain",
-    "NATS_API_PREFIX": "api_prefix",
-    "NATS_INBOX_PREFIX": "inbox_prefix",
-    "NATS_NAME": "name",
-    "NATS_CONNECT_TIMEOUT": "connect_timeout",
-}
+@dataclass(frozen=True)
+class Setting:
+    """A ``ConnectionSettings`` field's row of the one table every face is generated from:
+    the environment variable, URL query and Spark option names, whether it is a secret, its
+    help text and CLI flag, and what kind of value it takes."""
+
+    label: str
+    help: str
+    env: str | None = None  # read by from_env(); documented beside the CLI flag
+    secret: bool = False  # redacted in repr, password inputs, EnvVar in Dagster
+    cli: tuple[str, ...] = ()  # the CLI flags; none given: --field-name
+    aliases: tuple[str, ...] = ()  # more names for it in URL queries and Spark options
+    kind: type = str  # str, float or bool: how forms and configs type it
+    choices: tuple[str, ...] = ()
+    metavar: str | None = None
+
+
+def _row(label: str, help_text: str, **row: Any) -> dict[str, Setting]:
+    return {"setting": Setting(label, help_text, **row)}
 
 
 @dataclass
 class ConnectionSettings:
-    """Where the server is and how to authenticate; secrets are redacted in ``repr``."""
+    """Where the server is and how to authenticate; secrets are redacted in ``repr``.
 
-    servers: list[str] = field(default_factory=lambda: [EMBEDDED])
-    user: str | None = None
-    password: str | None = None
-    token: str | None = None
-    nkey_seed: str | None = None
-    creds_file: str | None = None
-    tls_ca: str | None = None
-    tls_cert: str | None = None
-    tls_key: str | None = None
-    domain: str | None = None
-    api_prefix: str | None = None
-    inbox_prefix: str | None = None
-    name: str | None = None
-    connect_timeout: float = 5.0
-    consistency: str = STRONG
+    Each field's metadata (``setting(name)``) is the one description every face reads:
+    ENV_VARS, OPTION_FIELDS and SECRET_FIELDS below, the CLI's connection options, the
+    Airflow connection's extras and form, and the Dagster resource's fields."""
+
+    servers: list[str] = field(
+        default_factory=lambda: [EMBEDDED],
+        metadata=_row(
+            "Servers",
+            "NATS URL(s), comma-separated (nats://user:pass@h1:4222,h2:4222?domain=hub), or "
+            "'embedded' for the local embedded server.",
+            env="NATS_URL",
+            cli=("--url", "-s"),
+            metavar="URL",
+        ),
+    )
+    user: str | None = field(default=None, metadata=_row("User", "User name.", env="NATS_USER"))
+    password: str | None = field(
+        default=None, metadata=_row("Password", "Password.", env="NATS_PASSWORD", secret=True)
+    )
+    token: str | None = field(
+        default=None, metadata=_row("Token", "Auth token.", env="NATS_TOKEN", secret=True)
+    )
+    nkey_seed: str | None = field(
+        default=None,
+        metadata=_row(
+            "NKey seed",
+            "NKey seed, or the path of a seed file.",
+            env="NATS_NKEY_SEED",
+            secret=True,
+            cli=("--nkey",),
+            metavar="SEED|FILE",
+        ),
+    )
+    creds_file: str | None = field(
+        default=None,
+        metadata=_row(
+            "Credentials file",
+            "Path to a .creds file (JWT + NKey).",
+            env="NATS_CREDS",
+            cli=("--creds",),
+            aliases=("creds",),
+            metavar="FILE",
+        ),
+    )
+    tls_ca: str | None = field(
+        default=None,
+        metadata=_row("TLS CA file", "CA bundle that verifies the server.", env="NATS_CA"),
+    )
+    tls_cert: str | None = field(
+        default=None,
+        metadata=_row(
+            "TLS client certificate", "Client certificate for mutual TLS.", env="NATS_CERT"
+        ),
+    )
+    tls_key: str | None = field(
+        default=None,
+        metadata=_row("TLS client key", "Private key of the client certificate.", env="NATS_KEY"),
+    )
+    domain: str | None = field(
+        default=None,
+        metadata=_row(
+            "JetStream domain", "Reach JetStream in another domain (leaf nodes).", env="NATS_DOMAIN"
+        ),
+    )
+    api_prefix: str | None = field(
+        default=None,
+        metadata=_row(
+            "JetStream API prefix",
+            "Reach another account's JetStream through its imports.",
+            env="NATS_API_PREFIX",
+            aliases=("js_api_prefix",),
+        ),
+    )
+    inbox_prefix: str | None = field(
+        default=None,
+        metadata=_row("Inbox prefix", "Custom inbox prefix for replies.", env="NATS_INBOX_PREFIX"),
+    )
+    name: str | None = field(
+        default=None,
+        metadata=_row("Connection name", "Client name the server shows.", env="NATS_NAME"),
+    )
+    connect_timeout: float = field(
+        default=5.0,
+        metadata=_row(
+            "Connect timeout (s)",
+            "Seconds to wait for the server.",
+            env="NATS_CONNECT_TIMEOUT",
+            cli=("--timeout",),
+            aliases=("timeout",),
+            kind=float,
+            metavar="SECONDS",
+        ),
+    )
+    # Read consistency on replicated stores (see docs/production.md, "Consistency").
+    consistency: str = field(
+        default=STRONG,
+        metadata=_row(
+            "Read consistency",
+            "strong: every read sees every write that has returned; eventual: a replica a "
+            "few writes behind may answer.",
+            env="NATSOBJ_CONSISTENCY",
+            choices=CONSISTENCY_LEVELS,
+        ),
+    )
     # The local name index that makes prefix listings cost their matches (natsobj.name_index):
     # where it is kept (None: NATSOBJ_CACHE_DIR, else ~/.cache/natsobj) and whether to use it
     # (None: NATSOBJ_NAME_INDEX, on unless "off").
-    cache_dir: str | None = None
-    name_index: bool | str | None = None
+    cache_dir: str | None = field(
+        default=None,
+        metadata=_row(
+            "Cache directory",
+            "Where the local name index is kept (default ~/.cache/natsobj).",
+            env="NATSOBJ_CACHE_DIR",
+            metavar="DIR",
+        ),
+    )
+    name_index: bool | str | None = field(
+        default=None,
+        metadata=_row(
+            "Name index",
+            "Keep a local index of object names so prefix listings cost their matches "
+            "(default on).",
+            env="NATSOBJ_NAME_INDEX",
+            kind=bool,
+        ),
+    )
 
     def __post_init__(self) -> None:
         if isinstance(self.servers, str):
@@ -101,6 +188,8 @@ class ConnectionSettings:
         if self.domain and self.api_prefix:
             raise ValueError("set either domain or api_prefix, not both")
         self.connect_timeout = float(self.connect_timeout)
+        if self.name_index is not None:
+            self.name_index = parse_bool(self.name_index, what="name_index")
         self.consistency = str(self.consistency).lower()
         if self.consistency not in CONSISTENCY_LEVELS:
             raise ValueError(
@@ -294,6 +383,21 @@ class ConnectionSettings:
         if context is not None:
             options["tls"] = context
         return options
+
+
+# The table, read from the fields: each face derives its names from these.
+SETTINGS: dict[str, Setting] = {f.name: f.metadata["setting"] for f in fields(ConnectionSettings)}
+URL_FIELD = "servers"  # given as a URL (``url``, ``NATS_URL``, ``--url``), not as an option
+SECRET_FIELDS = tuple(name for name, row in SETTINGS.items() if row.secret)
+# Environment variables read by from_env(), the same names the nats CLI uses where it has one.
+ENV_VARS = {row.env: name for name, row in SETTINGS.items() if row.env}
+# Option names (URL query parameters, Spark options, ...) and the field each one sets.
+OPTION_FIELDS = {
+    option: name
+    for name, row in SETTINGS.items()
+    if name != URL_FIELD
+    for option in (name, *row.aliases)
+}
 
 
 def _take_userinfo(server: str) -> tuple[str, dict[str, str]]:

@@ -17,7 +17,7 @@ from natsobj.aio.client import DEFAULT_PUT_WINDOW, DEFAULT_READ_WINDOW
 from natsobj.aio.jsapi import DEFAULT_FAILOVER_TIMEOUT
 from natsobj.aio.sources import PutSource
 from natsobj.aio.store import Changes, CompactResult
-from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus
+from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus, StreamInfo, Tiering
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
 
@@ -181,6 +181,7 @@ class ObjectStore:
         metadata: dict[str, str] | None = None,
         chunk_size: int | None = None,
         expected_sequence: int | None = None,
+        tiering: Tiering | None = None,
     ) -> ObjectInfo:
         return run(
             self._store.put(
@@ -191,8 +192,13 @@ class ObjectStore:
                 metadata=metadata,
                 chunk_size=chunk_size,
                 expected_sequence=expected_sequence,
+                tiering=tiering,
             )
         )
+
+    @_mirrors(_core.ObjectStore.reader)
+    def reader(self, info: ObjectInfo) -> ObjectReader:
+        return ObjectReader(self._store.reader(info))
 
     @contextlib.contextmanager
     @_mirrors(_core.ObjectStore.get)
@@ -291,7 +297,7 @@ class ObjectStore:
         return run(self._store.seal())
 
     @_mirrors(_core.ObjectStore.read_floor)
-    def read_floor(self, stream_info: dict[str, Any]) -> int | None:
+    def read_floor(self, stream_info: StreamInfo) -> int | None:
         return self._store.read_floor(stream_info)
 
     @_mirrors(_core.ObjectStore.status)
@@ -319,7 +325,7 @@ class ObjectStore:
         """A generator over the listing; crosses to the loop thread once per batch, not per
         object, and holds one batch at a time."""
         batches = listing.iter_batches(
-            self._store, prefix=prefix, glob=glob, include_deleted=include_deleted
+            self._store.bucket_stream, prefix=prefix, glob=glob, include_deleted=include_deleted
         )
         try:
             while True:

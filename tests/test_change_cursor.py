@@ -37,7 +37,7 @@ def test_the_compact_form_round_trips_and_old_bare_sequences_still_parse() -> No
     assert ChangeCursor.parse("42") == ChangeCursor.parse(42) == ChangeCursor(42)
     assert ChangeCursor.parse({"sequence": 42}).stream_created is None
     for bad in ("forty-two", "42@yesterday", "-1", 4.2):
-        with pytest.raises(ValueError, match="change cursor|creation time"):
+        with pytest.raises(ValueError, match=r"change cursor|creation time"):
             ChangeCursor.parse(bad)
 
 

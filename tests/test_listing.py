@@ -48,7 +48,7 @@ def scanned(store: natsobj.ObjectStore, include_deleted: bool = False) -> list[O
         return [
             info
             async for batch in listing._scan_batches(
-                store.aio, listing.make_filter(None, None), include_deleted
+                store.aio.bucket_stream, listing.make_filter(None, None), include_deleted
             )
             for info in batch
         ]
@@ -300,7 +300,9 @@ def test_user_without_stream_info_falls_back_to_the_scan(perms_server, caplog):
     caplog.set_level(logging.INFO, logger="natsobj.aio.listing")
     with connected(perms_server, "noinfo") as client:
         store = natsobj.ObjectStore(
-            natsobj.aio.ObjectStore(client.aio, BUCKET, {"config": {"allow_direct": True}})
+            natsobj.aio.ObjectStore(
+                client.aio, BUCKET, natsobj.model.StreamInfo(config={"allow_direct": True})
+            )
         )
         listed = store.list(prefix="reports/")
         assert [i.name for i in listed] == ["reports/é/ü.txt", "reports/漢字/f.csv"]

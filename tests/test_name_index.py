@@ -466,16 +466,17 @@ def test_the_proof_fails_when_anything_was_written_after_the_catch_up(store, cac
         store.put(name, b"x")
     store.list()
     inner = store.aio
+    stream = inner.bucket_stream
 
     async def prove() -> tuple[bool, bool]:
-        info = await name_sync.stream_info(inner)
-        index = name_sync.open_index(inner, info)
+        info = await stream.info()
+        index = name_sync.open_index(stream, info)
         assert index is not None
         try:
-            await name_sync.catch_up(inner, index, info)
-            before = await name_sync.names_complete(inner, index, info)
+            await name_sync.catch_up(stream, index, info)
+            before = await name_sync.names_complete(stream, index, info)
             await inner.put("x/3", b"late")
-            after = await name_sync.names_complete(inner, index, info)
+            after = await name_sync.names_complete(stream, index, info)
             return before, after
         finally:
             index.close()

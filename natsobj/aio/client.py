@@ -22,6 +22,7 @@ from natsobj.errors import (
     NotConnected,
     PermissionDenied,
 )
+from natsobj.model import StreamInfo
 from natsobj.names import check_bucket, stream_name
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import STORE_SETTINGS, StoreConfig, StoreSettings
@@ -183,7 +184,7 @@ class Client:
         info = await self.api.call(
             stream_api("CREATE", stream["name"]), stream, bucket=config.bucket
         )
-        return ObjectStore(self, config.bucket, info)
+        return ObjectStore(self, config.bucket, StreamInfo.from_response(info))
 
     async def update_store(
         self, bucket: str | StoreConfig, **changes: Unpack[StoreSettings]
@@ -201,7 +202,7 @@ class Client:
         config = StoreConfig.build(base, **changes)
         stream = config.applied_to(present, sorted(touched))
         info = await self.api.call(stream_api("UPDATE", stream_name(name)), stream, bucket=name)
-        return ObjectStore(self, name, info)
+        return ObjectStore(self, name, StreamInfo.from_response(info))
 
     async def ensure_store(
         self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]
@@ -225,13 +226,15 @@ class Client:
         """Bind to an existing bucket; BucketNotFound when it is missing."""
         check_bucket(bucket)
         info = await self.api.call(stream_api("INFO", stream_name(bucket)), bucket=bucket)
-        return ObjectStore(self, bucket, info)
+        return ObjectStore(self, bucket, StreamInfo.from_response(info))
 
     async def delete_store(self, bucket: str) -> None:
         """Delete the bucket and everything in it (BucketNotFound when it is missing)."""
         check_bucket(bucket)
         await self.api.call(stream_api("DELETE", stream_name(bucket)), bucket=bucket)
-        await asyncio.to_thread(name_sync.forget_stream, self, stream_name(bucket))
+        await asyncio.to_thread(
+            name_sync.forget_stream, self.settings, self.api.prefix, stream_name(bucket)
+        )
 
     async def store_names(self) -> list[str]:
         """The names of every object store the account can see, sorted."""

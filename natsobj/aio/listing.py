@@ -48,23 +48,20 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from natsobj.aio import name_sync
-from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
 from natsobj.aio.jsapi import raw_header, raw_status
+from natsobj.aio.stream import BucketStream
 from natsobj.aio.watch import info_from_msg
-from natsobj.errors import NatsObjError, NotConnected, PermissionDenied
+from natsobj.errors import NatsObjError, NotConnected, PermissionDenied, ReplicaLagging
 from natsobj.matching import NameMatcher
-from natsobj.model import ObjectInfo, parse_server_time
+from natsobj.model import ObjectInfo, StreamInfo, parse_server_time
 from natsobj.name_index import Entry, IndexRow, NameIndex
 from natsobj.names import all_meta_subject, decode_name
 from natsobj.wire import direct_get_batch_subject
-
-if TYPE_CHECKING:
-    from natsobj.aio.store import ObjectStore
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +69,6 @@ RawMsg = tuple[bytes, bytes]  # a direct-get reply's header block and payload
 
 MULTI_LAST_LIMIT = 1024  # subjects per batched direct get; nats-server answers 413 above it
 IN_FLIGHT = 4  # batched direct gets outstanding at once: enough to hide the round trip
-STALE_REPLICA_ATTEMPTS = 20  # about 6 s of backoff for a lagging replica to catch up
 SCAN_BATCH = 1024  # infos per batch in the consumer-scan fallback
 CACHED_MIN = 2048  # matches below this are fetched: proving the index costs the whole bucket
 CACHED_SHARE = 8  # ... and so do matches below 1/CACHED_SHARE of the bucket's names
@@ -134,7 +130,7 @@ class FastListingUnavailable(Exception):
 
 
 async def iter_batches(
-    store: ObjectStore,
+    store: BucketStream,
     *,
     prefix: str | None = None,
     glob: str | None = None,
@@ -145,7 +141,7 @@ async def iter_batches(
     Order is the server's subject order (the base64 of the names), not name order; callers
     that need an order sort what they collect. On replicated stores with strong reads the
     direct gets are pinned to the ``state.last_seq`` the leader reported in ``STREAM.INFO``
-    (``up_to_seq``, see ``ObjectStore.read_floor``): a replica that is behind answers 404 and
+    (``up_to_seq``, see ``BucketStream.read_floor``): a replica that is behind answers 404 and
     is asked again, so the listing reflects every write that returned before it started."""
     name_filter = make_filter(prefix, glob)
     listing = _SubjectStateListing(store, name_filter, include_deleted)
@@ -174,18 +170,10 @@ async def iter_batches(
 
 
 async def _scan_batches(
-    store: ObjectStore, name_filter: NameFilter, include_deleted: bool
+    store: BucketStream, name_filter: NameFilter, include_deleted: bool
 ) -> AsyncIterator[list[ObjectInfo]]:
     """The fallback: every current meta record through an ordered consumer, filtered here."""
-    consumer = OrderedConsumer(
-        store.api,
-        store.stream,
-        all_meta_subject(store.bucket),
-        deliver_policy="last_per_subject",
-        stop_when_idle=True,
-        heartbeat=READ_HEARTBEAT,
-        bucket=store.bucket,
-    )
+    consumer = store.consumer(all_meta_subject(store.bucket), deliver_policy="last_per_subject")
     try:
         pending = await consumer.start()
         batch: list[ObjectInfo] = []
@@ -214,7 +202,7 @@ def _wanted(info: ObjectInfo, name_filter: NameFilter, include_deleted: bool) ->
 class _SubjectStateListing:
     """Steps 1-3 of the module docstring for one listing."""
 
-    def __init__(self, store: ObjectStore, name_filter: NameFilter, include_deleted: bool):
+    def __init__(self, store: BucketStream, name_filter: NameFilter, include_deleted: bool):
         self.store = store
         self.name_filter = name_filter
         self.include_deleted = include_deleted
@@ -228,7 +216,7 @@ class _SubjectStateListing:
         self._gets: _BatchedDirectGets | None = None
         self._pages: AsyncIterator[list[str] | _Ready] | None = None
         self._requests: AsyncIterator[list[str] | _Ready] | None = None
-        self._info: dict[str, Any] = {}
+        self._info = StreamInfo()
 
     async def first_batch(self) -> list[ObjectInfo]:
         """Everything that decides between this path and the scan happens here, before the
@@ -239,12 +227,11 @@ class _SubjectStateListing:
             info = await self._names_source()
         except PermissionDenied as exc:
             raise FastListingUnavailable(f"STREAM.INFO denied: {exc}") from None
-        config = info.get("config") or {}
-        if not config.get("allow_direct"):
+        if not info.allow_direct:
             await self.close()
             raise FastListingUnavailable("the stream does not allow direct gets")
         self.read_floor = self.store.read_floor(info) or 0
-        self._last_seq = int((info.get("state") or {}).get("last_seq") or 0)
+        self._last_seq = info.state.last_sequence
         self._info = info
         self._gets = _BatchedDirectGets(
             self.store, self.read_floor, superset=self._index is not None
@@ -267,12 +254,12 @@ class _SubjectStateListing:
                 self.store.api.batched_gets_cut_off = True
             raise FastListingUnavailable(str(exc)) from None
 
-    async def _names_source(self) -> dict[str, Any]:
+    async def _names_source(self) -> StreamInfo:
         """The local name index, brought up to the stream's last sequence, when it can be
         used (``natsobj.aio.name_sync``); one that must be rebuilt is rebuilt from the pages
         of the subject state this listing reads anyway. Without the index, those pages alone.
         Returns the stream info the listing pins its reads to."""
-        info = await name_sync.stream_info(self.store)
+        info = await self.store.info()
         # opening may wait for another process's write transaction: not on the loop
         index = await asyncio.to_thread(name_sync.open_index, self.store, info)
         if index is not None:
@@ -283,7 +270,7 @@ class _SubjectStateListing:
                         await name_sync.rebuild_with_records(self.store, index, info, generation)
                         # the proof compares with the state after that long read: a write
                         # during it is caught up here instead of failing the proof
-                        info = await name_sync.stream_info(self.store)
+                        info = await self.store.info()
                         await name_sync.catch_up(self.store, index, info)
                         self._pages = self._indexed_pages(index, rebuilt=True)
                     else:
@@ -314,7 +301,7 @@ class _SubjectStateListing:
         one message), where pages of names and then a batched get for each cost about twice
         as much per name."""
         everything = not self.name_filter.prefix and not self.name_filter.glob
-        return everything and self.store._replicas == 1
+        return everything and self.store.replicas == 1
 
     async def _indexed_pages(
         self, index: NameIndex, *, rebuilt: bool = False
@@ -363,7 +350,7 @@ class _SubjectStateListing:
         None when not worth it: only on one replica (whose answers are the stream's state),
         for a large share of the bucket (``name_sync.names_complete`` counts all of it), or
         after a rebuild that read every record (the alternative is fetching them again)."""
-        if self.store._replicas != 1:
+        if self.store.replicas != 1:
             return None
         if rebuilt:
             return asyncio.ensure_future(self._prove(index))
@@ -426,7 +413,7 @@ class _SubjectStateListing:
         """The wanted objects among the records fetched for ``subjects``; with the index,
         the records are kept there for later listings."""
         learned = self._learned if self._index is not None else None
-        if learned is not None and self.store._replicas == 1 and len(messages) < len(subjects):
+        if learned is not None and self.store.replicas == 1 and len(messages) < len(subjects):
             self._note_absent(subjects, messages)
         kept = []
         skip = len(self.meta_prefix)
@@ -535,7 +522,7 @@ class _BatchedDirectGets:
     """Batched last-per-subject direct gets over one subscription of their own, since each
     request is answered by many messages (the shared API inbox takes one reply per request)."""
 
-    def __init__(self, store: ObjectStore, read_floor: int, *, superset: bool = False) -> None:
+    def __init__(self, store: BucketStream, read_floor: int, *, superset: bool = False) -> None:
         self.store = store
         self.api = store.api
         self.read_floor = read_floor
@@ -568,18 +555,17 @@ class _BatchedDirectGets:
         names from the local index may be gone (purged), so there only an empty answer is
         asked again, and one that stays empty means they are all gone."""
         wanted = 1 if self.superset else len(subjects)
-        for attempt in range(STALE_REPLICA_ATTEMPTS):
-            messages = await self._fetch_once(subjects)
-            if not self.read_floor or len(messages) >= wanted:
-                return messages
-            await asyncio.sleep(min(0.01 * 2**attempt, 0.5))
-        if self.superset:
-            return []
-        raise NotConnected(
-            f"the replicas answering the listing stayed behind sequence {self.read_floor}",
-            bucket=self.store.bucket,
-            hint="A node of the cluster is lagging; retry, or check the cluster's health.",
-        )
+        try:
+            return await self.store.until_caught_up(
+                lambda: self._fetch_once(subjects),
+                lambda messages: not self.read_floor or len(messages) >= wanted,
+                what="the listing",
+                floor=self.read_floor,
+            )
+        except ReplicaLagging:
+            if self.superset:
+                return []
+            raise
 
     async def _fetch_once(self, subjects: list[str]) -> list[RawMsg]:
         body: dict[str, Any] = {"multi_last": subjects, "batch": len(subjects)}
@@ -711,7 +697,7 @@ def _direct_get_headers(headers: bytes) -> tuple[str, int, datetime]:
 
 
 def _parse_meta(
-    store: ObjectStore,
+    store: BucketStream,
     doc: bytes | dict[str, Any],
     mtime: datetime | None,
     sequence: int,

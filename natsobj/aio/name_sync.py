@@ -20,10 +20,9 @@ import asyncio
 import logging
 import sqlite3
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
 
-from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
-from natsobj.errors import NotConnected
+from natsobj.aio.stream import BucketStream
+from natsobj.model import StreamInfo
 from natsobj.name_index import (
     IndexRow,
     NameIndex,
@@ -34,11 +33,7 @@ from natsobj.name_index import (
     remove_other_incarnations,
 )
 from natsobj.names import all_meta_subject
-from natsobj.wire import stream_api
-
-if TYPE_CHECKING:
-    from natsobj.aio.client import Client
-    from natsobj.aio.store import ObjectStore
+from natsobj.settings import ConnectionSettings
 
 log = logging.getLogger(__name__)
 
@@ -48,17 +43,16 @@ PAGE_TIMEOUT = 60.0
 PAST_EVERY_SUBJECT = 2**31 - 1  # a subject-state offset that returns the count and no names
 CATCH_UP_BATCH = 1024  # meta messages per pull while catching up
 WRITE_EVERY = 10_000  # tokens per SQLite transaction while catching up
-CATCH_UP_ATTEMPTS = 12  # a consumer on a lagging replica is read again, for up to ~6 s
 
 _warned: set[str] = set()
 
 
-def open_index(store: ObjectStore, stream_info: dict[str, Any]) -> NameIndex | None:
+def open_index(store: BucketStream, stream_info: StreamInfo) -> NameIndex | None:
     """The bucket's index, or None when disabled or unusable here (said once per reason)."""
-    settings = store.client.settings
+    settings = store.settings
     if not index_enabled(settings.name_index):
         return None
-    identity = stream_identity(store.client, store.stream, str(stream_info.get("created") or ""))
+    identity = stream_identity(settings, store.api.prefix, store.stream, stream_info.created)
     try:
         return NameIndex.open(cache_dir(settings.cache_dir), identity)
     except NameIndexUnavailable as exc:
@@ -66,27 +60,26 @@ def open_index(store: ObjectStore, stream_info: dict[str, Any]) -> NameIndex | N
         return None
 
 
-def stream_identity(client: Client, stream: str, created: str = "") -> StreamIdentity:
-    settings = client.settings
+def stream_identity(
+    settings: ConnectionSettings, api_prefix: str, stream: str, created: str = ""
+) -> StreamIdentity:
     return StreamIdentity(
         servers=tuple(settings.servers),
-        api_prefix=client.api.prefix,
+        api_prefix=api_prefix,
         user=settings.user or "",
         stream=stream,
         created=created,
     )
 
 
-def forget_stream(client: Client, stream: str) -> None:
+def forget_stream(settings: ConnectionSettings, api_prefix: str, stream: str) -> None:
     """Remove this machine's index files of a deleted bucket: up to a few hundred bytes per
     name that nothing would read again (a re-created bucket starts a file of its own)."""
-    if not index_enabled(client.settings.name_index):
+    if not index_enabled(settings.name_index):
         return
-    identity = stream_identity(client, stream)
+    identity = stream_identity(settings, api_prefix, stream)
     try:
-        remove_other_incarnations(
-            cache_dir(client.settings.cache_dir), identity, keep_current=False
-        )
+        remove_other_incarnations(cache_dir(settings.cache_dir), identity, keep_current=False)
     except OSError as exc:
         log.info("stream %s: name index files not removed: %s", stream, exc)
 
@@ -97,28 +90,21 @@ def warn_once(message: str) -> None:
         log.warning("natsobj: %s", message)
 
 
-async def stream_info(store: ObjectStore) -> dict[str, Any]:
-    """``STREAM.INFO`` without subject details: constant cost however big the bucket."""
-    return await store.api.call(stream_api("INFO", store.stream), {}, bucket=store.bucket)
-
-
-async def name_page(store: ObjectStore, offset: int) -> dict[str, Any]:
+async def name_page(store: BucketStream, offset: int) -> StreamInfo:
     """One page of the bucket's meta subjects (``STREAM.INFO`` with ``subjects_filter``)."""
-    return await store.api.call(
-        stream_api("INFO", store.stream),
-        {"subjects_filter": all_meta_subject(store.bucket), "offset": offset},
-        bucket=store.bucket,
+    return await store.info(
+        subjects_filter=all_meta_subject(store.bucket),
+        offset=offset,
         timeout=max(PAGE_TIMEOUT, store.api.timeout),
     )
 
 
-def rebuild_needed(index: NameIndex, info: dict[str, Any]) -> bool:
+def rebuild_needed(index: NameIndex, info: StreamInfo) -> bool:
     """A new index, or one whose every known message is gone (``first_seq`` past
     ``complete_seq``: a purge, or every object rewritten since): its names may all be dead,
     and a catch-up would read as many messages as a rebuild."""
     complete_seq, _ = index.progress()
-    first_seq = int((info.get("state") or {}).get("first_seq") or 0)
-    return complete_seq == 0 or first_seq > complete_seq
+    return complete_seq == 0 or info.state.first_sequence > complete_seq
 
 
 def start_rebuild(index: NameIndex) -> int:
@@ -136,7 +122,7 @@ def start_rebuild(index: NameIndex) -> int:
 
 
 async def rebuild(
-    store: ObjectStore, index: NameIndex, generation: int
+    store: BucketStream, index: NameIndex, generation: int
 ) -> AsyncIterator[list[str]]:
     """Every meta subject from the paged subject state, page by page, each written to the
     index before it is handed on, so the first listing reads meta records while the names are
@@ -145,7 +131,7 @@ async def rebuild(
     records nothing, and the next listing starts again. A SQLite error stops the writing, not
     the walk."""
     first = await name_page(store, 0)
-    complete_seq = int((first.get("state") or {}).get("last_seq") or 0)
+    complete_seq = first.state.last_sequence
     skip = len(all_meta_subject(store.bucket)) - 1
     writing = True
     async for subjects in name_pages(store, first):
@@ -157,13 +143,13 @@ async def rebuild(
 
 
 async def rebuild_with_records(
-    store: ObjectStore, index: NameIndex, info: dict[str, Any], generation: int
+    store: BucketStream, index: NameIndex, info: StreamInfo, generation: int
 ) -> None:
     """Rebuild ``index`` by reading every meta message of the bucket, names with their
     records, up to ``info``'s ``last_seq``: the catch-up from the start. Each meta subject
     holds one message (records are rolled up), so this reads one per name, as a consumer scan
     of the last record per subject would."""
-    last_seq = int((info.get("state") or {}).get("last_seq") or 0)
+    last_seq = info.state.last_sequence
     await _catch_up(store, index, 0, last_seq, generation)
     log.info("bucket %r: name index rebuilt with records up to sequence %d", store.bucket, last_seq)
 
@@ -177,7 +163,7 @@ async def _write(index: NameIndex, rows: list[IndexRow], **progress: int) -> boo
     return True
 
 
-async def names_complete(store: ObjectStore, index: NameIndex, info: dict[str, Any]) -> bool:
+async def names_complete(store: BucketStream, index: NameIndex, info: StreamInfo) -> bool:
     """Whether the index, caught up to ``info``'s ``last_seq``, holds exactly the bucket's
     meta subjects, so its meta records can stand in for the server's.
 
@@ -189,30 +175,24 @@ async def names_complete(store: ObjectStore, index: NameIndex, info: dict[str, A
     count is of the same subjects the index was caught up to, and equal counts mean equal
     sets. The server walks every subject of the bucket for the count (about 1 µs each here),
     so listings ask only when they would otherwise fetch a large share of the bucket."""
-    last_seq = int((info.get("state") or {}).get("last_seq") or 0)
-    counted = await store.api.call(
-        stream_api("INFO", store.stream),
-        {"subjects_filter": all_meta_subject(store.bucket), "offset": PAST_EVERY_SUBJECT},
-        bucket=store.bucket,
-        timeout=max(PAGE_TIMEOUT, store.api.timeout),
-    )
-    after = await stream_info(store)
-    if int((after.get("state") or {}).get("last_seq") or 0) != last_seq:
+    counted = await name_page(store, PAST_EVERY_SUBJECT)
+    after = await store.info()
+    if after.state.last_sequence != info.state.last_sequence:
         return False
-    return int(counted.get("total") or 0) == await asyncio.to_thread(index.count)
+    return counted.state.subjects_total == await asyncio.to_thread(index.count)
 
 
-async def catch_up(store: ObjectStore, index: NameIndex, info: dict[str, Any]) -> None:
+async def catch_up(store: BucketStream, index: NameIndex, info: StreamInfo) -> None:
     """Bring ``index`` up to ``info``'s ``last_seq`` by the meta messages written since
     (raises sqlite3.Error for the caller to fall back on)."""
-    last_seq = int((info.get("state") or {}).get("last_seq") or 0)
+    last_seq = info.state.last_sequence
     complete_seq, generation = index.progress()
     if last_seq > complete_seq:
         await _catch_up(store, index, complete_seq, last_seq, generation)
 
 
 async def name_pages(
-    store: ObjectStore, page: dict[str, Any], *, stop_after: str | None = None
+    store: BucketStream, page: StreamInfo, *, stop_after: str | None = None
 ) -> AsyncIterator[list[str]]:
     """Meta subjects page by page, starting from ``page`` (offset 0); the next page is asked
     for before this one is handed on, so the server walks its subjects while we work.
@@ -223,11 +203,11 @@ async def name_pages(
     ends after the first page past every subject starting with ``stop_after``."""
     last_subject = ""
     offset = 0  # where ``page`` starts
-    total = int(page.get("total") or 0)
-    upcoming: asyncio.Future[dict[str, Any]] | None = None
+    total = page.state.subjects_total
+    upcoming: asyncio.Future[StreamInfo] | None = None
     try:
         while True:
-            subjects = list((page.get("state") or {}).get("subjects") or {})
+            subjects = list(page.state.subjects)
             if not subjects:
                 return
             offset += len(subjects)
@@ -243,7 +223,7 @@ async def name_pages(
             if upcoming is None:
                 return
             page, upcoming = await upcoming, None
-            latest = int(page.get("total") or 0)
+            latest = page.state.subjects_total
             if latest < total:
                 offset = max(0, offset - (total - latest))
                 page = await name_page(store, offset)
@@ -254,45 +234,39 @@ async def name_pages(
 
 
 async def _catch_up(
-    store: ObjectStore, index: NameIndex, complete_seq: int, last_seq: int, generation: int
+    store: BucketStream, index: NameIndex, complete_seq: int, last_seq: int, generation: int
 ) -> None:
     """Read the meta messages after ``complete_seq`` into the index, up to ``last_seq``."""
     floor = 0
-    if store._replicas > 1:
-        leader_last = await store._leader_last(all_meta_subject(store.bucket), name=None)
-        floor = leader_last[1] if leader_last else 0
+    if store.replicas > 1:
+        leader_last = await store.leader_last(all_meta_subject(store.bucket))
+        floor = leader_last.sequence if leader_last else 0
     reached = complete_seq
-    for attempt in range(CATCH_UP_ATTEMPTS):
+
+    async def read() -> int:
+        nonlocal reached
         reached = await _read_meta_after(store, index, reached, generation)
-        if reached >= floor:
-            await asyncio.to_thread(
-                index.add, [], complete_seq=max(last_seq, reached), generation=generation
-            )
-            return
-        await asyncio.sleep(min(0.01 * 2**attempt, 1.0))
-    raise NotConnected(
-        f"the replica serving the name index catch-up stayed behind sequence {floor}",
-        bucket=store.bucket,
-        hint="A node of the cluster is lagging; retry, or check the cluster's health.",
+        return reached
+
+    await store.until_caught_up(
+        read, lambda reached: reached >= floor, what="the name index catch-up", floor=floor
+    )
+    await asyncio.to_thread(
+        index.add, [], complete_seq=max(last_seq, reached), generation=generation
     )
 
 
 async def _read_meta_after(
-    store: ObjectStore, index: NameIndex, after: int, generation: int
+    store: BucketStream, index: NameIndex, after: int, generation: int
 ) -> int:
     """Every meta message after ``after`` that the consumer's replica holds; returns the
     sequence the index is now complete up to (the last message read, in stream order)."""
-    consumer = OrderedConsumer(
-        store.api,
-        store.stream,
+    consumer = store.consumer(
         all_meta_subject(store.bucket),
         deliver_policy="by_start_sequence",
         start_sequence=after + 1,
-        stop_when_idle=True,
-        heartbeat=READ_HEARTBEAT,
         batch=CATCH_UP_BATCH,
         pulls_ahead=2,  # it reads to the end: the next batch is asked for during this one
-        bucket=store.bucket,
     )
     skip = len(all_meta_subject(store.bucket)) - 1
     tokens: list[IndexRow] = []

@@ -8,23 +8,25 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from typing import TYPE_CHECKING
 
+from natsobj.aio.consumer import OrderedConsumer
 from natsobj.aio.offload import chunk_sink
+from natsobj.aio.offloaded import read_offloaded
+from natsobj.aio.stream import BucketStream
 from natsobj.errors import DigestMismatch, MissingDigest, ObjectChanged
-from natsobj.model import ObjectInfo, digest_bytes
-
-if TYPE_CHECKING:
-    from natsobj.aio.store import ObjectStore
+from natsobj.model import DEFAULT_CHUNK_SIZE, ObjectInfo, digest_bytes
+from natsobj.names import chunk_subject
 
 
 class ObjectReader:
     """Returned by ``ObjectStore.get``: ``info``, ``read(n)``, ``async for chunk`` and
-    ``copy_to(write)``."""
+    ``copy_to(write)``. An offloaded object's bytes come from the S3 archive
+    (``natsobj.aio.offloaded``), checked the same way."""
 
-    def __init__(self, store: ObjectStore, info: ObjectInfo) -> None:
-        self.store = store
+    def __init__(self, stream: BucketStream, info: ObjectInfo, *, read_window_bytes: int) -> None:
+        self.stream = stream
         self.info = info
+        self.read_window_bytes = read_window_bytes
         self._chunks: AsyncGenerator[bytes] | None = None
         self._buffer = bytearray()
         self._eof = False
@@ -83,19 +85,22 @@ class ObjectReader:
         self, write: Callable[[bytes], object] | None = None
     ) -> AsyncGenerator[bytes]:
         info = self.info
+        if info.offloaded:
+            async for piece in self._offloaded(write):
+                yield piece
+            return
         if info.size == 0 and info.chunks == 0:
             self._verify(hashlib.sha256().digest(), 0, 0)
             return
-        store = self.store
         if info.chunks == 1:
-            data = await store._chunk_of_single_chunk_object(info)
+            data = await self._single_chunk()
             self._verify(hashlib.sha256(data).digest(), len(data), 1)
             if write is not None:
                 write(data)
             yield data
             return
-        consumer, available = await store._chunk_consumer(info)
-        worker = chunk_sink(store.client.read_window_bytes, write)
+        consumer, available = await self._chunk_consumer()
+        worker = chunk_sink(self.read_window_bytes, write)
         size = count = 0
         digest = b""
         try:
@@ -117,6 +122,61 @@ class ObjectReader:
                 await worker.abandon()
             await consumer.close()
         self._verify(digest, size, count)
+
+    async def _offloaded(self, write: Callable[[bytes], object] | None) -> AsyncGenerator[bytes]:
+        """The bytes from the archive, which checks them against the record as they come."""
+        pieces = read_offloaded(self.stream, self.info)
+        try:
+            async for piece in pieces:
+                if write is not None:
+                    write(piece)
+                yield piece
+        finally:
+            await pieces.aclose()
+
+    async def _single_chunk(self) -> bytes:
+        info = self.info
+        found = await self.stream.last(
+            chunk_subject(info.bucket, info.nuid), name=info.name, min_sequence=1
+        )
+        if found is None:
+            raise ObjectChanged("chunk vanished while reading", bucket=info.bucket, name=info.name)
+        return found.data
+
+    async def _chunk_consumer(self) -> tuple[OrderedConsumer, int]:
+        """A started consumer over the object's chunks and how many it has. The consumer may
+        be placed on a replica that has not caught up; with fewer chunks than the meta record
+        names while the stream leader holds them all, another one is made after a pause."""
+        info, stream = self.info, self.stream
+        subject = chunk_subject(info.bucket, info.nuid)
+        # pull credit of read_window_bytes, asked for in two halves (the second while the
+        # first arrives)
+        chunk_size = info.chunk_size or DEFAULT_CHUNK_SIZE
+        batch = max(1, min(128, self.read_window_bytes // chunk_size // 2))
+
+        async def start() -> tuple[OrderedConsumer, int]:
+            consumer = stream.consumer(subject, batch=batch, pulls_ahead=2)
+            try:
+                return consumer, await consumer.start()
+            except BaseException:
+                await consumer.close()
+                raise
+
+        async def complete(started: tuple[OrderedConsumer, int]) -> bool:
+            consumer, available = started
+            try:
+                # fewer at the leader too: the object changed (the reader says so)
+                if available >= info.chunks or await stream.leader_count(subject) < info.chunks:
+                    return True
+            except BaseException:
+                await consumer.close()
+                raise
+            await consumer.close()
+            return False
+
+        return await stream.until_caught_up(
+            start, complete, what="the object's chunks", name=info.name
+        )
 
     def _changed(self) -> ObjectChanged:
         return ObjectChanged(
@@ -166,13 +226,3 @@ def check_digest(info: ObjectInfo, *, allow_missing: bool = False) -> None:
             name=info.name,
             hint="The meta record is damaged; re-upload the object.",
         )
-
-
-def open_reader(store: ObjectStore, info: ObjectInfo) -> ObjectReader:
-    """The reader for ``info``: its chunks in JetStream or, for an offloaded object, its bytes
-    read through from the S3 archive (needs the ``archive`` extra)."""
-    if info.offloaded:
-        from natsobj.archive.readthrough import OffloadedReader
-
-        return OffloadedReader(store, info)
-    return ObjectReader(store, info)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import json
 import logging
@@ -15,17 +14,17 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from nats.nuid import NUID
 
 from natsobj.aio import listing
-from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
-from natsobj.aio.jsapi import Failover, api_error, status_of
+from natsobj.aio.jsapi import JetStreamApi, status_of
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.publish import PublishWindow
-from natsobj.aio.reader import ObjectReader, check_digest, open_reader
+from natsobj.aio.reader import ObjectReader, check_digest
 from natsobj.aio.sources import PutSource, iter_chunks
+from natsobj.aio.stream import BucketStream
 from natsobj.aio.watch import ObjectWatcher, info_from_msg
 from natsobj.errors import (
     BadObjectMeta,
@@ -33,10 +32,10 @@ from natsobj.errors import (
     ChunkTooLarge,
     LinkError,
     NatsObjError,
-    NotConnected,
     ObjectChanged,
     ObjectExists,
     ObjectNotFound,
+    SequenceConflict,
 )
 from natsobj.localfiles import replacement_mode
 from natsobj.model import (
@@ -45,10 +44,10 @@ from natsobj.model import (
     ObjectInfo,
     ObjectLink,
     StoreStatus,
+    StreamInfo,
     Tiering,
     check_metadata,
     format_digest,
-    parse_server_time,
     trusted_nuid,
 )
 from natsobj.name_index import decoded
@@ -60,29 +59,21 @@ from natsobj.names import (
     chunk_subject,
     encode_name,
     meta_subject,
-    stream_name,
 )
-from natsobj.settings import STRONG
+from natsobj.settings import ConnectionSettings
 from natsobj.wire import (
     EXPECTED_LAST_MSG_ID,
     EXPECTED_LAST_SUBJECT_SEQ,
     MSG_ID,
     ROLLUP,
-    WRONG_LAST_SEQUENCE,
     direct_get_subject,
     meta_msg_id,
-    stream_api,
 )
-
-if TYPE_CHECKING:
-    from natsobj.aio.client import Client
 
 log = logging.getLogger(__name__)
 _nuid = NUID()
-_UNAVAILABLE = object()  # no replica answered a direct get: ask the leader
 READ_ATTEMPTS = 3
 WRITE_BUFFER = 64 * 1024  # get_file: smaller than a chunk, so a chunk is written, not copied
-SCAN_ATTEMPTS = 12  # a listing from a lagging replica is read again, for up to ~6 s
 META_ATTEMPTS = 20
 
 
@@ -102,26 +93,35 @@ class CompactResult:
     skipped_recent: int = 0
 
 
+class StoreClient(Protocol):
+    """What a store needs of the client that opened it (``natsobj.aio.Client``): said here
+    rather than imported, so the client, which makes stores, is the only one of the two that
+    knows the other."""
+
+    api: JetStreamApi
+    settings: ConnectionSettings
+    nc: Any
+    put_window_bytes: int
+    read_window_bytes: int
+
+    async def store(self, bucket: str) -> ObjectStore: ...
+
+    async def update_store(self, bucket: str, **changes: Any) -> ObjectStore: ...
+
+
 class ObjectStore:
-    def __init__(self, client: Client, bucket: str, stream_info: dict[str, Any]) -> None:
+    """A bucket's objects (ADR-20). Stream-level work goes through ``bucket_stream``, the
+    public layer the reader, the listing, the name index and the archive share."""
+
+    def __init__(self, client: StoreClient, bucket: str, stream_info: StreamInfo) -> None:
         self.client = client
         self.api = client.api
         self.bucket = bucket
-        self.stream = stream_name(bucket)
-        self._consistency = client.settings.consistency
-        self._configure(stream_info)
-
-    def _configure(self, stream_info: dict[str, Any]) -> None:
-        config = stream_info.get("config", {})
-        self._allow_direct = bool(config.get("allow_direct", False))
-        self._replicas = int(config.get("num_replicas") or 1)
+        self.bucket_stream = BucketStream(client.api, bucket, stream_info, client.settings)
+        self.stream = self.bucket_stream.stream
 
     def __repr__(self) -> str:
         return f"ObjectStore(bucket={self.bucket!r})"
-
-    def _publish_subject(self, local_subject: str) -> str:
-        """ADR-19: with an API prefix, ``$O`` publishes go out under that prefix."""
-        return self.api.object_prefix + local_subject[2:]
 
     def _check_name(self, name: str) -> None:
         """A name that can be sent: valid UTF-8, and short enough that the longest subject it
@@ -131,7 +131,7 @@ class ObjectStore:
         local = meta_subject(self.bucket, name)
         check_subjects_fit(
             [
-                self._publish_subject(local),
+                self.bucket_stream.publish_subject(local),
                 direct_get_subject(self.api.prefix, self.stream, local),
             ],
             inbox_prefix=self.api.inbox_prefix,
@@ -139,149 +139,14 @@ class ObjectStore:
             name=name,
         )
 
-    # -- reading raw messages -------------------------------------------------------------------
-
     @property
     def strong_reads(self) -> bool:
-        """Whether a read without a known sequence must be answered by the stream leader.
+        """See ``BucketStream.strong_reads``."""
+        return self.bucket_stream.strong_reads
 
-        Direct gets are answered by any replica, and a replica may not yet hold a write that
-        has already returned. With one replica, or ``consistency="eventual"``, they are used."""
-        return self._consistency == STRONG and self._replicas > 1
-
-    def read_floor(self, stream_info: dict[str, Any]) -> int | None:
-        """The listing hook: the sequence a replica must have reached for its answer to
-        include every write that returned before ``stream_info`` was taken (STREAM.INFO is
-        answered by the stream leader), or None when any replica's answer will do.
-
-        Batched direct gets take it as ``up_to_seq``: a replica that is behind answers 404 and
-        one that is current answers exactly as of that sequence (``Nats-UpTo-Sequence``). Not
-        as ``min_last_seq``: the pinned nats-server 2.15.1 ignores that field on direct gets
-        (batched or not) and rejects it on STREAM.MSG.GET and consumers."""
-        if not self.strong_reads:
-            return None
-        return int(stream_info.get("state", {}).get("last_seq", 0)) or None
-
-    async def _last_msg(
-        self, subject: str, *, name: str | None = None, min_sequence: int | None = None
-    ) -> tuple[bytes, int, datetime] | None:
-        """The last message on a subject: (data, sequence, time), or None when there is none.
-
-        ``min_sequence`` is a sequence the caller knows the subject has reached (the meta
-        sequence handed over by a writer, or 1 for a chunk that must exist): a direct get
-        answered below it came from a replica that is behind, and the leader is asked."""
-        if self._allow_direct and (min_sequence is not None or not self.strong_reads):
-            found = await self._direct_last(subject, name=name)
-            if found is not _UNAVAILABLE:
-                fresh = found is not None and found[1] >= (min_sequence or 0)
-                if min_sequence is None or fresh or self._replicas == 1:
-                    return found
-        return await self._leader_last(subject, name=name)
-
-    async def _direct_last(
-        self, subject: str, *, name: str | None
-    ) -> tuple[bytes, int, datetime] | object | None:
-        """Direct get (ADR-31) from whichever replica answers; _UNAVAILABLE when none can."""
-        try:
-            reply = await self.api.request(
-                direct_get_subject(self.api.prefix, self.stream, subject)
-            )
-        except NotConnected:
-            if not self.api.in_cluster:
-                raise
-            return _UNAVAILABLE  # the leader read rides out the failover
-        status = status_of(reply)
-        if status is None:
-            headers = reply.headers or {}
-            return (
-                reply.data,
-                int(headers["Nats-Sequence"]),
-                parse_server_time(headers["Nats-Time-Stamp"]),
-            )
-        if status == "404":
-            return None
-        if status != "503":
-            raise NatsObjError(
-                f"direct get failed with status {status}", bucket=self.bucket, name=name
-            )
-        await self._require_stream()
-        return _UNAVAILABLE
-
-    async def _leader_last(
-        self, subject: str, *, name: str | None
-    ) -> tuple[bytes, int, datetime] | None:
-        """STREAM.MSG.GET, answered only by the stream leader, which holds every acknowledged
-        write (and has applied every purge)."""
-        try:
-            response = await self.api.call(
-                f"STREAM.MSG.GET.{self.stream}",
-                {"last_by_subj": subject},
-                bucket=self.bucket,
-                name=name,
-            )
-        except ObjectNotFound:
-            return None
-        message = response["message"]
-        return (
-            base64.b64decode(message.get("data") or b""),
-            int(message["seq"]),
-            parse_server_time(message["time"]),
-        )
-
-    async def _require_stream(self) -> dict[str, Any]:
-        info = await self.api.call(stream_api("INFO", self.stream), bucket=self.bucket)
-        self._configure(info)
-        return info
-
-    async def _chunk_of_single_chunk_object(self, info: ObjectInfo) -> bytes:
-        found = await self._last_msg(
-            chunk_subject(self.bucket, info.nuid), name=info.name, min_sequence=1
-        )
-        if found is None:
-            raise ObjectChanged("chunk vanished while reading", bucket=self.bucket, name=info.name)
-        return found[0]
-
-    async def _chunk_consumer(self, info: ObjectInfo) -> tuple[OrderedConsumer, int]:
-        """A started consumer over the object's chunks and how many it has. The consumer may
-        be placed on a replica that has not caught up; with fewer chunks than the meta record
-        names while the stream leader holds them all, another one is made after a pause."""
-        subject = chunk_subject(self.bucket, info.nuid)
-        chunk_size = info.chunk_size or DEFAULT_CHUNK_SIZE
-        # pull credit of read_window_bytes, asked for in two halves (the second while the
-        # first arrives)
-        batch = max(1, min(128, self.client.read_window_bytes // chunk_size // 2))
-        for attempt in range(SCAN_ATTEMPTS):
-            consumer = OrderedConsumer(
-                self.api,
-                self.stream,
-                subject,
-                stop_when_idle=True,
-                heartbeat=READ_HEARTBEAT,
-                batch=batch,
-                pulls_ahead=2,
-                bucket=self.bucket,
-            )
-            try:
-                available = await consumer.start()
-                if (
-                    available >= info.chunks
-                    or attempt == SCAN_ATTEMPTS - 1
-                    or await self._leader_count(subject) < info.chunks  # gone: ObjectChanged
-                ):
-                    return consumer, available
-            except BaseException:
-                await consumer.close()
-                raise
-            await consumer.close()
-            await asyncio.sleep(min(0.01 * 2**attempt, 1.0))
-        raise AssertionError("unreachable")
-
-    async def _leader_count(self, subject: str) -> int:
-        """Messages on ``subject`` as the stream leader counts them (STREAM.INFO)."""
-        info = await self.api.call(
-            stream_api("INFO", self.stream), {"subjects_filter": subject}, bucket=self.bucket
-        )
-        return sum((info.get("state", {}).get("subjects") or {}).values())
+    def read_floor(self, stream_info: StreamInfo) -> int | None:
+        """The listing hook; see ``BucketStream.read_floor``."""
+        return self.bucket_stream.read_floor(stream_info)
 
     # -- info -------------------------------------------------------------------------------------
 
@@ -304,7 +169,7 @@ class ObjectStore:
         self, name: str, min_sequence: int | None = None
     ) -> tuple[bytes, int, datetime]:
         self._check_name(name)
-        found = await self._last_msg(
+        found = await self.bucket_stream.last(
             meta_subject(self.bucket, name), name=name, min_sequence=min_sequence
         )
         if found is None:
@@ -344,48 +209,15 @@ class ObjectStore:
         expected_sequence: int | None = None,
         msg_id: str | None = None,
     ) -> int:
-        """Publish a meta record as a per-subject rollup; returns its stream sequence.
-
-        In a cluster an unanswered publish is sent again until a stream leader answers (see
-        jsapi.Failover); ``msg_id`` and the expected-sequence guard keep that from storing
-        the record twice."""
-        headers = dict(ROLLUP)
-        if expected_sequence is not None:
-            headers[EXPECTED_LAST_SUBJECT_SEQ] = str(expected_sequence)
-        if msg_id is not None:
-            headers[MSG_ID] = msg_id
-        subject = self._publish_subject(meta_subject(self.bucket, info.name))
-        failover = Failover(self.api, subject, self.bucket, info.name)
-        while True:
-            try:
-                reply = await self.api.request(
-                    subject, info.encode(), headers=headers, timeout=failover.attempt_timeout
-                )
-            except NotConnected as exc:
-                await failover.wait(exc)
-                continue
-            if status_of(reply) != "503":
-                break
-            if not self.api.in_cluster:
-                await self._require_stream()
-            await failover.wait(
-                NotConnected(
-                    "no stream accepted the meta record", bucket=self.bucket, name=info.name
-                )
-            )
-        response = json.loads(reply.data)
-        if "error" in response:
-            if int(response["error"].get("err_code") or 0) == WRONG_LAST_SEQUENCE:
-                raise _Conflict()
-            raise api_error(response["error"], bucket=self.bucket, name=info.name)
-        return int(response["seq"])
-
-    async def _purge(self, subject: str, *, keep: int | None = None) -> int:
-        body: dict[str, Any] = {"filter": subject}
-        if keep is not None:
-            body["keep"] = keep
-        response = await self.api.call(stream_api("PURGE", self.stream), body, bucket=self.bucket)
-        return int(response.get("purged", 0))
+        """Publish a meta record as a per-subject rollup; returns its stream sequence
+        (SequenceConflict when ``expected_sequence`` is not where the name is)."""
+        return await self.bucket_stream.publish_rollup(
+            meta_subject(self.bucket, info.name),
+            info.encode(),
+            name=info.name,
+            expected_sequence=expected_sequence,
+            msg_id=msg_id,
+        )
 
     # -- put --------------------------------------------------------------------------------------
 
@@ -399,37 +231,16 @@ class ObjectStore:
         metadata: dict[str, str] | None = None,
         chunk_size: int | None = None,
         expected_sequence: int | None = None,
+        tiering: Tiering | None = None,
     ) -> ObjectInfo:
         """Store ``source`` as ``name``. Chunks first, meta last: a failed put leaves no object
         and the previous version intact, and its chunks are purged where the server allows.
 
         With ``expected_sequence`` the put is a compare-and-swap: it succeeds only if the
         name's meta record is still at that sequence (0: the name has never been written),
-        and raises ObjectChanged otherwise."""
-        return await self._put(
-            name,
-            source,
-            description=description,
-            headers=headers,
-            metadata=metadata,
-            chunk_size=chunk_size,
-            expected_sequence=expected_sequence,
-        )
-
-    async def _put(
-        self,
-        name: str,
-        source: PutSource,
-        *,
-        description: str | None = None,
-        headers: dict[str, list[str] | str] | None = None,
-        metadata: dict[str, str] | None = None,
-        chunk_size: int | None = None,
-        expected_sequence: int | None = None,
-        tiering: Tiering | None = None,
-    ) -> ObjectInfo:
-        """``put``, plus ``tiering`` for ``natsobj.archive.tiering``: a rehydrate restates a
-        version rather than making a new one."""
+        and raises ObjectChanged otherwise. ``tiering`` marks the record as restating the
+        version it names rather than being a new one (how ``natsobj.archive.tiering``
+        rehydrates an offloaded object: watches and sensors do not see it as a change)."""
         self._check_name(name)
         metadata = check_metadata(metadata, bucket=self.bucket, name=name)
         chunk_size = _chunk_size(chunk_size, self.client.nc.max_payload, self.bucket, name)
@@ -437,7 +248,7 @@ class ObjectStore:
         local_chunks = chunk_subject(self.bucket, nuid)
         window = PublishWindow(
             self.api,
-            self._publish_subject(local_chunks),
+            self.bucket_stream.publish_subject(local_chunks),
             self.stream,
             nuid=nuid,
             max_bytes=self.client.put_window_bytes,
@@ -489,7 +300,7 @@ class ObjectStore:
                 current.cancel()
                 await asyncio.shield(self._discard_chunks(window, local_chunks))
         if replaced is not None and not replaced.deleted and replaced.nuid and not replaced.is_link:
-            await self._purge(chunk_subject(self.bucket, replaced.nuid))
+            await self.bucket_stream.purge(chunk_subject(self.bucket, replaced.nuid))
         info.mtime = datetime.now(UTC)
         info.sequence = sequence
         return info
@@ -514,7 +325,7 @@ class ObjectStore:
         on a single replica: in a cluster the last message may not be applied yet when the
         record arrives, and the refusal would cost a round trip instead of saving one."""
         last_msg_id = window.last_msg_id()
-        if last_msg_id is None or self._replicas > 1:
+        if last_msg_id is None or self.bucket_stream.replicas > 1:
             return None
         replaced = None
         if current.done():
@@ -530,7 +341,7 @@ class ObjectStore:
             EXPECTED_LAST_MSG_ID: last_msg_id,
             MSG_ID: meta_msg_id(info.nuid),
         }
-        subject = self._publish_subject(meta_subject(self.bucket, info.name))
+        subject = self.bucket_stream.publish_subject(meta_subject(self.bucket, info.name))
         try:
             reply = await self.api.request(subject, info.encode(), headers=headers)
         except NatsObjError:
@@ -557,21 +368,18 @@ class ObjectStore:
                     return replaced, current.sequence
                 replaced = current
             expected = current.sequence if current else 0
+            if required is not None and required != expected:
+                raise SequenceConflict(
+                    f"it is no longer at sequence {required}", bucket=self.bucket, name=info.name
+                )
             try:
-                if required is not None and required != expected:
-                    raise _Conflict()
                 sequence = await self._publish_meta(
                     info, expected_sequence=expected, msg_id=meta_msg_id(info.nuid)
                 )
                 return current, sequence
-            except _Conflict:
+            except SequenceConflict:
                 if required is not None:
-                    raise ObjectChanged(
-                        f"it is no longer at sequence {required}",
-                        bucket=self.bucket,
-                        name=info.name,
-                        hint="Another writer replaced it; read it again and retry.",
-                    ) from None
+                    raise
                 continue
         raise NatsObjError("too many concurrent writers", bucket=self.bucket, name=info.name)
 
@@ -581,7 +389,7 @@ class ObjectStore:
         with contextlib.suppress(Exception):
             async with asyncio.timeout(2 * self.api.timeout):
                 await window.abandon()
-                await self._purge(local_chunks)
+                await self.bucket_stream.purge(local_chunks)
 
     # -- get --------------------------------------------------------------------------------------
 
@@ -624,11 +432,19 @@ class ObjectStore:
         client that writes none: only their size and chunk count are checked then)."""
         target, info = await self._resolve(name, min_sequence)
         check_digest(info, allow_missing=allow_missing_digest)
-        reader = open_reader(target, info)
+        reader = target.reader(info)
         try:
             yield reader
         finally:
             await reader.close()
+
+    def reader(self, info: ObjectInfo) -> ObjectReader:
+        """A reader of the version ``info`` describes (a record read before, by a listing or
+        ``get_info``), from its chunks or, offloaded, from the S3 archive; its digest is
+        checked at the end. ``get`` is the usual way in."""
+        return ObjectReader(
+            self.bucket_stream, info, read_window_bytes=self.client.read_window_bytes
+        )
 
     async def get_bytes(
         self,
@@ -733,12 +549,12 @@ class ObjectStore:
         )
         try:
             updated.sequence = await self._publish_meta(updated, expected_sequence=expected)
-        except _Conflict:
+        except SequenceConflict:
             raise ObjectChanged(
                 "changed by another writer during update_meta", bucket=self.bucket, name=target
             ) from None
         if target != name:
-            await self._purge(meta_subject(self.bucket, name))
+            await self.bucket_stream.purge(meta_subject(self.bucket, name))
         return updated
 
     async def delete(self, name: str) -> ObjectInfo:
@@ -753,7 +569,7 @@ class ObjectStore:
         tombstone = info.evolve(deleted=True, size=0, chunks=0, digest="", tiering=None)
         tombstone.sequence = await self._publish_meta(tombstone)
         if info.nuid:
-            await self._purge(chunk_subject(self.bucket, info.nuid))
+            await self.bucket_stream.purge(chunk_subject(self.bucket, info.nuid))
         return tombstone
 
     async def add_link(self, name: str, target: ObjectInfo) -> ObjectInfo:
@@ -792,7 +608,7 @@ class ObjectStore:
         info.sequence = await self._publish_meta(info)
         info.mtime = datetime.now(UTC)
         if existing is not None and not existing.deleted and existing.nuid:
-            await self._purge(chunk_subject(self.bucket, existing.nuid))
+            await self.bucket_stream.purge(chunk_subject(self.bucket, existing.nuid))
         return info
 
     # -- bucket ---------------------------------------------------------------------------------
@@ -804,7 +620,7 @@ class ObjectStore:
         in an S3 archive only (docs/archive.md, "Tiering"). That reads the listing's meta
         records (one message per object, no chunks), so it is asked for rather than done on
         every call: sensors and triggers poll ``status()`` for ``last_sequence``."""
-        status = StoreStatus.from_stream_info(self.bucket, await self._require_stream())
+        status = await self.bucket_stream.status()
         if count_offloaded:
             status.offloaded_objects = status.offloaded_bytes = 0
             async for info in self.iter_list():
@@ -815,9 +631,7 @@ class ObjectStore:
 
     async def seal(self) -> StoreStatus:
         """Make the bucket read-only for good: puts and deletes are refused from then on."""
-        info = await self._require_stream()
-        config = dict(info["config"], sealed=True)
-        updated = await self.api.call(stream_api("UPDATE", self.stream), config, bucket=self.bucket)
+        updated = await self.bucket_stream.update(sealed=True)
         return StoreStatus.from_stream_info(self.bucket, updated)
 
     # -- listing and watching ---------------------------------------------------------------------
@@ -851,40 +665,29 @@ class ObjectStore:
         """Read meta records through an ordered consumer. The consumer may live on a replica
         that is behind; with strong reads, a scan that ends before the leader's last meta
         record (and before ``limit``) came from such a replica and is read again."""
-        floor = 0
-        if self.strong_reads:
-            last = await self._leader_last(all_meta_subject(self.bucket), name=None)
-            floor = last[1] if last else 0
-        for attempt in range(SCAN_ATTEMPTS):
-            messages, last_sequence = await self._scan_meta_once(
-                deliver_policy=deliver_policy, start=start, limit=limit
-            )
+        stream = self.bucket_stream
+        floor = await stream.leader_floor(all_meta_subject(self.bucket))
+
+        def complete(scan: tuple[list[Any], int]) -> bool:
+            messages, last_sequence = scan
             # a scan that starts after the floor has nothing to miss
-            reached = max(last_sequence, (start or 1) - 1)
-            if reached >= floor or len(messages) >= limit:
-                break
-            await asyncio.sleep(min(0.01 * 2**attempt, 1.0))
-        else:
-            raise NotConnected(
-                f"the replica serving the listing stayed behind sequence {floor}",
-                bucket=self.bucket,
-                hint="A node of the cluster is lagging; retry, or check the cluster's health.",
-            )
-        return messages, last_sequence
+            return max(last_sequence, (start or 1) - 1) >= floor or len(messages) >= limit
+
+        return await stream.until_caught_up(
+            lambda: self._scan_meta_once(deliver_policy=deliver_policy, start=start, limit=limit),
+            complete,
+            what="the meta records",
+            floor=floor,
+        )
 
     async def _scan_meta_once(
         self, *, deliver_policy: str, start: int | None, limit: int
     ) -> tuple[list[Any], int]:
-        consumer = OrderedConsumer(
-            self.api,
-            self.stream,
+        consumer = self.bucket_stream.consumer(
             all_meta_subject(self.bucket),
             deliver_policy=deliver_policy,
             start_sequence=start,
-            stop_when_idle=True,
-            heartbeat=READ_HEARTBEAT,
             batch=min(max(limit, 1), 1024),
-            bucket=self.bucket,
         )
         messages = []
         try:
@@ -931,7 +734,7 @@ class ObjectStore:
         replicated stores the reads are pinned to the leader's last sequence (``read_floor``),
         so the listing reflects every write that returned before it started."""
         async for batch in listing.iter_batches(
-            self, prefix=prefix, glob=glob, include_deleted=include_deleted
+            self.bucket_stream, prefix=prefix, glob=glob, include_deleted=include_deleted
         ):
             for info in batch:
                 yield info
@@ -976,30 +779,22 @@ class ObjectStore:
         """Purge chunk subjects no meta record references (left by interrupted puts). Chunks
         written within ``min_age`` seconds are left alone: they may belong to a put in progress.
         Every record counts, valid or not (see ``_referenced_chunks``)."""
-        before = await self.api.call(
-            stream_api("INFO", self.stream),
-            {"subjects_filter": all_chunks_subject(self.bucket)},
-            bucket=self.bucket,
-        )
-        chunk_subjects = set((before.get("state", {}).get("subjects") or {}).keys())
+        before = await self.bucket_stream.info(subjects_filter=all_chunks_subject(self.bucket))
+        chunk_subjects = set(before.state.subjects)
         referenced = await self._referenced_chunks()
         result = CompactResult()
         now = time.time()
         for subject in sorted(chunk_subjects - referenced):
-            last = await self._last_msg(subject)
+            last = await self.bucket_stream.last(subject)
             if last is None:
                 continue
-            if now - last[2].timestamp() < min_age:
+            if now - last.time.timestamp() < min_age:
                 result.skipped_recent += 1
                 continue
-            result.purged_messages += await self._purge(subject)
+            result.purged_messages += await self.bucket_stream.purge(subject)
             result.purged_subjects.append(subject)
-        after = await self._require_stream()
-        result.reclaimed_bytes = max(
-            0,
-            int(before.get("state", {}).get("bytes", 0))
-            - int(after.get("state", {}).get("bytes", 0)),
-        )
+        after = await self.bucket_stream.info()
+        result.reclaimed_bytes = max(0, before.state.bytes - after.state.bytes)
         return result
 
     async def _referenced_chunks(self) -> set[str]:
@@ -1029,10 +824,6 @@ class ObjectStore:
             if nuid:
                 referenced.add(chunk_subject(self.bucket, nuid))
         return referenced
-
-
-class _Conflict(Exception):
-    """Another writer published meta for the same name between our read and our write."""
 
 
 def _normalize_headers(headers: dict[str, list[str] | str] | None) -> dict[str, list[str]]:

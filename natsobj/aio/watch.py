@@ -4,20 +4,28 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from natsobj.aio.consumer import OrderedConsumer, StreamMsg
+from natsobj.aio.jsapi import JetStreamApi
 from natsobj.errors import BadObjectMeta
-from natsobj.model import ChangeCursor, ObjectInfo
+from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus
 from natsobj.names import all_meta_subject
-
-if TYPE_CHECKING:
-    from natsobj.aio.store import ObjectStore
 
 log = logging.getLogger(__name__)
 
 
-def info_from_msg(store: ObjectStore, msg: StreamMsg) -> ObjectInfo | None:
+class WatchedBucket(Protocol):
+    """What a watch needs of its bucket: an ``ObjectStore`` or its ``BucketStream``."""
+
+    api: JetStreamApi
+    stream: str
+    bucket: str
+
+    async def status(self) -> StoreStatus: ...
+
+
+def info_from_msg(store: WatchedBucket, msg: StreamMsg) -> ObjectInfo | None:
     """Parse a meta message; a corrupt one is logged and skipped so a listing never hangs."""
     try:
         return ObjectInfo.from_json(
@@ -38,7 +46,7 @@ class ObjectWatcher:
 
     def __init__(
         self,
-        store: ObjectStore,
+        store: WatchedBucket,
         *,
         include_history: bool = False,
         updates_only: bool = False,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from natsobj.aio.reader import check_digest, open_reader
+from natsobj.aio.reader import check_digest
 from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.packer import (
@@ -223,7 +223,7 @@ class Archiver:
         except DigestMismatch as exc:
             self._skip(record, _unarchivable(exc))
             return False
-        reader = open_reader(self.store, info)  # an offloaded version is read from S3
+        reader = self.store.reader(info)  # an offloaded version is read from S3
         try:
             if info.size < self.small_object:
                 data = await reader.read()

@@ -10,16 +10,19 @@ from a target the reader trusts: one configured in this process (``trust``, and 
 this process offloads to) or one recorded in the bucket's stream metadata, which only a stream
 admin may change. A record naming anything else raises ``UntrustedArchiveLocation`` before
 any request is sent.
+
+Importing this module registers ``offloaded_bytes`` as the core's reader of offloaded objects
+(``natsobj.aio.offloaded``); the core imports it by name the first time it meets one.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
-from natsobj.aio.reader import ObjectReader
+from natsobj.aio.offloaded import register_offloaded_reader
+from natsobj.aio.stream import BucketStream
 from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.restore import verified_bytes
@@ -33,9 +36,6 @@ from natsobj.archive.targets import (
 )
 from natsobj.errors import PermissionDenied, UntrustedArchiveLocation
 from natsobj.model import ObjectInfo, Offload
-
-if TYPE_CHECKING:
-    from natsobj.aio.store import ObjectStore
 
 _configured: dict[str, ArchiveTarget] = {}  # the reader's own targets, by URL
 
@@ -71,11 +71,11 @@ def archived_record(info: ObjectInfo) -> ArchiveRecord:
     )
 
 
-async def offloaded_bytes(store: ObjectStore, info: ObjectInfo) -> AsyncGenerator[bytes]:
+async def offloaded_bytes(stream: BucketStream, info: ObjectInfo) -> AsyncGenerator[bytes]:
     """The offloaded object's bytes, verified (DigestMismatch after the last piece if not),
     from its target or, when that does not answer, from a replica (``Offload.mirrors``); each
     a target the reader trusts (UntrustedArchiveLocation, and no request, otherwise)."""
-    holders = await trusted_holders(store, info)
+    holders = await trusted_holders(stream, info)
     source = holders[0] if len(holders) == 1 else ArchiveTargets(holders, REPLICATE)
     pieces = verified_bytes(source, archived_record(info))
     try:
@@ -85,9 +85,9 @@ async def offloaded_bytes(store: ObjectStore, info: ObjectInfo) -> AsyncGenerato
         await pieces.aclose()
 
 
-async def trusted_holders(store: ObjectStore, info: ObjectInfo) -> list[ArchiveTarget]:
+async def trusted_holders(stream: BucketStream, info: ObjectInfo) -> list[ArchiveTarget]:
     """The trusted target each location of the record names, in the record's order."""
-    trusted = [*_configured.values(), *await recorded_targets(store)]
+    trusted = [*_configured.values(), *await recorded_targets(stream)]
     holders: list[ArchiveTarget] = []
     for url in _offload_of(info).urls:
         match = next((target for target in trusted if names_target(url, target)), None)
@@ -103,10 +103,10 @@ async def trusted_holders(store: ObjectStore, info: ObjectInfo) -> list[ArchiveT
     return holders
 
 
-async def recorded_targets(store: ObjectStore) -> list[ArchiveTarget]:
+async def recorded_targets(stream: BucketStream) -> list[ArchiveTarget]:
     """The targets the bucket's stream metadata records: the archive's and the offloads'."""
     try:
-        metadata = (await store.status()).metadata
+        metadata = (await stream.status()).metadata
     except PermissionDenied:  # a reader without stream-info rights trusts its own config only
         return []
     urls = member_urls(metadata.get(TARGET_METADATA_KEY, ""))
@@ -138,17 +138,4 @@ def _offload_of(info: ObjectInfo) -> Offload:
     return offload
 
 
-class OffloadedReader(ObjectReader):
-    """An ``ObjectReader`` whose pieces come from S3 instead of JetStream's chunks."""
-
-    async def _iter_chunks(
-        self, write: Callable[[bytes], object] | None = None
-    ) -> AsyncGenerator[bytes]:
-        pieces = offloaded_bytes(self.store, self.info)
-        try:
-            async for piece in pieces:
-                if write is not None:
-                    write(piece)
-                yield piece
-        finally:
-            await pieces.aclose()
+register_offloaded_reader(offloaded_bytes)

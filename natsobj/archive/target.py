@@ -12,6 +12,7 @@ Secrets are never part of ``repr`` or of an error message.
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass, field, replace
@@ -19,11 +20,14 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from natsobj.archive.native_exit import let_native_threads_leave_python
 from natsobj.errors import NatsObjError
 
 MULTIPART_PART_SIZE = 8 * 1024 * 1024
 MULTIPART_CONCURRENCY = 2  # parts in flight: bounds memory to a few parts per large object
 STREAM_CHUNK = 1024 * 1024
+
+atexit.register(let_native_threads_leave_python)  # obstore's threads must leave Python first
 
 
 class ArchiveTargetError(NatsObjError):

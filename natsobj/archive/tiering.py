@@ -25,10 +25,10 @@ from natsobj.archive.readthrough import offloaded_bytes, trust
 from natsobj.archive.restore import verified_bytes
 from natsobj.archive.target import ArchiveTarget, ArchiveTargetError
 from natsobj.archive.targets import OFFLOAD_METADATA_KEY, REPLICATE, ArchiveTargets
-from natsobj.errors import DigestMismatch, ObjectChanged
+from natsobj.errors import DigestMismatch, ObjectChanged, ObjectNotFound, SequenceConflict
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, Offload, Tiering
-from natsobj.names import chunk_subject
+from natsobj.names import chunk_subject, meta_subject
 
 if TYPE_CHECKING:
     from natsobj.aio.store import ObjectStore
@@ -158,8 +158,6 @@ async def _candidates(
 ) -> list[ObjectInfo]:
     if names is None:
         return await store.list(glob=glob)
-    from natsobj.errors import ObjectNotFound
-
     found = []
     for name in names:
         try:
@@ -206,15 +204,19 @@ async def _offload_one(
     )
     replaces = info.stands_for or int(info.sequence or 0)
     record = info.evolve(tiering=Tiering(replaces=replaces, mtime=info.mtime, offload=location))
-    from natsobj.aio.store import _Conflict
-
+    stream = store.bucket_stream
     try:
-        record.sequence = await store._publish_meta(record, expected_sequence=info.sequence)
-    except _Conflict:
+        record.sequence = await stream.publish_rollup(
+            meta_subject(store.bucket, info.name),
+            record.encode(),
+            name=info.name,
+            expected_sequence=info.sequence,
+        )
+    except SequenceConflict:
         raise ObjectChanged(
             "changed while being offloaded; left as it is", bucket=store.bucket, name=info.name
         ) from None
-    await store._purge(chunk_subject(store.bucket, info.nuid))
+    await stream.purge(chunk_subject(store.bucket, info.nuid))
     return record
 
 
@@ -226,9 +228,9 @@ async def rehydrate(store: ObjectStore, name: str) -> ObjectInfo:
     if not info.offloaded:
         return info
     tiering = Tiering(replaces=info.stands_for or int(info.sequence or 0), mtime=info.mtime)
-    return await store._put(
+    return await store.put(
         name,
-        offloaded_bytes(store, info),
+        offloaded_bytes(store.bucket_stream, info),
         description=info.description or None,
         headers=info.headers,
         metadata=info.metadata,

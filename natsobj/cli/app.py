@@ -9,38 +9,13 @@ import click
 
 from natsobj.cli.commands import archive, objects, serve, stores, syncing, transfer, watch
 from natsobj.cli.exits import NatsobjGroup
-from natsobj.cli.session import Session
+from natsobj.cli.session import Session, connection_options
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
 @click.group(cls=NatsobjGroup, context_settings=CONTEXT)
-@click.option(
-    "--url",
-    "-s",
-    metavar="URL",
-    help="NATS URL, e.g. nats://user:pass@host:4222?domain=hub, or 'embedded'. "
-    "Default: $NATS_URL, else the embedded server running in this directory.",
-)
-@click.option("--user", help="User name (or $NATS_USER).")
-@click.option("--password", help="Password (or $NATS_PASSWORD).")
-@click.option("--token", help="Auth token (or $NATS_TOKEN).")
-@click.option("--creds", "creds_file", metavar="FILE", help="Credentials file (or $NATS_CREDS).")
-@click.option(
-    "--nkey", "nkey_seed", metavar="SEED|FILE", help="NKey seed or seed file (or $NATS_NKEY_SEED)."
-)
-@click.option("--tls-ca", metavar="FILE", help="CA bundle for TLS (or $NATS_CA).")
-@click.option("--tls-cert", metavar="FILE", help="Client certificate (or $NATS_CERT).")
-@click.option("--tls-key", metavar="FILE", help="Client key (or $NATS_KEY).")
-@click.option("--domain", help="JetStream domain (or $NATS_DOMAIN).")
-@click.option("--api-prefix", help="JetStream API prefix (or $NATS_API_PREFIX).")
-@click.option(
-    "--timeout",
-    "connect_timeout",
-    type=click.FloatRange(min=0.1),
-    metavar="SECONDS",
-    help="Connect timeout.",
-)
+@connection_options
 @click.option("--debug", is_flag=True, help="Show the full traceback when a command fails.")
 @click.version_option(package_name="natsobj", prog_name="natsobj")
 @click.pass_context

@@ -9,7 +9,7 @@ so a typo'd environment does not silently spawn a server.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,7 @@ import click
 
 from natsobj.cli.exits import CliError, ExitCode, UsageProblem
 from natsobj.embedded import running_server
-from natsobj.settings import ConnectionSettings
+from natsobj.settings import SETTINGS, URL_FIELD, ConnectionSettings, Setting
 from natsobj.sync import Client, ObjectStore, connect
 
 
@@ -41,6 +41,30 @@ def resolve_settings(
                 ExitCode.CONNECTION,
             )
     return settings
+
+
+def connection_options(command: Callable[..., Any]) -> Any:
+    """The root command's connection options: one per ``ConnectionSettings`` field, flag,
+    help and environment variable from its row of the table (``--url`` gives the servers)."""
+    for name, row in reversed(SETTINGS.items()):
+        command = _connection_option(name, row)(command)
+    return command
+
+
+def _connection_option(name: str, row: Setting) -> Callable[..., Any]:
+    flags = row.cli or ("--" + name.replace("_", "-"),)
+    dest = "url" if name == URL_FIELD else name
+    help_text = row.help.rstrip(".") + (f" (or ${row.env})." if row.env else ".")
+    if name == URL_FIELD:
+        help_text += " Default: the embedded server running in this directory."
+    if row.kind is bool:
+        return click.option(f"{flags[0]}/--no-{flags[0][2:]}", dest, default=None, help=help_text)
+    kind: click.ParamType = click.STRING
+    if row.choices:
+        kind = click.Choice(row.choices)
+    elif row.kind is float:
+        kind = click.FloatRange(min=0, min_open=True)
+    return click.option(*flags, dest, type=kind, metavar=row.metavar, help=help_text)
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from natsobj.errors import NatsObjError
+from natsobj.errors import BucketRecreated, NatsObjError
 
 
 class SparkSourceError(NatsObjError):
@@ -53,9 +53,10 @@ class EmbeddedServerUnreachable(SparkSourceError):
     )
 
 
-class CheckpointOfAnotherBucket(SparkSourceError):
+class CheckpointOfAnotherBucket(SparkSourceError, BucketRecreated):
     """A streaming query's checkpoint was written against a bucket of this name that has been
-    deleted since: its offsets are sequences of a stream that is gone."""
+    deleted since: its offsets are sequences of a stream that is gone. The core's
+    ``BucketRecreated``, with what to do about a checkpoint."""
 
     hint = (
         "Delete the query's checkpoint directory (or give the query a new one) to read the "

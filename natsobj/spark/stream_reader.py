@@ -1,11 +1,12 @@
 """``spark.readStream.format("natsobj")``: the objects that land in a bucket, as micro-batches.
 
-Offsets are meta-stream sequences: ``{"sequence": n, "created": t}`` means "every meta record
-up to stream sequence n of the bucket created at t has been planned". The creation time tells
-a checkpoint written against a bucket that was deleted and created again since, whose
-sequences mean nothing now: that query fails with ``CheckpointOfAnotherBucket`` instead of
-silently skipping what the new bucket holds (offsets of older checkpoints, without it, are
-checked by their sequence alone). A batch (start, end] is planned on the driver from the meta
+Offsets are change cursors (``ChangeCursor.as_offset``): ``{"sequence": n, "created": t}``
+means "every meta record up to stream sequence n of the bucket created at t has been planned".
+The creation time tells a checkpoint written against a bucket that was deleted and created
+again since, whose sequences mean nothing now: that query fails with
+``CheckpointOfAnotherBucket`` (a ``BucketRecreated``) instead of silently skipping what the new
+bucket holds (offsets of older checkpoints, without it, are checked by their sequence alone).
+A batch (start, end] is planned on the driver from the meta
 records alone (``changes()``); executors then fetch the planned objects in parallel. Planning
 is a pure function of the meta stream, so when Spark replays a batch from its checkpoint it
 plans the same objects again: with an idempotent sink that is exactly once.
@@ -25,7 +26,7 @@ import math
 import tempfile
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -41,8 +42,8 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 import natsobj
-from natsobj.errors import DigestMismatch, ObjectChanged, ObjectNotFound
-from natsobj.model import ObjectInfo, StoreStatus
+from natsobj.errors import BucketRecreated, DigestMismatch, ObjectChanged, ObjectNotFound
+from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus
 from natsobj.spark.arrowio import spark_arrow_schema
 from natsobj.spark.errors import CheckpointOfAnotherBucket
 from natsobj.spark.options import BINARY
@@ -245,6 +246,7 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if last <= first:
             return []
         with open_store(self.opts.source) as store:
+            _check_same_bucket(end, store.status())  # a batch replayed from the checkpoint
             found = scan(store, self.opts, first, until=last)
         log.info(
             "natsobj stream: batch (%d, %d] of bucket %r plans %d objects",
@@ -365,22 +367,14 @@ def _sequence(offset: dict) -> int:
 
 
 def _offset(sequence: int, status: StoreStatus) -> dict:
-    return {"sequence": sequence, "created": _created(status)}
+    return replace(ChangeCursor.start_of(status), sequence=sequence).as_offset()
 
 
-def _created(status: StoreStatus) -> str:
-    return str(status.stream_info.get("created") or "")
-
-
-def _check_same_bucket(start: dict, status: StoreStatus) -> None:
-    """Sequences only grow, so an offset past the stream's last one, or one recorded with
-    another creation time, belongs to a bucket that was deleted since."""
-    created, current = start.get("created"), _created(status)
-    if (created and current and created != current) or _sequence(start) > status.last_sequence:
+def _check_same_bucket(offset: dict, status: StoreStatus) -> None:
+    """The core rule (``ChangeCursor.check``), told as the checkpoint's problem."""
+    try:
+        ChangeCursor.parse(offset).check(status)
+    except BucketRecreated as exc:
         raise CheckpointOfAnotherBucket(
-            f"the query's checkpoint is at meta sequence {_sequence(start)} of a bucket "
-            f"created {created or 'before'}; bucket {status.bucket!r} was created {current} "
-            f"and ends at sequence {status.last_sequence}: it was deleted and created again "
-            "since the checkpoint was written",
-            bucket=status.bucket,
-        )
+            f"the query's checkpoint is stale: {exc.message}", bucket=status.bucket
+        ) from None

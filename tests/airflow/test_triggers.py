@@ -27,6 +27,8 @@ from airflow_natsobj.triggers.object_store import (
 )
 
 import natsobj
+from natsobj.errors import BucketRecreated
+from natsobj.model import ChangeCursor
 
 pytestmark = pytest.mark.anyio
 
@@ -50,6 +52,17 @@ def astore(nats_default: str, store, bucket_name: str):
 
     put.delete = delete  # type: ignore[attr-defined]
     return put
+
+
+@pytest.fixture
+def astatus(nats_default: str, bucket_name: str):
+    """The bucket's status, read on its own connection."""
+
+    async def status() -> natsobj.StoreStatus:
+        async with await natsobj.aio.connect(nats_default) as client:
+            return await (await client.store(bucket_name)).status()
+
+    return status
 
 
 async def next_event(events: AsyncIterator[TriggerEvent], timeout: float = 15) -> dict[str, Any]:
@@ -245,8 +258,8 @@ class _Triggerer:
     """Consumes a trigger the way Airflow's triggerer does: ``async for`` into a queue, so
     the trigger resumes right after each event is taken; ``stop()`` cancels it."""
 
-    def __init__(self, bucket: str, store: AssetStateStoreAccessors) -> None:
-        self.trigger = NatsObjectChangeTrigger(bucket=bucket, glob="in/*")
+    def __init__(self, bucket: str, store: AssetStateStoreAccessors, **options: Any) -> None:
+        self.trigger = NatsObjectChangeTrigger(bucket=bucket, glob="in/*", **options)
         self.trigger.asset_state_store = store  # what the triggerer injects before run()
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.task = asyncio.ensure_future(self._consume(self.trigger))
@@ -265,7 +278,7 @@ class _Triggerer:
 
 
 async def test_change_trigger_restart_neither_loses_nor_repeats(
-    astore, bucket_name, asset_state_store
+    astore, astatus, bucket_name, asset_state_store
 ) -> None:
     triggerer = _Triggerer(bucket_name, asset_state_store)
     key = triggerer.trigger.cursor_key
@@ -274,14 +287,14 @@ async def test_change_trigger_restart_neither_loses_nor_repeats(
         if await asset_state_store.aget(key) is not None:
             break
         await asyncio.sleep(0.1)
-    assert await asset_state_store.aget(key) == 0
+    assert await asset_state_store.aget(key) == str(ChangeCursor.end_of(await astatus()))
     one = await astore("in/1")
     two = await astore("in/2")
     assert (await triggerer.next())["sequence"] == one.sequence
     assert (await triggerer.next())["sequence"] == two.sequence
     await asyncio.sleep(0.3)
     await triggerer.stop()
-    assert await asset_state_store.aget(key) == two.sequence
+    assert ChangeCursor.parse(await asset_state_store.aget(key)).sequence == two.sequence
 
     three = await astore("in/3")  # written while no triggerer runs
     await astore("elsewhere")
@@ -298,7 +311,7 @@ async def test_change_trigger_restart_neither_loses_nor_repeats(
     await asyncio.sleep(0.5)
     assert restarted.events.empty()  # nothing repeated
     await restarted.stop()
-    assert await asset_state_store.aget(key) == five.sequence
+    assert ChangeCursor.parse(await asset_state_store.aget(key)).sequence == five.sequence
 
 
 async def test_change_trigger_retries_until_the_bucket_exists(
@@ -332,7 +345,82 @@ async def test_a_trigger_shared_by_several_assets_keeps_its_cursor_in_memory(cap
     cursor = _CursorStore(shared, "key", logging.getLogger("test.cursor"))
     with caplog.at_level(logging.WARNING, logger="test.cursor"):
         assert await cursor.get() is None
-        await cursor.set(5)
-    assert await cursor.get() == 5
+        await cursor.set(ChangeCursor(5))
+    assert await cursor.get() == ChangeCursor(5)
     assert "give each asset its own AssetWatcher" in caplog.text
     assert caplog.text.count("kept in memory only") == 1
+
+
+# -- a bucket deleted and created again: never a silent skip ----------------------------------
+
+
+async def _recreate(nats_default: str, bucket: str, objects: int) -> list[natsobj.ObjectInfo]:
+    async with await natsobj.aio.connect(nats_default) as client:
+        await client.delete_store(bucket)
+        fresh = await client.create_store(bucket)
+        return [await fresh.put(f"in/new{index}", b"n") for index in range(objects)]
+
+
+async def _watching(triggerer: _Triggerer, states, astore, names: list[str]) -> int:
+    """Once the trigger holds its start position, put ``names`` and take their events; the
+    sequence the trigger's cursor is then at."""
+    for _ in range(100):
+        if await states.aget(triggerer.trigger.cursor_key) is not None:
+            break
+        await asyncio.sleep(0.1)
+    puts = [await astore(name) for name in names]
+    for put in puts:
+        assert (await triggerer.next())["sequence"] == put.sequence
+    return puts[-1].sequence
+
+
+@pytest.mark.parametrize("new_objects", [2, 9], ids=["fewer", "more"])
+async def test_change_trigger_fails_when_its_bucket_is_recreated(
+    nats_default, astore, bucket_name, asset_state_store, new_objects
+) -> None:
+    """The new bucket counts from 1 again: with fewer records than the cursor it used to wait
+    silently until it passed it, with more it looked normal having skipped the first ones.
+    Now the running trigger stops with BucketRecreated, and so does a restarted one reading
+    the stored cursor; nothing of the new bucket is fired meanwhile."""
+    triggerer = _Triggerer(bucket_name, asset_state_store)
+    held = await _watching(triggerer, asset_state_store, astore, [f"in/{i}" for i in range(5)])
+    await _recreate(nats_default, bucket_name, new_objects)
+    with pytest.raises(BucketRecreated) as err:
+        await asyncio.wait_for(triggerer.task, 30)
+    assert bucket_name in str(err.value) and f"sequence {held} " in str(err.value)
+    assert triggerer.events.empty()
+    stored = ChangeCursor.parse(await asset_state_store.aget(triggerer.trigger.cursor_key))
+    assert stored.sequence == held  # left for the operator to decide
+
+    restarted = _Triggerer(bucket_name, asset_state_store)
+    with pytest.raises(BucketRecreated, match="deleted and created again"):
+        await asyncio.wait_for(restarted.task, 30)
+    assert restarted.events.empty()
+
+
+@pytest.mark.parametrize("new_objects", [2, 9], ids=["fewer", "more"])
+async def test_change_trigger_restart_option_fires_for_all_of_the_new_bucket(
+    nats_default, astore, bucket_name, asset_state_store, new_objects
+) -> None:
+    triggerer = _Triggerer(bucket_name, asset_state_store, on_recreated="restart")
+    await _watching(triggerer, asset_state_store, astore, [f"in/{i}" for i in range(5)])
+    puts = await _recreate(nats_default, bucket_name, new_objects)
+    fired = [(await triggerer.next(timeout=30))["name"] for _ in puts]
+    assert fired == [put.name for put in puts]
+    await asyncio.sleep(0.3)
+    await triggerer.stop()
+    assert triggerer.events.empty()
+
+
+async def test_a_bare_cursor_of_an_older_release_resumes_and_is_stored_in_full(
+    astore, astatus, bucket_name, asset_state_store
+) -> None:
+    first = await astore("in/1")
+    second = await astore("in/2")
+    key = NatsObjectChangeTrigger(bucket=bucket_name, glob="in/*").cursor_key
+    await asset_state_store.aset(key, first.sequence)  # what 0.2 stored
+    triggerer = _Triggerer(bucket_name, asset_state_store)
+    assert (await triggerer.next())["sequence"] == second.sequence
+    await asyncio.sleep(0.3)
+    await triggerer.stop()
+    assert await asset_state_store.aget(key) == str(ChangeCursor.end_of(await astatus()))

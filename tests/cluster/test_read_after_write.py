@@ -92,7 +92,7 @@ def test_read_floor_is_the_leaders_last_sequence_only_for_strong_replicated_read
         try:
             store = await strong.store(r3_bucket)
             info = await store.put("x", b"data")
-            stream_info = await strong.api.call(f"STREAM.INFO.{store.stream}")
+            stream_info = await store.bucket_stream.info()
             return (
                 store.read_floor(stream_info),
                 (await eventual.store(r3_bucket)).read_floor(stream_info),

@@ -77,7 +77,7 @@ def test_chunk_altered_on_the_server_is_a_digest_mismatch(store, raw, tmp_path):
     raw.publish(f"$O.{store.bucket}.C.{info.nuid}", b"injected")  # an extra, foreign chunk
     # replace the chunks entirely with same-sized tampered data
     tampered = store.put("tampered", os.urandom(300_000))
-    run(store.aio._purge(f"$O.{store.bucket}.C.{tampered.nuid}"))
+    run(store.aio.bucket_stream.purge(f"$O.{store.bucket}.C.{tampered.nuid}"))
     for _ in range(tampered.chunks - 1):
         raw.publish(f"$O.{store.bucket}.C.{tampered.nuid}", b"\0" * 128 * 1024)
     raw.publish(f"$O.{store.bucket}.C.{tampered.nuid}", b"\0" * (300_000 - 2 * 128 * 1024))

@@ -41,7 +41,7 @@ def test_offsets_are_meta_sequences_and_the_glob_is_path_aware(store, options) -
     store.put("landing/d.txt", b"not csv")
     source = reader(options, glob="landing/*.csv")
     start = source.initialOffset()
-    created = store.status().stream_info["created"]
+    created = store.status().stream_info.created
     assert start == {"sequence": 0, "created": created}
     end = source.latestOffset(start, ReadAllAvailable())
     assert end["sequence"] >= store.get_info("landing/a.csv").sequence

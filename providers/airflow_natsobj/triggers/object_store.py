@@ -1,8 +1,11 @@
 """Triggers fed by a NATS watch: the meta stream pushes each put or delete, nothing polls.
 
 ``NatsObjectTrigger`` resumes a deferred ``NatsObjectSensor``; ``NatsObjectChangeTrigger``
-drives an ``AssetWatcher`` and keeps its place (the meta stream sequence) in the triggerer's
-asset state store, so a restarted triggerer carries on after the last event it handed over.
+drives an ``AssetWatcher`` and keeps its place (a ``ChangeCursor``: the meta stream sequence and
+the bucket's creation time) in the triggerer's asset state store, so a restarted triggerer
+carries on after the last event it handed over, and a bucket deleted and created again under
+it stops it with ``BucketRecreated`` instead of skipping the new bucket's first objects
+(docs/airflow.md, "A recreated bucket").
 """
 
 from __future__ import annotations
@@ -11,20 +14,22 @@ import asyncio
 import hashlib
 import json
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
-from natsobj.errors import NatsObjError, ObjectNotFound
+from natsobj.errors import BucketRecreated, NatsObjError, ObjectNotFound
 from natsobj.matching import MatchKind, NameMatcher, legacy_matcher
-from natsobj.model import ObjectInfo
+from natsobj.model import ChangeCursor, ObjectInfo
 
 CURSOR_KEY = "nats_meta_sequence"
 RETRY_FIRST_DELAY = 1.0
 RETRY_MAX_DELAY = 30.0
 START_POSITIONS = ("new", "all")
+ON_RECREATED = ("fail", "restart")
 
 
 def error_payload(exc: BaseException) -> dict[str, Any]:
@@ -58,11 +63,6 @@ def _matcher(
 def _matcher_kwargs(matcher: NameMatcher) -> dict[str, str]:
     parameter, value = matcher.option
     return {parameter: value}
-
-
-async def _stream_end(store: Any) -> int:
-    """The bucket stream's last sequence: a cursor meaning "only what comes after now"."""
-    return (await store.status()).last_sequence
 
 
 class NatsObjectTrigger(BaseTrigger):
@@ -152,7 +152,7 @@ class _CursorStore:
         self._accessors = accessors
         self._key = key
         self._log = log
-        self._memory: int | None = None
+        self._memory: ChangeCursor | None = None
 
     async def _persisted(self, action: Any) -> Any:
         if self._accessors is None:
@@ -168,13 +168,14 @@ class _CursorStore:
             self._accessors = None
             return None
 
-    async def get(self) -> int | None:
+    async def get(self) -> ChangeCursor | None:
+        """The stored cursor; a bare sequence stored by an older release is read too."""
         value = await self._persisted(lambda store: store.aget(self._key))
-        return int(value) if value is not None else self._memory
+        return ChangeCursor.parse(value) if value is not None else self._memory
 
-    async def set(self, sequence: int) -> None:
-        self._memory = sequence
-        await self._persisted(lambda store: store.aset(self._key, sequence))
+    async def set(self, cursor: ChangeCursor) -> None:
+        self._memory = cursor
+        await self._persisted(lambda store: store.aset(self._key, str(cursor)))
 
 
 class NatsObjectChangeTrigger(BaseEventTrigger):
@@ -185,6 +186,11 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
     ``deleted`` and ``sequence`` (the meta stream sequence, the trigger's cursor). The first run
     starts at the end of the stream (``start_at="new"``) or replays current objects
     (``start_at="all"``); later runs resume after the stored cursor.
+
+    When the bucket is deleted and created again, the cursor counts records of a stream that
+    is gone: with ``on_recreated="fail"`` (the default) the trigger raises ``BucketRecreated``
+    and stops, so an operator decides; ``"restart"`` logs a warning and fires for every object
+    of the new bucket from its beginning. Neither skips an object silently.
     """
 
     def __init__(
@@ -199,10 +205,13 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
         nats_conn_id: str = NatsObjectStoreHook.default_conn_name,
         pattern: str | None = None,
         match: MatchKind | None = None,
+        on_recreated: str = "fail",
     ) -> None:
         super().__init__()
         if start_at not in START_POSITIONS:
             raise ValueError(f"start_at must be one of {START_POSITIONS}, not {start_at!r}")
+        if on_recreated not in ON_RECREATED:
+            raise ValueError(f"on_recreated must be one of {ON_RECREATED}, not {on_recreated!r}")
         # built here so a bad pattern fails at DAG parse time, not in the triggerer
         self.matcher = _matcher(
             name, glob, regex, pattern, match, default_glob="**", legacy_default="glob"
@@ -211,6 +220,7 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
         self.include_deletes = include_deletes
         self.start_at = start_at
         self.nats_conn_id = nats_conn_id
+        self.on_recreated = on_recreated
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -221,14 +231,17 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
                 "include_deletes": self.include_deletes,
                 "start_at": self.start_at,
                 "nats_conn_id": self.nats_conn_id,
+                "on_recreated": self.on_recreated,
             },
         )
 
     @property
     def cursor_key(self) -> str:
         """The asset state store key of this exact watch: several watchers may share an asset,
-        and a changed configuration starts afresh (``start_at`` applies again)."""
+        and a changed configuration starts afresh (``start_at`` applies again). Switching
+        ``on_recreated`` keeps the place: it says what to do with it, not where it is."""
         _, kwargs = self.serialize()
+        del kwargs["on_recreated"]
         digest = hashlib.sha256(json.dumps(kwargs, sort_keys=True).encode()).hexdigest()[:12]
         return f"{CURSOR_KEY}:{self.bucket}:{digest}"
 
@@ -242,6 +255,15 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
                 async for event in self._watch(matcher, cursor_store):
                     delay = RETRY_FIRST_DELAY
                     yield event
+            except BucketRecreated as exc:
+                if self.on_recreated != "restart":
+                    self.log.error("watch of nats://%s stopped: %s", self.bucket, exc)
+                    raise
+                self.log.warning(
+                    "%s; on_recreated='restart': firing for every object of the new bucket",
+                    exc.message,
+                )
+                await cursor_store.set(ChangeCursor())  # pinned to the new bucket at the start
             except NatsObjError as exc:
                 self.log.warning(
                     "watch of nats://%s stopped (%s); retrying in %.0fs", self.bucket, exc, delay
@@ -257,24 +279,26 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
             store = await client.store(self.bucket)
             cursor = await cursor_store.get()
             if cursor is None:
-                end = await _stream_end(store)
+                end = ChangeCursor.end_of(await store.status())
                 if self.start_at == "all":
                     listed = await store.list(prefix=matcher.literal_prefix)
                     for info in sorted(listed, key=lambda i: i.sequence or 0):
                         if matcher.matches(info.name):
                             yield TriggerEvent(info.as_dict())
-                            await cursor_store.set(int(info.sequence or 0))
+                            await cursor_store.set(replace(end, sequence=info.sequence or 0))
                 cursor = end
                 await cursor_store.set(cursor)
-            self.log.info(
-                "watching nats://%s for %s after sequence %d",
-                self.bucket,
-                matcher.describe(),
-                cursor,
-            )
             async with store.watch(after_sequence=cursor) as watcher:
+                # pinned to the bucket (an older release's bare sequence is stored in full now)
+                await cursor_store.set(watcher.cursor)
+                self.log.info(
+                    "watching nats://%s for %s after %s",
+                    self.bucket,
+                    matcher.describe(),
+                    watcher.cursor,
+                )
                 async for info in watcher:
                     if matcher.matches(info.name) and (self.include_deletes or not info.deleted):
                         yield TriggerEvent(info.as_dict())
                     # Reached once the triggerer has taken the event: only then move the cursor.
-                    await cursor_store.set(int(info.sequence or cursor))
+                    await cursor_store.set(watcher.cursor)
