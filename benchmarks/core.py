@@ -30,6 +30,7 @@ from pathlib import Path
 import nats
 
 import natsobj.aio
+from benchmarks.before import Checkout
 from benchmarks.figures import (
     HIGHER,
     LOWER,
@@ -286,14 +287,17 @@ CASES = {
 # -- the parent's side: one process per case, cases interleaved across repeats ------------------
 
 
-def run_case(case: str, url: str, size: int, path: Path) -> dict[str, float]:
-    """``case`` in a fresh process (its RSS its own); its figures."""
+def run_case(
+    case: str, url: str, size: int, path: Path, *, before: Checkout | None = None
+) -> dict[str, float]:
+    """``case`` in a fresh process (its RSS its own); its figures. With ``before``, natsobj's
+    case runs the package of that earlier commit (``benchmarks.before``)."""
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks.core", case, url, str(size), str(path)],
         capture_output=True,
         text=True,
         check=True,
-        cwd=ROOT,
+        cwd=before.directory if before else ROOT,
     )
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -308,6 +312,7 @@ def make_file(path: Path, size: int) -> None:
             remaining -= step
 
 
+BEFORE = "before"  # the column of natsobj at an earlier commit (``--before REF``)
 TRANSFER_CLIENTS = {"raw": "raw JetStream", "natspy": "nats-py ObjectStore", "ours": "natsobj"}
 TRANSFER_NOTE = (
     "A file put into the store and read back into a file. *raw JetStream* is nats-py's"
@@ -319,29 +324,32 @@ TRANSFER_NOTE = (
 
 
 def measure_transfer(
-    url: str, work: Path, sizes: Mapping[str, int], repeats: int, small_extra: int = 2
+    url: str,
+    work: Path,
+    sizes: Mapping[str, int],
+    repeats: int,
+    small_extra: int = 2,
+    *,
+    before: Checkout | None = None,
 ) -> list[Section]:
-    """Put and get of each size by the three clients, and their peak RSS growth; sizes below
-    64 MiB, the noisiest, get ``small_extra`` more repeats."""
+    """Put and get of each size by the three clients (and natsobj at ``before``), and their
+    peak RSS growth; sizes below 64 MiB, the noisiest, get ``small_extra`` more repeats."""
+    clients = {**TRANSFER_CLIENTS, **({BEFORE: before.label} if before else {})}
+    ratios = [("ours", "raw"), ("ours", "natspy"), *([("ours", BEFORE)] if before else [])]
     speed = section(
-        "transfer",
-        "Throughput: put and get of one file",
-        TRANSFER_NOTE,
-        TRANSFER_CLIENTS,
-        [("ours", "raw"), ("ours", "natspy")],
+        "transfer", "Throughput: put and get of one file", TRANSFER_NOTE, clients, ratios
     )
     memory = section(
         "memory",
         "Memory: peak RSS growth during put and get",
         "The same runs as the throughput table.",
-        TRANSFER_CLIENTS,
-        [("ours", "raw"), ("ours", "natspy")],
+        clients,
+        ratios,
     )
     with timed(speed, memory):
         for label, size in sizes.items():
-            runs = _transfer_runs(
-                url, work, size, repeats + (small_extra if size < 64 * MiB else 0)
-            )
+            extra = small_extra if size < 64 * MiB else 0
+            runs = _transfer_runs(url, work, size, repeats + extra, before)
             for op in ("put", "get"):
                 samples = {impl: mib_s(size, runs[impl], f"{op}_s") for impl in runs}
                 add_row(speed, f"{label} {op}", "MiB/s", HIGHER, samples)
@@ -355,7 +363,9 @@ def measure_transfer(
     return [speed, memory]
 
 
-def _transfer_runs(url: str, work: Path, size: int, repeats: int) -> dict[str, list]:
+def _transfer_runs(
+    url: str, work: Path, size: int, repeats: int, before: Checkout | None
+) -> dict[str, list]:
     path = work / f"{size}.bin"
     make_file(path, size)
     runs: dict[str, list[dict[str, float]]] = defaultdict(list)
@@ -363,6 +373,8 @@ def _transfer_runs(url: str, work: Path, size: int, repeats: int) -> dict[str, l
         for _ in range(repeats):
             for impl in TRANSFER_CLIENTS:
                 runs[impl].append(run_case(impl, url, size, path))
+            if before:
+                runs[BEFORE].append(run_case("ours", url, size, path, before=before))
     finally:
         path.unlink()
     return runs

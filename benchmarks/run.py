@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import archive, cluster, core, get_vs_push, report, scale, small_ops, tiering
+from benchmarks.before import Checkout
 from benchmarks.figures import GiB, KiB, MiB, Section, machine
 from natsobj.embedded import NatsServerProcess
 
@@ -53,6 +54,7 @@ class Plan:
     spark_rows: int = 10_000_000
     streaming: tuple[int, int, int, float] = (500, 64 * KiB, 200, 40.0)
     groups: tuple[str, ...] = GROUPS + OPT_IN
+    before: str | None = None  # a git ref: natsobj at that commit measured beside today's
 
 
 FULL = Plan(
@@ -84,6 +86,8 @@ def plan_of(args: argparse.Namespace) -> Plan:
     changes: dict[str, Any] = {"groups": tuple(groups)}
     if args.repeats:
         changes["repeats"] = args.repeats
+    if args.before:
+        changes["before"] = args.before
     if args.scale:
         changes["scale_counts"] = [int(count) for count in args.scale.split(",")]
     return Plan(**{**asdict(base), **changes})
@@ -112,14 +116,19 @@ def measure(plan: Plan) -> dict[str, Any]:
         "sections": [],
     }
     work = Path(tempfile.mkdtemp(prefix="natsobj-bench-"))
+    before = Checkout(plan.before) if plan.before else None
+    if before:
+        results["machine"]["natsobj before"] = before.commit
     try:
         with NatsServerProcess(work / "nats") as server:
-            for group, run in _on_one_server(plan, server.url, work):
+            for group, run in _on_one_server(plan, server.url, work, before):
                 results["sections"] += _guarded(plan, group, run)
         for group, run in _on_their_own(plan):
             results["sections"] += _guarded(plan, group, run)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        if before:
+            before.remove()
     results["load_end"] = [round(load, 2) for load in os.getloadavg()]
     results["seconds"] = round(time.monotonic() - clock, 1)
     return results
@@ -140,11 +149,17 @@ def _commit() -> str:
 Runner = Callable[[], list[Section]]
 
 
-def _on_one_server(plan: Plan, url: str, work: Path) -> list[tuple[str, Runner]]:
-    """The groups that share the run's nats-server, in order."""
+def _on_one_server(
+    plan: Plan, url: str, work: Path, before: Checkout | None
+) -> list[tuple[str, Runner]]:
+    """The groups that share the run's nats-server, in order; ``before`` adds natsobj at an
+    earlier commit to the transfer and small-object figures."""
     return [
-        ("transfer", lambda: core.measure_transfer(url, work, plan.sizes, plan.repeats)),
-        ("small-ops", lambda: small_ops.measure(url, work, plan.repeats, plan.ops)),
+        (
+            "transfer",
+            lambda: core.measure_transfer(url, work, plan.sizes, plan.repeats, before=before),
+        ),
+        ("small-ops", lambda: small_ops.measure(url, work, plan.repeats, plan.ops, before=before)),
         ("get-vs-push", lambda: get_vs_push.measure(url, work, plan.repeats, plan.push_size)),
         ("listing", lambda: scale.measure(url, plan.scale_counts, plan.repeats)),
     ]
@@ -213,6 +228,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--skip", default="", type=lambda text: text.split(","), help=f"any of {GROUPS}"
+    )
+    parser.add_argument(
+        "--before",
+        metavar="REF",
+        help="also measure natsobj at this git commit, in the same run (transfer, small-ops)",
     )
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     parser.add_argument("--results", default=str(report.RESULTS), help="the history directory")

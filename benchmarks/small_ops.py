@@ -14,7 +14,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from benchmarks.core import run_case
+from benchmarks.before import Checkout
+from benchmarks.core import BEFORE, run_case
 from benchmarks.figures import HIGHER, Section, add_row, ratio_target, section, timed
 from natsobj.embedded import NatsServerProcess
 
@@ -22,22 +23,29 @@ CASES = {"natspy-ops": "nats-py ObjectStore", "ours-ops": "natsobj"}
 OPS = (("put", "put_ops"), ("get", "get_ops"), ("get_info", "get_info_ops"))
 
 
-def measure(url: str, work: Path, repeats: int, count: int) -> list[Section]:
+def measure(
+    url: str, work: Path, repeats: int, count: int, *, before: Checkout | None = None
+) -> list[Section]:
+    """Each case ``repeats`` times, taking turns (natsobj at ``before`` too, if given)."""
+    columns = {**CASES, **({BEFORE: before.label} if before else {})}
     figures = section(
         "small-ops",
         "Small objects: 1 KiB operations, one after another",
         f"{count} operations of each kind per run, in a fresh bucket, so every put creates a"
         " new name. natsobj's `get` is `get_bytes`; nats-py's is its ObjectStore `get`.",
-        CASES,
-        [("ours-ops", "natspy-ops")],
+        columns,
+        [("ours-ops", "natspy-ops"), *([("ours-ops", BEFORE)] if before else [])],
     )
     with timed(figures):
-        runs: dict[str, list[dict[str, float]]] = {case: [] for case in CASES}
+        runs: dict[str, list[dict[str, float]]] = {column: [] for column in columns}
         for _ in range(repeats):
             for case in CASES:
                 runs[case].append(run_case(case, url, count, work / "unused"))
+            if before:
+                old = run_case("ours-ops", url, count, work / "unused", before=before)
+                runs[BEFORE].append(old)
     for label, key in OPS:
-        samples = {case: [run[key] for run in runs[case]] for case in CASES}
+        samples = {column: [run[key] for run in runs[column]] for column in columns}
         add_row(figures, label, "operations/s", HIGHER, samples)
         ratio_target(
             figures, f"1 KiB {label} >= 1.5x nats-py", label, "ours-ops", "natspy-ops", 1.5
