@@ -17,40 +17,49 @@ from pydantic import Field
 import natsobj
 from natsobj import ConnectionSettings
 from natsobj.errors import BucketNotFound
+from natsobj.settings import SETTINGS, URL_FIELD
 from natsobj.shared import SharedClient, shared_client
 
 SECRET_HINT = "Secret: pass dagster.EnvVar(...) so the value never shows in Dagster's config."
 CREATE_HINT = "Create it with `natsobj store create {bucket}`, or check the bucket name."
+URL_CONFIG = "url"  # the config field that gives the servers (``ConnectionSettings.servers``)
+
+
+def _from_table(name: str, default: Any = None) -> Any:
+    """A config field whose description (and redaction, for a secret) is its row of
+    ``natsobj.settings.SETTINGS``: the help text is written once, for every face."""
+    row = SETTINGS[URL_FIELD if name == URL_CONFIG else name]
+    if row.secret:
+        return Field(default=default, repr=False, description=f"{row.help} {SECRET_HINT}")
+    return Field(default=default, description=row.help)
 
 
 class NatsObjectStoreResource(ConfigurableResource):
     """Connection to the NATS server holding the object stores.
 
     ``url`` takes anything ``natsobj.ConnectionSettings.from_url`` does (several servers,
-    ``?domain=...``, ``embedded``); the other fields override what the URL says.
+    ``?domain=...``, ``embedded``); the other fields override what the URL says. There is one
+    field per ``ConnectionSettings`` field (Dagster reads fields from the class body, so they
+    are written out; tests/test_one_table.py checks them against the table).
     """
 
-    url: str = Field(
-        default="embedded",
-        description="NATS URL(s), comma-separated, or 'embedded' for the local embedded server.",
-    )
-    user: str | None = Field(default=None, description="User name.")
-    password: str | None = Field(default=None, repr=False, description=f"Password. {SECRET_HINT}")
-    token: str | None = Field(default=None, repr=False, description=f"Auth token. {SECRET_HINT}")
-    nkey_seed: str | None = Field(
-        default=None, repr=False, description=f"NKey seed or path to a seed file. {SECRET_HINT}"
-    )
-    creds_file: str | None = Field(default=None, description="Path to a .creds file (JWT).")
-    tls_ca: str | None = Field(default=None, description="CA bundle for TLS.")
-    tls_cert: str | None = Field(default=None, description="Client certificate for mutual TLS.")
-    tls_key: str | None = Field(default=None, description="Client key for mutual TLS.")
-    domain: str | None = Field(default=None, description="JetStream domain (leaf nodes).")
-    api_prefix: str | None = Field(
-        default=None, description="JetStream API prefix for cross-account access."
-    )
-    inbox_prefix: str | None = Field(default=None, description="Custom inbox prefix.")
-    name: str | None = Field(default="dagster", description="Client connection name.")
-    connect_timeout: float = Field(default=5.0, description="Seconds to wait for a connection.")
+    url: str = _from_table(URL_CONFIG, "embedded")
+    user: str | None = _from_table("user")
+    password: str | None = _from_table("password")
+    token: str | None = _from_table("token")
+    nkey_seed: str | None = _from_table("nkey_seed")
+    creds_file: str | None = _from_table("creds_file")
+    tls_ca: str | None = _from_table("tls_ca")
+    tls_cert: str | None = _from_table("tls_cert")
+    tls_key: str | None = _from_table("tls_key")
+    domain: str | None = _from_table("domain")
+    api_prefix: str | None = _from_table("api_prefix")
+    inbox_prefix: str | None = _from_table("inbox_prefix")
+    name: str | None = _from_table("name", "dagster")
+    connect_timeout: float = _from_table("connect_timeout", 5.0)
+    consistency: str | None = _from_table("consistency")
+    cache_dir: str | None = _from_table("cache_dir")
+    name_index: bool | None = _from_table("name_index")
 
     def settings(self) -> ConnectionSettings:
         """Everything natsobj needs; the single place the fields are interpreted.
@@ -59,22 +68,7 @@ class NatsObjectStoreResource(ConfigurableResource):
         EnvVar fields are read from the environment then.
         """
         fields = {
-            name: resolve_value(getattr(self, name))
-            for name in (
-                "user",
-                "password",
-                "token",
-                "nkey_seed",
-                "creds_file",
-                "tls_ca",
-                "tls_cert",
-                "tls_key",
-                "domain",
-                "api_prefix",
-                "inbox_prefix",
-                "name",
-                "connect_timeout",
-            )
+            name: resolve_value(getattr(self, name)) for name in SETTINGS if name != URL_FIELD
         }
         return ConnectionSettings.coerce(resolve_value(self.url), **fields)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +28,14 @@ from natsobj.aio.copy import copy_object
 from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound
 from natsobj.model import ObjectInfo
 from natsobj.paths import SCHEME, as_dir, listing_prefix, parse_nats_url, split_level, under
-from natsobj.settings import ConnectionSettings
+from natsobj.settings import OPTION_FIELDS, URL_FIELD, ConnectionSettings
 from natsobj.shared import on_shared_loop, shared_aio_client
 from natsobj.store_config import STORE_SETTINGS
 from natsobj.sync import shared_loop
 
-SETTINGS_FIELDS = frozenset(f.name for f in fields(ConnectionSettings))
+# Filesystem options that set a ConnectionSettings field: the field's name or an alias, as in
+# a NATS URL's query and Spark's options (natsobj.settings' table).
+SETTINGS_OPTIONS = {URL_FIELD: URL_FIELD, **OPTION_FIELDS}
 _END = object()
 
 
@@ -89,7 +90,9 @@ class NatsObjectFileSystem(AsyncFileSystem):
         allow_missing_digest: bool = False,
         **options: Any,
     ) -> None:
-        settings_options = {k: options.pop(k) for k in list(options) if k in SETTINGS_FIELDS}
+        settings_options = {
+            SETTINGS_OPTIONS[k]: options.pop(k) for k in list(options) if k in SETTINGS_OPTIONS
+        }
         if loop is None and not asynchronous:
             loop = shared_loop()  # no second loop thread beside the blocking facade's
         super().__init__(asynchronous=asynchronous, loop=loop, **options)

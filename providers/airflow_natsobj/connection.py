@@ -8,30 +8,37 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from natsobj.settings import EMBEDDED, ConnectionSettings
+from natsobj.parsing import parse_bool
+from natsobj.settings import EMBEDDED, SETTINGS, ConnectionSettings, Setting
 
 DEFAULT_PORT = 4222
 _PREFIX = "extra__nats__"
+# The connection's own Login and Password fields carry these; Host (or "servers") the servers.
+FROM_CONNECTION_FIELDS = ("servers", "user", "password")
+# Airflow hides an extra's value in its UI and logs only when the extra's name says it is
+# secret (contains "token", "secret", "password", ...).
+_HIDDEN_BY_NAME = ("token", "secret", "password")
 
-# Connection extras and the ConnectionSettings field each one sets. Airflow hides extras by
-# name (names containing "token", "secret", ...), so the NKey seed's extra says "secret".
+
+def extra_name(field: str, row: Setting) -> str:
+    """The extra that sets ``field``: its own name, with "_secret" after a secret's name that
+    Airflow would not hide (so the NKey seed's extra is ``nkey_seed_secret``)."""
+    if row.secret and not any(word in field for word in _HIDDEN_BY_NAME):
+        return f"{field}_secret"
+    return field
+
+
+# Connection extras and the ConnectionSettings field each one sets, from the one table.
 SETTINGS_EXTRAS = {
-    "token": "token",
-    "nkey_seed_secret": "nkey_seed",
-    "creds_file": "creds_file",
-    "tls_ca": "tls_ca",
-    "tls_cert": "tls_cert",
-    "tls_key": "tls_key",
-    "domain": "domain",
-    "api_prefix": "api_prefix",
-    "inbox_prefix": "inbox_prefix",
-    "name": "name",
-    "connect_timeout": "connect_timeout",
-    "consistency": "consistency",
+    extra_name(field, row): field
+    for field, row in SETTINGS.items()
+    if field not in FROM_CONNECTION_FIELDS
 }
 # Names that would show a secret in Airflow's UI and logs; refused with the name to use.
-RENAMED_EXTRAS = {"nkey_seed": "nkey_seed_secret"}
-KNOWN_EXTRAS = frozenset((*SETTINGS_EXTRAS, "servers", "embedded", "embedded_dir"))
+RENAMED_EXTRAS = {field: extra for extra, field in SETTINGS_EXTRAS.items() if extra != field}
+# Extras that choose the server rather than set a field.
+SERVER_EXTRAS = ("servers", "embedded", "embedded_dir")
+KNOWN_EXTRAS = frozenset((*SETTINGS_EXTRAS, *SERVER_EXTRAS))
 
 
 class ConnectionLike(Protocol):
@@ -70,16 +77,10 @@ def _extras(conn: ConnectionLike, raw: dict[str, Any]) -> dict[str, Any]:
     return extras
 
 
-def _truthy(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
-
-
 def _base(conn: ConnectionLike, extras: dict[str, Any]) -> ConnectionSettings:
     if extras.get("embedded_dir"):
         return ConnectionSettings(servers=[f"{EMBEDDED}://{extras['embedded_dir']}"])
-    if _truthy(extras.get("embedded", False)):
+    if parse_bool(extras.get("embedded", False), what="the 'embedded' extra"):
         return ConnectionSettings(servers=[EMBEDDED])
     servers = extras.get("servers")
     if servers:

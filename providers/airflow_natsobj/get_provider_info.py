@@ -1,12 +1,16 @@
 """What ``airflow providers`` and the connection form learn about this package.
 
 Connection fields are declared here (``conn-fields``/``ui-field-behaviour``, the Airflow 3.2+
-way) so the UI and CLI never have to import the hook to render the form.
+way) so the UI and CLI never have to import the hook to render the form; the fields that set
+``ConnectionSettings`` are generated from its table (``natsobj.settings.SETTINGS``).
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from airflow_natsobj.connection import SETTINGS_EXTRAS
+from natsobj.settings import SETTINGS, Setting
 
 _TEXT = {"type": ["string", "null"]}
 _SECRET = {"type": ["string", "null"], "format": "password"}
@@ -16,6 +20,22 @@ def _field(label: str, description: str, schema: dict[str, Any] | None = None) -
     return {"label": label, "description": description, "schema": schema or _TEXT}
 
 
+def _schema(row: Setting) -> dict[str, Any]:
+    """The form input of a table row: a password input for a secret, a choice, a number or a
+    check box by the kind of value it takes."""
+    if row.secret:
+        return _SECRET
+    if row.choices:
+        return {"type": ["string", "null"], "enum": [*row.choices, None]}
+    if row.kind is float:
+        return {"type": ["number", "null"]}
+    if row.kind is bool:
+        return {"type": ["boolean", "null"]}
+    return _TEXT
+
+
+# The server extras, then one field per ConnectionSettings field the extras set (the table's
+# label and help); Login and Password are the connection's own fields.
 CONN_FIELDS: dict[str, dict[str, Any]] = {
     "servers": _field(
         "Servers",
@@ -30,18 +50,10 @@ CONN_FIELDS: dict[str, dict[str, Any]] = {
         "Embedded data directory",
         "Absolute data directory of the embedded server (implies Embedded server).",
     ),
-    "token": _field("Token", "Token authentication.", _SECRET),
-    "creds_file": _field("Credentials file", "Path to a .creds file (JWT + NKey)."),
-    "nkey_seed_secret": _field("NKey seed", "NKey seed, or the path of a seed file.", _SECRET),
-    "tls_ca": _field("TLS CA file", "CA bundle used to verify the server."),
-    "tls_cert": _field("TLS client certificate", "Client certificate for mutual TLS."),
-    "tls_key": _field("TLS client key", "Private key of the client certificate."),
-    "domain": _field("JetStream domain", "Reach JetStream in another domain (leaf nodes)."),
-    "api_prefix": _field("JetStream API prefix", "Reach another account's JetStream via imports."),
-    "inbox_prefix": _field("Inbox prefix", "Custom inbox prefix for replies."),
-    "connect_timeout": _field(
-        "Connect timeout (s)", "Seconds to wait for the server.", {"type": ["number", "null"]}
-    ),
+    **{
+        extra: _field(SETTINGS[field].label, SETTINGS[field].help, _schema(SETTINGS[field]))
+        for extra, field in SETTINGS_EXTRAS.items()
+    },
 }
 
 
