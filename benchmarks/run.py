@@ -153,7 +153,7 @@ def _on_one_server(
     plan: Plan, url: str, work: Path, before: Checkout | None
 ) -> list[tuple[str, Runner]]:
     """The groups that share the run's nats-server, in order; ``before`` adds natsobj at an
-    earlier commit to the transfer and small-object figures."""
+    earlier commit to the transfer, small-object and listing figures."""
     return [
         (
             "transfer",
@@ -161,7 +161,7 @@ def _on_one_server(
         ),
         ("small-ops", lambda: small_ops.measure(url, work, plan.repeats, plan.ops, before=before)),
         ("get-vs-push", lambda: get_vs_push.measure(url, work, plan.repeats, plan.push_size)),
-        ("listing", lambda: scale.measure(url, plan.scale_counts, plan.repeats)),
+        ("listing", lambda: scale.measure(url, plan.scale_counts, plan.repeats, before=before)),
     ]
 
 
@@ -232,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--before",
         metavar="REF",
-        help="also measure natsobj at this git commit, in the same run (transfer, small-ops)",
+        help="also measure natsobj at this git commit, in the same run (transfer, small-ops,"
+        " listing)",
     )
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     parser.add_argument("--results", default=str(report.RESULTS), help="the history directory")

@@ -25,7 +25,8 @@ import nats
 from nats.nuid import NUID
 
 import natsobj.aio
-from benchmarks.core import RssSampler
+from benchmarks.before import Checkout
+from benchmarks.core import BEFORE, RssSampler
 from benchmarks.figures import (
     LOWER,
     MiB,
@@ -229,16 +230,18 @@ RUNS = (
 # -- the run: fill each store once, then measure every case on it ----------------------------
 
 
-def run_case(case: str, url: str, bucket: str, count: int, cache: Path) -> dict[str, float] | None:
+def run_case(
+    case: str, url: str, bucket: str, count: int, cache: Path, before: Checkout | None = None
+) -> dict[str, float] | None:
     """One case in its own process, with its name index in ``cache``; None when it outlived
-    CASE_TIMEOUT."""
+    CASE_TIMEOUT. With ``before``, natsobj at that earlier commit runs it."""
     try:
         result = subprocess.run(
             [sys.executable, "-m", "benchmarks.scale", case, url, bucket, str(count)],
             capture_output=True,
             text=True,
             check=True,
-            cwd=ROOT,
+            cwd=before.directory if before else ROOT,
             timeout=CASE_TIMEOUT,
             env={**os.environ, "NATSOBJ_CACHE_DIR": str(cache)},
         )
@@ -265,9 +268,13 @@ DETAIL_COLUMNS = {
 }
 
 
-def measure(url: str, counts: list[int], repeats: int) -> list[Section]:
+def measure(
+    url: str, counts: list[int], repeats: int, *, before: Checkout | None = None
+) -> list[Section]:
     """Each store filled once; then, per repeat, every run in RUNS order (a cold run starts
-    from an empty name index, the warm ones after it reuse what it built)."""
+    from an empty name index, the warm ones after it reuse what it built), and natsobj at
+    ``before`` listing with a warm index of its own."""
+    columns = {**LISTING_COLUMNS, **({BEFORE: f"{before.label} list(), warm"} if before else {})}
     listing = section(
         "listing",
         "Listing at scale, with the local name index",
@@ -276,8 +283,11 @@ def measure(url: str, counts: list[int], repeats: int) -> list[Section]:
         " 1,000,000). *cold*: the first listing on a machine, with an empty name index;"
         " *warm*: a fresh process with the index on disk, caught up by sequence. How it works:"
         " [docs/listing.md](docs/listing.md).",
-        LISTING_COLUMNS,
-        [(ours, "natspy-list") for ours in ("list-cold", "list-warm", "iter-warm")],
+        columns,
+        [
+            *((ours, "natspy-list") for ours in ("list-cold", "list-warm", "iter-warm")),
+            *([("list-warm", BEFORE)] if before else []),
+        ],
     )
     detail = section(
         "listing-detail",
@@ -293,7 +303,7 @@ def measure(url: str, counts: list[int], repeats: int) -> list[Section]:
     try:
         with timed(listing, detail):
             for count in counts:
-                runs = _runs_of_store(url, count, repeats, cache)
+                runs = _runs_of_store(url, count, repeats, cache, before)
                 _add_rows(listing, detail, count, runs)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
@@ -308,20 +318,31 @@ def measure(url: str, counts: list[int], repeats: int) -> list[Section]:
     return [listing, detail]
 
 
-def _runs_of_store(url: str, count: int, repeats: int, cache: Path) -> dict[str, list]:
+def _runs_of_store(
+    url: str, count: int, repeats: int, cache: Path, before: Checkout | None
+) -> dict[str, list]:
     """Every run in RUNS order, ``repeats`` times (once at a million); runs that outlived
-    CASE_TIMEOUT are left out."""
+    CASE_TIMEOUT are left out. natsobj at ``before`` keeps its name index in a directory of
+    its own (its format may differ), warmed by one listing first."""
     bucket = f"scale{count}"
     asyncio.run(fill_store(url, bucket, count))
     runs: dict[str, list[dict[str, float]]] = {label: [] for label, _, _ in RUNS}
+    old_cache = cache.with_name(cache.name + "-before")
     try:
+        if before:
+            shutil.rmtree(old_cache, ignore_errors=True)
+            run_case("ours-list", url, bucket, count, old_cache, before)
+            runs[BEFORE] = []
         for _ in range(repeats if count < 1_000_000 else 1):
             for label, case, cold in RUNS:
                 if cold:
                     shutil.rmtree(cache, ignore_errors=True)
                 if (done := run_case(case, url, bucket, count, cache)) is not None:
                     runs[label].append(done)
+            if before and (done := run_case("ours-list", url, bucket, count, old_cache, before)):
+                runs[BEFORE].append(done)
     finally:
+        shutil.rmtree(old_cache, ignore_errors=True)
         asyncio.run(_delete_store(url, bucket))
     return runs
 
@@ -331,7 +352,9 @@ def _add_rows(listing: Section, detail: Section, count: int, runs: dict[str, lis
         return {column: [r[key] * scale for r in runs[label]] for column, label in columns.items()}
 
     among = f"{count:,}"
-    listed = {column: column for column in LISTING_COLUMNS}
+    listed = {column: column for column in LISTING_COLUMNS if column in runs}
+    if BEFORE in runs:
+        listed[BEFORE] = BEFORE
     add_row(listing, f"list() of {among}", "s", LOWER, of("s", **listed))
     rss = of("rss", 1 / MiB, **listed)
     add_row(listing, f"peak RSS growth, list() of {among}", "MiB", LOWER, rss)
