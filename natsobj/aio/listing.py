@@ -40,11 +40,10 @@ import asyncio
 import base64
 import binascii
 import itertools
-import json
 import logging
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -53,19 +52,23 @@ from typing import Any
 import orjson
 
 from natsobj.aio import name_sync
-from natsobj.aio.jsapi import raw_header, raw_status
+from natsobj.aio.directbatch import (
+    BatchedGetFailed,
+    BatchStalled,
+    DirectBatches,
+    RawMsg,
+    TooManySubjects,
+)
+from natsobj.aio.jsapi import raw_header
 from natsobj.aio.stream import BucketStream
 from natsobj.aio.watch import info_from_msg
-from natsobj.errors import NatsObjError, NotConnected, PermissionDenied, ReplicaLagging
+from natsobj.errors import NatsObjError, PermissionDenied, ReplicaLagging
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, StreamInfo, parse_server_time
 from natsobj.name_index import Entry, IndexRow, NameIndex
 from natsobj.names import all_meta_subject, decode_name
-from natsobj.wire import direct_get_batch_subject
 
 log = logging.getLogger(__name__)
-
-RawMsg = tuple[bytes, bytes]  # a direct-get reply's header block and payload
 
 MULTI_LAST_LIMIT = 1024  # subjects per batched direct get; nats-server answers 413 above it
 IN_FLIGHT = 4  # batched direct gets outstanding at once: enough to hide the round trip
@@ -248,7 +251,7 @@ class _SubjectStateListing:
         except (PermissionDenied, BatchedGetFailed) as exc:
             await self.close()
             raise FastListingUnavailable(f"batched direct get unavailable: {exc}") from None
-        except _Stalled as exc:
+        except BatchStalled as exc:
             await self.close()
             if exc.received == 1:  # a service import without response_type: stream
                 self.store.api.batched_gets_cut_off = True
@@ -511,42 +514,18 @@ class _SubjectStateListing:
                 index.close()
 
 
-class BatchedGetFailed(NatsObjError):
-    """A batched direct get was answered with an error status. On the first request it means
-    the server cannot do them (the listing falls back); later it is the listing's error."""
-
-    hint = "List again; if it persists, check the server's health and version (2.11+)."
-
-
 class _BatchedDirectGets:
-    """Batched last-per-subject direct gets over one subscription of their own, since each
-    request is answered by many messages (the shared API inbox takes one reply per request)."""
+    """Batched last-per-subject direct gets (``multi_last``) of meta subjects."""
 
     def __init__(self, store: BucketStream, read_floor: int, *, superset: bool = False) -> None:
         self.store = store
-        self.api = store.api
         self.read_floor = read_floor
         # the subjects asked for may include some that are gone (names from the local index)
         self.superset = superset
-        self.subject = direct_get_batch_subject(self.api.prefix, store.stream)
-        self._inbox = self.api.nc.new_inbox()
-        self._tokens = itertools.count(1)
-        self._open: dict[str, _Batch] = {}
-        self._unsubscribe: Callable[[], Awaitable[None]] | None = None
-        self._stop_listening = lambda: None
+        self._gets = DirectBatches(store.api, store.stream, bucket=store.bucket)
 
     async def open(self) -> None:
-        self._stop_listening = self.api.listen_for_denial(self.subject, self._on_denied)
-        self._unsubscribe = await self.api.subscribe_raw(self._inbox + ".*", self._on_msg)
-
-    def _on_msg(self, subject: bytes, headers: bytes, data: bytes) -> None:
-        batch = self._open.get(subject[len(self._inbox) + 1 :].decode())
-        if batch is not None:
-            batch.add(headers, data)
-
-    def _on_denied(self, error: PermissionDenied) -> None:
-        for batch in self._open.values():
-            batch.fail(error)
+        await self._gets.open()
 
     async def fetch(self, subjects: list[str]) -> list[RawMsg]:
         """The last message of each subject (in stream order). With a read floor, a replica
@@ -571,15 +550,9 @@ class _BatchedDirectGets:
         body: dict[str, Any] = {"multi_last": subjects, "batch": len(subjects)}
         if self.read_floor:
             body["up_to_seq"] = self.read_floor
-        token = str(next(self._tokens))
-        batch = self._open[token] = _Batch(asyncio.get_running_loop(), self.store.bucket)
         try:
-            await self.api.wait_connected(self.subject)
-            await self.api.nc.publish(
-                self.subject, json.dumps(body).encode(), reply=f"{self._inbox}.{token}"
-            )
-            return await batch.wait(self.api.timeout)
-        except _TooMany:
+            return await self._gets.get(body)
+        except TooManySubjects:
             if len(subjects) == 1:
                 raise BatchedGetFailed(
                     "batched direct get refused a single subject (413)", bucket=self.store.bucket
@@ -589,77 +562,9 @@ class _BatchedDirectGets:
                 *await self._fetch_once(subjects[:half]),
                 *await self._fetch_once(subjects[half:]),
             ]
-        finally:
-            self._open.pop(token, None)
 
     async def close(self) -> None:
-        self._stop_listening()
-        for batch in self._open.values():
-            batch.fail(NotConnected("listing closed", bucket=self.store.bucket))
-        if self._unsubscribe is not None:
-            await self._unsubscribe()
-        self._unsubscribe = None
-
-
-class _Stalled(NotConnected):
-    """A batched direct get went silent before its end-of-batch status. After exactly one
-    message this is what a multi-message reply looks like across an account import that
-    lacks ``response_type: stream``; the first batch of a listing then falls back."""
-
-    def __init__(self, received: int, bucket: str) -> None:
-        super().__init__(
-            f"batched direct get stalled after {received} messages",
-            bucket=bucket,
-            hint="Check the server's health; a retry lists again.",
-        )
-        self.received = received
-
-
-class _TooMany(Exception):
-    """413: the server caps subjects per batched direct get below what we sent."""
-
-
-class _Batch:
-    """The messages of one batched direct get, done at its end-of-batch status."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, bucket: str) -> None:
-        self.bucket = bucket
-        self.messages: list[RawMsg] = []
-        self.done: asyncio.Future[None] = loop.create_future()
-
-    def add(self, headers: bytes, data: bytes) -> None:
-        if self.done.done():
-            return
-        status = raw_status(headers)
-        if status is None:
-            self.messages.append((headers, data))
-        elif status[0] in ("204", "404"):  # end of batch; 404: none of the subjects exist
-            self.done.set_result(None)
-        elif status[0] == "413":
-            self.done.set_exception(_TooMany())
-        else:
-            answer = " ".join(status).strip()
-            self.done.set_exception(
-                BatchedGetFailed(f"batched direct get answered {answer}", bucket=self.bucket)
-            )
-
-    def fail(self, error: Exception) -> None:
-        if not self.done.done():
-            self.done.set_exception(error)
-
-    async def wait(self, timeout: float) -> list[RawMsg]:
-        """Wait for the end of the batch; only silence (no message for ``timeout``) fails."""
-        seen = -1
-        while not self.done.done():
-            if len(self.messages) == seen:
-                raise _Stalled(seen, self.bucket)
-            seen = len(self.messages)
-            try:
-                await asyncio.wait_for(asyncio.shield(self.done), timeout)
-            except TimeoutError:
-                continue
-        self.done.result()
-        return self.messages
+        await self._gets.close()
 
 
 # nats-server writes a direct get's headers in this order: one search finds all three
