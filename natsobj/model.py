@@ -545,6 +545,11 @@ class StreamInfo:
     def allow_direct(self) -> bool:
         return bool(self.config.get("allow_direct", False))
 
+    @property
+    def allow_atomic(self) -> bool:
+        """Whether the stream takes atomic batch publishes (ADR-50, server 2.12+)."""
+        return bool(self.config.get("allow_atomic", False))
+
 
 @dataclass
 class StoreStatus:

@@ -173,6 +173,9 @@ class StoreConfig:
             "discard": "new",
             "allow_rollup_hdrs": True,
             "allow_direct": True,
+            # a put that fits one atomic batch (ADR-50, server 2.12+) is all-or-nothing:
+            # natsobj.aio.atomic_put
+            "allow_atomic": True,
         }
         config.update(self._settings_config())
         return config

@@ -27,10 +27,21 @@ MAXIMUM_STREAMS_LIMIT = 10027
 STREAM_MAX_BYTES_EXCEEDS_ACCOUNT = 10122
 JETSTREAM_NOT_ENABLED = 10076
 TOO_MANY_REQUESTS = 10167
+# Per-message TTL (ADR-43): a Nats-TTL header the server cannot read, or one sent to a
+# stream without allow_msg_ttl.
+MESSAGE_TTL_INVALID = 10165
+MESSAGE_TTL_DISABLED = 10166
 # Cluster conditions: the meta layer has no leader/quorum (503), and a stream or consumer
 # whose replicas cannot be placed on enough servers.
 CLUSTER_NOT_AVAILABLE = 10008
 NO_SUITABLE_PEERS = 10005
+# Atomic batch publish (ADR-50): the stream does not allow it, the batch has more messages than
+# the server's max_batch_size, the stream has too many batches open (429), a batch the server
+# no longer holds (a gap, or 10 s without a message).
+ATOMIC_PUBLISH_DISABLED = 10174
+ATOMIC_BATCH_TOO_LARGE = 10199
+ATOMIC_TOO_MANY_INFLIGHT = 10210
+ATOMIC_BATCH_INCOMPLETE = 10176
 
 # Headers.
 STATUS = "Status"
@@ -44,6 +55,16 @@ EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
 LAST_CONSUMER_SEQUENCE = "Nats-Last-Consumer"
 CONSUMER_STALLED = "Nats-Consumer-Stalled"
 MSG_ID = "Nats-Msg-Id"  # the stream drops a second message with the same id (duplicate window)
+# ADR-43: a message's time to live (whole seconds, or a Go duration as the server writes
+# it), and the reason on the subject delete marker the server leaves when a subject's last
+# message expires ("MaxAge").
+MSG_TTL = "Nats-TTL"
+MARKER_REASON = "Nats-Marker-Reason"
+# ADR-50: every message of an atomic batch names the batch and its place in it (from 1); the
+# last one commits it ("1"); any other commit value makes the server drop the batch.
+BATCH_ID = "Nats-Batch-Id"
+BATCH_SEQUENCE = "Nats-Batch-Sequence"
+BATCH_COMMIT = "Nats-Batch-Commit"
 
 
 def header_block(headers: dict[str, str]) -> bytes:

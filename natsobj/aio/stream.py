@@ -63,7 +63,7 @@ class LastMsg(NamedTuple):
 
 class BucketStream:
     """The stream behind one bucket, shared by its ``ObjectStore`` and the modules working
-    on it. ``replicas`` and ``allow_direct`` follow the latest ``info()``."""
+    on it. ``replicas``, ``allow_direct`` and ``allow_atomic`` follow the latest ``info()``."""
 
     def __init__(
         self, api: JetStreamApi, bucket: str, info: StreamInfo, settings: ConnectionSettings
@@ -74,6 +74,7 @@ class BucketStream:
         self.settings = settings
         self.replicas = info.replicas
         self.allow_direct = info.allow_direct
+        self.allow_atomic = info.allow_atomic
 
     def __repr__(self) -> str:
         return f"BucketStream(bucket={self.bucket!r})"
@@ -103,6 +104,7 @@ class BucketStream:
         )
         info = StreamInfo.from_response(response)
         self.replicas, self.allow_direct = info.replicas, info.allow_direct
+        self.allow_atomic = info.allow_atomic
         return info
 
     async def status(self) -> StoreStatus:
