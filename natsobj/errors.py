@@ -217,3 +217,14 @@ class SequenceConflict(ObjectChanged):
     record there: another writer came first. Nothing was written."""
 
     hint = "Another writer replaced it; read it again and retry."
+
+
+class ExpiryNotEnabled(NatsObjError):
+    """A put with a TTL (or under a lifecycle rule) on a bucket whose stream does not allow
+    per-message TTLs (``allow_msg_ttl``), or on a server older than 2.11, which has none."""
+
+    hint = (
+        "Turn per-object expiry on with update_store(bucket, allow_msg_ttl=True) /"
+        " `natsobj store update BUCKET --allow-msg-ttl true` (needs nats-server 2.11 or later;"
+        " it cannot be turned off again)."
+    )

@@ -3,6 +3,10 @@ environment variable and a ``ConnectionSettings`` field given as text all say "o
 
 from __future__ import annotations
 
+import math
+import re
+from datetime import timedelta
+
 TRUE_WORDS = ("true", "yes", "on", "1")
 FALSE_WORDS = ("false", "no", "off", "0")
 
@@ -25,3 +29,51 @@ def parse_bool(value: object, *, what: str = "value") -> bool:
         f"{what} must be true or false ({'/'.join(TRUE_WORDS)} or {'/'.join(FALSE_WORDS)}), "
         f"not {value!r}"
     )
+
+
+_DURATION_UNITS = {
+    "ns": 1e-9,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ms": 1e-3,
+    "s": 1,
+    "m": 60,
+    "h": 3600,
+    "d": 86400,
+    "w": 7 * 86400,
+}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h|d|w)")
+
+
+def parse_duration(value: object, *, what: str = "duration") -> timedelta:
+    """``7d``, ``12h``, ``90m``, ``45s``, ``2w``, a compound (``1h30m``, Go's ``15m0s`` as
+    the server writes it in a ``Nats-TTL`` header) or a bare number of seconds: one reading
+    for the CLI's options, lifecycle rules and the server's headers alike."""
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return timedelta(seconds=value)
+    text = str(value).strip().lower().replace(" ", "")
+    try:
+        seconds = float(text)
+    except ValueError:
+        pass
+    else:
+        if math.isfinite(seconds):
+            return timedelta(seconds=seconds)
+    parts = _DURATION_PART.findall(text)
+    if not text or "".join(number + unit for number, unit in parts) != text:
+        raise ValueError(f"{what} must be a duration like 7d, 12h, 90m or 1h30m, not {value!r}")
+    return timedelta(seconds=sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts))
+
+
+def format_duration(value: timedelta) -> str:
+    """The shortest ``parse_duration`` text for whole seconds: ``7d``, ``1h30m``, ``45s``."""
+    seconds = round(value.total_seconds())
+    out = []
+    for unit in ("d", "h", "m", "s"):
+        size = _DURATION_UNITS[unit]
+        count, seconds = divmod(seconds, int(size))
+        if count:
+            out.append(f"{count}{unit}")
+    return "".join(out) or "0s"

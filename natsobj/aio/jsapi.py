@@ -24,6 +24,7 @@ from natsobj.errors import (
     BucketNotFound,
     ChunkTooLarge,
     ClusterUnavailable,
+    ExpiryNotEnabled,
     NatsObjError,
     NotConnected,
     ObjectChanged,
@@ -43,6 +44,7 @@ from natsobj.wire import (
     MAXIMUM_STREAMS_LIMIT,
     MEMORY_RESOURCES_EXCEEDED,
     MESSAGE_EXCEEDS_MAXIMUM,
+    MESSAGE_TTL_DISABLED,
     NO_MESSAGE_FOUND,
     NO_SUITABLE_PEERS,
     STATUS,
@@ -190,6 +192,14 @@ def _retry(text: str, bucket: str | None, name: str | None) -> NatsObjError:
     return RetryableError(text, bucket=bucket, name=name)
 
 
+def _ttl_disabled(text: str, bucket: str | None, name: str | None) -> NatsObjError:
+    return ExpiryNotEnabled(
+        "the bucket does not allow per-object TTLs (its stream has no allow_msg_ttl)",
+        bucket=bucket,
+        name=name,
+    )
+
+
 def _denied(text: str, bucket: str | None, name: str | None) -> NatsObjError:
     return PermissionDenied(text, bucket=bucket, name=name)
 
@@ -215,6 +225,7 @@ _BY_CODE: dict[int, _ErrorFactory] = {
     CLUSTER_NOT_AVAILABLE: _no_meta_leader,
     NO_SUITABLE_PEERS: _no_suitable_peers,
     TOO_MANY_REQUESTS: _retry,
+    MESSAGE_TTL_DISABLED: _ttl_disabled,
 }
 # Only for a reply without ``err_code`` (servers before 2.2): the description's words, first
 # match wins.

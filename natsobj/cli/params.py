@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from natsobj.parsing import parse_duration
+
 
 def _split(value: str, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, str]:
     key, sep, val = value.partition("=")
@@ -136,18 +138,14 @@ class ByteSize(click.ParamType):
 
 
 class Duration(click.ParamType):
-    """``30d``, ``12h``, ``90m``, ``45s``, ``2w``: an age."""
+    """``30d``, ``12h``, ``90m``, ``45s``, ``2w``, ``1h30m``: an age (``parse_duration``)."""
 
     name = "duration"
-    SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> timedelta:
-        if isinstance(value, timedelta):
-            return value
-        text = str(value).strip().lower()
         try:
-            return timedelta(seconds=float(text[:-1]) * self.SECONDS[text[-1:]])
-        except (KeyError, ValueError):
+            return parse_duration(value)
+        except ValueError:
             self.fail(f"{value!r} is not a duration like 30d, 12h or 90m", param, ctx)
