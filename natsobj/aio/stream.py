@@ -18,12 +18,12 @@ import asyncio
 import base64
 import inspect
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
 from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
-from natsobj.aio.jsapi import Failover, JetStreamApi, api_error, status_of
+from natsobj.aio.jsapi import Failover, JetStreamApi, api_error, parse_headers, status_of
 from natsobj.errors import (
     NatsObjError,
     NotConnected,
@@ -59,6 +59,8 @@ class LastMsg(NamedTuple):
     data: bytes
     sequence: int
     time: datetime
+    # the stored headers (a record's Nats-TTL, a delete marker's Nats-Marker-Reason)
+    headers: Mapping[str, str] = {}
 
 
 class BucketStream:
@@ -179,6 +181,7 @@ class BucketStream:
                 reply.data,
                 int(headers["Nats-Sequence"]),
                 parse_server_time(headers["Nats-Time-Stamp"]),
+                headers,
             )
         if status == "404":
             return None
@@ -206,6 +209,7 @@ class BucketStream:
             base64.b64decode(message.get("data") or b""),
             int(message["seq"]),
             parse_server_time(message["time"]),
+            parse_headers(base64.b64decode(message.get("hdrs") or b"")) or {},
         )
 
     async def leader_floor(self, subject: str) -> int:
@@ -282,6 +286,7 @@ class BucketStream:
         name: str | None = None,
         expected_sequence: int | None = None,
         msg_id: str | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> int:
         """Publish ``data`` on the local ``subject`` as a per-subject rollup (the message
         replaces the subject's earlier ones); returns its stream sequence.
@@ -289,8 +294,9 @@ class BucketStream:
         ``expected_sequence``: store it only if the subject's last message is at that
         sequence (0: the subject has none), else SequenceConflict and nothing is written. In
         a cluster an unanswered publish is sent again until a stream leader answers (see
-        jsapi.Failover); ``msg_id`` and the expected sequence keep that from storing it twice."""
-        headers = dict(ROLLUP)
+        jsapi.Failover); ``msg_id`` and the expected sequence keep that from storing it twice.
+        ``headers`` go with it (a record's Nats-TTL)."""
+        headers = {**(headers or {}), **ROLLUP}
         if expected_sequence is not None:
             headers[EXPECTED_LAST_SUBJECT_SEQ] = str(expected_sequence)
         if msg_id is not None:
