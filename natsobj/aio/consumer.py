@@ -74,6 +74,7 @@ class StreamMsg:
     sequence: int
     pending: int
     nanos: int  # the server's receive time
+    headers: bytes = b""  # the raw header block (a record's Nats-TTL, a delete marker's reason)
 
     @property
     def time(self) -> datetime:
@@ -338,7 +339,9 @@ class OrderedConsumer:
                 if self._requests[0] <= 0:
                     self._requests.popleft()
             self.last_sequence = sseq
-            return StreamMsg(msg.subject.decode(), msg.data, sseq, pending, nanos)
+            return StreamMsg(
+                msg.subject.decode(), msg.data, sseq, pending, nanos, headers=msg.headers
+            )
         if status == "100":
             if msg.reply:  # flow control: the reader has taken everything delivered before it
                 await self._answer(msg.reply.decode())
