@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from nats.nuid import NUID
 
 from natsobj.aio import listing
+from natsobj.aio.atomic_put import ATOMIC_MAX_BYTES, put_atomic
 from natsobj.aio.jsapi import JetStreamApi, status_of
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.publish import PublishWindow
@@ -119,6 +120,9 @@ class ObjectStore:
         self.bucket = bucket
         self.bucket_stream = BucketStream(client.api, bucket, stream_info, client.settings)
         self.stream = self.bucket_stream.stream
+        # puts of objects up to this size go as one atomic batch where the stream allows it
+        # (natsobj.aio.atomic_put; 0: never)
+        self.atomic_max_bytes = ATOMIC_MAX_BYTES
 
     def __repr__(self) -> str:
         return f"ObjectStore(bucket={self.bucket!r})"
@@ -238,12 +242,36 @@ class ObjectStore:
 
         With ``expected_sequence`` the put is a compare-and-swap: it succeeds only if the
         name's meta record is still at that sequence (0: the name has never been written),
-        and raises ObjectChanged otherwise. ``tiering`` marks the record as restating the
+        and raises ObjectChanged otherwise. An object up to ``atomic_max_bytes`` goes as one
+        atomic batch (natsobj.aio.atomic_put): all-or-nothing on the server, chunks
+        contiguous. ``tiering`` marks the record as restating the
         version it names rather than being a new one (how ``natsobj.archive.tiering``
         rehydrates an offloaded object: watches and sensors do not see it as a change)."""
         self._check_name(name)
         metadata = check_metadata(metadata, bucket=self.bucket, name=name)
         chunk_size = _chunk_size(chunk_size, self.client.nc.max_payload, self.bucket, name)
+        template = ObjectInfo(
+            name=name,
+            bucket=self.bucket,
+            description=description or "",
+            headers=_normalize_headers(headers),
+            metadata=metadata,
+            chunk_size=chunk_size,
+            tiering=tiering,
+        )
+        if self.bucket_stream.allow_atomic:  # one ADR-50 batch when it fits and is faster
+            atomic, source = await put_atomic(
+                self.bucket_stream,
+                template,
+                source,
+                chunk_size=chunk_size,
+                window_bytes=self.client.put_window_bytes,
+                max_bytes=self.atomic_max_bytes,
+                current=lambda: self._current(name),
+                required=expected_sequence,
+            )
+            if atomic is not None:
+                return await self._purge_replaced(atomic.info, atomic.replaced, atomic.sequence)
         nuid = _nuid.next().decode()
         local_chunks = chunk_subject(self.bucket, nuid)
         window = PublishWindow(
@@ -270,18 +298,8 @@ class ObjectStore:
                 await window.publish(chunk)
             digest = await hasher.digest()
             await window.drain(keep_last=True)
-            info = ObjectInfo(
-                name=name,
-                bucket=self.bucket,
-                nuid=nuid,
-                size=size,
-                chunks=chunks,
-                digest=format_digest(digest),
-                description=description or "",
-                headers=_normalize_headers(headers),
-                metadata=metadata,
-                chunk_size=chunk_size,
-                tiering=tiering,
+            info = replace(
+                template, nuid=nuid, size=size, chunks=chunks, digest=format_digest(digest)
             )
             committed = await self._commit_behind_last_chunk(
                 info, window, current, expected_sequence
@@ -299,6 +317,12 @@ class ObjectStore:
             if not published:
                 current.cancel()
                 await asyncio.shield(self._discard_chunks(window, local_chunks))
+        return await self._purge_replaced(info, replaced, sequence)
+
+    async def _purge_replaced(
+        self, info: ObjectInfo, replaced: ObjectInfo | None, sequence: int
+    ) -> ObjectInfo:
+        """A put's last step: drop the chunks of the version it replaced."""
         if replaced is not None and not replaced.deleted and replaced.nuid and not replaced.is_link:
             await self.bucket_stream.purge(chunk_subject(self.bucket, replaced.nuid))
         info.mtime = datetime.now(UTC)
