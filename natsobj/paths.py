@@ -28,13 +28,28 @@ class NatsPath:
         return (self.bucket + SEP + self.key).strip(SEP)
 
 
+def is_nats_url(text: str) -> bool:
+    """Whether ``text`` is a ``nats://`` URL rather than a local path or a bare name."""
+    return text.startswith(SCHEME)
+
+
 def parse_nats_url(url: str) -> NatsPath:
-    """Split ``nats://[conn_id@]bucket/key`` (the scheme is optional) the one way the fsspec
-    filesystem and the Spark source both read it."""
-    text = url.removeprefix(SCHEME).strip(SEP)
+    """Split ``nats://[conn_id@]bucket/key`` (the scheme is optional): the one parser of these
+    URLs, used by the fsspec filesystem (and so Airflow's ObjectStoragePath), the Spark source,
+    the CLI and Airflow's asset URIs.
+
+    The key is everything after the bucket's ``/``, as written: a trailing ``/`` (a prefix
+    "directory") is kept, and ``?`` or ``#`` are part of the name, never a query or fragment;
+    an Airflow connection id before the bucket ends at the last ``@`` (buckets have none)."""
+    text = url.removeprefix(SCHEME).lstrip(SEP)
     host, _, key = text.partition(SEP)
     conn_id, _, bucket = host.rpartition("@")
-    return NatsPath(bucket=bucket, key=key.rstrip(SEP), conn_id=conn_id or None)
+    return NatsPath(bucket=bucket, key=key, conn_id=conn_id or None)
+
+
+def nats_url(bucket: str, key: str = "") -> str:
+    """``nats://bucket/key``, the spelling every face prints and records (assets, lineage)."""
+    return f"{SCHEME}{bucket}{SEP}{key.lstrip(SEP)}"
 
 
 def as_dir(prefix: str | None) -> str:

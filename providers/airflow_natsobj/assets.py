@@ -7,10 +7,11 @@ how to reach the data, not what the data is, so it is dropped from asset URIs.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-from urllib.parse import SplitResult, urlsplit
+from urllib.parse import SplitResult
 
 from natsobj.errors import BadBucketName
 from natsobj.names import check_bucket
+from natsobj.paths import is_nats_url, nats_url, parse_nats_url
 
 if TYPE_CHECKING:
     from airflow.sdk import Asset
@@ -19,19 +20,20 @@ SCHEME = "nats"
 
 
 def asset_uri(bucket: str, name: str = "") -> str:
-    return f"{SCHEME}://{bucket}/{name.lstrip('/')}"
+    return nats_url(bucket, name)
 
 
 def split_asset_uri(uri: str) -> tuple[str, str]:
     """(bucket, object name or prefix) of a ``nats://`` URI."""
-    parsed = urlsplit(uri)
-    if parsed.scheme != SCHEME:
+    if not is_nats_url(uri):
         raise ValueError(f"{uri!r} is not a nats:// URI")
-    return parsed.netloc.rpartition("@")[2], parsed.path.lstrip("/")
+    parsed = parse_nats_url(uri)
+    return parsed.bucket, parsed.key
 
 
 def sanitize_uri(uri: SplitResult) -> SplitResult:
-    bucket = uri.netloc.rpartition("@")[2]
+    """Airflow hands the URI already split; its netloc is ``[conn_id@]bucket``."""
+    bucket = parse_nats_url(uri.netloc).bucket
     if not bucket:
         raise ValueError("a nats:// asset URI needs a bucket: nats://<bucket>/<object or prefix>")
     try:

@@ -21,9 +21,8 @@ from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.session import Session, pass_session
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, format_digest
+from natsobj.paths import is_nats_url, nats_url, parse_nats_url
 from natsobj.sync import ObjectStore
-
-SCHEME = "nats://"
 
 
 @dataclass(frozen=True)
@@ -32,7 +31,7 @@ class Location:
     prefix: str
 
     def uri(self, relative: str = "") -> str:
-        return f"{SCHEME}{self.bucket}/{tree.join_name(self.prefix, relative)}".rstrip("/")
+        return nats_url(self.bucket, tree.join_name(self.prefix, relative)).rstrip("/")
 
 
 @dataclass(frozen=True)
@@ -50,12 +49,12 @@ class Filters:
 
 
 def _location(text: str) -> Location | None:
-    if not text.startswith(SCHEME):
+    if not is_nats_url(text):
         return None
-    bucket, _, prefix = text[len(SCHEME) :].partition("/")
-    if not bucket:
+    parsed = parse_nats_url(text)
+    if not parsed.bucket or parsed.conn_id:
         raise UsageProblem(f"{text}: name a bucket, as in nats://bucket/prefix")
-    return Location(bucket, prefix.strip("/"))
+    return Location(parsed.bucket, parsed.key.strip("/"))
 
 
 def _file_digest(path: Path) -> str:
@@ -192,7 +191,7 @@ def _download(
         target = plan.path(root, relative)
         if target.is_file() and _same(target, info):
             continue
-        source = f"{SCHEME}{info.bucket}/{render.shell_escape(info.name)}"
+        source = nats_url(info.bucket, render.shell_escape(info.name))
         _say(dry_run, f"download: {source} to {target}")
         if not dry_run:
             with bar.task(relative, info.size) as advance:
