@@ -15,6 +15,7 @@ from dagster import (
 )
 
 from dagster_natsobj import make_nats_object_sensor
+from natsobj.model import ChangeCursor
 
 
 @op(config_schema={"object": str})
@@ -53,7 +54,7 @@ def test_changes_between_ticks_are_all_seen_once_with_stable_keys(
     first = _tick(sensor, instance, nats_resource, None)
     assert [r.tags["natsobj/object"] for r in first.run_requests] == ["in/a.csv", "in/b.csv"]
     info_b = store.get_info("in/b.csv")
-    assert first.cursor == str(info_b.sequence)
+    assert ChangeCursor.parse(first.cursor).sequence == info_b.sequence
 
     # Re-evaluating from the same cursor asks for exactly the same runs.
     again = _tick(sensor, instance, nats_resource, None)
@@ -72,7 +73,7 @@ def test_changes_between_ticks_are_all_seen_once_with_stable_keys(
     for _ in range(5):
         result = _tick(sensor, instance, nats_resource, cursor)
         seen.extend(result.run_requests)
-        assert int(result.cursor) >= int(cursor)
+        assert _sequence(result.cursor) >= _sequence(cursor)
         cursor = result.cursor
     names = [r.tags["natsobj/object"] for r in seen]
     assert names == ["in/c.csv", "in/a.csv", *[f"in/more-{i}.csv" for i in range(4)]]
@@ -115,7 +116,7 @@ def test_glob_and_deletes_with_an_asset_selection(store, bucket_name, instance, 
     assert result.run_requests[0].asset_selection == [on_csv.key]
     tags = [(r.tags["natsobj/object"], r.tags["natsobj/deleted"]) for r in result.run_requests]
     assert tags == [("x.csv", "true")]  # the put was rolled up into the tombstone
-    assert int(result.cursor) == store.get_info("x.csv", include_deleted=True).sequence
+    assert _sequence(result.cursor) == store.get_info("x.csv", include_deleted=True).sequence
 
 
 def test_sensor_inside_definitions_targets_its_job(store, bucket_name, instance, nats_resource):
@@ -141,7 +142,7 @@ def test_missing_bucket_skips_and_bad_cursor_explains(bucket_name, instance, nat
     assert result.run_requests == []
     assert bucket_name in result.skip_message and "does not exist" in result.skip_message
 
-    with pytest.raises(Exception, match="not a meta-stream sequence"):
+    with pytest.raises(Exception, match="change cursor"):
         _tick(sensor, instance, nats_resource, "yesterday")
 
 
@@ -150,19 +151,33 @@ def test_factory_rejects_a_sensor_without_target():
         make_nats_object_sensor("no_target", "b")
 
 
-def test_recreated_bucket_restarts_the_cursor(sync_client, bucket_name, instance, nats_resource):
-    sensor = make_nats_object_sensor("recreate", bucket_name, job=react_job)
+@pytest.mark.parametrize("new_objects", [1, 9], ids=["below-cursor", "past-cursor"])
+def test_recreated_bucket_fails_the_tick_or_restarts_and_skips_nothing(
+    sync_client, bucket_name, instance, nats_resource, new_objects
+):
+    """A bucket deleted and created again, whether the new one is still below the old cursor
+    or has already grown past it: the default fails the tick with BucketRecreated and keeps
+    the cursor; on_recreated="restart" requests a run for every object of the new bucket."""
+    failing = make_nats_object_sensor("recreate_fail", bucket_name, job=react_job)
+    restarting = make_nats_object_sensor(
+        "recreate_restart", bucket_name, job=react_job, on_recreated="restart"
+    )
     store = sync_client.create_store(bucket_name)
     try:
         for i in range(5):
             store.put(f"o{i}", b"x")
-        first = _tick(sensor, instance, nats_resource, None)
+        first = _tick(failing, instance, nats_resource, None)
         assert len(first.run_requests) == 5
         sync_client.delete_store(bucket_name)
         store = sync_client.create_store(bucket_name)
-        store.put("fresh", b"y")
-        after = _tick(sensor, instance, nats_resource, first.cursor)
-        assert [r.tags["natsobj/object"] for r in after.run_requests] == ["fresh"]
+        fresh = [f"fresh{i}" for i in range(new_objects)]
+        for name in fresh:
+            store.put(name, b"y")
+        with pytest.raises(Exception, match=r"recreated|created again"):
+            _tick(failing, instance, nats_resource, first.cursor)
+        after = _tick(restarting, instance, nats_resource, first.cursor)
+        assert [r.tags["natsobj/object"] for r in after.run_requests] == fresh
+        assert _sequence(after.cursor) == store.get_info(fresh[-1]).sequence
     finally:
         sync_client.delete_store(bucket_name)
 
@@ -198,3 +213,7 @@ def test_name_glob_is_a_deprecated_alias_of_glob(store, bucket_name, instance, n
     store.put("d/b.csv", b"2")
     result = _tick(sensor, instance, nats_resource, None)
     assert [r.tags["natsobj/object"] for r in result.run_requests] == ["a.csv"]
+
+
+def _sequence(cursor: str) -> int:
+    return ChangeCursor.parse(cursor).sequence
