@@ -311,7 +311,9 @@ class NatsObjectFileSystem(AsyncFileSystem):
         source = await self._store(src_bucket)
         target = await self._store(dst_bucket)
         try:
-            return await copy_object(source, src_key, target, dst_key)
+            return await copy_object(
+                source, src_key, target, dst_key, allow_missing_digest=self.allow_missing_digest
+            )
         except ObjectNotFound as exc:
             raise _not_found(f"{src_bucket}/{src_key}", exc) from None
 

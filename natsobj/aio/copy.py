@@ -16,12 +16,17 @@ async def copy_object(
     target_name: str | None = None,
     *,
     progress: Callable[[int], None] | None = None,
+    allow_missing_digest: bool = False,
 ) -> ObjectInfo:
     """Copy ``name`` (following a link) to ``target_name`` (default: the same name) in
     ``target``, which may be another bucket, keeping description, headers, metadata and the
     chunk size. The data is checked against its digest as it streams; a failed read leaves the
-    target's previous version in place, as any failed put does."""
-    async with source.get(name) as reader:
+    target's previous version in place, as any failed put does.
+
+    A source record without a digest is refused (MissingDigest) unless
+    ``allow_missing_digest``, as by every read: the copy gets a digest of the bytes read, so
+    copying would otherwise vouch for data nothing checked."""
+    async with source.get(name, allow_missing_digest=allow_missing_digest) as reader:
         info = reader.info
 
         async def chunks() -> AsyncIterator[bytes]:

@@ -49,6 +49,8 @@ def test_cli_get_and_sync_refuse_a_record_without_digest_unless_allowed(
         "get -": ["get", bucket, "d/plain", "-"],
         "get -r": ["get", "-r", bucket, "d", str(tmp_path / "tree")],
         "sync": ["sync", f"nats://{bucket}/d", str(tmp_path / "synced")],
+        "cp": ["cp", bucket, "d/plain", bucket, "copy/plain"],
+        "cp -r": ["cp", "-r", bucket, "d", bucket, "copies"],
     }
     for what, args in commands.items():
         refused = runner.invoke(cli, ["--url", nats_url, *args])
@@ -57,6 +59,7 @@ def test_cli_get_and_sync_refuse_a_record_without_digest_unless_allowed(
         assert "--allow-missing-digest" in refused.output, (what, refused.output)
     assert not (tmp_path / "one").exists()
     assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+    assert [i.name for i in store.list()] == ["d/plain"]  # nothing copied
 
     for what, args in commands.items():
         read = runner.invoke(
@@ -67,6 +70,8 @@ def test_cli_get_and_sync_refuse_a_record_without_digest_unless_allowed(
     assert (tmp_path / "one").read_bytes() == CONTENT
     assert (tmp_path / "tree" / "plain").read_bytes() == CONTENT
     assert (tmp_path / "synced" / "plain").read_bytes() == CONTENT
+    # A copy records the digest of the bytes read: strict reads accept it.
+    assert store.get_bytes("copy/plain") == store.get_bytes("copies/plain") == CONTENT
     got = runner.invoke(
         cli, ["--url", nats_url, "get", "--allow-missing-digest", bucket, "d/plain", "-"]
     )
@@ -79,6 +84,7 @@ def test_fsspec_refuses_a_record_without_digest_unless_the_storage_option_allows
     store.put("plain", CONTENT)
     strip_digest(raw, store.bucket, "plain")
     path = f"nats://{store.bucket}/plain"
+    copy = f"nats://{store.bucket}/copy"
 
     strict = NatsObjectFileSystem(nats_url, skip_instance_cache=True)
     reads = {
@@ -88,11 +94,13 @@ def test_fsspec_refuses_a_record_without_digest_unless_the_storage_option_allows
         "get": lambda fs: (
             fs.get_file(path, str(tmp_path / "out")) or (tmp_path / "out").read_bytes()
         ),
+        "cp": lambda fs: fs.cp_file(path, copy) and strict.cat_file(copy),
     }
     for read in reads.values():
         with pytest.raises(MissingDigest, match=refusal(store.bucket, "plain")):
             read(strict)
     assert not (tmp_path / "out").exists()
+    assert not strict.exists(copy)
 
     lenient = NatsObjectFileSystem(nats_url, allow_missing_digest=True, skip_instance_cache=True)
     expected = {"cat range": CONTENT[10:20]}

@@ -202,6 +202,7 @@ def get(
 @click.argument("dest_bucket")
 @click.argument("dest_name", required=False)
 @click.option("--recursive", "-r", is_flag=True, help="NAME is a prefix; copy everything below it.")
+@allow_missing_digest_option()
 @progress_option()
 @pass_session
 def cp(
@@ -211,6 +212,7 @@ def cp(
     dest_bucket: str,
     dest_name: str | None,
     recursive: bool,
+    allow_missing_digest: bool,
     progress: bool | None,
 ) -> None:
     """Copy object NAME of BUCKET to DEST_NAME (default: NAME) in DEST_BUCKET.
@@ -237,7 +239,14 @@ def cp(
         for info, new_name in pairs:
             with bar.task(info.name, info.size) as advance:
                 copied = run(
-                    copy_object(source.aio, info.name, target.aio, new_name, progress=advance)
+                    copy_object(
+                        source.aio,
+                        info.name,
+                        target.aio,
+                        new_name,
+                        progress=advance,
+                        allow_missing_digest=allow_missing_digest,
+                    )
                 )
             click.echo(
                 f"{_summary('copied', copied)}  <- {bucket}/{render.shell_escape(info.name)}"
