@@ -10,6 +10,7 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
+from natsobj.model import ChangeCursor
 from natsobj.spark.errors import BadSparkOption, CheckpointOfAnotherBucket
 from natsobj.spark.reader import BINARY_SCHEMA
 from natsobj.spark.stream_options import StreamOptions
@@ -42,7 +43,8 @@ def test_offsets_are_meta_sequences_and_the_glob_is_path_aware(store, options) -
     source = reader(options, glob="landing/*.csv")
     start = source.initialOffset()
     created = store.status().stream_info.created
-    assert start == {"sequence": 0, "created": created}
+    # the server's nanosecond creation time, kept to the microsecond it is compared at
+    assert ChangeCursor.parse(start) == ChangeCursor(0, created)
     end = source.latestOffset(start, ReadAllAvailable())
     assert end["sequence"] >= store.get_info("landing/a.csv").sequence
     assert planned_names(source, start, end) == ["landing/a.csv"]
@@ -52,7 +54,7 @@ def test_offsets_are_meta_sequences_and_the_glob_is_path_aware(store, options) -
     assert source.latestOffset(end, ReadAllAvailable()) == end
     put = store.put("landing/f.csv", b"id,v\n6,f\n")
     later = source.latestOffset(end, ReadAllAvailable())
-    assert later == {"sequence": put.sequence, "created": created}
+    assert ChangeCursor.parse(later) == ChangeCursor(put.sequence, created)
     assert planned_names(source, end, later) == ["landing/f.csv"]
     # `**` crosses segments; startingSequence=latest starts after everything there now.
     deep = reader(options, glob="landing/**.csv")
@@ -62,10 +64,8 @@ def test_offsets_are_meta_sequences_and_the_glob_is_path_aware(store, options) -
         "landing/old/e.csv",
         "landing/f.csv",
     ]
-    assert reader(options, glob="landing/*.csv", startingSequence="latest").initialOffset() == {
-        "sequence": store.status().last_sequence,
-        "created": created,
-    }
+    latest = reader(options, glob="landing/*.csv", startingSequence="latest").initialOffset()
+    assert ChangeCursor.parse(latest) == ChangeCursor(store.status().last_sequence, created)
     numbered = reader(options, glob="landing/**.csv", startingSequence=str(put.sequence))
     assert planned_names(numbered, numbered.initialOffset(), later) == ["landing/f.csv"]
 
