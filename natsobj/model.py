@@ -177,6 +177,11 @@ class ObjectInfo:
     mtime: datetime | None = None
     sequence: int | None = None
     tiering: Tiering | None = None
+    # When the server removes the record (its time plus its Nats-TTL header, ADR-43), read
+    # from the server like mtime, never written into the record (natsobj.lifecycle).
+    expires: datetime | None = None
+    # A delete that is an expiry: the server's subject delete marker, not a tombstone.
+    expired: bool = False
 
     @property
     def is_link(self) -> bool:
@@ -326,17 +331,20 @@ class ObjectInfo:
         out["mtime"] = self.mtime.isoformat() if self.mtime else None
         out["sequence"] = self.sequence
         out["deleted"] = self.deleted
+        out["expires"] = self.expires.isoformat() if self.expires else None
         out.setdefault("digest", "")
         return out
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> ObjectInfo:
-        mtime = doc.get("mtime")
-        return cls.from_json(
+        mtime, expires = doc.get("mtime"), doc.get("expires")
+        info = cls.from_json(
             doc,
             mtime=datetime.fromisoformat(mtime) if isinstance(mtime, str) else mtime,
             sequence=doc.get("sequence"),
         )
+        info.expires = datetime.fromisoformat(expires) if isinstance(expires, str) else expires
+        return info
 
     def evolve(self, **changes: Any) -> ObjectInfo:
         return replace(self, **changes)
@@ -519,6 +527,7 @@ class StreamInfo:
     state: StreamState = field(default_factory=StreamState)
     created: str = ""
     clustered: bool = False
+    ts: str = ""
 
     @classmethod
     def from_response(cls, response: dict[str, Any]) -> StreamInfo:
@@ -535,6 +544,7 @@ class StreamInfo:
             ),
             created=str(response.get("created") or ""),
             clustered=bool(response.get("cluster")),
+            ts=str(response.get("ts") or ""),
         )
 
     @property
@@ -544,6 +554,11 @@ class StreamInfo:
     @property
     def allow_direct(self) -> bool:
         return bool(self.config.get("allow_direct", False))
+
+    @property
+    def server_time(self) -> datetime | None:
+        """The server's clock when it answered (``ts``): expiry is counted on it."""
+        return parse_server_time(self.ts) if self.ts else None
 
     @property
     def allow_atomic(self) -> bool:

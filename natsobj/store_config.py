@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
 from typing import Any, TypedDict
 
+from natsobj.lifecycle import DEFAULT_DELETE_MARKER_TTL
 from natsobj.names import all_chunks_subject, all_meta_subject, check_bucket, stream_name
 from natsobj.parsing import parse_bool
 
@@ -77,6 +78,8 @@ class StoreSettings(TypedDict, total=False):
     replicas: int | None
     placement: Placement | Mapping[str, Any] | None
     compression: bool | None
+    allow_msg_ttl: bool | None
+    delete_marker_ttl: float | timedelta | None
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,22 @@ class StoreConfig:
     compression: bool = field(
         default=False, metadata=_about("Compress stored chunks (s2).", "compression")
     )
+    allow_msg_ttl: bool | None = field(
+        default=None,
+        metadata=_about(
+            "Per-object expiry (put ttl=, lifecycle rules; nats-server 2.11+, cannot be turned"
+            " off again). Default: on where the server has it.",
+            "allow_msg_ttl",
+        ),
+    )
+    delete_marker_ttl: timedelta | None = field(
+        default=None,
+        metadata=_about(
+            "How long the delete marker an expiry leaves stays, for watchers to see; also the"
+            f" shortest object TTL (default {int(DEFAULT_DELETE_MARKER_TTL.total_seconds())}s).",
+            "subject_delete_marker_ttl",
+        ),
+    )
 
     def __post_init__(self) -> None:
         check_bucket(self.bucket)
@@ -130,9 +149,20 @@ class StoreConfig:
             "replicas": int(self.replicas),
             "placement": Placement.coerce(self.placement),
             "compression": parse_bool(self.compression, what="compression"),
+            "allow_msg_ttl": (
+                None
+                if self.allow_msg_ttl is None
+                else parse_bool(self.allow_msg_ttl, what="allow_msg_ttl")
+            ),
+            "delete_marker_ttl": _ttl(self.delete_marker_ttl),
         }
         for name, value in normalized.items():
             object.__setattr__(self, name, value)
+        marker = self.delete_marker_ttl
+        if marker is not None and marker < timedelta(seconds=1):
+            raise ValueError(f"delete_marker_ttl must be at least 1 second, not {marker}")
+        if marker is not None and self.allow_msg_ttl is False:
+            raise ValueError("delete_marker_ttl needs allow_msg_ttl (per-object expiry)")
 
     @classmethod
     def build(cls, bucket: str | StoreConfig, **settings: Any) -> StoreConfig:
@@ -148,7 +178,6 @@ class StoreConfig:
     @classmethod
     def from_stream_config(cls, bucket: str, config: Mapping[str, Any]) -> StoreConfig:
         """The settings a bucket's stream has now (its ``STREAM.INFO`` config)."""
-        max_age = int(config.get("max_age") or 0)
         return cls(
             bucket=bucket,
             description=config.get("description") or "",
@@ -157,12 +186,14 @@ class StoreConfig:
                 for k, v in (config.get("metadata") or {}).items()
                 if not k.startswith(_SERVER_METADATA)
             },
-            ttl=timedelta(microseconds=max_age / 1000) if max_age else None,
+            ttl=_from_nanos(config.get("max_age")),
             max_bytes=int(config.get("max_bytes") or -1),
             storage=config.get("storage") or "file",
             replicas=int(config.get("num_replicas") or 1),
             placement=config.get("placement"),
             compression=config.get("compression", "none") == "s2",
+            allow_msg_ttl=bool(config.get("allow_msg_ttl")),
+            delete_marker_ttl=_from_nanos(config.get("subject_delete_marker_ttl")),
         )
 
     def stream_config(self) -> dict[str, Any]:
@@ -209,7 +240,17 @@ class StoreConfig:
             config["metadata"] = dict(self.metadata)
         if self.placement:
             config["placement"] = self.placement.as_dict()
+        if self.allow_msg_ttl:
+            # the markers are how watchers see an expiry (natsobj.lifecycle)
+            marker = self.delete_marker_ttl or DEFAULT_DELETE_MARKER_TTL
+            config["allow_msg_ttl"] = True
+            config["subject_delete_marker_ttl"] = int(marker.total_seconds() * _NANOS)
         return config
+
+
+def _from_nanos(value: Any) -> timedelta | None:
+    nanos = int(value or 0)
+    return timedelta(microseconds=nanos / 1000) if nanos else None
 
 
 def _ttl(value: float | timedelta | None) -> timedelta | None:

@@ -8,6 +8,7 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Coroutine, Iterator
+from datetime import timedelta
 from types import TracebackType
 from typing import Any, TypeVar, Unpack
 
@@ -17,6 +18,7 @@ from natsobj.aio.client import DEFAULT_PUT_WINDOW, DEFAULT_READ_WINDOW
 from natsobj.aio.jsapi import DEFAULT_FAILOVER_TIMEOUT
 from natsobj.aio.sources import PutSource
 from natsobj.aio.store import Changes, CompactResult
+from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus, StreamInfo, Tiering
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
@@ -182,6 +184,7 @@ class ObjectStore:
         chunk_size: int | None = None,
         expected_sequence: int | None = None,
         tiering: Tiering | None = None,
+        ttl: float | timedelta | None = None,
     ) -> ObjectInfo:
         return run(
             self._store.put(
@@ -193,6 +196,7 @@ class ObjectStore:
                 chunk_size=chunk_size,
                 expected_sequence=expected_sequence,
                 tiering=tiering,
+                ttl=ttl,
             )
         )
 
@@ -295,6 +299,14 @@ class ObjectStore:
     @_mirrors(_core.ObjectStore.seal)
     def seal(self) -> StoreStatus:
         return run(self._store.seal())
+
+    @_mirrors(_core.ObjectStore.lifecycle_rules)
+    def lifecycle_rules(self) -> list[LifecycleRule]:
+        return run(self._store.lifecycle_rules())
+
+    @_mirrors(_core.ObjectStore.set_lifecycle_rules)
+    def set_lifecycle_rules(self, rules: list[LifecycleRule]) -> list[LifecycleRule]:
+        return run(self._store.set_lifecycle_rules(rules))
 
     @_mirrors(_core.ObjectStore.read_floor)
     def read_floor(self, stream_info: StreamInfo) -> int | None:

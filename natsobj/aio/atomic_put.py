@@ -32,7 +32,7 @@ import json
 import os
 import stat
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -184,13 +184,17 @@ async def put_atomic(
     max_bytes: int,
     current: Callable[[], Awaitable[ObjectInfo | None]],
     required: int | None,
+    chunk_headers: Mapping[str, str] | None = None,
+    meta_headers: Callable[[], Mapping[str, str]] | None = None,
 ) -> tuple[Committed | None, PutSource]:
     """``ObjectStore.put``'s atomic way: ``(committed, source)``, with ``committed`` None when
     the object does not fit a batch or the server turned the batch away, and ``source`` what
     today's put then reads (from its start). ``template``: the meta record but for the
     nuid, size, chunk count and digest; ``max_bytes``: the largest object sent this way
     (``ObjectStore.atomic_max_bytes``, 0: none). ``current`` reads the version the put replaces (it
-    runs while the chunks go out); ``required`` is the put's compare-and-swap sequence."""
+    runs while the chunks go out); ``required`` is the put's compare-and-swap sequence.
+    ``chunk_headers`` go with every chunk and ``meta_headers()`` (called when the record
+    goes out) with the record: an expiring put's Nats-TTL (natsobj.aio.expiry)."""
     limit = min(max_bytes, (ATOMIC_BATCH_MESSAGES - 1) * chunk_size)
     if limit <= 0:
         return None, source
@@ -199,6 +203,8 @@ async def put_atomic(
         return None, source
     template = replace(template, nuid=_nuid.next().decode())
     put = AtomicPut(bucket_stream, template, chunk_size=chunk_size, window_bytes=window_bytes)
+    put.chunk_headers = dict(chunk_headers or {})
+    put.meta_headers = meta_headers
     first = asyncio.ensure_future(current())
     try:
         return await put.run(replay, first, current, required), source
@@ -248,6 +254,8 @@ class AtomicPut:
         self.window_bytes = window_bytes
         self.name = template.name
         self.bucket = bucket_stream.bucket
+        self.chunk_headers: dict[str, str] = {}
+        self.meta_headers: Callable[[], Mapping[str, str]] | None = None
 
     async def run(
         self,
@@ -296,7 +304,7 @@ class AtomicPut:
                     raise GoTodaysWay("more chunks than one batch holds")
                 await hasher.put(chunk)
                 size += len(chunk)
-                headers = {BATCH_ID: batch, BATCH_SEQUENCE: str(count)}
+                headers = {**self.chunk_headers, BATCH_ID: batch, BATCH_SEQUENCE: str(count)}
                 acks.append((await self.api.send(chunks_out, chunk, headers), len(chunk)))
                 unacked += len(chunk)
                 while unacked > self.window_bytes:
@@ -314,6 +322,7 @@ class AtomicPut:
                 digest=format_digest(await hasher.digest()),
             )
             headers = {
+                **(self.meta_headers() if self.meta_headers is not None else {}),
                 BATCH_ID: batch,
                 BATCH_SEQUENCE: str(count + 1),
                 BATCH_COMMIT: "1",

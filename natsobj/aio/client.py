@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import ssl
+from dataclasses import replace
 from typing import Any, Unpack
 
 import nats.errors
@@ -18,10 +19,12 @@ from natsobj.aio.store import ObjectStore
 from natsobj.errors import (
     BucketExists,
     BucketNotFound,
+    ExpiryNotEnabled,
     NatsObjError,
     NotConnected,
     PermissionDenied,
 )
+from natsobj.lifecycle import server_supports_ttl
 from natsobj.model import StreamInfo
 from natsobj.names import check_bucket, stream_name
 from natsobj.settings import ConnectionSettings
@@ -179,7 +182,7 @@ class Client:
         ``bucket`` is a name or a ``StoreConfig``; the keywords are StoreConfig's fields
         (description, metadata, ttl, max_bytes, storage, replicas, placement, compression)
         and override it. The server refuses a different config for an existing bucket."""
-        config = StoreConfig.build(bucket, **settings)
+        config = self._with_expiry(StoreConfig.build(bucket, **settings))
         stream = config.stream_config()
         info = await self.api.call(
             stream_api("CREATE", stream["name"]), stream, bucket=config.bucket
@@ -199,10 +202,28 @@ class Client:
         else:
             base = StoreConfig.from_stream_config(name, present)
             touched = {k for k, v in changes.items() if v is not None}
-        config = StoreConfig.build(base, **changes)
+        config = self._with_expiry(StoreConfig.build(base, **changes))
+        if "allow_msg_ttl" in touched and not present.get("subject_delete_marker_ttl"):
+            touched.add("delete_marker_ttl")  # turning expiry on turns its markers on
         stream = config.applied_to(present, sorted(touched))
         info = await self.api.call(stream_api("UPDATE", stream_name(name)), stream, bucket=name)
         return ObjectStore(self, name, StreamInfo.from_response(info))
+
+    def _with_expiry(self, config: StoreConfig) -> StoreConfig:
+        """``allow_msg_ttl`` left to the default: on where the server has per-message TTLs
+        (2.11+); asked for on an older server: ExpiryNotEnabled naming the version needed."""
+        version = self.nc.connected_server_version
+        supported = server_supports_ttl((version.major, version.minor))
+        if config.allow_msg_ttl is None:
+            return replace(config, allow_msg_ttl=supported)
+        if config.allow_msg_ttl and not supported:
+            raise ExpiryNotEnabled(
+                "per-object expiry (allow_msg_ttl) needs nats-server 2.11 or later; this"
+                f" server is {version.major}.{version.minor}.{version.patch}",
+                bucket=config.bucket,
+                hint="Upgrade the NATS servers, or create the store without allow_msg_ttl.",
+            )
+        return config
 
     async def ensure_store(
         self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]

@@ -16,6 +16,7 @@ import asyncio
 import itertools
 import json
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from nats.aio.msg import Msg
@@ -55,8 +56,10 @@ class PublishWindow:
         bucket: str,
         name: str,
         ack_timeout: float,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self.api = api
+        self.headers = dict(headers or {})  # sent with every chunk (its Nats-TTL)
         self.subject = subject
         self.stream = stream
         self.nuid = nuid
@@ -95,7 +98,9 @@ class PublishWindow:
 
     async def _send(self, entry: _InFlight) -> None:
         msg_id = chunk_msg_id(self.nuid, entry.index, self._generation)
-        entry.reply = await self.api.send(self.subject, entry.data, {MSG_ID: msg_id})
+        entry.reply = await self.api.send(
+            self.subject, entry.data, {**self.headers, MSG_ID: msg_id}
+        )
 
     async def _settle_oldest(self) -> None:
         entry = self._inflight[0]

@@ -12,7 +12,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -20,12 +20,13 @@ from nats.nuid import NUID
 
 from natsobj.aio import listing
 from natsobj.aio.atomic_put import ATOMIC_MAX_BYTES, put_atomic
+from natsobj.aio.expiry import BucketExpiry
 from natsobj.aio.jsapi import JetStreamApi, status_of
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.publish import PublishWindow
 from natsobj.aio.reader import ObjectReader, check_digest
 from natsobj.aio.sources import PutSource, iter_chunks
-from natsobj.aio.stream import BucketStream
+from natsobj.aio.stream import BucketStream, LastMsg
 from natsobj.aio.watch import ObjectWatcher, info_from_msg
 from natsobj.errors import (
     BadObjectMeta,
@@ -38,6 +39,7 @@ from natsobj.errors import (
     ObjectNotFound,
     SequenceConflict,
 )
+from natsobj.lifecycle import LifecycleRule, expired_record, expires_at
 from natsobj.localfiles import replacement_mode
 from natsobj.model import (
     DEFAULT_CHUNK_SIZE,
@@ -65,7 +67,9 @@ from natsobj.settings import ConnectionSettings
 from natsobj.wire import (
     EXPECTED_LAST_MSG_ID,
     EXPECTED_LAST_SUBJECT_SEQ,
+    MARKER_REASON,
     MSG_ID,
+    MSG_TTL,
     ROLLUP,
     direct_get_subject,
     meta_msg_id,
@@ -120,6 +124,10 @@ class ObjectStore:
         self.bucket = bucket
         self.bucket_stream = BucketStream(client.api, bucket, stream_info, client.settings)
         self.stream = self.bucket_stream.stream
+        # lifecycle rules and TTL settings, read with the stream info (natsobj.aio.expiry)
+        self.expiry = BucketExpiry(
+            self.bucket_stream, stream_info, getattr(client.nc, "connected_server_version", None)
+        )
         # puts of objects up to this size go as one atomic batch where the stream allows it
         # (natsobj.aio.atomic_put; 0: never)
         self.atomic_max_bytes = ATOMIC_MAX_BYTES
@@ -162,16 +170,20 @@ class ObjectStore:
         ``include_deleted``. A link is returned as the link, not followed. ``min_sequence``:
         the sequence of a write the caller knows about (``ObjectInfo.sequence`` from a put,
         handed over by another task); the read then reflects that write or a later one, at
-        the cost of a direct get. A record that fails validation is BadObjectMeta."""
-        data, sequence, mtime = await self._read_meta(name, min_sequence)
-        info = self._parse_meta(name, data, sequence, mtime)
-        if info.deleted and not include_deleted:
-            raise ObjectNotFound("object was deleted", bucket=self.bucket, name=name)
+        the cost of a direct get. A record that fails validation is BadObjectMeta.
+
+        ``expires`` is when the server removes an expiring object (its record's time plus
+        its ``Nats-TTL``); an expired one is ObjectNotFound, or with ``include_deleted`` a
+        deleted record with ``expired`` set while the server's delete marker is there."""
+        info = self._parse_meta(name, await self._read_meta(name, min_sequence))
+        if not include_deleted:
+            if info.expired or (info.expires is not None and info.expires <= datetime.now(UTC)):
+                raise ObjectNotFound("object expired", bucket=self.bucket, name=name)
+            if info.deleted:
+                raise ObjectNotFound("object was deleted", bucket=self.bucket, name=name)
         return info
 
-    async def _read_meta(
-        self, name: str, min_sequence: int | None = None
-    ) -> tuple[bytes, int, datetime]:
+    async def _read_meta(self, name: str, min_sequence: int | None = None) -> LastMsg:
         self._check_name(name)
         found = await self.bucket_stream.last(
             meta_subject(self.bucket, name), name=name, min_sequence=min_sequence
@@ -180,15 +192,20 @@ class ObjectStore:
             raise ObjectNotFound("object does not exist", bucket=self.bucket, name=name)
         return found
 
-    def _parse_meta(self, name: str, data: bytes, sequence: int, mtime: datetime) -> ObjectInfo:
-        return ObjectInfo.from_json(
-            data,
-            mtime=mtime,
-            sequence=sequence,
+    def _parse_meta(self, name: str, found: LastMsg) -> ObjectInfo:
+        """The record, or what the server's delete marker in its place stands for."""
+        if MARKER_REASON in found.headers:
+            return expired_record(name, self.bucket, mtime=found.time, sequence=found.sequence)
+        info = ObjectInfo.from_json(
+            found.data,
+            mtime=found.time,
+            sequence=found.sequence,
             bucket=self.bucket,
             name=name,
             token=encode_name(name),
         )
+        info.expires = expires_at(found.time, found.headers.get(MSG_TTL))
+        return info
 
     async def _current(self, name: str) -> ObjectInfo | None:
         """The version a write replaces (deleted or not), or None. A record that fails
@@ -196,15 +213,15 @@ class ObjectStore:
         sequence and a nuid that is one subject token) is enough, so ``put`` and ``delete``
         get rid of it without purging anything by a nuid it does not validly name."""
         try:
-            data, sequence, mtime = await self._read_meta(name)
+            found = await self._read_meta(name)
         except ObjectNotFound:
             return None
         try:
-            return self._parse_meta(name, data, sequence, mtime)
+            return self._parse_meta(name, found)
         except BadObjectMeta as exc:
             log.warning("replacing an invalid meta record: %s", exc)
-            nuid = trusted_nuid(data) or ""
-            return ObjectInfo(name, self.bucket, nuid, mtime=mtime, sequence=sequence)
+            nuid = trusted_nuid(found.data) or ""
+            return ObjectInfo(name, self.bucket, nuid, mtime=found.time, sequence=found.sequence)
 
     async def _publish_meta(
         self,
@@ -212,6 +229,7 @@ class ObjectStore:
         *,
         expected_sequence: int | None = None,
         msg_id: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> int:
         """Publish a meta record as a per-subject rollup; returns its stream sequence
         (SequenceConflict when ``expected_sequence`` is not where the name is)."""
@@ -221,6 +239,7 @@ class ObjectStore:
             name=info.name,
             expected_sequence=expected_sequence,
             msg_id=msg_id,
+            headers=headers,
         )
 
     # -- put --------------------------------------------------------------------------------------
@@ -236,6 +255,7 @@ class ObjectStore:
         chunk_size: int | None = None,
         expected_sequence: int | None = None,
         tiering: Tiering | None = None,
+        ttl: float | timedelta | None = None,
     ) -> ObjectInfo:
         """Store ``source`` as ``name``. Chunks first, meta last: a failed put leaves no object
         and the previous version intact, and its chunks are purged where the server allows.
@@ -246,10 +266,17 @@ class ObjectStore:
         atomic batch (natsobj.aio.atomic_put): all-or-nothing on the server, chunks
         contiguous. ``tiering`` marks the record as restating the
         version it names rather than being a new one (how ``natsobj.archive.tiering``
-        rehydrates an offloaded object: watches and sensors do not see it as a change)."""
+        rehydrates an offloaded object: watches and sensors do not see it as a change).
+
+        ``ttl`` (seconds or a timedelta, at least 1 s) makes the object expire on the server
+        that long after the put started, with no client running (docs/lifecycle.md); None
+        applies the bucket's first matching lifecycle rule, 0 keeps it whatever the rules
+        say. Every put is a new version with a clock of its own. ExpiryNotEnabled when the
+        bucket does not allow per-object TTLs."""
         self._check_name(name)
         metadata = check_metadata(metadata, bucket=self.bucket, name=name)
         chunk_size = _chunk_size(chunk_size, self.client.nc.max_payload, self.bucket, name)
+        expiry = await self.expiry.plan(name, ttl)
         template = ObjectInfo(
             name=name,
             bucket=self.bucket,
@@ -269,8 +296,13 @@ class ObjectStore:
                 max_bytes=self.atomic_max_bytes,
                 current=lambda: self._current(name),
                 required=expected_sequence,
+                chunk_headers=expiry.chunk_headers if expiry is not None else None,
+                meta_headers=(
+                    (lambda: expiry.meta_headers(self.bucket, name)) if expiry is not None else None
+                ),
             )
             if atomic is not None:
+                atomic.info.expires = expiry.expires if expiry is not None else None
                 return await self._purge_replaced(atomic.info, atomic.replaced, atomic.sequence)
         nuid = _nuid.next().decode()
         local_chunks = chunk_subject(self.bucket, nuid)
@@ -283,6 +315,7 @@ class ObjectStore:
             bucket=self.bucket,
             name=name,
             ack_timeout=2 * self.api.timeout,
+            headers=expiry.chunk_headers if expiry is not None else None,
         )
         hasher = chunk_sink(self.client.put_window_bytes)  # SHA-256 beside the publishing
         digest = b""
@@ -298,19 +331,23 @@ class ObjectStore:
                 await window.publish(chunk)
             digest = await hasher.digest()
             await window.drain(keep_last=True)
+            meta_headers = expiry.meta_headers(self.bucket, name) if expiry is not None else None
             info = replace(
                 template, nuid=nuid, size=size, chunks=chunks, digest=format_digest(digest)
             )
             committed = await self._commit_behind_last_chunk(
-                info, window, current, expected_sequence
+                info, window, current, expected_sequence, meta_headers
             )
             if committed is None:
                 await window.drain()
-                committed = await self._replace_meta(info, await current, expected_sequence)
+                committed = await self._replace_meta(
+                    info, await current, expected_sequence, meta_headers
+                )
             else:
                 current.cancel()
             replaced, sequence = committed
             published = True
+            info.expires = expiry.expires if expiry is not None else None
         finally:
             if not digest:
                 await hasher.abandon()
@@ -335,6 +372,7 @@ class ObjectStore:
         window: PublishWindow,
         current: asyncio.Future[ObjectInfo | None],
         required: int | None,
+        meta_headers: dict[str, str] | None = None,
     ) -> tuple[ObjectInfo | None, int] | None:
         """Publish the meta record right behind the last chunk, without waiting for that
         chunk's acknowledgement: one round trip fewer per put, half of a small put's.
@@ -360,6 +398,7 @@ class ObjectStore:
         if required is not None and required != expected:
             return None
         headers = {
+            **(meta_headers or {}),
             **ROLLUP,
             EXPECTED_LAST_SUBJECT_SEQ: str(expected),
             EXPECTED_LAST_MSG_ID: last_msg_id,
@@ -378,7 +417,11 @@ class ObjectStore:
         return replaced, int(response["seq"])
 
     async def _replace_meta(
-        self, info: ObjectInfo, current: ObjectInfo | None, required: int | None
+        self,
+        info: ObjectInfo,
+        current: ObjectInfo | None,
+        required: int | None,
+        meta_headers: dict[str, str] | None = None,
     ) -> tuple[ObjectInfo | None, int]:
         """Publish meta only over the version we read, so we always purge exactly what we
         replaced: concurrent writers to one name then leave no orphaned chunks. With
@@ -398,7 +441,10 @@ class ObjectStore:
                 )
             try:
                 sequence = await self._publish_meta(
-                    info, expected_sequence=expected, msg_id=meta_msg_id(info.nuid)
+                    info,
+                    expected_sequence=expected,
+                    msg_id=meta_msg_id(info.nuid),
+                    headers=meta_headers,
                 )
                 return current, sequence
             except SequenceConflict:
@@ -548,7 +594,8 @@ class ObjectStore:
         metadata: dict[str, str] | None = None,
     ) -> ObjectInfo:
         """Change name, description, headers or metadata; fields left as None are kept.
-        A rename keeps the chunks and moves only the meta record."""
+        A rename keeps the chunks and moves only the meta record. An expiring object keeps
+        its expiry: the new record gets the time left (its chunks expire after it as before)."""
         info = await self.get_info(name)
         target = new_name if new_name is not None else name
         self._check_name(target)
@@ -571,8 +618,16 @@ class ObjectStore:
                 else check_metadata(metadata, bucket=self.bucket, name=target)
             ),
         )
+        ttl_headers = None
+        if info.expires is not None:
+            left = await self.expiry.seconds_left(info.expires)
+            if left < 1:
+                raise ObjectNotFound("object expired", bucket=self.bucket, name=name)
+            ttl_headers = {MSG_TTL: str(left)}
         try:
-            updated.sequence = await self._publish_meta(updated, expected_sequence=expected)
+            updated.sequence = await self._publish_meta(
+                updated, expected_sequence=expected, headers=ttl_headers
+            )
         except SequenceConflict:
             raise ObjectChanged(
                 "changed by another writer during update_meta", bucket=self.bucket, name=target
@@ -657,6 +712,23 @@ class ObjectStore:
         """Make the bucket read-only for good: puts and deletes are refused from then on."""
         updated = await self.bucket_stream.update(sealed=True)
         return StoreStatus.from_stream_info(self.bucket, updated)
+
+    async def lifecycle_rules(self) -> list[LifecycleRule]:
+        """The bucket's lifecycle rules, in the order puts try them (read fresh from the
+        stream metadata; puts use a copy at most ``natsobj.aio.expiry.REFRESH_SECONDS`` old)."""
+        return await self.expiry.rules()
+
+    async def set_lifecycle_rules(self, rules: list[LifecycleRule]) -> list[LifecycleRule]:
+        """Keep ``rules`` with the bucket (its stream metadata; [] clears them): every later
+        natsobj put whose name matches one takes the first match's TTL unless it names one.
+        Objects already there keep theirs (``natsobj store lifecycle --apply`` restamps them).
+        Needs a stream admin's permission; ExpiryNotEnabled when a rule would expire objects
+        in a bucket without per-object TTLs."""
+        rules = list(rules)
+        info = await self.bucket_stream.info()
+        if any(rule.ttl for rule in rules) and not info.config.get("allow_msg_ttl"):
+            raise self.expiry.not_enabled(None, "a lifecycle rule expires objects")
+        return await self.expiry.set_rules(rules)
 
     # -- listing and watching ---------------------------------------------------------------------
 

@@ -7,10 +7,16 @@ from collections.abc import AsyncIterator
 from typing import Protocol
 
 from natsobj.aio.consumer import OrderedConsumer, StreamMsg
-from natsobj.aio.jsapi import JetStreamApi
+from natsobj.aio.jsapi import JetStreamApi, raw_header
 from natsobj.errors import BadObjectMeta
+from natsobj.lifecycle import expired_record, expires_at
 from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus
+from natsobj.name_index import decoded
 from natsobj.names import all_meta_subject
+from natsobj.wire import MARKER_REASON, MSG_TTL
+
+_MARKER_REASON = MARKER_REASON.encode()
+_MSG_TTL = MSG_TTL.encode()
 
 log = logging.getLogger(__name__)
 
@@ -26,14 +32,27 @@ class WatchedBucket(Protocol):
 
 
 def info_from_msg(store: WatchedBucket, msg: StreamMsg) -> ObjectInfo | None:
-    """Parse a meta message; a corrupt one is logged and skipped so a listing never hangs."""
+    """Parse a meta message; a corrupt one is logged and skipped so a listing never hangs.
+    The server's subject delete marker is the object's expiry, a delete (``expired``); a
+    record's ``Nats-TTL`` gives its ``expires``."""
+    headers = msg.headers
+    if headers and raw_header(headers, _MARKER_REASON) is not None:
+        token = msg.subject.rsplit(".", 1)[-1]
+        name = decoded(token)
+        if name is None:
+            log.warning("skipping a delete marker on an undecodable subject %r", msg.subject)
+            return None
+        return expired_record(name, store.bucket, mtime=msg.time, sequence=msg.sequence)
     try:
-        return ObjectInfo.from_json(
+        info = ObjectInfo.from_json(
             msg.data, mtime=msg.time, sequence=msg.sequence, bucket=store.bucket
         )
     except BadObjectMeta as exc:
         log.warning("skipping unreadable meta record at sequence %s: %s", msg.sequence, exc)
         return None
+    if headers:
+        info.expires = expires_at(msg.time, raw_header(headers, _MSG_TTL))
+    return info
 
 
 class ObjectWatcher:
