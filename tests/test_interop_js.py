@@ -50,6 +50,21 @@ def test_javascript_reads_what_we_write(nats_url, store, tmp_path: Path):
     assert sorted(js("list", nats_url, store.bucket)) == ["empty", "for-js", "our-link"]
 
 
+def test_javascript_reads_an_atomic_put(nats_url, store, tmp_path: Path):
+    """An object written as one ADR-50 batch (natsobj.aio.atomic_put) is an ordinary object
+    to nats.js: the batch headers on its messages change nothing for a reader."""
+    store.aio.atomic_max_bytes = 1 << 40
+    data = os.urandom(700_000)
+    ours = store.put("atomic", data, metadata={"k": "v"})
+    assert store.get_info("atomic").sequence == ours.sequence == ours.chunks + 1  # one batch
+    info = js("get", nats_url, store.bucket, "atomic", str(tmp_path / "out.bin"))
+    assert (tmp_path / "out.bin").read_bytes() == data  # nats.js verified the digest too
+    assert info["digest"] == ours.digest and info["size"] == len(data)
+    store.put("atomic", b"second version")
+    js("get", nats_url, store.bucket, "atomic", str(tmp_path / "again.bin"))
+    assert (tmp_path / "again.bin").read_bytes() == b"second version"
+
+
 def test_we_read_what_javascript_writes(nats_url, store, tmp_path: Path):
     data = os.urandom(500_000)
     source = tmp_path / "in.bin"

@@ -54,6 +54,25 @@ def test_we_read_what_natspy_writes(nats_url, bucket_name):
     run(body())
 
 
+def test_natspy_reads_an_atomic_put(nats_url, bucket_name):
+    """An object written as one ADR-50 batch (natsobj.aio.atomic_put) reads as any other."""
+
+    async def body() -> None:
+        nc, ours, store, theirs = await _peers(nats_url, bucket_name, natspy_creates=False)
+        store.atomic_max_bytes = 1 << 40
+        data = os.urandom(1_000_000)
+        written = await store.put("atomic", data, description="one batch")
+        assert written.sequence == written.chunks + 1  # chunks 1..n, the record right after
+        result = await theirs.get("atomic")
+        assert result.data == data and result.info.digest == written.digest
+        assert result.info.description == "one batch"
+        await store.put("atomic", b"second")
+        assert (await theirs.get("atomic")).data == b"second"
+        await _close(nc, ours, bucket_name)
+
+    run(body())
+
+
 def test_natspy_reads_what_we_write(nats_url, bucket_name):
     async def body() -> None:
         nc, ours, store, theirs = await _peers(nats_url, bucket_name, natspy_creates=False)
