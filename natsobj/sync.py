@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import threading
 from collections.abc import Callable, Coroutine, Iterator
@@ -110,6 +111,61 @@ class ObjectReader:
                 yield run(self._iterator.__anext__())
             except StopAsyncIteration:
                 return
+
+
+class RangeReader(io.RawIOBase):
+    """Blocking view of ``aio.RangeReader``: a seekable, read-only binary file (pyarrow,
+    pandas and ``io.BufferedReader`` take it) whose reads fetch only the chunks they need."""
+
+    def __init__(self, reader: aio.RangeReader) -> None:
+        super().__init__()
+        self._reader = reader
+        self.info: ObjectInfo = reader.info
+        self.size: int = reader.size
+
+    @property
+    def bytes_fetched(self) -> int:
+        return self._reader.bytes_fetched
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    @_mirrors(_core.RangeReader.read)
+    def read(self, n: int = -1) -> bytes:  # type: ignore[override]
+        self._checkClosed()  # type: ignore[attr-defined]
+        return run(self._reader.read(-1 if n is None else n))
+
+    def readall(self) -> bytes:
+        return self.read(-1)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(memoryview(buffer)))
+        memoryview(buffer).cast("B")[: len(data)] = data
+        return len(data)
+
+    @_mirrors(_core.RangeReader.read_range)
+    def read_range(self, start: int | None, end: int | None = None) -> bytes:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return run(self._reader.read_range(start, end))
+
+    @_mirrors(_core.RangeReader.seek)
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return self._reader.seek(offset, whence)
+
+    @_mirrors(_core.RangeReader.tell)
+    def tell(self) -> int:
+        self._checkClosed()  # type: ignore[attr-defined]
+        return self._reader.tell()
+
+    @_mirrors(_core.RangeReader.close)
+    def close(self) -> None:
+        # Not forwarded: the reader holds nothing on the server, and a file's finalizer may
+        # close it on the loop's own thread, where a blocking call cannot run.
+        super().close()
 
 
 class ObjectWatcher:
@@ -263,6 +319,20 @@ class ObjectStore:
                 allow_missing_digest=allow_missing_digest,
             )
         )
+
+    @_mirrors(_core.ObjectStore.get_range)
+    def get_range(
+        self, name: str, start: int, end: int | None = None, *, min_sequence: int | None = None
+    ) -> bytes:
+        return run(self._store.get_range(name, start, end, min_sequence=min_sequence))
+
+    @_mirrors(_core.ObjectStore.open_range)
+    def open_range(self, name: str, *, min_sequence: int | None = None) -> RangeReader:
+        return RangeReader(run(self._store.open_range(name, min_sequence=min_sequence)))
+
+    @_mirrors(_core.ObjectStore.range_reader)
+    def range_reader(self, info: ObjectInfo) -> RangeReader:
+        return RangeReader(self._store.range_reader(info))
 
     @_mirrors(_core.ObjectStore.get_info)
     def get_info(

@@ -55,6 +55,7 @@ EXPECTED_LAST_MSG_ID = "Nats-Expected-Last-Msg-Id"
 LAST_CONSUMER_SEQUENCE = "Nats-Last-Consumer"
 CONSUMER_STALLED = "Nats-Consumer-Stalled"
 MSG_ID = "Nats-Msg-Id"  # the stream drops a second message with the same id (duplicate window)
+MSG_SIZE = "Nats-Msg-Size"  # a headers-only delivery's payload size (the payload is not sent)
 # ADR-43: a message's time to live (whole seconds, or a Go duration as the server writes
 # it), and the reason on the subject delete marker the server leaves when a subject's last
 # message expires ("MaxAge").

@@ -1,6 +1,7 @@
 """The async core: ``client = await natsobj.aio.connect(url)``."""
 
 from natsobj.aio.client import Client, connect
+from natsobj.aio.ranges import RangeReader
 from natsobj.aio.reader import ObjectReader
 from natsobj.aio.store import Changes, CompactResult, ObjectStore
 from natsobj.aio.watch import ObjectWatcher
@@ -12,5 +13,6 @@ __all__ = [
     "ObjectReader",
     "ObjectStore",
     "ObjectWatcher",
+    "RangeReader",
     "connect",
 ]

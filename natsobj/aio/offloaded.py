@@ -5,6 +5,10 @@ archive registers how to read them (``register_offloaded_reader``) when it is im
 process that never meets an offloaded record never imports the archive; one that does, and
 has not imported it yet, gets it loaded here by module name (``PLUGINS``), so ``get`` works
 the same whether or not the caller imported ``natsobj.archive`` first.
+
+A ranged read of an offloaded object asks the archive for just those bytes when it registered
+a ``read_range`` (an S3 range GET); otherwise it reads the object from its start through the
+whole-object reader and drops what comes before the range.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import AsyncGenerator
 from typing import Protocol
 
 from natsobj.aio.stream import BucketStream
-from natsobj.errors import NatsObjError
+from natsobj.errors import DigestMismatch, NatsObjError
 from natsobj.model import ObjectInfo
 
 # Modules that register an offloaded reader when imported, tried in order.
@@ -27,12 +31,24 @@ class OffloadedReaderFactory(Protocol):
         ...
 
 
+class OffloadedRangeReader(Protocol):
+    async def __call__(self, stream: BucketStream, info: ObjectInfo, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of the object (0 <= start < end <= info.size), exactly
+        that many: a range cannot be checked against the digest, its length can."""
+        ...
+
+
 _registered: list[OffloadedReaderFactory] = []
+_ranged: list[OffloadedRangeReader] = []
 
 
-def register_offloaded_reader(factory: OffloadedReaderFactory) -> None:
-    """Make ``factory`` the reader of offloaded objects (the archive calls this on import)."""
+def register_offloaded_reader(
+    factory: OffloadedReaderFactory, *, read_range: OffloadedRangeReader | None = None
+) -> None:
+    """Make ``factory`` the reader of offloaded objects (the archive calls this on import),
+    and ``read_range``, when given, the reader of byte ranges of them."""
     _registered[:] = [factory]
+    _ranged[:] = [read_range] if read_range is not None else []
 
 
 def offloaded_reader() -> OffloadedReaderFactory | None:
@@ -49,6 +65,39 @@ def offloaded_reader() -> OffloadedReaderFactory | None:
 
 
 def read_offloaded(stream: BucketStream, info: ObjectInfo) -> AsyncGenerator[bytes]:
+    return _factory(info)(stream, info)
+
+
+async def read_offloaded_range(
+    stream: BucketStream, info: ObjectInfo, start: int, end: int
+) -> bytes:
+    """Bytes ``[start, end)`` of an offloaded object: the registered ``read_range``, else the
+    whole-object reader from the start, stopped once ``end`` is reached."""
+    factory = _factory(info)
+    if _ranged:
+        data = await _ranged[0](stream, info, start, end)
+    else:
+        pieces, kept, offset = factory(stream, info), [], 0
+        try:
+            async for piece in pieces:
+                if offset + len(piece) > start:
+                    kept.append(piece[max(0, start - offset) : end - offset])
+                offset += len(piece)
+                if offset >= end:
+                    break
+        finally:
+            await pieces.aclose()
+        data = b"".join(kept)
+    if len(data) != end - start:
+        raise DigestMismatch(
+            f"the archive returned {len(data)} bytes for a range of {end - start}",
+            bucket=info.bucket,
+            name=info.name,
+        )
+    return data
+
+
+def _factory(info: ObjectInfo) -> OffloadedReaderFactory:
     factory = offloaded_reader()
     if factory is None:
         raise NatsObjError(
@@ -57,4 +106,4 @@ def read_offloaded(stream: BucketStream, info: ObjectInfo) -> AsyncGenerator[byt
             name=info.name,
             hint="Install the archive extra: pip install 'natsobj[archive]'.",
         )
-    return factory(stream, info)
+    return factory

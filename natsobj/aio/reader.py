@@ -154,28 +154,13 @@ class ObjectReader:
         chunk_size = info.chunk_size or DEFAULT_CHUNK_SIZE
         batch = max(1, min(128, self.read_window_bytes // chunk_size // 2))
 
-        async def start() -> tuple[OrderedConsumer, int]:
-            consumer = stream.consumer(subject, batch=batch, pulls_ahead=2)
-            try:
-                return consumer, await consumer.start()
-            except BaseException:
-                await consumer.close()
-                raise
-
-        async def complete(started: tuple[OrderedConsumer, int]) -> bool:
-            consumer, available = started
-            try:
-                # fewer at the leader too: the object changed (the reader says so)
-                if available >= info.chunks or await stream.leader_count(subject) < info.chunks:
-                    return True
-            except BaseException:
-                await consumer.close()
-                raise
-            await consumer.close()
-            return False
-
-        return await stream.until_caught_up(
-            start, complete, what="the object's chunks", name=info.name
+        return await stream.started_consumer(
+            subject,
+            info.chunks,
+            what="the object's chunks",
+            name=info.name,
+            batch=batch,
+            pulls_ahead=2,
         )
 
     def _changed(self) -> ObjectChanged:

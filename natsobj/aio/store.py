@@ -24,6 +24,7 @@ from natsobj.aio.expiry import BucketExpiry
 from natsobj.aio.jsapi import JetStreamApi, status_of
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.publish import PublishWindow
+from natsobj.aio.ranges import RangeReader
 from natsobj.aio.reader import ObjectReader, check_digest
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.stream import BucketStream, LastMsg
@@ -581,6 +582,49 @@ class ObjectStore:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp_name)
         raise AssertionError("unreachable")
+
+    # -- ranges ----------------------------------------------------------------------------------
+
+    async def get_range(
+        self, name: str, start: int, end: int | None = None, *, min_sequence: int | None = None
+    ) -> bytes:
+        """Bytes ``[start, end)`` of the object (following a link), fsspec's convention: end
+        exclusive, None for the end, negative offsets from the end, clamped to the object.
+        Only the chunks holding them are fetched (docs/random-access.md), each checked for
+        its subject, sequence and length; a range cannot be checked against the SHA-256.
+        A read that raced an overwrite reads the new version; ``min_sequence`` as for
+        ``get_info``."""
+        for attempt in range(READ_ATTEMPTS):
+            reader = await self.open_range(name, min_sequence=min_sequence)
+            try:
+                return await reader.read_range(start, end)
+            except ObjectChanged:
+                if attempt == READ_ATTEMPTS - 1:
+                    raise
+            finally:
+                await reader.close()
+        raise AssertionError("unreachable")
+
+    async def open_range(self, name: str, *, min_sequence: int | None = None) -> RangeReader:
+        """A seekable reader of the object's current version (following a link): ``size``,
+        ``read(n)``, ``seek``, ``tell``, ``read_range``, fetching only the chunks each read
+        needs. An overwrite or delete while it is open makes its next fetch raise
+        ObjectChanged (never bytes of two versions). ``min_sequence`` as for ``get_info``."""
+        target, info = await self._resolve(name, min_sequence)
+        return target.range_reader(info)
+
+    def range_reader(self, info: ObjectInfo) -> RangeReader:
+        """A seekable reader of the version ``info`` describes (a record read before, by a
+        listing or ``get_info``; not a link). ``open_range`` is the usual way in."""
+        if info.is_link:
+            raise LinkError(
+                "a link has no data of its own; open_range follows it",
+                bucket=self.bucket,
+                name=info.name,
+            )
+        return RangeReader(
+            self.bucket_stream, info, read_window_bytes=self.client.read_window_bytes
+        )
 
     # -- meta, delete, links ----------------------------------------------------------------------
 

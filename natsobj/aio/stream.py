@@ -23,7 +23,14 @@ from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
 from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
-from natsobj.aio.jsapi import Failover, JetStreamApi, api_error, parse_headers, status_of
+from natsobj.aio.jsapi import (
+    Failover,
+    JetStreamApi,
+    api_error,
+    parse_headers,
+    raw_header,
+    status_of,
+)
 from natsobj.errors import (
     NatsObjError,
     NotConnected,
@@ -37,8 +44,10 @@ from natsobj.settings import STRONG, ConnectionSettings
 from natsobj.wire import (
     EXPECTED_LAST_SUBJECT_SEQ,
     MSG_ID,
+    MSG_SIZE,
     ROLLUP,
     WRONG_LAST_SEQUENCE,
+    direct_get_batch_subject,
     direct_get_subject,
     stream_api,
 )
@@ -164,12 +173,36 @@ class BucketStream:
                     return found
         return await self.leader_last(subject, name=name)
 
+    async def first(
+        self, subject: str, *, after: int = 0, name: str | None = None
+    ) -> LastMsg | None:
+        """The first message on ``subject`` past sequence ``after``, or None when there is none.
+
+        A replica holds a prefix of the stream, so a message it returns is the one the leader
+        would; only a replica's "none" may be out of date, and with more than one replica the
+        leader is asked then."""
+        body = {"seq": after + 1, "next_by_subj": subject}
+        if self.allow_direct:
+            found = await self._direct(
+                direct_get_batch_subject(self.api.prefix, self.stream),
+                json.dumps(body).encode(),
+                name=name,
+            )
+            if isinstance(found, LastMsg) or (found is None and self.replicas == 1):
+                return found
+        return await self._leader_get(body, name=name)
+
     async def _direct_last(self, subject: str, *, name: str | None) -> LastMsg | object | None:
+        return await self._direct(
+            direct_get_subject(self.api.prefix, self.stream, subject), b"", name=name
+        )
+
+    async def _direct(
+        self, request_subject: str, payload: bytes, *, name: str | None
+    ) -> LastMsg | object | None:
         """Direct get (ADR-31) from whichever replica answers; _UNAVAILABLE when none can."""
         try:
-            reply = await self.api.request(
-                direct_get_subject(self.api.prefix, self.stream, subject)
-            )
+            reply = await self.api.request(request_subject, payload)
         except NotConnected:
             if not self.api.in_cluster:
                 raise
@@ -195,12 +228,12 @@ class BucketStream:
     async def leader_last(self, subject: str, *, name: str | None = None) -> LastMsg | None:
         """STREAM.MSG.GET, answered only by the stream leader, which holds every acknowledged
         write (and has applied every purge)."""
+        return await self._leader_get({"last_by_subj": subject}, name=name)
+
+    async def _leader_get(self, body: dict[str, Any], *, name: str | None) -> LastMsg | None:
         try:
             response = await self.api.call(
-                f"STREAM.MSG.GET.{self.stream}",
-                {"last_by_subj": subject},
-                bucket=self.bucket,
-                name=name,
+                f"STREAM.MSG.GET.{self.stream}", body, bucket=self.bucket, name=name
             )
         except ObjectNotFound:
             return None
@@ -275,6 +308,66 @@ class BucketStream:
             bucket=self.bucket,
             headers_only=headers_only,
         )
+
+    async def started_consumer(
+        self, subject: str, expected: int, *, what: str, name: str | None = None, **options: Any
+    ) -> tuple[OrderedConsumer, int]:
+        """A started read of ``subject`` (``consumer(subject, **options)``) and how many
+        messages it has. The consumer may be placed on a replica that has not caught up; with
+        fewer than ``expected`` messages while the stream leader holds them all, another one is
+        made after a pause (ReplicaLagging when none catches up). Fewer at the leader too is
+        the caller's to judge (the messages are gone)."""
+
+        async def start() -> tuple[OrderedConsumer, int]:
+            consumer = self.consumer(subject, **options)
+            try:
+                return consumer, await consumer.start()
+            except BaseException:
+                await consumer.close()
+                raise
+
+        async def complete(started: tuple[OrderedConsumer, int]) -> bool:
+            consumer, available = started
+            try:
+                if available >= expected or await self.leader_count(subject) < expected:
+                    return True
+            except BaseException:
+                await consumer.close()
+                raise
+            await consumer.close()
+            return False
+
+        return await self.until_caught_up(start, complete, what=what, name=name)
+
+    async def message_sizes(
+        self, subject: str, expected: int, *, name: str | None = None
+    ) -> list[tuple[int, int]]:
+        """(stream sequence, payload size) of each message on ``subject``, in stream order,
+        read with a headers-only consumer: no payload is sent, only each one's
+        ``Nats-Msg-Size``. ``expected`` is how many the caller knows are there (see
+        ``started_consumer``); fewer come back when they are gone."""
+        consumer, available = await self.started_consumer(
+            subject,
+            expected,
+            what=f"the messages on {subject}",
+            name=name,
+            headers_only=True,
+            batch=1024,
+            pulls_ahead=2,
+        )
+        sizes: list[tuple[int, int]] = []
+        try:
+            while len(sizes) < available:
+                msg = await consumer.next()
+                if msg is None:
+                    break
+                size = raw_header(msg.headers, MSG_SIZE.encode())
+                sizes.append((msg.sequence, int(size) if size is not None else len(msg.data)))
+                if msg.pending == 0:
+                    break
+        finally:
+            await consumer.close()
+        return sizes
 
     # -- writes -----------------------------------------------------------------------------
 

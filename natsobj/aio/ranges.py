@@ -1,0 +1,261 @@
+"""Ranged reads: the bytes of an object between two offsets, fetching only the chunks that
+hold them (``natsobj.aio.chunkmap`` says which), and a seekable reader built on them.
+
+Each run of chunks comes back from one batched direct get (ADR-31: ``seq`` of its first
+chunk, ``next_by_subj`` the object's chunk subject, ``batch`` its length), runs of a large
+range several at a time. Every chunk is checked: its subject, its sequence and its length
+against the map. Nothing else can be: a range cannot be checked against the object's SHA-256
+(like an S3 range GET); whole-object reads (``ObjectStore.get``) still are.
+
+A chunk that is not there any more means the version was overwritten or deleted (a new
+version's chunks are on another subject, and the old ones are purged): ``ObjectChanged``,
+never bytes of two versions. In a cluster, a replica that is behind may lack chunks written
+just before; those are asked of the stream leader before concluding anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from collections import OrderedDict
+from types import TracebackType
+from typing import Any, NoReturn
+
+from natsobj.aio.chunkmap import ChunkMap, changed, forget, locate
+from natsobj.aio.directbatch import DirectBatches, RawMsg
+from natsobj.aio.jsapi import raw_header
+from natsobj.aio.offloaded import read_offloaded_range
+from natsobj.aio.stream import BucketStream
+from natsobj.errors import DigestMismatch
+from natsobj.model import ObjectInfo
+
+HELD_CHUNKS = 4  # chunks a reader keeps after fetching them (small sequential reads reuse them)
+IN_FLIGHT = 4  # batched gets outstanding at once for one large range
+
+
+def byte_range(size: int, start: int | None, end: int | None) -> tuple[int, int]:
+    """``[start, end)`` of an object of ``size`` bytes as fsspec reads it: None is the start
+    (or the end), negative offsets count from the end, and both are clamped to the object, so
+    a range past the end (or one that ends before it starts) is empty."""
+    start = 0 if start is None else start
+    end = size if end is None else end
+    if start < 0:
+        start += size
+    if end < 0:
+        end += size
+    start = min(max(start, 0), size)
+    end = min(max(end, start), size)
+    return start, end
+
+
+class MapDisproved(DigestMismatch):
+    """A chunk is not the length its map says. On a fast-path map (see ``chunkmap``) the
+    writer broke its declared chunk size, and the reader maps every chunk instead; on a map
+    built from every chunk's size, the object is damaged."""
+
+    hint = "Re-upload the object."
+
+
+class RangeReader:
+    """A seekable reader of one version of an object (``ObjectStore.open_range``): ``size``,
+    ``read(n)``, ``seek``, ``tell`` and ``read_range(start, end)``, each fetching only the
+    chunks that hold the bytes asked for. ``bytes_fetched`` counts what came over the wire.
+    Bytes are never checked against the object's digest (see the module docstring)."""
+
+    def __init__(self, stream: BucketStream, info: ObjectInfo, *, read_window_bytes: int) -> None:
+        self.stream = stream
+        self.info = info
+        self.size = info.size
+        self.bytes_fetched = 0
+        self.read_window_bytes = read_window_bytes
+        self._position = 0
+        self._map: ChunkMap | None = None
+        self._held: OrderedDict[int, bytes] = OrderedDict()
+
+    def __repr__(self) -> str:
+        return f"RangeReader(bucket={self.info.bucket!r}, name={self.info.name!r})"
+
+    async def __aenter__(self) -> RangeReader:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Move the position as a binary file does (past the end is allowed: reads there
+        return b""); returns the new position. Nothing is fetched."""
+        if whence == io.SEEK_SET:
+            position = offset
+        elif whence == io.SEEK_CUR:
+            position = self._position + offset
+        elif whence == io.SEEK_END:
+            position = self.size + offset
+        else:
+            raise ValueError(f"invalid whence ({whence!r}, should be 0, 1 or 2)")
+        if position < 0:
+            raise ValueError(f"negative seek position {position}")
+        self._position = position
+        return position
+
+    def tell(self) -> int:
+        """The position the next ``read`` starts at."""
+        return self._position
+
+    async def read(self, n: int = -1) -> bytes:
+        """Up to ``n`` bytes from the position (all that remains when n < 0); b"" at the end."""
+        start = min(self._position, self.size)
+        end = self.size if n < 0 else min(self.size, start + n)
+        data = await self.read_range(start, end)
+        self._position = start + len(data)
+        return data
+
+    async def read_range(self, start: int | None, end: int | None = None) -> bytes:
+        """Bytes ``[start, end)`` (``byte_range``'s convention), without moving the position."""
+        start, end = byte_range(self.size, start, end)
+        if start == end:
+            return b""
+        if self.info.offloaded:
+            data = await read_offloaded_range(self.stream, self.info, start, end)
+            self.bytes_fetched += len(data)
+            return data
+        try:
+            chunk_map = await self._chunk_map()
+            indexes = chunk_map.chunks_for(start, end)
+            chunks = await self._chunks(chunk_map, indexes)
+        except MapDisproved:
+            # A writer's chunk over its own declared size: map them all once, then read again.
+            if self._map is not None and self._map.mapped:
+                raise
+            self._map, self._held = (
+                (await locate(self.stream, self.info, exhaustive=True)).map,
+                OrderedDict(),
+            )
+            chunk_map = self._map
+            indexes = chunk_map.chunks_for(start, end)
+            chunks = await self._chunks(chunk_map, indexes)
+        skip = start - chunk_map.starts[indexes[0]]
+        if len(chunks) == 1:
+            return chunks[0][skip : skip + end - start]
+        return b"".join(chunks)[skip : skip + end - start]
+
+    async def close(self) -> None:
+        """Let go of the chunks kept; the reader holds nothing on the server."""
+        self._held.clear()
+
+    async def _chunk_map(self) -> ChunkMap:
+        if self._map is None:
+            located = await locate(self.stream, self.info)
+            self._map = located.map
+            for index, data in located.held.items():
+                self._check_length(located.map, index, data)
+                self._hold(index, data)
+                self.bytes_fetched += len(data)
+        return self._map
+
+    def _hold(self, index: int, data: bytes) -> None:
+        self._held[index] = data
+        self._held.move_to_end(index)
+        while len(self._held) > HELD_CHUNKS:
+            self._held.popitem(last=False)
+
+    async def _chunks(self, chunk_map: ChunkMap, indexes: range) -> list[bytes]:
+        """The data of chunks ``indexes``: held ones as they are, runs of the others fetched
+        with up to IN_FLIGHT batched gets at once."""
+        runs = self._runs(chunk_map, indexes)
+        if runs:
+            gets = DirectBatches(self.stream.api, self.stream.stream, bucket=self.info.bucket)
+            await gets.open()
+            try:
+                limit = asyncio.Semaphore(IN_FLIGHT)
+
+                async def fetch(run: range) -> list[bytes]:
+                    async with limit:
+                        return await self._fetch_run(gets, chunk_map, run)
+
+                fetched = await asyncio.gather(*(fetch(run) for run in runs))
+            finally:
+                await gets.close()
+            by_index = {
+                index: data
+                for run, datas in zip(runs, fetched, strict=True)
+                for index, data in zip(run, datas, strict=True)
+            }
+        else:
+            by_index = {}
+        chunks = [by_index[k] if k in by_index else self._held[k] for k in indexes]
+        self._hold(indexes[-1], chunks[-1])
+        return chunks
+
+    def _runs(self, chunk_map: ChunkMap, indexes: range) -> list[range]:
+        """The chunks of ``indexes`` not held, as runs of consecutive chunks of about half a
+        read window each (one batched get apiece)."""
+        per_run = max(1, self.read_window_bytes // 2)
+        runs: list[range] = []
+        run_start: int | None = None
+        run_bytes = 0
+        for k in indexes:
+            if k in self._held:
+                if run_start is not None:
+                    runs.append(range(run_start, k))
+                    run_start = None
+                continue
+            if run_start is None:
+                run_start, run_bytes = k, 0
+            run_bytes += chunk_map.length(k)
+            if run_bytes >= per_run:
+                runs.append(range(run_start, k + 1))
+                run_start = None
+        if run_start is not None:
+            runs.append(range(run_start, indexes[-1] + 1))
+        return runs
+
+    async def _fetch_run(self, gets: DirectBatches, chunk_map: ChunkMap, run: range) -> list[bytes]:
+        """One run of chunks, each checked; those a replica did not have (behind, or purged)
+        are asked for one by one, of the leader in a cluster."""
+        messages: list[RawMsg] = []
+        if self.stream.allow_direct:
+            body: dict[str, Any] = {
+                "seq": chunk_map.sequences[run[0]],
+                "next_by_subj": chunk_map.subject,
+                "batch": len(run),
+            }
+            messages = await gets.get(body)
+        chunks: list[bytes] = []
+        for k, (headers, data) in zip(run, messages, strict=False):
+            self._check(chunk_map, k, headers, data)
+            chunks.append(data)
+        for k in run[len(chunks) :]:
+            found = await self.stream.first(
+                chunk_map.subject, after=chunk_map.sequences[k] - 1, name=self.info.name
+            )
+            if found is None or found.sequence != chunk_map.sequences[k]:
+                self._gone()
+            self._check_length(chunk_map, k, found.data)
+            chunks.append(found.data)
+        self.bytes_fetched += sum(len(chunk) for chunk in chunks)
+        return chunks
+
+    def _check(self, chunk_map: ChunkMap, k: int, headers: bytes, data: bytes) -> None:
+        subject = raw_header(headers, b"Nats-Subject")
+        sequence = raw_header(headers, b"Nats-Sequence")
+        if subject != chunk_map.subject or sequence != str(chunk_map.sequences[k]):
+            self._gone()
+        self._check_length(chunk_map, k, data)
+
+    def _check_length(self, chunk_map: ChunkMap, k: int, data: bytes) -> None:
+        if len(data) != chunk_map.length(k):
+            forget(self.info)
+            raise MapDisproved(
+                f"chunk {k} holds {len(data)} bytes where its map has {chunk_map.length(k)}",
+                bucket=self.info.bucket,
+                name=self.info.name,
+            )
+
+    def _gone(self) -> NoReturn:
+        forget(self.info)
+        raise changed(self.info)
