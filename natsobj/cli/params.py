@@ -149,3 +149,44 @@ class Duration(click.ParamType):
             return parse_duration(value)
         except ValueError:
             self.fail(f"{value!r} is not a duration like 30d, 12h or 90m", param, ctx)
+
+
+class ByteRange(click.ParamType):
+    """An HTTP byte range, as ``curl -r`` and ``aws s3api get-object --range`` take it:
+    ``START-END`` (END included), ``START-`` (to the end) or ``-SUFFIX`` (the last SUFFIX
+    bytes); a ``bytes=`` prefix is accepted. Converted to ``(start, end)`` in the core's
+    convention (end excluded, None for the end; a suffix as a negative start)."""
+
+    name = "range"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[int, int | None]:
+        if isinstance(value, tuple):
+            return value
+        text = str(value).strip().removeprefix("bytes=")
+        first, dash, last = text.partition("-")
+        digits = (first or "0").isdigit() and (last or "0").isdigit()
+        if not dash or not (first or last) or not digits:
+            self.fail(f"{value!r} is not a range like 0-99, 100- or -500", param, ctx)
+        if not first:
+            if int(last) == 0:
+                self.fail(f"{value!r} selects no bytes", param, ctx)
+            return -int(last), None
+        if not last:
+            return int(first), None
+        if int(last) < int(first):
+            self.fail(f"{value!r} ends before it starts", param, ctx)
+        return int(first), int(last) + 1
+
+
+def range_option() -> Any:
+    return click.option(
+        "--range",
+        "byte_range",
+        type=ByteRange(),
+        metavar="START-END",
+        help="Only these bytes: START-END (END included), START- or -SUFFIX, as curl -r."
+        " Only the chunks holding them are fetched; a range is not checked against the"
+        " object's SHA-256.",
+    )

@@ -1,8 +1,9 @@
-"""``natsobj put``, ``get`` and ``cp``: files, directories (-r), stdin/stdout ('-'), and
-object to object across buckets.
+"""``natsobj put``, ``get``, ``cat`` and ``cp``: files, directories (-r), stdin/stdout
+('-'), and object to object across buckets.
 
 Data always flows chunk by chunk, so memory stays bounded whatever the object size; a file
-being written appears under its final name only after the store verified its digest.
+being written appears under its final name only after the store verified its digest (or,
+for ``--range``, once every byte of the range arrived: a range has no digest to check).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import functools
 import os
 import stat
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -27,14 +29,17 @@ from natsobj.cli.params import (
     header_option,
     metadata_option,
     progress_option,
+    range_option,
 )
 from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.session import Session, pass_session
 from natsobj.errors import ObjectNotFound
+from natsobj.localfiles import replacement_mode
 from natsobj.model import ObjectInfo
 from natsobj.sync import ObjectStore, run
 
 STDIO = "-"
+RANGE_PIECE = 8 * 1024 * 1024  # a range is fetched and written this much at a time
 
 
 def _stdin_size(stream: BinaryIO) -> int | None:
@@ -139,6 +144,61 @@ def _get_to_file(
         )
 
 
+def _copy_range(
+    store: ObjectStore, name: str, byte_range: tuple[int, int | None], out: BinaryIO, bar: Meter
+) -> tuple[ObjectInfo, int, int]:
+    """Write bytes ``byte_range`` (the core's convention, see ``ByteRange``) of NAME to
+    ``out``, a piece at a time; returns the version read and the first and last+1 offsets.
+    A start at or past the end is refused, as an HTTP server answers 416."""
+    start, end = byte_range
+    with contextlib.closing(store.open_range(name)) as reader:
+        size = reader.size
+        if start >= size:
+            raise UsageProblem(
+                f"range not satisfiable: {render.shell_escape(name)} has {size} bytes"
+            )
+        first = max(0, size + start) if start < 0 else start
+        last = size if end is None else min(end, size)
+        with bar.task(name, last - first) as advance:
+            reader.seek(first)
+            while reader.tell() < last:
+                piece = reader.read(min(RANGE_PIECE, last - reader.tell()))
+                out.write(piece)
+                advance(len(piece))
+        return reader.info, first, last
+
+
+def _range_to_file(
+    store: ObjectStore,
+    name: str,
+    byte_range: tuple[int, int | None],
+    destination: Path,
+    bar: Meter,
+) -> tuple[ObjectInfo, int, int]:
+    """Like the core's get_file: written beside ``destination``, renamed once complete."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    fd, part = tempfile.mkstemp(
+        prefix=f".{destination.name}.", suffix=".part", dir=destination.parent
+    )
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            got = _copy_range(store, name, byte_range, handle, bar)
+        os.chmod(part, replacement_mode(destination))
+        os.replace(part, destination)
+        return got
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(part)
+
+
+def _range_summary(info: ObjectInfo, first: int, last: int) -> str:
+    shown = f"{first}-{last - 1}" if last > first else "nothing"
+    return (
+        f"got {info.bucket}/{render.shell_escape(info.name)}  bytes {shown}/{info.size}"
+        f"  {render.size(last - first)}"
+    )
+
+
 @click.command("get")
 @click.argument("bucket")
 @click.argument("name")
@@ -147,6 +207,7 @@ def _get_to_file(
     "--recursive", "-r", is_flag=True, help="NAME is a prefix; PATH the directory to fill."
 )
 @allow_missing_digest_option()
+@range_option()
 @progress_option()
 @pass_session
 def get(
@@ -156,16 +217,31 @@ def get(
     path: str,
     recursive: bool,
     allow_missing_digest: bool,
+    byte_range: tuple[int, int | None] | None,
     progress: bool | None,
 ) -> None:
     """Fetch NAME from BUCKET into PATH (file, directory or '-').
 
-    Links are followed. The digest is verified; a mismatch exits with code 4.
+    Links are followed. The digest is verified; a mismatch exits with code 4. With --range
+    only those bytes are fetched and written (no digest covers a range).
     """
     if recursive and path == STDIO:
         raise UsageProblem("-r writes a directory tree and cannot write to stdout")
+    if recursive and byte_range is not None:
+        raise UsageProblem("--range reads one object and cannot be used with -r")
     store = session.store(bucket)
     with meter(progress) as bar:
+        if byte_range is not None:
+            if path == STDIO:
+                _copy_range(store, name, byte_range, sys.stdout.buffer, bar)
+                sys.stdout.buffer.flush()
+                return
+            destination = Path(path)
+            if destination.is_dir():
+                destination = destination / name.rsplit(paths.SEP, 1)[-1]
+            got = _range_to_file(store, name, byte_range, destination, bar)
+            click.echo(f"{_range_summary(*got)} -> {destination}")
+            return
         if path == STDIO:
             out = sys.stdout.buffer
             _copy_out(store, name, out, bar, allow_missing_digest)
@@ -194,6 +270,34 @@ def get(
             got = _get_to_file(store, info.name, target, bar, allow_missing_digest)
             click.echo(f"{_summary('got', got)} -> {target}")
         plan.check()
+
+
+@click.command("cat")
+@click.argument("bucket")
+@click.argument("name")
+@allow_missing_digest_option()
+@range_option()
+@pass_session
+def cat(
+    session: Session,
+    bucket: str,
+    name: str,
+    allow_missing_digest: bool,
+    byte_range: tuple[int, int | None] | None,
+) -> None:
+    """Write NAME (or, with --range, those bytes of it) to stdout.
+
+    Links are followed. A whole object's digest is verified (a mismatch exits with code 4
+    after the bytes went out); a range fetches only the chunks holding it.
+    """
+    store = session.store(bucket)
+    out = sys.stdout.buffer
+    with meter(False) as bar:
+        if byte_range is None:
+            _copy_out(store, name, out, bar, allow_missing_digest)
+        else:
+            _copy_range(store, name, byte_range, out, bar)
+    out.flush()
 
 
 @click.command("cp")
@@ -253,4 +357,4 @@ def cp(
             )
 
 
-COMMANDS = (put, get, cp)
+COMMANDS = (put, get, cat, cp)
