@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from fsspec.spec import AbstractBufferedFile
 
 from natsobj import aio
 from natsobj.aio.copy import copy_object
+from natsobj.aio.reader import check_digest
 from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound
 from natsobj.model import ObjectInfo
 from natsobj.paths import SCHEME, as_dir, listing_prefix, parse_nats_url, split_level, under
@@ -167,6 +169,15 @@ class NatsObjectFileSystem(AsyncFileSystem):
         if await _has_objects(store, as_dir(key)):
             return _dir_entry(path)
         raise _not_found(path)
+
+    async def _modified(self, path: str) -> datetime:
+        """The object's modification time (DuckDB asks before it reads a file)."""
+        info = await self._info(path)
+        if info["type"] != "file":
+            raise IsADirectoryError(path)
+        return info["mtime"]
+
+    modified = sync_wrapper(_modified)
 
     async def _ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
         path = self._strip_protocol(path)
@@ -344,6 +355,17 @@ def _put_options(kwargs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+async def _open_ranged(
+    store: aio.ObjectStore, key: str, allow_missing_digest: bool
+) -> aio.RangeReader:
+    """A ranged reader of the current version, refused as ``get`` refuses a record without a
+    digest: a range cannot be checked against the digest, but the faces treat such a record
+    alike whatever part of it is read."""
+    reader = await store.open_range(key)
+    check_digest(reader.info, allow_missing=allow_missing_digest)
+    return reader
+
+
 async def _read_range(
     store: aio.ObjectStore,
     key: str,
@@ -351,38 +373,32 @@ async def _read_range(
     end: int | None,
     allow_missing_digest: bool,
 ) -> bytes:
-    """Chunks before ``start`` are read and dropped: object chunks are only readable in order."""
-    async with store.get(key, allow_missing_digest=allow_missing_digest) as reader:
-        size = reader.info.size
-        start = 0 if start is None else (start + size if start < 0 else start)
-        end = size if end is None else (end + size if end < 0 else min(end, size))
-        if end <= start:
-            return b""
-        position = 0
-        parts: list[bytes] = []
-        async for chunk in reader:
-            chunk_end = position + len(chunk)
-            if chunk_end > start:
-                parts.append(chunk[max(0, start - position) : end - position])
-            position = chunk_end
-            if position >= end:
-                break
-        return b"".join(parts)
+    """Only the chunks that hold ``[start, end)`` are fetched (docs/random-access.md)."""
+    async with await _open_ranged(store, key, allow_missing_digest) as reader:
+        return await reader.read_range(start, end)
 
 
 class NatsObjectFile(AbstractBufferedFile):
-    """Reads stream in order and reopen only on a backward seek; writes stream into one put
-    that is published when the file closes cleanly and abandoned (no object) otherwise."""
+    """Reads fetch only the chunks that hold the requested bytes, from one version of the
+    object (a ranged reader opened on the first read; an overwrite after it raises
+    ObjectChanged); writes stream into one put that is published when the file closes cleanly
+    and abandoned (no object) otherwise.
+
+    Reads go through fsspec's "readahead" cache with a block of one default chunk (128 KiB):
+    a columnar reader (pyarrow, DuckDB) asks for the footer and then for exactly the column
+    chunks it needs, which a large read-ahead only inflates (for one column of ten, fsspec's
+    default 4 MiB fetched 6.5 times what no cache fetches; 128 KiB, about 10% more), while a
+    reader of small pieces (``readline``, CSV parsers) still gets whole chunks per request.
+    ``block_size`` and ``cache_type`` of ``open`` override it.
+    """
 
     DEFAULT_BLOCK_SIZE = 4 * 2**20
+    READ_AHEAD = 128 * 2**10
 
     def __init__(
         self, fs: NatsObjectFileSystem, path: str, mode: str = "rb", **kwargs: Any
     ) -> None:
-        self._reader_cm: Any = None
-        self._reader: Any = None
-        self._position = 0
-        self._pending = b""
+        self._ranged: aio.RangeReader | None = None
         self._queue: asyncio.Queue[Any] | None = None
         self._put_task: asyncio.Future[Any] | None = None
         put_keys = ("description", "headers", "metadata", "chunk_size")
@@ -391,6 +407,8 @@ class NatsObjectFile(AbstractBufferedFile):
             raise NotImplementedError("objects cannot be appended to; write a new object")
         if mode == "xb" and fs.exists(path):
             raise FileExistsError(f"nats://{path} exists")
+        if mode == "rb" and kwargs.get("block_size") in (None, "default"):
+            kwargs["block_size"] = self.READ_AHEAD
         super().__init__(fs, path, mode=mode.replace("x", "w"), **kwargs)
         self.info_after_put: ObjectInfo | None = None
 
@@ -400,35 +418,20 @@ class NatsObjectFile(AbstractBufferedFile):
         return sync(self.fs.loop, self._afetch, start, end)
 
     async def _afetch(self, start: int, end: int) -> bytes:
-        if self._reader is None or start < self._position:
-            await self._aclose_reader()
+        if self._ranged is None:
             bucket, key = _split(self.path)
             store = await self.fs._store(bucket)
-            self._reader_cm = store.get(key, allow_missing_digest=self.fs.allow_missing_digest)
             try:
-                self._reader = await self._reader_cm.__aenter__()
+                self._ranged = await _open_ranged(store, key, self.fs.allow_missing_digest)
             except ObjectNotFound as exc:
-                self._reader_cm = None
                 raise _not_found(self.path, exc) from None
-            self._position, self._pending = 0, b""
-        parts: list[bytes] = []
-        while self._position < end:
-            if not self._pending:
-                self._pending = await self._reader.read(self.blocksize)
-                if not self._pending:
-                    break
-            take = self._pending[: end - self._position]
-            if self._position + len(take) > start:
-                parts.append(take[max(0, start - self._position) :])
-            self._position += len(take)
-            self._pending = self._pending[len(take) :]
-        return b"".join(parts)
+        return await self._ranged.read_range(start, end)
 
     async def _aclose_reader(self) -> None:
-        if self._reader_cm is not None:
+        if self._ranged is not None:
             with contextlib.suppress(Exception):
-                await self._reader_cm.__aexit__(None, None, None)
-        self._reader_cm = self._reader = None
+                await self._ranged.close()
+        self._ranged = None
 
     # writing
 
@@ -493,7 +496,7 @@ class NatsObjectFile(AbstractBufferedFile):
     def close(self) -> None:
         if self.closed:
             return
-        if self.readable() and self._reader_cm is not None:
+        if self.readable() and self._ranged is not None:
             # Not waited for: close() may run from __del__ inside some other running loop.
             asyncio.run_coroutine_threadsafe(self._aclose_reader(), self.fs.loop)
         super().close()
