@@ -11,13 +11,19 @@ this process offloads to) or one recorded in the bucket's stream metadata, which
 admin may change. A record naming anything else raises ``UntrustedArchiveLocation`` before
 any request is sent.
 
-Importing this module registers ``offloaded_bytes`` as the core's reader of offloaded objects
-(``natsobj.aio.offloaded``); the core imports it by name the first time it meets one.
+Ranged reads (``get_range``, ``open_range``, the faces' seeks) are served by
+``offloaded_range``: one S3 range GET of exactly the bytes asked for, never a read from the
+object's start.
+
+Importing this module registers ``offloaded_bytes`` and ``offloaded_range`` as the core's
+readers of offloaded objects (``natsobj.aio.offloaded``); the core imports it by name the
+first time it meets one.
 """
 
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
 
@@ -26,7 +32,7 @@ from natsobj.aio.stream import BucketStream
 from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.restore import verified_bytes
-from natsobj.archive.target import ArchiveTarget, split_url, url_settings
+from natsobj.archive.target import ArchiveTarget, ArchiveTargetError, split_url, url_settings
 from natsobj.archive.targets import (
     OFFLOAD_METADATA_KEY,
     REPLICATE,
@@ -36,6 +42,8 @@ from natsobj.archive.targets import (
 )
 from natsobj.errors import PermissionDenied, UntrustedArchiveLocation
 from natsobj.model import ObjectInfo, Offload
+
+log = logging.getLogger("natsobj.archive")
 
 _configured: dict[str, ArchiveTarget] = {}  # the reader's own targets, by URL
 
@@ -83,6 +91,21 @@ async def offloaded_bytes(stream: BucketStream, info: ObjectInfo) -> AsyncGenera
             yield piece
     finally:
         await pieces.aclose()
+
+
+async def offloaded_range(stream: BucketStream, info: ObjectInfo, start: int, end: int) -> bytes:
+    """Bytes ``[start, end)`` of the offloaded object (0 <= start < end <= size): one ranged
+    GET of exactly those bytes at the object's offset in its archive key, from its target or,
+    when that does not answer, from the next replica. Like an S3 range GET it cannot be
+    checked against the SHA-256, which covers the whole object; the core checks its length."""
+    offload = _offload_of(info)
+    *others, last = await trusted_holders(stream, info)
+    for target in others:
+        try:
+            return await target.get_range(offload.key, offload.offset + start, end - start)
+        except ArchiveTargetError as exc:
+            log.warning("ranged read from %s failed, trying the next: %s", target.url, exc)
+    return await last.get_range(offload.key, offload.offset + start, end - start)
 
 
 async def trusted_holders(stream: BucketStream, info: ObjectInfo) -> list[ArchiveTarget]:
@@ -138,4 +161,4 @@ def _offload_of(info: ObjectInfo) -> Offload:
     return offload
 
 
-register_offloaded_reader(offloaded_bytes)
+register_offloaded_reader(offloaded_bytes, read_range=offloaded_range)
