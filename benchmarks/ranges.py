@@ -1,0 +1,339 @@
+"""Issue 22's figures for BENCHMARKS.md, on the run's nats-server:
+
+- atomic puts: one ADR-50 batch (``natsobj.aio.atomic_put``) against today's put, per size
+  class, in one process taking turns (``ObjectStore.atomic_max_bytes`` forces either way);
+  the default threshold ``ATOMIC_MAX_BYTES`` is read off this table;
+- Parquet: a ten-float-column file read through ``fsspec.filesystem("nats")`` (footer, one
+  column, the whole table) against the same file on local disk and through s3fs from a moto
+  server on loopback, counting the bytes the NATS connection received;
+- put with a per-object ``ttl=`` (issue 23) against without, when ``put`` takes one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from benchmarks.archive import CREDENTIALS, _Moto
+from benchmarks.figures import LOWER, KiB, MiB, Section, add_row, section, timed
+from natsobj import aio
+from natsobj.sync import run
+
+ATOMIC = {"today": "today's put", "atomic": "one atomic batch"}
+PARQUET = {"nats": "natsobj (fsspec)", "local": "local disk", "s3fs": "s3fs, moto on loopback"}
+TTL = {"plain": "put", "ttl": "put with ttl="}
+COLUMNS = 10
+# The largest chunk a server with the default max_payload (1 MiB) takes with natsobj's headers:
+# 256 MiB in 1,000,000-byte chunks is 269 chunks, one batch; in the default 128 KiB ones, 2,048.
+LARGE_CHUNK = 1_000_000
+
+
+def measure(
+    url: str,
+    work: Path,
+    repeats: int,
+    put_sizes: dict[str, int],
+    parquet_rows: tuple[int, int],
+) -> list[Section]:
+    """The three sections; ``parquet_rows`` is (row groups, rows per group)."""
+    return [
+        atomic_puts(url, repeats, put_sizes),
+        parquet_reads(url, work, repeats, *parquet_rows),
+        ttl_puts(url, repeats),
+    ]
+
+
+def _ops(size: int) -> int:
+    """Puts per sample: about 64 MiB of data, between 1 and 50 puts."""
+    return max(1, min(50, (64 * MiB) // size))
+
+
+def atomic_puts(url: str, repeats: int, sizes: dict[str, int]) -> Section:
+    figures = section(
+        "atomic-puts",
+        "Atomic puts: one ADR-50 batch against today's put",
+        "The same object put over the same name again and again, atomically and today's way"
+        " taking turns in one process, one file-backed bucket on one replica; puts of up to"
+        " 64 MiB in all per sample. Objects of 16 MiB and more go in 1,000,000-byte chunks both"
+        " ways, so 256 MiB fits one batch (1,000 messages); smaller ones in the default 128 KiB."
+        " `ATOMIC_MAX_BYTES` in natsobj/aio/atomic_put.py is the largest size class where the"
+        " batch is the faster.",
+        ATOMIC,
+        [("atomic", "today")],
+    )
+
+    async def body() -> dict[str, dict[str, list[float]]]:
+        client = await aio.connect(url)
+        store = await client.create_store(f"bench-atomic-{os.getpid()}")
+        samples: dict[str, dict[str, list[float]]] = {}
+        try:
+            for label, size in sizes.items():
+                data = os.urandom(size)
+                chunk = LARGE_CHUNK if size >= 16 * MiB else None
+                ops = _ops(size)
+                samples[label] = {"today": [], "atomic": []}
+                for _ in range(repeats):
+                    for way, limit in (("today", 0), ("atomic", 1 << 40)):
+                        store.atomic_max_bytes = limit
+                        start = time.perf_counter()
+                        for _ in range(ops):
+                            await store.put(label, data, chunk_size=chunk)
+                        samples[label][way].append((time.perf_counter() - start) / ops * 1000)
+        finally:
+            await client.delete_store(store.bucket)
+            await client.close()
+        return samples
+
+    with timed(figures):
+        samples = run(body())
+    for label, by_way in samples.items():
+        add_row(figures, f"put {label}", "ms", LOWER, by_way)
+    return figures
+
+
+def ttl_puts(url: str, repeats: int) -> Section:
+    figures = section(
+        "ttl-puts",
+        "Per-object TTL: put with and without `ttl=`",
+        "1 KiB and 1 MiB puts over one name, taking turns in one process.",
+        TTL,
+        [("ttl", "plain")],
+    )
+    if "ttl" not in inspect.signature(aio.ObjectStore.put).parameters:
+        figures["note"] += " Not measured: this natsobj's put takes no `ttl=` (issue 23)."
+        return figures
+
+    async def body() -> dict[str, dict[str, list[float]]]:
+        client = await aio.connect(url)
+        store = await client.create_store(f"bench-ttl-{os.getpid()}")
+        samples: dict[str, dict[str, list[float]]] = {}
+        try:
+            for label, size in (("1 KiB", KiB), ("1 MiB", MiB)):
+                data, ops = os.urandom(size), 50
+                samples[label] = {"plain": [], "ttl": []}
+                for _ in range(repeats):
+                    for way, extra in (("plain", {}), ("ttl", {"ttl": 3600})):
+                        start = time.perf_counter()
+                        for _ in range(ops):
+                            await store.put(label, data, **extra)
+                        samples[label][way].append((time.perf_counter() - start) / ops * 1000)
+        finally:
+            await client.delete_store(store.bucket)
+            await client.close()
+        return samples
+
+    with timed(figures):
+        try:
+            samples = run(body())
+        except Exception as error:  # the ttl put may need a store setting: say so, not fail
+            figures["note"] += f" Not measured: put(ttl=...) raised {type(error).__name__}."
+            return figures
+    for label, by_way in samples.items():
+        add_row(figures, f"put {label}", "ms", LOWER, by_way)
+    return figures
+
+
+def parquet_reads(url: str, work: Path, repeats: int, groups: int, rows: int) -> Section:
+    import fsspec
+    import pyarrow.parquet as pq
+
+    path = work / "ten-columns.parquet"
+    _write_parquet(path, groups, rows)
+    size = path.stat().st_size
+    figures = section(
+        "parquet-ranges",
+        f"Parquet: reading a {size / MiB:.0f} MiB ten-column file",
+        f"{COLUMNS} float64 columns, {groups} row groups of {rows:,} rows, uncompressed. Footer:"
+        " `pq.ParquetFile(f).metadata`; one column and the whole table: `pq.read_table` with"
+        ' the filesystem. natsobj reads through `fsspec.filesystem("nats")` from the run\'s'
+        " server; s3fs from a moto server on loopback; local disk from the page cache. Bytes from"
+        " NATS: what one more read of each kind received on the wire (through a counting proxy,"
+        " untimed), over the object's size.",
+        PARQUET,
+        [("nats", "local"), ("nats", "s3fs")],
+    )
+    moto = _Moto(work)
+    proxy = CountingProxy(url)
+    try:
+        with timed(figures):
+            readers = _readers(url, moto, path)
+            samples = _read_turns(readers, repeats, pq)
+            counted = fsspec.filesystem("nats", url=proxy.url, skip_instance_cache=True)
+            fetched = _bytes_per_case(counted, readers["nats"][1], proxy, pq)
+    finally:
+        proxy.stop()
+        moto.stop()
+    units = {"footer": "ms", "column": "ms", "table": "ms"}
+    labels = {"footer": "footer (metadata)", "column": "one column of ten", "table": "whole table"}
+    for case, label in labels.items():
+        add_row(figures, label, units[case], LOWER, samples[case])
+    for case, label in labels.items():
+        ratio = [fetched[case] / size]
+        add_row(figures, f"{label}: bytes from NATS / object size", "x", LOWER, {"nats": ratio})
+    return figures
+
+
+def _write_parquet(path: Path, groups: int, rows: int) -> None:
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    generator = np.random.default_rng(22)
+    schema = pa.schema([(f"c{i}", pa.float64()) for i in range(COLUMNS)])
+    with pq.ParquetWriter(path, schema, compression="none", use_dictionary=False) as writer:
+        for _ in range(groups):
+            arrays = [pa.array(generator.random(rows)) for _ in range(COLUMNS)]
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema), row_group_size=rows)
+
+
+def _readers(url: str, moto: _Moto, path: Path) -> dict[str, tuple[Any, str]]:
+    """(filesystem, path) per column; the object is stored in NATS and S3 first."""
+    import fsspec
+    import s3fs
+
+    nats_fs = fsspec.filesystem("nats", url=url, skip_instance_cache=True)
+    bucket = f"bench-parquet-{os.getpid()}"
+    if not nats_fs.exists(bucket):
+        nats_fs.mkdir(bucket)
+    nats_fs.put_file(str(path), f"{bucket}/{path.name}")
+    s3_bucket = moto.new_bucket()
+    s3 = s3fs.S3FileSystem(
+        key=CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        secret=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        endpoint_url=moto.endpoint,
+        client_kwargs={"region_name": CREDENTIALS["AWS_REGION"]},
+        skip_instance_cache=True,
+    )
+    s3.put_file(str(path), f"{s3_bucket}/{path.name}")
+    local = fsspec.filesystem("file")
+    return {
+        "nats": (nats_fs, f"{bucket}/{path.name}"),
+        "local": (local, str(path)),
+        "s3fs": (s3, f"{s3_bucket}/{path.name}"),
+    }
+
+
+def _read_turns(readers: dict[str, tuple[Any, str]], repeats: int, pq: Any) -> dict[str, Any]:
+    cases = _cases(pq)
+    samples: dict[str, dict[str, list[float]]] = {
+        case: {column: [] for column in readers} for case in cases
+    }
+    for _ in range(repeats):
+        for case, read in cases.items():
+            for column, (fs, path) in readers.items():
+                start = time.perf_counter()
+                read(fs, path)
+                samples[case][column].append((time.perf_counter() - start) * 1000)
+    return samples
+
+
+def _cases(pq: Any) -> dict[str, Callable[[Any, str], object]]:
+    return {
+        "footer": lambda fs, p: _footer(fs, p, pq),
+        "column": lambda fs, p: pq.read_table(p, filesystem=fs, columns=["c3"]),
+        "table": lambda fs, p: pq.read_table(p, filesystem=fs),
+    }
+
+
+def _bytes_per_case(fs: Any, path: str, proxy: CountingProxy, pq: Any) -> dict[str, int]:
+    """What each read received from the server, counted on the wire (protocol and the meta
+    lookup included) by reading once more through the counting proxy, untimed."""
+    fs.info(path)  # connect and look the bucket up first: not part of any read
+    counts = {}
+    for case, read in _cases(pq).items():
+        before = proxy.received
+        read(fs, path)
+        counts[case] = proxy.received - before
+    return counts
+
+
+def _footer(fs: Any, path: str, pq: Any) -> object:
+    with fs.open(path, "rb") as handle:
+        return pq.ParquetFile(handle).metadata
+
+
+class CountingProxy:
+    """A TCP forwarder on loopback in front of the NATS server that counts the bytes the
+    server sends: what a read really fetched, whatever the client library counts."""
+
+    def __init__(self, url: str) -> None:
+        target = urlsplit(url)
+        self.target = (target.hostname or "127.0.0.1", target.port or 4222)
+        self.received = 0
+        self.writers: list[Any] = []
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.server = asyncio.run_coroutine_threadsafe(self._listen(), self.loop).result()
+        port = self.server.sockets[0].getsockname()[1]
+        self.url = f"nats://127.0.0.1:{port}"
+
+    async def _listen(self) -> asyncio.Server:
+        return await asyncio.start_server(self._forward, "127.0.0.1", 0)
+
+    async def _forward(self, client_in: Any, client_out: Any) -> None:
+        server_in, server_out = await asyncio.open_connection(*self.target)
+        self.writers += [client_out, server_out]
+        await asyncio.gather(
+            self._pipe(client_in, server_out, count=False),
+            self._pipe(server_in, client_out, count=True),
+            return_exceptions=True,
+        )
+
+    async def _pipe(self, source: Any, sink: Any, *, count: bool) -> None:
+        try:
+            while data := await source.read(256 * KiB):
+                if count:
+                    self.received += len(data)
+                sink.write(data)
+                await sink.drain()
+        except OSError:
+            pass  # the other side hung up
+        finally:
+            sink.close()
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._close(), self.loop).result(timeout=10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        self.loop.close()
+
+    async def _close(self) -> None:
+        """Stop listening and hang up every forwarded connection (their pipes then end on
+        their own), on the proxy's own loop."""
+        self.server.close()
+        for writer in self.writers:
+            writer.close()
+        tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+
+
+def main() -> None:
+    """``python -m benchmarks.ranges [URL]``: the quick sizes, printed as JSON."""
+    import json
+    import sys
+
+    from natsobj.embedded import NatsServerProcess
+
+    work = Path(tempfile.mkdtemp(prefix="natsobj-ranges-bench-"))
+    try:
+        with NatsServerProcess(work / "nats") as server:
+            url = sys.argv[1] if len(sys.argv) > 1 else server.url
+            sections = measure(url, work, 1, {"1 KiB": KiB, "1 MiB": MiB}, (2, 20_000))
+        print(json.dumps(sections, indent=1))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
