@@ -108,7 +108,9 @@ class RangeReader:
 
     async def read(self, n: int = -1) -> bytes:
         """Up to ``n`` bytes from the position (all that remains when n < 0); b"" at the end."""
-        start = min(self._position, self.size)
+        start = self._position
+        if start >= self.size:
+            return b""  # past the end, the position stays where the seek put it
         end = self.size if n < 0 else min(self.size, start + n)
         data = await self.read_range(start, end)
         self._position = start + len(data)
