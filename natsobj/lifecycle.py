@@ -154,10 +154,11 @@ def chunk_ttl(meta_seconds: int, marker_ttl: timedelta | None) -> int:
 
 def meta_ttl(meta_seconds: int, elapsed: float, marker_ttl: timedelta | None) -> int | None:
     """The TTL of the record that completes a put whose first chunk went out ``elapsed``
-    seconds ago: the object's clock started with that chunk, so the record expires no later
-    than ``meta_seconds`` after it and well before the chunks. None when the put took so
-    long that the object would be born expired."""
-    remaining = math.floor(meta_seconds - elapsed)
+    seconds ago: the object's clock started with that chunk, so the record expires within
+    half a second of ``meta_seconds`` after it, at least half a second before the first
+    chunk (whose grace is a second or more). None when the put took so long that the
+    object would be born expired."""
+    remaining = math.floor(meta_seconds - elapsed + 0.5)
     if remaining < 1:
         return None
     return whole_seconds(timedelta(seconds=remaining), marker_ttl)

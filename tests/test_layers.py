@@ -43,6 +43,8 @@ CORE_MODULES = {
         "matching",
         "paths",
         "name_index",
+        "lifecycle",
+        "parsing",
     )
 }
 # What the core must never import: the layers above it.

@@ -43,7 +43,7 @@ import itertools
 import logging
 import re
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -63,12 +63,16 @@ from natsobj.aio.jsapi import raw_header
 from natsobj.aio.stream import BucketStream
 from natsobj.aio.watch import info_from_msg
 from natsobj.errors import NatsObjError, PermissionDenied, ReplicaLagging
+from natsobj.lifecycle import expires_at
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, StreamInfo, parse_server_time
 from natsobj.name_index import Entry, IndexRow, NameIndex
 from natsobj.names import all_meta_subject, decode_name
+from natsobj.wire import MARKER_REASON, MSG_TTL
 
 log = logging.getLogger(__name__)
+_MARKER_REASON = MARKER_REASON.encode()
+_MSG_TTL = MSG_TTL.encode()
 
 MULTI_LAST_LIMIT = 1024  # subjects per batched direct get; nats-server answers 413 above it
 IN_FLIGHT = 4  # batched direct gets outstanding at once: enough to hide the round trip
@@ -199,7 +203,13 @@ async def _scan_batches(
 
 
 def _wanted(info: ObjectInfo, name_filter: NameFilter, include_deleted: bool) -> bool:
-    return (include_deleted or not info.deleted) and name_filter.matches(info.name)
+    """Wanted by the listing: matching, and neither deleted nor expired (the server removes
+    an expired record within moments; the clock hides it meanwhile) unless deletes are."""
+    if not include_deleted and (
+        info.deleted or (info.expires is not None and info.expires <= datetime.now(UTC))
+    ):
+        return False
+    return name_filter.matches(info.name)
 
 
 class _SubjectStateListing:
@@ -217,8 +227,8 @@ class _SubjectStateListing:
         self._absent: list[str] = []  # index tokens whose subjects are gone (see _note_absent)
         self._learned: list[IndexRow] = []  # fetched meta records, for the index
         self._gets: _BatchedDirectGets | None = None
-        self._pages: AsyncIterator[list[str] | _Ready] | None = None
-        self._requests: AsyncIterator[list[str] | _Ready] | None = None
+        self._pages: AsyncGenerator[list[str] | _Ready] | None = None
+        self._requests: AsyncGenerator[list[str] | _Ready] | None = None
         self._info = StreamInfo()
 
     async def first_batch(self) -> list[ObjectInfo]:
@@ -308,7 +318,7 @@ class _SubjectStateListing:
 
     async def _indexed_pages(
         self, index: NameIndex, *, rebuilt: bool = False
-    ) -> AsyncIterator[list[str] | _Ready]:
+    ) -> AsyncGenerator[list[str] | _Ready]:
         """Matching meta subjects from the index: a range query on the literal prefix, then
         the matcher; names that do not decode are left to their meta record. Once the index
         is proven exact for this listing, matches whose record it kept come ready-made; the
@@ -427,9 +437,12 @@ class _SubjectStateListing:
             except ValueError as exc:
                 log.warning("bucket %r: skipping a direct-get reply: %s", self.store.bucket, exc)
                 continue
+            if raw_header(headers, _MARKER_REASON) is not None:
+                continue  # the delete marker of an expired object: not listed
             info = _parse_meta(self.store, doc, mtime, sequence, subject)
             if info is None:
                 continue
+            info.expires = expires_at(mtime, raw_header(headers, _MSG_TTL))
             if learned is not None and subject.startswith(self.meta_prefix):
                 learned.append((subject[skip:], sequence, (mtime - _EPOCH) // _MICROSECOND, data))
             if _wanted(info, self.name_filter, self.include_deleted):
@@ -462,7 +475,7 @@ class _SubjectStateListing:
         skip = len(self.meta_prefix)
         self._absent += [s[skip:] for s in subjects if s not in found]
 
-    async def _batched_requests(self) -> AsyncIterator[list[str] | _Ready]:
+    async def _batched_requests(self) -> AsyncGenerator[list[str] | _Ready]:
         assert self._pages is not None
         async for subjects in self._pages:
             if isinstance(subjects, _Ready):
@@ -471,7 +484,7 @@ class _SubjectStateListing:
             for start in range(0, len(subjects), MULTI_LAST_LIMIT):
                 yield subjects[start : start + MULTI_LAST_LIMIT]
 
-    async def _matching_pages(self, pages: AsyncIterator[list[str]]) -> AsyncIterator[list[str]]:
+    async def _matching_pages(self, pages: AsyncIterator[list[str]]) -> AsyncGenerator[list[str]]:
         """The matching subjects of each page of the subject state."""
         async for subjects in pages:
             if matching := self._matching(iter(subjects)):
@@ -608,7 +621,10 @@ def _parse_meta(
     sequence: int,
     where: str,
 ) -> ObjectInfo | None:
-    """A meta record, or None for a corrupt one, which is logged and skipped."""
+    """A meta record, or None for a corrupt one, which is logged and skipped (an empty one
+    quietly: the name index keeps an expiry's delete marker as an empty record)."""
+    if doc == b"":
+        return None
     try:
         return ObjectInfo.from_json(doc, mtime=mtime, sequence=sequence, bucket=store.bucket)
     except NatsObjError as exc:

@@ -1,21 +1,27 @@
 """Streaming an object's chunks back, verifying count, size and SHA-256 as they arrive.
 
-Short data is never returned: a reader that runs out of chunks raises ``ObjectChanged``, and
-one whose bytes do not match the recorded digest raises ``DigestMismatch`` after the last chunk.
+Short data is never returned: a reader that runs out of chunks raises ``ObjectChanged``
+(``ObjectNotFound`` once the object's ``expires`` has passed: it expired), and one whose
+bytes do not match the recorded digest raises ``DigestMismatch`` after the last chunk.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from datetime import UTC, datetime
 
 from natsobj.aio.consumer import OrderedConsumer
+from natsobj.aio.jsapi import raw_header
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.offloaded import read_offloaded
 from natsobj.aio.stream import BucketStream
-from natsobj.errors import DigestMismatch, MissingDigest, ObjectChanged
+from natsobj.errors import DigestMismatch, MissingDigest, ObjectChanged, ObjectNotFound
 from natsobj.model import DEFAULT_CHUNK_SIZE, ObjectInfo, digest_bytes
 from natsobj.names import chunk_subject
+from natsobj.wire import MARKER_REASON
+
+_MARKER = MARKER_REASON.encode()
 
 
 class ObjectReader:
@@ -108,7 +114,7 @@ class ObjectReader:
                 raise self._changed()
             while count < info.chunks:
                 msg = await consumer.next()
-                if msg is None:
+                if msg is None or (msg.headers and raw_header(msg.headers, _MARKER) is not None):
                     raise self._changed()
                 size += len(msg.data)
                 count += 1
@@ -139,8 +145,8 @@ class ObjectReader:
         found = await self.stream.last(
             chunk_subject(info.bucket, info.nuid), name=info.name, min_sequence=1
         )
-        if found is None:
-            raise ObjectChanged("chunk vanished while reading", bucket=info.bucket, name=info.name)
+        if found is None or MARKER_REASON in found.headers:  # gone, or an expiry's marker
+            raise self._changed()
         return found.data
 
     async def _chunk_consumer(self) -> tuple[OrderedConsumer, int]:
@@ -163,7 +169,14 @@ class ObjectReader:
             pulls_ahead=2,
         )
 
-    def _changed(self) -> ObjectChanged:
+    def _changed(self) -> ObjectChanged | ObjectNotFound:
+        """Chunks vanished: the object expired (past its ``expires``: there is nothing to
+        read again), or it was overwritten or deleted meanwhile."""
+        expires = self.info.expires
+        if expires is not None and expires <= datetime.now(UTC):
+            return ObjectNotFound(
+                "object expired while being read", bucket=self.info.bucket, name=self.info.name
+            )
         return ObjectChanged(
             "chunks vanished while reading (overwritten or deleted meanwhile)",
             bucket=self.info.bucket,

@@ -1,0 +1,282 @@
+"""Per-object expiry and lifecycle rules (issue 23) on a real server: short TTLs, the
+server's 1 s granularity, buckets whose delete markers live 1 s (the shortest TTL)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+import natsobj
+import natsobj.aio
+from natsobj.aio import restamp
+from natsobj.errors import ExpiryNotEnabled, ObjectNotFound
+from natsobj.lifecycle import LifecycleRule, chunk_ttl, decode_rules, resolve_ttl
+from natsobj.names import all_chunks_subject
+from natsobj.parsing import parse_duration
+from natsobj.sync import run
+
+DATA = bytes(range(256)) * 1200  # 300 KiB: three chunks of 128 KiB
+
+
+@pytest.fixture
+def ttl_store(sync_client, bucket_name: str) -> Iterator:
+    created = sync_client.create_store(bucket_name, delete_marker_ttl=1)
+    yield created
+    with contextlib.suppress(Exception):
+        sync_client.delete_store(bucket_name)
+
+
+def _wait_for(check, timeout: float, every: float = 0.1) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(every)
+    return check()
+
+
+def test_rules_and_durations_without_a_server() -> None:
+    assert parse_duration("7d") == timedelta(days=7)
+    assert parse_duration("1h30m") == timedelta(minutes=90)
+    assert parse_duration("15m0s") == timedelta(minutes=15)  # as the server writes Nats-TTL
+    rules = [
+        LifecycleRule.parse("tmp/**=7d"),
+        LifecycleRule.parse("reports/**=never"),
+        LifecycleRule("**", timedelta(days=30)),
+    ]
+    assert [str(rule) for rule in rules] == ["tmp/**=7d", "reports/**=never", "**=30d"]
+    assert resolve_ttl(None, rules, "tmp/x/y.bin") == timedelta(days=7)
+    assert resolve_ttl(None, rules, "reports/q3.pdf") is None  # first match: never
+    assert resolve_ttl(None, rules, "models/m.bin") == timedelta(days=30)
+    assert resolve_ttl(60, rules, "reports/q3.pdf") == timedelta(minutes=1)  # explicit wins
+    assert resolve_ttl(0, rules, "tmp/x") is None  # 0: never, whatever the rules say
+    with pytest.raises(ValueError, match="at least 1 second"):
+        resolve_ttl(0.5, rules, "tmp/x")
+    with pytest.raises(ValueError, match="GLOB=DURATION"):
+        LifecycleRule.parse("tmp/**")
+    # the chunks always outlive the record, by at least the marker TTL
+    assert chunk_ttl(2, timedelta(seconds=1)) == 4
+    assert chunk_ttl(7 * 86400, timedelta(minutes=5)) == 7 * 86400 + 300
+
+
+def test_an_object_with_a_ttl_disappears_with_no_client_running(
+    nats_url: str, ttl_store, bucket_name: str
+) -> None:
+    with natsobj.connect(nats_url) as writer:  # closed before anything expires
+        store = writer.store(bucket_name)
+        info = store.put("scratch/a.bin", DATA, ttl=1)
+        assert info.expires is not None
+        assert info.expires - info.mtime <= timedelta(seconds=1)
+        read = store.get_info("scratch/a.bin")
+        assert read.expires is not None
+        assert abs(read.expires - info.expires) < timedelta(seconds=1)
+        assert "expires" not in read.to_json()  # never in the record (ADR-20)
+        assert store.put("kept.bin", b"stays").expires is None
+    time.sleep(4)  # record at 1 s, chunks at 2 s, each marker 1 s later; nobody connected
+
+    with natsobj.connect(nats_url) as reader:
+        store = reader.store(bucket_name)
+        status = store.status()
+        assert status.messages == 2  # kept.bin's chunk and record: nothing else is left
+        with pytest.raises(ObjectNotFound):
+            store.get_info("scratch/a.bin")
+        assert [i.name for i in store.list()] == ["kept.bin"]
+        assert run(store.aio.bucket_stream.leader_count(all_chunks_subject(bucket_name))) == 1
+
+
+def test_a_reader_racing_expiry_gets_the_whole_object_or_not_found(ttl_store) -> None:
+    ttl_store.put("race.bin", DATA, ttl=1)
+    outcomes = set()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            assert ttl_store.get_bytes("race.bin") == DATA
+            outcomes.add("whole")
+        except ObjectNotFound:
+            outcomes.add("gone")
+            break
+    assert outcomes == {"whole", "gone"}
+
+    # a reader that found the record just before it expired still reads every chunk, and
+    # one that starts after the chunks went too gets ObjectNotFound, never a short object
+    ttl_store.put("late.bin", DATA, ttl=1)
+    info = ttl_store.get_info("late.bin")
+    assert _wait_for(lambda: _missing(ttl_store, "late.bin"), timeout=3)
+    with _reader(ttl_store, info) as read:
+        assert read() == DATA
+    time.sleep(2.2)  # the chunks' grace (1 s past the record) is over
+    with pytest.raises(ObjectNotFound, match="expired"), _reader(ttl_store, info) as read:
+        read()
+
+
+def _missing(store, name: str) -> bool:
+    try:
+        store.get_info(name)
+    except ObjectNotFound:
+        return True
+    return False
+
+
+@contextlib.contextmanager
+def _reader(store, info):
+    """Read the version ``info`` names through the async core's reader, blocking."""
+
+    async def read_all() -> bytes:
+        reader = store.aio.reader(info)
+        try:
+            return await reader.read()
+        finally:
+            await reader.close()
+
+    yield lambda: run(read_all())
+
+
+def test_a_rule_applies_by_prefix_and_an_explicit_ttl_wins(ttl_store) -> None:
+    rules = [LifecycleRule("tmp/**", timedelta(days=7)), LifecycleRule("reports/**", None)]
+    ttl_store.set_lifecycle_rules(rules)
+    assert ttl_store.lifecycle_rules() == rules
+    assert decode_rules(ttl_store.status().metadata) == rules
+    now = datetime.now(UTC)
+    week = ttl_store.put("tmp/x.parquet", b"x").expires
+    assert week is not None and abs(week - (now + timedelta(days=7))) < timedelta(seconds=5)
+    assert ttl_store.get_info("tmp/x.parquet").expires is not None
+    assert ttl_store.put("reports/q.pdf", b"r").expires is None
+    assert ttl_store.put("models/m.bin", b"m").expires is None  # no rule matches
+    hour = ttl_store.put("reports/draft.pdf", b"d", ttl=3600).expires
+    assert hour is not None and abs(hour - (now + timedelta(hours=1))) < timedelta(seconds=5)
+    assert ttl_store.put("tmp/keep.bin", b"k", ttl=0).expires is None
+    # the rules live with the bucket: another client's store applies them too
+    ttl_store.set_lifecycle_rules([])
+    assert ttl_store.lifecycle_rules() == []
+    assert ttl_store.put("tmp/y.parquet", b"y").expires is None
+
+
+def test_overwrite_restarts_the_clock_and_update_meta_keeps_it(ttl_store) -> None:
+    first = ttl_store.put("o.bin", b"1", ttl=3600)
+    again = ttl_store.put("o.bin", b"2")  # a new version: no TTL given, no rule: never
+    assert first.expires is not None and again.expires is None
+    assert ttl_store.get_info("o.bin").expires is None
+
+    ttl_store.put("u.bin", b"u", ttl=3)
+    before = ttl_store.get_info("u.bin").expires
+    updated = ttl_store.update_meta("u.bin", description="still expiring")
+    moved = ttl_store.update_meta("u.bin", new_name="v.bin")
+    after = ttl_store.get_info("v.bin").expires
+    assert after is not None and before is not None
+    # kept to the second: each restamp may bring it up to a second earlier, never later
+    assert before - timedelta(seconds=2.5) <= after <= before + timedelta(seconds=0.5)
+    assert updated.description == moved.description == "still expiring"
+    assert _wait_for(lambda: _missing(ttl_store, "v.bin"), timeout=5)
+    with pytest.raises(ObjectNotFound):
+        ttl_store.get_info("u.bin")
+
+
+def test_a_watcher_and_changes_see_each_expiry_once(ttl_store) -> None:
+    start = ttl_store.status().last_sequence
+    with ttl_store.watch(updates_only=True) as watcher:
+        ttl_store.put("w/a.bin", b"a", ttl=1)
+        ttl_store.put("w/b.bin", b"b", ttl=2)
+        seen = []
+        deadline = time.monotonic() + 7
+        while time.monotonic() < deadline:
+            change = watcher.next(timeout=0.5)
+            if change is not None:
+                seen.append((change.name, change.deleted, change.expired))
+    assert seen == [
+        ("w/a.bin", False, False),
+        ("w/b.bin", False, False),
+        ("w/a.bin", True, True),
+        ("w/b.bin", True, True),
+    ]
+    assert ttl_store.changes(start) == []  # records and markers are all gone by now
+
+
+def test_changes_report_an_expiry_once_while_its_marker_lives(sync_client, bucket_name) -> None:
+    store = sync_client.create_store(bucket_name, delete_marker_ttl=5)
+    try:
+        start = store.status().last_sequence
+        store.put("c.bin", b"c", ttl=5)
+        before = store.changes(start)
+        assert [(c.name, c.deleted, c.expires is not None) for c in before] == [
+            ("c.bin", False, True)
+        ]
+        assert _wait_for(lambda: _missing(store, "c.bin"), timeout=8)
+        time.sleep(0.3)
+        after = store.changes(before.last_sequence)
+        assert [(c.name, c.deleted, c.expired) for c in after] == [("c.bin", True, True)]
+        assert store.changes(after.last_sequence) == []  # once
+        info = store.get_info("c.bin", include_deleted=True)
+        assert info.deleted and info.expired
+    finally:
+        sync_client.delete_store(bucket_name)
+
+
+def test_expiry_needs_allow_msg_ttl_and_update_store_turns_it_on(
+    sync_client, bucket_name: str
+) -> None:
+    store = sync_client.create_store(bucket_name, allow_msg_ttl=False)
+    try:
+        with pytest.raises(ExpiryNotEnabled, match="does not allow per-object TTLs") as err:
+            store.put("a.bin", b"a", ttl=60)
+        assert "allow_msg_ttl=True" in err.value.hint
+        with pytest.raises(ExpiryNotEnabled):
+            store.set_lifecycle_rules([LifecycleRule("tmp/**", timedelta(days=1))])
+        store.put("plain.bin", b"p")  # no TTL: fine
+        sync_client.update_store(bucket_name, allow_msg_ttl=True)
+        config = sync_client.store(bucket_name).status().stream_info.config
+        assert config["allow_msg_ttl"] is True
+        assert config["subject_delete_marker_ttl"] == 300 * 10**9  # the default, 5 min
+        # the store bound before the update re-reads the setting instead of refusing
+        assert store.put("a.bin", b"a", ttl=600).expires is not None
+    finally:
+        sync_client.delete_store(bucket_name)
+
+
+def test_new_stores_allow_ttls_and_the_marker_ttl_is_the_shortest(
+    sync_client, bucket_name: str
+) -> None:
+    store = sync_client.create_store(bucket_name)
+    try:
+        config = store.status().stream_info.config
+        assert config["allow_msg_ttl"] is True
+        info = store.put("short.bin", b"s", ttl=5)  # raised to the 5 min markers live
+        assert info.expires is not None
+        assert info.expires - info.mtime >= timedelta(minutes=5) - timedelta(seconds=1)
+        read = store.get_info("short.bin").expires
+        assert read is not None and abs(read - info.expires) < timedelta(seconds=2)
+    finally:
+        sync_client.delete_store(bucket_name)
+
+
+def test_apply_restamps_objects_a_rule_says_should_expire(ttl_store) -> None:
+    ttl_store.put("tmp/old.bin", DATA)  # before the rule: no TTL
+    ttl_store.put("tmp/fresh.bin", b"f", ttl=600)  # already expiring: left alone
+    ttl_store.put("keep/k.bin", b"k")
+    original = ttl_store.get_info("tmp/old.bin")
+    ttl_store.set_lifecycle_rules([LifecycleRule("tmp/**", timedelta(hours=1))])
+
+    planned = _plan(ttl_store)
+    assert [(r.info.name, r.rule.pattern) for r in planned] == [("tmp/old.bin", "tmp/**")]
+    assert timedelta(minutes=59) <= planned[0].ttl <= timedelta(hours=1)
+    assert ttl_store.get_info("tmp/old.bin").expires is None  # planning changes nothing
+
+    done = _apply(ttl_store)
+    assert [r.done for r in done] == [True]
+    restamped = ttl_store.get_info("tmp/old.bin")
+    assert restamped.expires is not None
+    assert restamped.digest == original.digest and restamped.size == original.size
+    assert ttl_store.get_bytes("tmp/old.bin") == DATA
+    assert ttl_store.get_info("keep/k.bin").expires is None
+    assert _plan(ttl_store) == []
+
+
+def _plan(store) -> list[restamp.Restamp]:
+    return run(restamp.plan(store.aio))
+
+
+def _apply(store) -> list[restamp.Restamp]:
+    return run(restamp.apply(store.aio, _plan(store)))
