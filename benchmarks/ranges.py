@@ -24,7 +24,17 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from benchmarks.archive import CREDENTIALS, _Moto
-from benchmarks.figures import LOWER, KiB, MiB, Section, add_row, section, timed
+from benchmarks.figures import (
+    LOWER,
+    KiB,
+    MiB,
+    Section,
+    add_row,
+    ratio_target,
+    section,
+    timed,
+    value_target,
+)
 from natsobj import aio
 from natsobj.sync import run
 
@@ -179,6 +189,12 @@ def parquet_reads(url: str, work: Path, repeats: int, groups: int, rows: int) ->
     for case, label in labels.items():
         ratio = [fetched[case] / size]
         add_row(figures, f"{label}: bytes from NATS / object size", "x", LOWER, {"nats": ratio})
+    # issue 22's targets
+    value_target(figures, "footer in under 20 ms", labels["footer"], "nats", 20)
+    ratio_target(figures, "one column <= 3x local", labels["column"], "nats", "local", 1 / 3)
+    ratio_target(figures, "whole table <= 1.5x local", labels["table"], "nats", "local", 1 / 1.5)
+    whole = f"{labels['table']}: bytes from NATS / object size"
+    value_target(figures, "whole table fetches <= 1.05x the object", whole, "nats", 1.05)
     return figures
 
 

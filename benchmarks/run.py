@@ -28,13 +28,33 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from benchmarks import archive, cluster, core, get_vs_push, report, scale, small_ops, tiering
+from benchmarks import (
+    archive,
+    cluster,
+    core,
+    get_vs_push,
+    ranges,
+    report,
+    scale,
+    small_ops,
+    tiering,
+)
 from benchmarks.before import Checkout
 from benchmarks.figures import GiB, KiB, MiB, Section, machine
 from natsobj.embedded import NatsServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
-GROUPS = ("transfer", "small-ops", "get-vs-push", "listing", "archive", "tiering", "cluster")
+GROUPS = (
+    "transfer",
+    "small-ops",
+    "get-vs-push",
+    "listing",
+    "ranges",
+    "archive",
+    "tiering",
+    "cluster",
+)
+ATOMIC_SIZES = {"1 KiB": KiB, "64 KiB": 64 * KiB, "1 MiB": MiB, "16 MiB": 16 * MiB}
 OPT_IN = ("spark", "streaming")
 
 
@@ -53,6 +73,11 @@ class Plan:
     cluster_size: int = 64 * MiB
     spark_rows: int = 10_000_000
     streaming: tuple[int, int, int, float] = (500, 64 * KiB, 200, 40.0)
+    # issue 22: atomic-put size classes; the Parquet file's row groups and rows per group
+    atomic_sizes: dict[str, int] = field(
+        default_factory=lambda: {**ATOMIC_SIZES, "256 MiB": 256 * MiB}
+    )
+    parquet: tuple[int, int] = (8, 500_000)
     groups: tuple[str, ...] = GROUPS + OPT_IN
     before: str | None = None  # a git ref: natsobj at that commit measured beside today's
 
@@ -72,6 +97,8 @@ QUICK = Plan(
     cluster_size=16 * MiB,
     spark_rows=1_000_000,
     streaming=(100, 64 * KiB, 50, 15.0),
+    atomic_sizes=ATOMIC_SIZES,
+    parquet=(8, 50_000),
     groups=GROUPS,
 )
 
@@ -102,7 +129,12 @@ def measure(plan: Plan) -> dict[str, Any]:
     started, clock = datetime.now(UTC), time.monotonic()
     uses = set(plan.groups)
     packages = [
-        *(("pyarrow", "obstore", "moto") if uses & {"archive", "tiering", "spark"} else ()),
+        *(
+            ("pyarrow", "obstore", "moto")
+            if uses & {"archive", "tiering", "spark", "ranges"}
+            else ()
+        ),
+        *(("s3fs", "fsspec") if "ranges" in uses else ()),
         *(("pyspark",) if uses & set(OPT_IN) else ()),
     ]
     results: dict[str, Any] = {
@@ -162,6 +194,10 @@ def _on_one_server(
         ("small-ops", lambda: small_ops.measure(url, work, plan.repeats, plan.ops, before=before)),
         ("get-vs-push", lambda: get_vs_push.measure(url, work, plan.repeats, plan.push_size)),
         ("listing", lambda: scale.measure(url, plan.scale_counts, plan.repeats, before=before)),
+        (
+            "ranges",
+            lambda: ranges.measure(url, work, plan.repeats, plan.atomic_sizes, plan.parquet),
+        ),
     ]
 
 
