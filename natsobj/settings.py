@@ -265,7 +265,7 @@ class ConnectionSettings:
         env = os.environ if environ is None else environ
         url = env.get("NATS_URL", EMBEDDED)
         settings = cls.from_url(url)
-        values = {
+        values: dict[str, Any] = {
             target: env[var]
             for var, target in ENV_VARS.items()
             if var != "NATS_URL" and env.get(var)

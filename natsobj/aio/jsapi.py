@@ -409,7 +409,7 @@ class JetStreamApi:
             else:
                 handler(subject, reply, headers or b"", data)
 
-        self.nc._process_msg = route
+        self.nc._process_msg = route  # type: ignore[method-assign]  # on purpose, see above
         self._raw_routed = True
 
     async def subscribe_raw(

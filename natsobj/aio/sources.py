@@ -7,7 +7,16 @@ import os
 import stat
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, Protocol, cast
+
+
+class Readable(Protocol):
+    """A binary file as ``put`` reads it: ``read(n)`` returning bytes (``fileno``, when there
+    is one, tells a disk file from a pipe). Open files and wrappers such as a progress
+    counter both qualify."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
+
 
 PutSource = (
     bytes
@@ -15,7 +24,7 @@ PutSource = (
     | memoryview
     | str
     | os.PathLike[str]
-    | BinaryIO
+    | Readable
     | Iterable[bytes]
     | AsyncIterable[bytes]
 )
@@ -59,7 +68,7 @@ async def _aiter(items: Iterable[bytes]) -> AsyncIterator[bytes]:
     iterator = iter(items)
     done = object()
     while (item := await asyncio.to_thread(next, iterator, done)) is not done:
-        yield item
+        yield cast(bytes, item)  # the sentinel aside, what the iterable yields
 
 
 def _is_regular_file(handle: Any) -> bool:
@@ -69,7 +78,7 @@ def _is_regular_file(handle: Any) -> bool:
         return False
 
 
-async def _from_file(handle: BinaryIO, chunk_size: int) -> AsyncIterator[bytes]:
+async def _from_file(handle: Readable, chunk_size: int) -> AsyncIterator[bytes]:
     # Disk reads are quick enough to do inline; pipes and sockets may block, so use a thread.
     inline = _is_regular_file(handle)
     while True:

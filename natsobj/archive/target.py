@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import atexit
 import os
-from collections.abc import AsyncIterable, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterable
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlparse
 
 from natsobj.archive.native_exit import let_native_threads_leave_python
 from natsobj.errors import NatsObjError
+
+if TYPE_CHECKING:
+    from obstore.store import ClientConfig, S3Config
 
 MULTIPART_PART_SIZE = 8 * 1024 * 1024
 MULTIPART_CONCURRENCY = 2  # parts in flight: bounds memory to a few parts per large object
@@ -79,7 +82,7 @@ def split_url(url: str) -> tuple[str, str]:
     return parsed.netloc, parsed.path.strip("/")
 
 
-def url_settings(url: str) -> dict[str, str]:
+def url_settings(url: str) -> dict[str, Any]:
     """``s3://bucket/prefix?endpoint=http://host:9000&region=eu-west-1`` -> its settings.
 
     Targets in different places (two regions, two clouds) need their own endpoint; carried
@@ -108,7 +111,7 @@ class ArchiveTarget:
         self.options = replace(options or S3Options(), **url_settings(self.url))
         self.counts = RequestCounts()
         opts = self.options
-        config: dict[str, Any] = {}
+        config: S3Config = {}
         if opts.endpoint:
             config["endpoint"] = opts.endpoint
         if opts.region:
@@ -126,7 +129,7 @@ class ArchiveTarget:
             or os.environ.get("AWS_ENDPOINT_URL_S3")
             or os.environ.get("AWS_ENDPOINT_URL")
         )
-        client_options: dict[str, Any] = {"timeout": timedelta(seconds=120)}
+        client_options: ClientConfig = {"timeout": timedelta(seconds=120)}
         if endpoint and endpoint.startswith("http://"):
             client_options["allow_http"] = True
         if endpoint and "endpoint" not in config:
@@ -227,7 +230,7 @@ class ArchiveTarget:
         self.counts.gets += 1
         return data
 
-    async def stream(self, key: str, offset: int, length: int) -> AsyncIterator[bytes]:
+    async def stream(self, key: str, offset: int, length: int) -> AsyncGenerator[bytes]:
         """``length`` bytes at ``offset`` in pieces of about a MiB: one ranged GET, streamed."""
         import obstore
 

@@ -61,7 +61,7 @@ class CliError(click.ClickException):
 
     def __init__(self, message: str, code: ExitCode = ExitCode.FAILED) -> None:
         super().__init__(message)
-        self.exit_code = int(code)
+        self.exit_code = int(code)  # type: ignore[misc]  # click types it ClassVar, reads it per instance
 
     def show(self, file: Any = None) -> None:
         click.echo(f"natsobj: {self.format_message()}", file=file or sys.stderr)

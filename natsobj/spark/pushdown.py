@@ -47,7 +47,7 @@ def conditions(filters: Iterable[Any]) -> list[Condition]:
         LessThanOrEqual,
     )
 
-    ops = {
+    ops: dict[type, str] = {
         EqualTo: "eq",
         GreaterThan: "gt",
         GreaterThanOrEqual: "ge",

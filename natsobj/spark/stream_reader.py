@@ -286,6 +286,7 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     if source is None:
                         skipped.add(obj)
                         continue
+                    assert not isinstance(source, str)  # without spill: in memory, not a path
                     yield (obj.name, obj.size, obj.mtime, obj.digest, source.read())
 
     def _table_batches(self, partition: PlannedPartition) -> Iterator[pa.RecordBatch]:

@@ -66,6 +66,7 @@ def ls(
         return
     infos = session.store(bucket).list(prefix=paths.listing_prefix(prefix), include_deleted=deleted)
     exact = [i for i in infos if i.name == prefix]
+    dirs: list[tree.Directory]
     if exact:
         dirs, objects = [], exact
     elif recursive:
@@ -203,7 +204,7 @@ def meta_set(
     bucket: str,
     name: str,
     description: str | None,
-    headers: dict[str, list[str]] | None,
+    headers: dict[str, list[str] | str] | None,
     metadata: dict[str, str] | None,
     replace: bool,
     unset: tuple[str, ...],

@@ -22,6 +22,7 @@ import click
 
 from natsobj import paths
 from natsobj.aio.copy import copy_object
+from natsobj.aio.sources import Readable
 from natsobj.cli import render, tree
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.params import (
@@ -52,7 +53,7 @@ def _stdin_size(stream: BinaryIO) -> int | None:
 
 
 def _put_stream(
-    put_one: Callable[[str, BinaryIO], ObjectInfo],
+    put_one: Callable[[str, Readable], ObjectInfo],
     name: str,
     stream: BinaryIO,
     total: int | None,
@@ -88,7 +89,7 @@ def put(
     recursive: bool,
     progress: bool | None,
     description: str | None,
-    headers: dict[str, list[str]] | None,
+    headers: dict[str, list[str] | str] | None,
     metadata: dict[str, str] | None,
     chunk_size: int | None,
 ) -> None:
@@ -239,8 +240,8 @@ def get(
             destination = Path(path)
             if destination.is_dir():
                 destination = destination / name.rsplit(paths.SEP, 1)[-1]
-            got = _range_to_file(store, name, byte_range, destination, bar)
-            click.echo(f"{_range_summary(*got)} -> {destination}")
+            ranged = _range_to_file(store, name, byte_range, destination, bar)
+            click.echo(f"{_range_summary(*ranged)} -> {destination}")
             return
         if path == STDIO:
             out = sys.stdout.buffer
