@@ -19,7 +19,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cached_property
 
 from natsobj.matching import NameMatcher
@@ -190,6 +190,36 @@ def expired_record(
     it) stands for: the object's delete by expiry, as watchers,
     ``changes()`` and ``get_info(include_deleted=True)`` report it."""
     return ObjectInfo(name, bucket, deleted=True, mtime=mtime, sequence=sequence, expired=True)
+
+
+# The name index keeps meta records, not their headers; an expiring record is kept with its
+# expiry as one more JSON field (other clients never see it: it is local to this machine).
+KEPT_EXPIRES_FIELD = "natsobj_expires_us"
+_KEPT_EXPIRES = b',"' + KEPT_EXPIRES_FIELD.encode() + b'":'
+
+
+def record_to_keep(data: bytes, expires: datetime | None) -> bytes:
+    """A meta record as the name index keeps it: with ``expires`` (microseconds since the
+    epoch) in ``KEPT_EXPIRES_FIELD`` when it has one."""
+    if expires is None or not data.endswith(b"}") or data.endswith(b"{}"):
+        return data
+    micros = int(expires.timestamp() * 1_000_000)
+    return data[:-1] + _KEPT_EXPIRES + str(micros).encode() + b"}"
+
+
+def kept_expires(doc: bytes | Mapping[str, object]) -> datetime | None:
+    """The expiry ``record_to_keep`` added to a kept record (parsed or raw), or None."""
+    if isinstance(doc, bytes | bytearray):
+        at = doc.rfind(_KEPT_EXPIRES)
+        if at == -1:
+            return None
+        digits = doc[at + len(_KEPT_EXPIRES) : -1]
+        micros: object = int(digits) if digits.isdigit() else None
+    else:
+        micros = doc.get(KEPT_EXPIRES_FIELD)
+    if type(micros) is not int:
+        return None
+    return datetime.fromtimestamp(micros / 1_000_000, tz=UTC)
 
 
 def server_supports_ttl(version: tuple[int, int] | None) -> bool:

@@ -149,6 +149,16 @@ def test_a_rule_applies_by_prefix_and_an_explicit_ttl_wins(ttl_store) -> None:
     hour = ttl_store.put("reports/draft.pdf", b"d", ttl=3600).expires
     assert hour is not None and abs(hour - (now + timedelta(hours=1))) < timedelta(seconds=5)
     assert ttl_store.put("tmp/keep.bin", b"k", ttl=0).expires is None
+    for _ in range(2):  # the first listing fills the name index, the second reads from it
+        listed = {i.name: i.expires is not None for i in ttl_store.list()}
+        assert listed == {
+            "tmp/x.parquet": True,
+            "reports/q.pdf": False,
+            "models/m.bin": False,
+            "reports/draft.pdf": True,
+            "tmp/keep.bin": False,
+        }
+        assert {i.name for i in ttl_store.list(prefix="tmp/") if i.expires} == {"tmp/x.parquet"}
     # the rules live with the bucket: another client's store applies them too
     ttl_store.set_lifecycle_rules([])
     assert ttl_store.lifecycle_rules() == []

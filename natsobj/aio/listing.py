@@ -63,12 +63,16 @@ from natsobj.aio.jsapi import raw_header
 from natsobj.aio.stream import BucketStream
 from natsobj.aio.watch import info_from_msg
 from natsobj.errors import NatsObjError, PermissionDenied, ReplicaLagging
+from natsobj.lifecycle import expires_at, kept_expires, record_to_keep
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, StreamInfo, parse_server_time
 from natsobj.name_index import Entry, IndexRow, NameIndex
 from natsobj.names import all_meta_subject, decode_name
+from natsobj.wire import MARKER_REASON, MSG_TTL
 
 log = logging.getLogger(__name__)
+_MARKER_REASON = MARKER_REASON.encode()
+_MSG_TTL = MSG_TTL.encode()
 
 MULTI_LAST_LIMIT = 1024  # subjects per batched direct get; nats-server answers 413 above it
 IN_FLIGHT = 4  # batched direct gets outstanding at once: enough to hide the round trip
@@ -199,7 +203,13 @@ async def _scan_batches(
 
 
 def _wanted(info: ObjectInfo, name_filter: NameFilter, include_deleted: bool) -> bool:
-    return (include_deleted or not info.deleted) and name_filter.matches(info.name)
+    """Wanted by the listing: matching, and neither deleted nor expired (the server removes
+    an expired record within moments; the clock hides it meanwhile) unless deletes are."""
+    if not include_deleted and (
+        info.deleted or (info.expires is not None and info.expires <= datetime.now(UTC))
+    ):
+        return False
+    return name_filter.matches(info.name)
 
 
 class _SubjectStateListing:
@@ -382,7 +392,10 @@ class _SubjectStateListing:
         for (token, _, seq, mtime_us, _), doc in zip(rows, docs, strict=True):
             mtime = _EPOCH + mtime_us * _MICROSECOND if mtime_us is not None else None
             info = _parse_meta(self.store, doc, mtime, seq, token)
-            if info is not None and _wanted(info, self.name_filter, self.include_deleted):
+            if info is None:
+                continue
+            info.expires = kept_expires(doc)
+            if _wanted(info, self.name_filter, self.include_deleted):
                 kept.append(info)
         return kept
 
@@ -427,11 +440,17 @@ class _SubjectStateListing:
             except ValueError as exc:
                 log.warning("bucket %r: skipping a direct-get reply: %s", self.store.bucket, exc)
                 continue
+            if raw_header(headers, _MARKER_REASON) is not None:
+                continue  # the delete marker of an expired object: not listed
             info = _parse_meta(self.store, doc, mtime, sequence, subject)
             if info is None:
                 continue
+            info.expires = expires_at(mtime, raw_header(headers, _MSG_TTL))
             if learned is not None and subject.startswith(self.meta_prefix):
-                learned.append((subject[skip:], sequence, (mtime - _EPOCH) // _MICROSECOND, data))
+                kept_data = record_to_keep(data, info.expires)
+                learned.append(
+                    (subject[skip:], sequence, (mtime - _EPOCH) // _MICROSECOND, kept_data)
+                )
             if _wanted(info, self.name_filter, self.include_deleted):
                 kept.append(info)
         if len(self._learned) >= LEARN_EVERY:
@@ -608,7 +627,10 @@ def _parse_meta(
     sequence: int,
     where: str,
 ) -> ObjectInfo | None:
-    """A meta record, or None for a corrupt one, which is logged and skipped."""
+    """A meta record, or None for a corrupt one, which is logged and skipped (an empty one
+    quietly: the name index keeps an expiry's delete marker as an empty record)."""
+    if doc == b"":
+        return None
     try:
         return ObjectInfo.from_json(doc, mtime=mtime, sequence=sequence, bucket=store.bucket)
     except NatsObjError as exc:

@@ -21,7 +21,9 @@ import logging
 import sqlite3
 from collections.abc import AsyncIterator
 
+from natsobj.aio.jsapi import raw_header
 from natsobj.aio.stream import BucketStream
+from natsobj.lifecycle import expires_at, record_to_keep
 from natsobj.model import StreamInfo
 from natsobj.name_index import (
     IndexRow,
@@ -34,8 +36,10 @@ from natsobj.name_index import (
 )
 from natsobj.names import all_meta_subject
 from natsobj.settings import ConnectionSettings
+from natsobj.wire import MSG_TTL
 
 log = logging.getLogger(__name__)
+_MSG_TTL = MSG_TTL.encode()
 
 # The server walks every subject of the bucket for each page of names: seconds per page at a
 # million objects on a busy machine, so a page gets far longer than an ordinary API call.
@@ -277,7 +281,11 @@ async def _read_meta_after(
             msg = await consumer.next()
             if msg is None:
                 break
-            tokens.append((msg.subject[skip:], msg.sequence, msg.nanos // 1000, msg.data))
+            data = msg.data
+            if msg.headers:  # an expiring record is kept with its expiry
+                ttl = raw_header(msg.headers, _MSG_TTL)
+                data = record_to_keep(data, expires_at(msg.time, ttl))
+            tokens.append((msg.subject[skip:], msg.sequence, msg.nanos // 1000, data))
             if len(tokens) >= WRITE_EVERY or msg.pending == 0:
                 reached = msg.sequence
                 await asyncio.to_thread(

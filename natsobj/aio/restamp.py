@@ -57,7 +57,7 @@ async def plan(store: ObjectStore) -> list[Restamp]:
         candidate = _due(info, rules, now)
         if candidate is None:
             continue
-        # a listing served from the name index knows no expiry: ask the record's headers
+        # confirm from the record itself (a name index filled by an older natsobj kept no expiry)
         candidate.info = await store.get_info(info.name)
         if candidate.info.expires is None:
             due.append(candidate)
