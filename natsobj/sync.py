@@ -134,8 +134,8 @@ class RangeReader(io.RawIOBase):
         return True
 
     @_mirrors(_core.RangeReader.read)
-    def read(self, n: int = -1) -> bytes:  # type: ignore[override]
-        self._checkClosed()  # type: ignore[attr-defined]
+    def read(self, n: int = -1) -> bytes:
+        self._checkClosed()
         return run(self._reader.read(-1 if n is None else n))
 
     def readall(self) -> bytes:
@@ -148,17 +148,17 @@ class RangeReader(io.RawIOBase):
 
     @_mirrors(_core.RangeReader.read_range)
     def read_range(self, start: int | None, end: int | None = None) -> bytes:
-        self._checkClosed()  # type: ignore[attr-defined]
+        self._checkClosed()
         return run(self._reader.read_range(start, end))
 
     @_mirrors(_core.RangeReader.seek)
     def seek(self, offset: int, whence: int = 0) -> int:
-        self._checkClosed()  # type: ignore[attr-defined]
+        self._checkClosed()
         return self._reader.seek(offset, whence)
 
     @_mirrors(_core.RangeReader.tell)
     def tell(self) -> int:
-        self._checkClosed()  # type: ignore[attr-defined]
+        self._checkClosed()
         return self._reader.tell()
 
     @_mirrors(_core.RangeReader.close)

@@ -409,3 +409,40 @@ def test_a_range_read_on_another_node_sees_the_write(cluster: NatsCluster, r3_bu
                 await client.close()
 
     assert asyncio.run(body()) == 80
+
+
+def test_without_batched_gets_chunks_come_one_by_one(nats_url: str, written) -> None:
+    """An API whose multi-message replies are cut to one (an account import without
+    ``response_type: stream``, remembered by the connection) still reads exact ranges."""
+    store, local = written
+    client = natsobj.connect(nats_url)
+    try:
+        other = client.store(store.bucket)
+        other.aio.api.batched_gets_cut_off = True
+        for name in ("chunk-1000", "uneven", "natspy"):
+            expected = local[name]
+            with other.open_range(name) as reader:
+                assert reader.read_range(1_234, 20_000) == expected[1_234:20_000]
+                assert reader.bytes_fetched >= 20_000 - 1_234
+    finally:
+        client.close()
+
+
+def test_concurrent_reads_on_one_reader(nats_url: str, written) -> None:
+    """fsspec's cat_ranges may read many ranges of one file at once."""
+    _, local = written
+    bucket = written[0].bucket
+    expected = local["chunk-1000"]
+    rng = random.Random(9)
+    ranges = [(start, start + rng.randrange(1, 5_000)) for start in rng.sample(range(100_000), 40)]
+
+    async def body() -> list[bytes]:
+        client = await aio.connect(nats_url)
+        try:
+            store = await client.store(bucket)
+            async with await store.open_range("chunk-1000") as reader:
+                return await asyncio.gather(*(reader.read_range(a, b) for a, b in ranges))
+        finally:
+            await client.close()
+
+    assert asyncio.run(body()) == [expected[a:b] for a, b in ranges]

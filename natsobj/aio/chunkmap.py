@@ -36,7 +36,7 @@ from natsobj.names import chunk_subject
 
 MAP_CACHE_ENTRIES = 1024  # versions whose maps are kept (an entry of a contiguous map is tiny)
 
-VersionKey = tuple[str, str, str, int]
+VersionKey = tuple[str, str, str, int | None]
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from types import TracebackType
 from typing import Any, NoReturn
 
 from natsobj.aio.chunkmap import ChunkMap, changed, forget, locate
-from natsobj.aio.directbatch import DirectBatches, RawMsg
+from natsobj.aio.directbatch import BatchStalled, DirectBatches, RawMsg
 from natsobj.aio.jsapi import raw_header
 from natsobj.aio.offloaded import read_offloaded_range
 from natsobj.aio.stream import BucketStream
@@ -168,32 +168,42 @@ class RangeReader:
     async def _chunks(self, chunk_map: ChunkMap, indexes: range) -> list[bytes]:
         """The data of chunks ``indexes``: held ones as they are, runs of the others fetched
         with up to IN_FLIGHT batched gets at once."""
-        runs = self._runs(chunk_map, indexes)
+        # taken now: a read running beside this one may let go of them meanwhile
+        by_index = {k: self._held[k] for k in indexes if k in self._held}
+        runs = self._runs(chunk_map, indexes, by_index)
         if runs:
             gets = DirectBatches(self.stream.api, self.stream.stream, bucket=self.info.bucket)
-            await gets.open()
+            if self._batched_gets():
+                await gets.open()
             try:
                 limit = asyncio.Semaphore(IN_FLIGHT)
 
-                async def fetch(run: range) -> list[bytes]:
+                async def fetch(run: range) -> None:
                     async with limit:
-                        return await self._fetch_run(gets, chunk_map, run)
+                        datas = await self._fetch_run(gets, chunk_map, run)
+                    by_index.update(zip(run, datas, strict=True))
 
-                fetched = await asyncio.gather(*(fetch(run) for run in runs))
+                tasks = [asyncio.ensure_future(fetch(run)) for run in runs]
+                try:
+                    await asyncio.gather(*tasks)
+                except BaseException:  # the first error is the read's; stop the rest
+                    for task in tasks:
+                        task.cancel()
+                    await asyncio.gather(*tasks, return_exceptions=True)
+                    raise
             finally:
                 await gets.close()
-            by_index = {
-                index: data
-                for run, datas in zip(runs, fetched, strict=True)
-                for index, data in zip(run, datas, strict=True)
-            }
-        else:
-            by_index = {}
-        chunks = [by_index[k] if k in by_index else self._held[k] for k in indexes]
+        chunks = [by_index[k] for k in indexes]
         self._hold(indexes[-1], chunks[-1])
         return chunks
 
-    def _runs(self, chunk_map: ChunkMap, indexes: range) -> list[range]:
+    def _batched_gets(self) -> bool:
+        """Whether runs can come from batched direct gets: the stream allows direct gets, and
+        no earlier batched get came back cut to one message (an API imported from another
+        account without ``response_type: stream``; see the listing)."""
+        return self.stream.allow_direct and not self.stream.api.batched_gets_cut_off
+
+    def _runs(self, chunk_map: ChunkMap, indexes: range, held: dict[int, bytes]) -> list[range]:
         """The chunks of ``indexes`` not held, as runs of consecutive chunks of about half a
         read window each (one batched get apiece)."""
         per_run = max(1, self.read_window_bytes // 2)
@@ -201,7 +211,7 @@ class RangeReader:
         run_start: int | None = None
         run_bytes = 0
         for k in indexes:
-            if k in self._held:
+            if k in held:
                 if run_start is not None:
                     runs.append(range(run_start, k))
                     run_start = None
@@ -220,13 +230,18 @@ class RangeReader:
         """One run of chunks, each checked; those a replica did not have (behind, or purged)
         are asked for one by one, of the leader in a cluster."""
         messages: list[RawMsg] = []
-        if self.stream.allow_direct:
+        if self._batched_gets():
             body: dict[str, Any] = {
                 "seq": chunk_map.sequences[run[0]],
                 "next_by_subj": chunk_map.subject,
                 "batch": len(run),
             }
-            messages = await gets.get(body)
+            try:
+                messages = await gets.get(body)
+            except BatchStalled as exc:
+                if exc.received != 1:
+                    raise
+                self.stream.api.batched_gets_cut_off = True  # one chunk at a time from now on
         chunks: list[bytes] = []
         for k, (headers, data) in zip(run, messages, strict=False):
             self._check(chunk_map, k, headers, data)
