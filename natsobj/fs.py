@@ -386,9 +386,10 @@ class NatsObjectFile(AbstractBufferedFile):
 
     Reads go through fsspec's "readahead" cache with a block of one default chunk (128 KiB):
     a columnar reader (pyarrow, DuckDB) asks for the footer and then for exactly the column
-    chunks it needs, which a large read-ahead only inflates (for one column of ten, fsspec's
-    default 4 MiB fetched 6.5 times what no cache fetches; 128 KiB, about 10% more), while a
-    reader of small pieces (``readline``, CSV parsers) still gets whole chunks per request.
+    chunks it needs, which a large read-ahead only inflates (fsspec's default 4 MiB block
+    fetches several times what reading without a cache does, one chunk a little more: see
+    BENCHMARKS.md), while a reader of small pieces (``readline``, CSV parsers) still gets
+    whole chunks per request.
     ``block_size`` and ``cache_type`` of ``open`` override it.
     """
 

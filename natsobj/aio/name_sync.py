@@ -177,8 +177,8 @@ async def names_complete(store: BucketStream, index: NameIndex, info: StreamInfo
     offset past them all: the count, no names), and a second plain ``STREAM.INFO`` shows that
     nothing was written in between: sequences only grow, so with the same ``last_seq`` the
     count is of the same subjects the index was caught up to, and equal counts mean equal
-    sets. The server walks every subject of the bucket for the count (about 1 µs each here),
-    so listings ask only when they would otherwise fetch a large share of the bucket."""
+    sets. The server walks every subject of the bucket for the count, so listings ask only
+    when they would otherwise fetch a large share of the bucket."""
     counted = await name_page(store, PAST_EVERY_SUBJECT)
     after = await store.info()
     if after.state.last_sequence != info.state.last_sequence:
