@@ -118,8 +118,8 @@ def test_conflict_met_at_commit_is_typed(nats_url, bucket_name, raw_js):
 
         template = ObjectInfo(name="obj", bucket=bucket_name, nuid="N" * 22, chunk_size=CHUNK)
         data = os.urandom(3 * CHUNK)
-        put = AtomicPut(store.bucket_stream, template, chunk_size=CHUNK, window_bytes=CHUNK)
-        replay = Replayable(len(data), lambda: iter_chunks(data, CHUNK))
+        put = AtomicPut(store.bucket_stream, template, window_bytes=CHUNK)
+        replay = Replayable(lambda: iter_chunks(data, CHUNK))
         before = await asyncio.to_thread(_messages, raw_js, bucket_name)
         with pytest.raises(natsobj.errors.SequenceConflict):
             await put.run(replay, looked_up_before_the_race(), looked_up_now, stale.sequence)

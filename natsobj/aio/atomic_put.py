@@ -15,13 +15,13 @@ under the stream's lock). ``Nats-Expected-Last-Msg-Id`` is refused in a batch, a
 needed: the batch itself orders the chunks before the record.
 
 Which puts go this way: objects up to ``ObjectStore.atomic_max_bytes`` (default
-``ATOMIC_MAX_BYTES``, from the benchmark; 0 is never) on a stream that allows atomic
-publishes (new stores do; see ``StoreConfig``). Limits: a batch
-holds at most ``ATOMIC_BATCH_MESSAGES`` messages (the server's default max_batch_size), so
-chunks + 1 must fit; the server stages the batch (on disk for a file store on one replica) and
-drops it after 10 s without a message; a stream keeps at most 50 batches open. A put that does
-not fit, or that the server turns away for one of those limits, goes today's way, which is
-why the source must be one that can be read again from the start (``Replayable``).
+``ATOMIC_MAX_BYTES``, from the benchmark; 0 is never) on a stream that allows atomic publishes
+(new stores do; see ``StoreConfig``). Limits: a batch holds at most ``ATOMIC_BATCH_MESSAGES``
+messages (the server's default max_batch_size), so chunks + 1 must fit; the server stages the
+batch (on disk for a file store on one replica) and drops it after 10 s without a message; a
+stream keeps at most 50 batches open. A put that does not fit, or that the server turns away
+for one of those limits, goes today's way, which is why the source must be one that can be
+read again from the start (``Replayable``). docs/production.md has the table.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ from natsobj.wire import (
 # plus the meta record. A server configured lower refuses the batch and the put goes today's way.
 ATOMIC_BATCH_MESSAGES = 1000
 # The largest object sent as one batch by default (``ObjectStore.atomic_max_bytes``). Chosen
-# by benchmarks/atomic.py (BENCHMARKS.md, "Atomic puts"): atomic batch against today's put in
+# by benchmarks/ranges.py (BENCHMARKS.md, "Atomic puts"): atomic batch against today's put in
 # one run on one server, for 1 KiB to 256 MiB. Today's put was the faster in every size class,
 # because nats-server 2.15 stages each batch of a one-replica file stream in a file store of
 # its own and writes every message twice; so no size is sent atomically unless a store opts in.
@@ -90,10 +90,9 @@ _nuid = NUID()
 
 @dataclass
 class Replayable:
-    """A put source of known size that can be read again from its start (a retry after a
-    refused batch, or today's put after it)."""
+    """A put source that fits a batch and can be read again from its start (a retry after a
+    refused batch, or today's put after it): ``chunks()`` starts a new reading."""
 
-    size: int
     chunks: Callable[[], AsyncIterator[bytes]]
 
 
@@ -112,14 +111,12 @@ async def replayable(
     if isinstance(source, bytes | bytearray | memoryview):
         data = source
         fits = len(data) <= max_bytes
-        return (
-            Replayable(len(data), lambda: iter_chunks(data, chunk_size)) if fits else None
-        ), data
+        return (Replayable(lambda: iter_chunks(data, chunk_size)) if fits else None), data
     if isinstance(source, os.PathLike):
         path = Path(source)
         size = path.stat().st_size
         fits = size <= max_bytes
-        return (Replayable(size, lambda: iter_chunks(path, chunk_size)) if fits else None), path
+        return (Replayable(lambda: iter_chunks(path, chunk_size)) if fits else None), path
     file_size = _regular_file_size(source)
     if file_size is not None:
         handle: Any = source
@@ -132,7 +129,7 @@ async def replayable(
             handle.seek(start)
             return iter_chunks(handle, chunk_size)
 
-        return Replayable(size, rewound), source
+        return Replayable(rewound), source
     return await _read_ahead(source, chunk_size, min(lookahead, max_bytes))
 
 
@@ -164,7 +161,7 @@ async def _read_ahead(
         for chunk in chunks:
             yield chunk
 
-    return Replayable(size, again), _chained(kept, stream)
+    return Replayable(again), _chained(kept, stream)
 
 
 async def _chained(first: list[bytes], rest: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
@@ -191,8 +188,9 @@ async def put_atomic(
     the object does not fit a batch or the server turned the batch away, and ``source`` what
     today's put then reads (from its start). ``template``: the meta record but for the
     nuid, size, chunk count and digest; ``max_bytes``: the largest object sent this way
-    (``ObjectStore.atomic_max_bytes``, 0: none). ``current`` reads the version the put replaces (it
-    runs while the chunks go out); ``required`` is the put's compare-and-swap sequence.
+    (``ObjectStore.atomic_max_bytes``, 0: none). ``current`` reads the version the put
+    replaces (it runs while the chunks go out); ``required`` is the put's compare-and-swap
+    sequence.
     ``chunk_headers`` go with every chunk and ``meta_headers()`` (called when the record
     goes out) with the record: an expiring put's Nats-TTL (natsobj.aio.expiry)."""
     limit = min(max_bytes, (ATOMIC_BATCH_MESSAGES - 1) * chunk_size)
@@ -202,9 +200,13 @@ async def put_atomic(
     if replay is None:
         return None, source
     template = replace(template, nuid=_nuid.next().decode())
-    put = AtomicPut(bucket_stream, template, chunk_size=chunk_size, window_bytes=window_bytes)
-    put.chunk_headers = dict(chunk_headers or {})
-    put.meta_headers = meta_headers
+    put = AtomicPut(
+        bucket_stream,
+        template,
+        window_bytes=window_bytes,
+        chunk_headers=chunk_headers,
+        meta_headers=meta_headers,
+    )
     first = asyncio.ensure_future(current())
     try:
         return await put.run(replay, first, current, required), source
@@ -235,27 +237,27 @@ class Committed:
 
 
 class AtomicPut:
-    """One object's chunks and meta record as one ADR-50 batch, with the acknowledged bytes
+    """One object's chunks and meta record as one ADR-50 batch, with the unacknowledged bytes
     of the staged messages bounded by ``window_bytes`` (each is acknowledged once the server
-    staged it)."""
+    staged it). ``chunk_headers`` go with every chunk, ``meta_headers()`` with the record."""
 
     def __init__(
         self,
         bucket_stream: BucketStream,
         template: ObjectInfo,
         *,
-        chunk_size: int,
         window_bytes: int,
+        chunk_headers: Mapping[str, str] | None = None,
+        meta_headers: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
         self.stream = bucket_stream
         self.api = bucket_stream.api
         self.template = template
-        self.chunk_size = chunk_size
         self.window_bytes = window_bytes
         self.name = template.name
         self.bucket = bucket_stream.bucket
-        self.chunk_headers: dict[str, str] = {}
-        self.meta_headers: Callable[[], Mapping[str, str]] | None = None
+        self.chunk_headers = dict(chunk_headers or {})
+        self.meta_headers = meta_headers
 
     async def run(
         self,
