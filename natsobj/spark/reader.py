@@ -22,6 +22,7 @@ from pyspark.sql.types import (
 )
 
 import natsobj
+from natsobj.aio.reader import check_digest
 from natsobj.errors import ObjectNotFound
 from natsobj.matching import NameMatcher
 from natsobj.spark.arrowio import conform, spark_arrow_schema
@@ -82,10 +83,8 @@ class TableReader(DataSourceReader):
         yield from produce_ahead(lambda: self._batches(partition, target))
 
     def _batches(self, partition: PartPartition, target: pa.Schema) -> Iterator[pa.RecordBatch]:
-        with contextlib.ExitStack() as stack:
-            with open_store(self.opts) as store:
-                source = self._download(store, partition, stack)
-            parquet = pq.ParquetFile(source)
+        with contextlib.ExitStack() as stack, open_store(self.opts) as store:
+            parquet, row_groups = self._open_part(store, partition, stack)
             missing = [n for n in target.names if n not in parquet.schema_arrow.names]
             if missing:
                 raise KeyError(
@@ -94,7 +93,7 @@ class TableReader(DataSourceReader):
                 )
             batches = parquet.iter_batches(
                 batch_size=BATCH_ROWS,
-                row_groups=self._row_groups(parquet.metadata),
+                row_groups=row_groups,
                 columns=target.names,
                 use_threads=False,
             )
@@ -108,21 +107,19 @@ class TableReader(DataSourceReader):
                         "nullable."
                     ) from None
 
-    def _row_groups(self, metadata: pq.FileMetaData) -> list[int]:
-        """Every row group; ``FilteringTableReader`` skips those its filters exclude."""
-        return list(range(metadata.num_row_groups))
-
-    def _download(
+    def _open_part(
         self, store: natsobj.ObjectStore, part: PartPartition, stack: contextlib.ExitStack
-    ) -> pa.NativeFile | str:
+    ) -> tuple[pq.ParquetFile, list[int]]:
+        """The whole part, downloaded and verified against its SHA-256, and all its row groups."""
+        with self._missing_part(part):
+            parquet = pq.ParquetFile(self._download(store, part, stack))
+        return parquet, list(range(parquet.metadata.num_row_groups))
+
+    @contextlib.contextmanager
+    def _missing_part(self, part: PartPartition) -> Iterator[None]:
+        """A part of a pinned generation that is gone raises ``DatasetChanged``."""
         try:
-            if part.size <= SPILL_BYTES:
-                return pa.BufferReader(
-                    store.get_bytes(part.name, allow_missing_digest=self.opts.allow_missing_digest)
-                )
-            path = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "part.parquet"
-            store.get_file(part.name, path, allow_missing_digest=self.opts.allow_missing_digest)
-            return str(path)
+            yield
         except ObjectNotFound:
             if not self.generation:
                 raise
@@ -131,6 +128,17 @@ class TableReader(DataSourceReader):
                 bucket=self.opts.bucket,
                 name=part.name,
             ) from None
+
+    def _download(
+        self, store: natsobj.ObjectStore, part: PartPartition, stack: contextlib.ExitStack
+    ) -> pa.NativeFile | str:
+        if part.size <= SPILL_BYTES:
+            return pa.BufferReader(
+                store.get_bytes(part.name, allow_missing_digest=self.opts.allow_missing_digest)
+            )
+        path = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "part.parquet"
+        store.get_file(part.name, path, allow_missing_digest=self.opts.allow_missing_digest)
+        return str(path)
 
 
 class FilteringTableReader(TableReader):
@@ -148,12 +156,28 @@ class FilteringTableReader(TableReader):
     def partitions(self) -> list[InputPartition]:
         return [PartPartition(p.name, p.size) for p in self.parts if may_match(p.stats, self.where)]
 
-    def _row_groups(self, metadata: pq.FileMetaData) -> list[int]:
-        return [
+    def _open_part(
+        self, store: natsobj.ObjectStore, part: PartPartition, stack: contextlib.ExitStack
+    ) -> tuple[pq.ParquetFile, list[int]]:
+        """With filters, the footer comes first through a ranged reader, then only the column
+        chunks of the row groups the statistics keep (a ranged read is not checked against
+        the object's SHA-256, which covers the whole object). When every row group is kept the
+        part is downloaded whole and verified instead."""
+        if not self.where:
+            return super()._open_part(store, part, stack)
+        with self._missing_part(part):
+            ranged = stack.enter_context(store.open_range(part.name))
+            check_digest(ranged.info, allow_missing=self.opts.allow_missing_digest)
+            parquet = pq.ParquetFile(ranged, pre_buffer=True)
+        metadata = parquet.metadata
+        kept = [
             i
             for i in range(metadata.num_row_groups)
             if may_match(row_group_stats(metadata, i), self.where)
         ]
+        if len(kept) == metadata.num_row_groups:
+            return super()._open_part(store, part, stack)
+        return parquet, kept
 
 
 class BinaryReader(DataSourceReader):
