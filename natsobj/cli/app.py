@@ -7,7 +7,16 @@ import sys
 
 import click
 
-from natsobj.cli.commands import archive, objects, serve, stores, syncing, transfer, watch
+from natsobj.cli.commands import (
+    archive,
+    lifecycle,
+    objects,
+    serve,
+    stores,
+    syncing,
+    transfer,
+    watch,
+)
 from natsobj.cli.exits import NatsobjGroup
 from natsobj.cli.session import Session, connection_options
 
@@ -51,6 +60,6 @@ def _route_library_logs(ctx: click.Context, debug: bool) -> None:
     ctx.call_on_close(restore)
 
 
-for module in (serve, stores, objects, transfer, syncing, watch, archive):
+for module in (serve, stores, lifecycle, objects, transfer, syncing, watch, archive):
     for command in module.COMMANDS:
         cli.add_command(command)

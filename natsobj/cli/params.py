@@ -190,3 +190,16 @@ def range_option() -> Any:
         " Only the chunks holding them are fetched; a range is not checked against the"
         " object's SHA-256.",
     )
+
+
+class Ttl(Duration):
+    """A put's ``--ttl``: a duration, or ``never`` (0: no expiry, whatever the rules say)."""
+
+    name = "ttl"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> timedelta:
+        if str(value).strip().lower() == "never":
+            return timedelta(0)
+        return super().convert(value, param, ctx)

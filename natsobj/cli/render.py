@@ -173,8 +173,10 @@ def info_fields(info: ObjectInfo) -> list[tuple[str, str]]:
         if info.chunk_size:
             pairs.append(("chunk size", size(info.chunk_size)))
     pairs += [("modified", when(info.mtime)), ("nuid", info.nuid)]
+    if info.expires is not None:
+        pairs.append(("expires", when(info.expires)))
     if info.deleted:
-        pairs.append(("deleted", "yes"))
+        pairs.append(("deleted", "expired" if info.expired else "yes"))
     if info.description:
         pairs.append(("description", info.description))
     pairs += [(f"header {k}", ", ".join(v)) for k, v in sorted(info.headers.items())]

@@ -16,6 +16,7 @@ from natsobj.errors import ObjectNotFound
 from natsobj.model import ObjectInfo
 
 LS_COLUMNS = ["NAME", "SIZE", "CHUNKS", "MODIFIED", "DIGEST"]
+EXPIRES_COLUMN = "EXPIRES"  # shown when an object listed expires (docs/lifecycle.md)
 
 
 def _object_row(info: ObjectInfo) -> list[str]:
@@ -88,7 +89,12 @@ def ls(
         )
         return
     rows = [_dir_row(d) for d in dirs] + [_object_row(i) for i in objects]
-    render.table(LS_COLUMNS, rows, right={"SIZE", "CHUNKS"})
+    columns = LS_COLUMNS
+    if any(i.expires for i in objects):
+        columns = [*LS_COLUMNS, EXPIRES_COLUMN]
+        expiring = [""] * len(dirs) + [render.when(i.expires) for i in objects]
+        rows = [[*row, when] for row, when in zip(rows, expiring, strict=True)]
+    render.table(columns, rows, right={"SIZE", "CHUNKS"})
 
 
 @click.command("info")

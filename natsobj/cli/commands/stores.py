@@ -5,15 +5,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import click
 
 from natsobj.cli import render
 from natsobj.cli.exits import UsageProblem
-from natsobj.cli.params import ByteSize, json_option, metadata_option
+from natsobj.cli.params import ByteSize, Duration, json_option, metadata_option
 from natsobj.cli.session import Session, pass_session
 from natsobj.model import StoreStatus
+from natsobj.parsing import format_duration
 from natsobj.store_config import SETTING_FIELDS, STORAGE_TYPES, STORE_SETTINGS, Placement
 
 # How a store setting reads on the command line, beyond its name and help (from the table);
@@ -23,12 +25,27 @@ _OPTION_KINDS: dict[str, dict[str, Any]] = {
     "max_bytes": {"type": ByteSize(), "metavar": "BYTES"},
     "storage": {"type": click.Choice(STORAGE_TYPES)},
     "replicas": {"type": click.IntRange(1, 5)},
+    "delete_marker_ttl": {"type": Duration(), "metavar": "DURATION"},
 }
+# Settings that are on/off flags (--compression/--no-compression); None when not given.
+_FLAGS = ("compression", "allow_msg_ttl")
 _SHORT = {"description": "-d"}
 
 
 def _ttl(status: StoreStatus) -> str:
     return f"{status.ttl.total_seconds():g}s" if status.ttl else ""
+
+
+def _expiry(status: StoreStatus) -> str:
+    """Whether objects can expire (docs/lifecycle.md), and how long expiry markers live."""
+    config = status.stream_info.config
+    if not config.get("allow_msg_ttl"):
+        return "off (natsobj store update BUCKET --allow-msg-ttl)"
+    marker = int(config.get("subject_delete_marker_ttl") or 0)
+    if not marker:
+        return "per-object TTLs (no delete markers: watchers do not see expiries)"
+    shown = format_duration(timedelta(microseconds=marker / 1000))
+    return f"per-object TTLs, delete markers {shown} (the shortest TTL)"
 
 
 def _max_bytes(status: StoreStatus) -> str:
@@ -87,6 +104,7 @@ def _show_status(status: StoreStatus, as_json: bool) -> None:
         ("replicas", str(status.replicas)),
         ("ttl", _ttl(status) or "none"),
         ("compressed", "yes" if status.is_compressed else "no"),
+        ("expiry", _expiry(status)),
         ("sealed", "yes" if status.sealed else "no"),
     ]
     if status.placement:
@@ -125,7 +143,7 @@ def _setting_options(name: str, *, update: bool) -> list[Callable[[Any], Any]]:
             ),
         ]
     flag = "--" + name.replace("_", "-")
-    if name == "compression":
+    if name in _FLAGS:
         return [click.option(f"{flag}/--no-{flag[2:]}", name, default=None, help=help_text)]
     default = meta.default if meta.default is not dataclasses.MISSING else None
     shown = {} if update or default in (None, "") else {"default": default, "show_default": True}

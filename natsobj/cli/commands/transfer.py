@@ -15,6 +15,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import BinaryIO
 
@@ -26,6 +27,7 @@ from natsobj.aio.sources import Readable
 from natsobj.cli import render, tree
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.params import (
+    Ttl,
     allow_missing_digest_option,
     header_option,
     metadata_option,
@@ -67,6 +69,7 @@ def _summary(verb: str, info: ObjectInfo) -> str:
     return (
         f"{verb} {info.bucket}/{render.shell_escape(info.name)}  {render.size(info.size)}  "
         f"{info.chunks} chunk{'' if info.chunks == 1 else 's'}  {render.short_digest(info.digest)}"
+        + (f"  expires {render.when(info.expires)}" if info.expires else "")
     )
 
 
@@ -79,6 +82,13 @@ def _summary(verb: str, info: ObjectInfo) -> str:
 @header_option("Header stored with the object, repeatable.")
 @metadata_option("Metadata stored with the object, repeatable.")
 @click.option("--chunk-size", type=click.IntRange(min=1), metavar="BYTES", help="Chunk size.")
+@click.option(
+    "--ttl",
+    type=Ttl(),
+    metavar="DURATION",
+    help="Expire the object this long after the put (7d, 12h, 90s), on the server; 'never'"
+    " keeps it whatever the bucket's lifecycle rules say. Default: the rules.",
+)
 @progress_option()
 @pass_session
 def put(
@@ -92,6 +102,7 @@ def put(
     headers: dict[str, list[str] | str] | None,
     metadata: dict[str, str] | None,
     chunk_size: int | None,
+    ttl: timedelta | None,
 ) -> None:
     """Store PATH (file, '-' for stdin, directory with -r) as NAME."""
     source = Path(path)
@@ -108,6 +119,7 @@ def put(
         headers=headers,
         metadata=metadata,
         chunk_size=chunk_size,
+        ttl=ttl,
     )
     with meter(progress) as bar:
         if path == STDIO:

@@ -1,0 +1,130 @@
+"""``natsobj store lifecycle BUCKET``: show, set or clear a bucket's lifecycle rules, and bring
+objects already there under them (docs/lifecycle.md)."""
+
+from __future__ import annotations
+
+import click
+
+from natsobj.aio import restamp
+from natsobj.cli import render
+from natsobj.cli.commands.stores import store_group
+from natsobj.cli.exits import UsageProblem
+from natsobj.cli.params import json_option
+from natsobj.cli.session import Session, pass_session
+from natsobj.lifecycle import LifecycleRule
+from natsobj.parsing import format_duration
+from natsobj.sync import ObjectStore, run
+
+
+def _rules(texts: tuple[str, ...]) -> list[LifecycleRule]:
+    try:
+        return [LifecycleRule.parse(text) for text in texts]
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+
+
+def _show_rules(bucket: str, rules: list[LifecycleRule]) -> None:
+    if not rules:
+        click.echo(f"no lifecycle rules on {bucket}: objects expire only when put with a TTL")
+        return
+    render.table(
+        ["#", "PATTERN", "EXPIRE AFTER"],
+        (
+            [str(n), rule.pattern, format_duration(rule.ttl) if rule.ttl else "never"]
+            for n, rule in enumerate(rules, 1)
+        ),
+        right={"#"},
+    )
+
+
+def _apply(store: ObjectStore, execute: bool, as_json: bool) -> list[dict[str, object]]:
+    planned = run(restamp.plan(store.aio))
+    if execute:
+        planned = run(restamp.apply(store.aio, planned))
+    rows = [
+        {
+            "name": r.info.name,
+            "rule": r.rule.pattern,
+            "ttl_seconds": int(r.ttl.total_seconds()),
+            "restamped": r.done,
+            "skipped": r.skipped,
+        }
+        for r in planned
+    ]
+    if as_json:
+        return rows
+    verb = "restamped" if execute else "would restamp"
+    for r in planned:
+        state = f"skipped: {r.skipped}" if r.skipped else verb
+        click.echo(
+            f"{state} {render.shell_escape(r.info.name)} (rule {r.rule}: expires in"
+            f" {format_duration(r.ttl)})"
+        )
+    if not planned:
+        click.echo("nothing to restamp: every object a rule expires already has an expiry")
+    elif not execute:
+        click.echo(f"{len(planned)} object(s); run again with --yes to restamp them")
+    return rows
+
+
+@store_group.command("lifecycle")
+@click.argument("bucket")
+@click.option(
+    "--set",
+    "set_rules",
+    multiple=True,
+    metavar="GLOB=DURATION",
+    help="Replace the rules, in order (the first match wins): 'tmp/**=7d', 'reports/**=never'."
+    " Repeatable.",
+)
+@click.option("--clear", is_flag=True, help="Remove every rule.")
+@click.option(
+    "--apply",
+    is_flag=True,
+    help="List the objects a rule says should expire that carry no expiry (written before the"
+    " rule, or by another client); a dry run unless --yes.",
+)
+@click.option(
+    "--yes",
+    "--execute",
+    "execute",
+    is_flag=True,
+    help="With --apply: restamp them (the same bytes and digest put again, with the time left"
+    " of their rule's TTL counted from when they were written).",
+)
+@json_option()
+@pass_session
+def lifecycle(
+    session: Session,
+    bucket: str,
+    set_rules: tuple[str, ...],
+    clear: bool,
+    apply: bool,
+    execute: bool,
+    as_json: bool,
+) -> None:
+    """Show BUCKET's lifecycle rules; --set or --clear them; --apply them to objects already
+    there. Every natsobj put takes the first matching rule's TTL unless it names one."""
+    if set_rules and clear:
+        raise UsageProblem("give --set or --clear, not both")
+    if execute and not apply:
+        raise UsageProblem("--yes restamps what --apply finds: give --apply too")
+    store = session.store(bucket)
+    if set_rules or clear:
+        rules = store.set_lifecycle_rules(_rules(set_rules))
+    else:
+        rules = store.lifecycle_rules()
+    restamps = _apply(store, execute, as_json) if apply else None
+    if as_json:
+        doc: dict[str, object] = {
+            "bucket": bucket,
+            "rules": [rule.to_json() for rule in rules],
+        }
+        if restamps is not None:
+            doc["apply"] = restamps
+        render.emit_json(doc)
+    elif not apply:
+        _show_rules(bucket, rules)
+
+
+COMMANDS = ()  # a sub-command of ``natsobj store``

@@ -1,0 +1,130 @@
+"""``natsobj store lifecycle``, ``put --ttl``, ``ls``/``info`` showing expiry, and the store
+options for expiry (issue 23), against the test server."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from cli_support import Invoke
+
+from natsobj.cli.exits import ExitCode
+
+
+@pytest.fixture
+def bucket(invoke: Invoke, sync_client, bucket_name: str):
+    created = invoke("store", "create", bucket_name, "--delete-marker-ttl", "1s")
+    assert created.exit_code == 0, created.stderr
+    assert "delete markers 1s" in created.stdout
+    yield bucket_name
+    with contextlib.suppress(Exception):
+        sync_client.delete_store(bucket_name)
+
+
+def test_rules_set_show_and_clear(invoke: Invoke, bucket: str, sync_client) -> None:
+    assert "no lifecycle rules" in invoke("store", "lifecycle", bucket).stdout
+    set_ = invoke("store", "lifecycle", bucket, "--set", "tmp/**=7d", "--set", "reports/**=never")
+    assert set_.exit_code == 0, set_.stderr
+    lines = set_.stdout.splitlines()
+    assert lines[0].split() == ["#", "PATTERN", "EXPIRE", "AFTER"]
+    assert lines[2].split() == ["1", "tmp/**", "7d"]
+    assert lines[3].split() == ["2", "reports/**", "never"]
+    doc = json.loads(invoke("store", "lifecycle", bucket, "--json").stdout)
+    assert doc["rules"] == [
+        {"pattern": "tmp/**", "ttl": 7 * 86400},
+        {"pattern": "reports/**", "ttl": None},
+    ]
+    assert [str(r) for r in sync_client.store(bucket).lifecycle_rules()] == [
+        "tmp/**=7d",
+        "reports/**=never",
+    ]
+    cleared = invoke("store", "lifecycle", bucket, "--clear")
+    assert "no lifecycle rules" in cleared.stdout
+    assert sync_client.store(bucket).lifecycle_rules() == []
+
+    bad = invoke("store", "lifecycle", bucket, "--set", "tmp/**")
+    assert bad.exit_code == ExitCode.USAGE and "GLOB=DURATION" in bad.stderr
+    both = invoke("store", "lifecycle", bucket, "--set", "a=1d", "--clear")
+    assert both.exit_code == ExitCode.USAGE
+    lone_yes = invoke("store", "lifecycle", bucket, "--yes")
+    assert lone_yes.exit_code == ExitCode.USAGE and "--apply" in lone_yes.stderr
+
+
+def test_put_ttl_and_ls_info_show_expiry(
+    invoke: Invoke, bucket: str, sync_client, tmp_path: Path
+) -> None:
+    source = tmp_path / "f.txt"
+    source.write_bytes(b"data")
+    invoke("store", "lifecycle", bucket, "--set", "tmp/**=2d")
+    assert "expires" not in invoke("put", bucket, "plain.txt", str(source)).stdout
+    by_rule = invoke("put", bucket, "tmp/a.txt", str(source))
+    assert " expires " in by_rule.stdout
+    explicit = invoke("put", bucket, "tmp/b.txt", str(source), "--ttl", "1h")
+    assert explicit.exit_code == 0, explicit.stderr
+    never = invoke("put", bucket, "tmp/c.txt", str(source), "--ttl", "never")
+    assert "expires" not in never.stdout
+    bad = invoke("put", bucket, "x.txt", str(source), "--ttl", "soon")
+    assert bad.exit_code == ExitCode.USAGE
+
+    store = sync_client.store(bucket)
+    now = datetime.now(UTC)
+    a, b = store.get_info("tmp/a.txt").expires, store.get_info("tmp/b.txt").expires
+    assert a is not None and abs(a - (now + timedelta(days=2))) < timedelta(minutes=1)
+    assert b is not None and abs(b - (now + timedelta(hours=1))) < timedelta(minutes=1)
+    assert store.get_info("tmp/c.txt").expires is None
+
+    listing = invoke("ls", bucket, "-r").stdout.splitlines()
+    assert listing[0].split() == ["NAME", "SIZE", "CHUNKS", "MODIFIED", "DIGEST", "EXPIRES"]
+    rows = {line.split()[0]: line for line in listing[2:]}
+    shown_b = b.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    assert rows["tmp/b.txt"].endswith(shown_b)
+    assert not rows["plain.txt"].rstrip().endswith(shown_b)
+    # size and modified are two words each; plain.txt has no EXPIRES, tmp/b.txt a date
+    assert (len(rows["plain.txt"].split()), len(rows["tmp/b.txt"].split())) == (7, 9)
+    doc = json.loads(invoke("ls", bucket, "-r", "--json").stdout)
+    assert {o["name"]: o["expires"] is not None for o in doc["objects"]} == {
+        "plain.txt": False,
+        "tmp/a.txt": True,
+        "tmp/b.txt": True,
+        "tmp/c.txt": False,
+    }
+    assert f"expires     {shown_b}" in invoke("info", bucket, "tmp/b.txt").stdout
+
+
+def test_apply_is_a_dry_run_until_yes(
+    invoke: Invoke, bucket: str, sync_client, tmp_path: Path
+) -> None:
+    store = sync_client.store(bucket)
+    store.put("tmp/old.bin", b"o" * 1000)
+    store.put("keep.bin", b"k")
+    invoke("store", "lifecycle", bucket, "--set", "tmp/**=1d")
+
+    dry = invoke("store", "lifecycle", bucket, "--apply")
+    assert dry.exit_code == 0, dry.stderr
+    assert "would restamp tmp/old.bin (rule tmp/**=1d: expires in 23h59m" in dry.stdout
+    assert store.get_info("tmp/old.bin").expires is None
+
+    done = json.loads(invoke("store", "lifecycle", bucket, "--apply", "--yes", "--json").stdout)
+    assert [(r["name"], r["restamped"]) for r in done["apply"]] == [("tmp/old.bin", True)]
+    assert store.get_info("tmp/old.bin").expires is not None
+    assert store.get_bytes("tmp/old.bin") == b"o" * 1000
+    again = invoke("store", "lifecycle", bucket, "--apply")
+    assert "nothing to restamp" in again.stdout
+
+
+def test_store_options_turn_expiry_on(invoke: Invoke, sync_client, bucket_name: str) -> None:
+    created = invoke("store", "create", bucket_name, "--no-allow-msg-ttl")
+    try:
+        assert created.exit_code == 0, created.stderr
+        assert "expiry       off" in created.stdout
+        refused = invoke("store", "lifecycle", bucket_name, "--set", "tmp/**=1d")
+        assert refused.exit_code == ExitCode.FAILED
+        assert "allow_msg_ttl" in refused.stderr
+        updated = invoke("store", "update", bucket_name, "--allow-msg-ttl")
+        assert updated.exit_code == 0, updated.stderr
+        assert "per-object TTLs, delete markers 5m" in updated.stdout
+    finally:
+        sync_client.delete_store(bucket_name)
