@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -82,3 +83,34 @@ def test_we_read_what_javascript_writes(nats_url, store, tmp_path: Path):
     js("delete", nats_url, store.bucket, "from-js")
     with pytest.raises(natsobj.ObjectNotFound):
         store.get_info("from-js")
+
+
+def test_javascript_reads_an_expiring_object_before_it_expires(
+    nats_url, sync_client, bucket_name: str, tmp_path: Path
+):
+    """An object put with a TTL (issue 23) is an ordinary object to nats.js until it expires:
+    the Nats-TTL headers change nothing for a reader. Once it expired, nats.js lists it no
+    more and cannot get it."""
+    store = sync_client.create_store(bucket_name, delete_marker_ttl=1)
+    try:
+        data = os.urandom(400_000)
+        ours = store.put("expiring", data, ttl=2)
+        store.put("kept", b"k")
+        info = js("get", nats_url, bucket_name, "expiring", str(tmp_path / "out.bin"))
+        assert (tmp_path / "out.bin").read_bytes() == data  # nats.js verified the digest too
+        assert info["digest"] == ours.digest and info["size"] == len(data)
+        assert sorted(js("list", nats_url, bucket_name)) == ["expiring", "kept"]
+        time.sleep(2.5)
+        assert js("list", nats_url, bucket_name) == ["kept"]
+        node = shutil.which("node")
+        assert node
+        gone = subprocess.run(
+            [node, str(PEER / "peer.mjs"), "get", nats_url, bucket_name, "expiring", "/dev/null"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=PEER,
+        )
+        assert gone.returncode != 0
+    finally:
+        sync_client.delete_store(bucket_name)
