@@ -451,3 +451,36 @@ def test_concurrent_reads_on_one_reader(nats_url: str, written) -> None:
             await client.close()
 
     assert asyncio.run(body()) == [expected[a:b] for a, b in ranges]
+
+
+@PROPERTY
+@given(data=st.data())
+def test_ranges_of_what_javascript_writes(written_by_js, data: st.DataObject) -> None:
+    store, expected = written_by_js
+    offset = st.integers(-len(expected) - 3, len(expected) + 3)
+    start, end = data.draw(offset), data.draw(st.none() | offset)
+    assert store.get_range("from-js", start, end) == expected[start:end]
+
+
+@pytest.fixture(scope="module")
+def written_by_js(nats_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Written]:
+    """An object the official JavaScript client (@nats-io/obj) wrote."""
+    from tests.test_interop_js import js
+
+    client = natsobj.connect(nats_url)
+    store = client.create_store(f"j{uuid.uuid4().hex[:12]}")
+    data = os.urandom(700_000)
+    source = tmp_path_factory.mktemp("js") / "source.bin"
+    source.write_bytes(data)
+    js("put", nats_url, store.bucket, "from-js", str(source))
+    yield Written((store, data))
+    with contextlib.suppress(Exception):
+        client.delete_store(store.bucket)
+    client.close()
+
+
+def test_javascript_chunks_take_the_fast_path(written_by_js) -> None:
+    store, data = written_by_js
+    info = store.get_info("from-js")
+    assert not run(locate(store.aio.bucket_stream, info)).map.mapped
+    assert info.chunks == 6 and info.size == len(data)
