@@ -143,7 +143,9 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         want_dict = context.has_asset_partitions and (
             len(names) > 1 or is_mapping_annotation(annotation)
         )
-        allow_missing = bool((context.definition_metadata or {}).get("allow_missing_partitions"))
+        input_meta = context.definition_metadata or {}
+        allow_missing = bool(input_meta.get("allow_missing_partitions"))
+        columns = _columns(input_meta.get("columns"))
         bucket = self._bucket(context)
         settings = self.resource.settings()
         pickle_key = self._pickle_key()
@@ -152,7 +154,13 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
             store = open_store(client, bucket, create=False, missing_hint=_NOTHING_STORED)
             for partition, name in names.items():
                 target = Target(
-                    store, settings, bucket, name, pickle_key, self.allow_missing_digest
+                    store,
+                    settings,
+                    bucket,
+                    name,
+                    pickle_key,
+                    self.allow_missing_digest,
+                    columns=columns,
                 )
                 try:
                     loaded[partition] = _load_one(
@@ -172,6 +180,15 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         if want_dict:
             return loaded
         return next(iter(loaded.values()), None)
+
+
+def _columns(value: Any) -> tuple[str, ...] | None:
+    """The input's ``columns`` metadata: a list of column names, or None for all of them."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not all(isinstance(c, str) for c in value):
+        raise TypeError(f'input metadata "columns" must be a list of column names, not {value!r}')
+    return tuple(value)
 
 
 def _annotation(context: InputContext | OutputContext) -> Any:
