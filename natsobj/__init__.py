@@ -13,6 +13,7 @@ from natsobj.errors import (
     ChunkTooLarge,
     ClusterUnavailable,
     DigestMismatch,
+    ExpiryNotEnabled,
     LinkError,
     MissingDigest,
     NatsObjError,
@@ -28,6 +29,7 @@ from natsobj.errors import (
     UntrustedArchiveLocation,
     UntrustedPickle,
 )
+from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ChangeCursor, ObjectInfo, ObjectLink, StoreStatus
 from natsobj.settings import ConnectionSettings
 from natsobj.sync import Client, ObjectStore, connect
@@ -47,6 +49,8 @@ __all__ = [
     "ClusterUnavailable",
     "ConnectionSettings",
     "DigestMismatch",
+    "ExpiryNotEnabled",
+    "LifecycleRule",
     "LinkError",
     "MissingDigest",
     "NatsObjError",
