@@ -484,3 +484,23 @@ def test_javascript_chunks_take_the_fast_path(written_by_js) -> None:
     info = store.get_info("from-js")
     assert not run(locate(store.aio.bucket_stream, info)).map.mapped
     assert info.chunks == 6 and info.size == len(data)
+
+
+def test_the_map_cache_is_bounded_in_versions_and_listed_chunks(monkeypatch) -> None:
+    from array import array
+
+    from natsobj.aio import chunkmap
+
+    monkeypatch.setattr(chunkmap, "MAP_CACHE_LISTED_CHUNKS", 100)
+    monkeypatch.setattr(chunkmap, "MAP_CACHE_ENTRIES", 5)
+    cache = chunkmap.MapCache()
+    listed = chunkmap.ChunkMap("s", 30, array("q", range(30)), array("q", range(30)), mapped=True)
+    fast = chunkmap.ChunkMap("s", 10, range(1, 11), range(10), mapped=False)
+    for n in range(3):
+        cache.put(("b", "n", f"mapped{n}", n), listed)
+    assert (len(cache), cache.listed) == (1, 60)  # a second one would make 120
+    assert cache.get(("b", "n", "mapped2", 2)) is listed
+    for n in range(10):
+        cache.put(("b", "n", f"fast{n}", n), fast)
+    assert len(cache) == 5 and cache.listed == 0
+    assert cache.get(("b", "n", "fast9", 9)) is fast and cache.get(("b", "n", "fast0", 0)) is None

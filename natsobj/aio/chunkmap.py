@@ -16,8 +16,9 @@ before its meta record. Two ways to map them, both exact for any writer:
   ``Nats-Msg-Size`` of each chunk, no payload. For chunks of uneven sizes (nats.go writes what
   each ``Read`` returned) and for puts that interleaved with others.
 
-Maps are kept per version (bucket, name, nuid, meta sequence) in a bounded LRU in the
-process: a version's chunks never change, and an overwrite is a new version.
+Maps are kept per version (bucket, name, nuid, meta sequence) in an LRU in the process,
+bounded in versions and in chunks listed one by one: a version's chunks never change, and an
+overwrite is a new version.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import itertools
+from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,7 +36,10 @@ from natsobj.errors import DigestMismatch, ObjectChanged
 from natsobj.model import ObjectInfo
 from natsobj.names import chunk_subject
 
-MAP_CACHE_ENTRIES = 1024  # versions whose maps are kept (an entry of a contiguous map is tiny)
+MAP_CACHE_ENTRIES = 1024  # versions whose maps are kept
+# Chunks listed one by one in the kept maps, at 16 bytes each (two int64 arrays): 16 MiB. A
+# fast-path map lists none (its sequences and offsets are ``range`` objects).
+MAP_CACHE_LISTED_CHUNKS = 1 << 20
 
 VersionKey = tuple[str, str, str, int | None]
 
@@ -53,6 +58,11 @@ class ChunkMap:
 
     def __len__(self) -> int:
         return len(self.sequences)
+
+    @property
+    def listed(self) -> int:
+        """How many entries it holds one by one (what it weighs in the cache)."""
+        return sum(len(values) for values in (self.sequences, self.starts) if type(values) is array)
 
     def end(self, k: int) -> int:
         return self.starts[k + 1] if k + 1 < len(self.starts) else self.size
@@ -78,7 +88,39 @@ class Located:
     held: dict[int, bytes]
 
 
-_maps: OrderedDict[VersionKey, ChunkMap] = OrderedDict()
+class MapCache:
+    """Maps by version, least recently used dropped first, bounded in versions
+    (``MAP_CACHE_ENTRIES``) and in chunks listed one by one (``MAP_CACHE_LISTED_CHUNKS``)."""
+
+    def __init__(self) -> None:
+        self._maps: OrderedDict[VersionKey, ChunkMap] = OrderedDict()
+        self.listed = 0
+
+    def __len__(self) -> int:
+        return len(self._maps)
+
+    def get(self, key: VersionKey) -> ChunkMap | None:
+        found = self._maps.get(key)
+        if found is not None:
+            self._maps.move_to_end(key)
+        return found
+
+    def put(self, key: VersionKey, chunk_map: ChunkMap) -> None:
+        self.drop(key)
+        self._maps[key] = chunk_map
+        self.listed += chunk_map.listed
+        while len(self._maps) > 1 and (
+            len(self._maps) > MAP_CACHE_ENTRIES or self.listed > MAP_CACHE_LISTED_CHUNKS
+        ):
+            self.drop(next(iter(self._maps)))
+
+    def drop(self, key: VersionKey) -> None:
+        dropped = self._maps.pop(key, None)
+        if dropped is not None:
+            self.listed -= dropped.listed
+
+
+maps = MapCache()  # the process's
 
 
 def version_key(info: ObjectInfo) -> VersionKey:
@@ -87,7 +129,7 @@ def version_key(info: ObjectInfo) -> VersionKey:
 
 def forget(info: ObjectInfo) -> None:
     """Drop a version's map (its chunks were found gone)."""
-    _maps.pop(version_key(info), None)
+    maps.drop(version_key(info))
 
 
 async def locate(stream: BucketStream, info: ObjectInfo, *, exhaustive: bool = False) -> Located:
@@ -97,17 +139,14 @@ async def locate(stream: BucketStream, info: ObjectInfo, *, exhaustive: bool = F
     size (the fallback) even where the fast path would do, for a fast-path map that a chunk
     of another length disproved."""
     key = version_key(info)
-    cached = _maps.get(key)
+    cached = maps.get(key)
     if cached is not None and (cached.mapped or not exhaustive):
-        _maps.move_to_end(key)
         return Located(cached, {})
     if exhaustive:
         located = Located(await _mapped(stream, info, chunk_subject(info.bucket, info.nuid)), {})
     else:
         located = await _find(stream, info)
-    _maps[key] = located.map
-    while len(_maps) > MAP_CACHE_ENTRIES:
-        _maps.popitem(last=False)
+    maps.put(key, located.map)
     return located
 
 
@@ -168,10 +207,10 @@ async def _mapped(stream: BucketStream, info: ObjectInfo, subject: str) -> Chunk
     if total != info.size:
         raise _damaged(info, f"the chunks hold {total} bytes, the record says {info.size}")
     first = sizes[0][0]
-    sequences: Sequence[int] = [sequence for sequence, _ in sizes]
+    sequences: Sequence[int] = array("q", (sequence for sequence, _ in sizes))
     if sequences[-1] - first + 1 == len(sequences):
         sequences = range(first, first + len(sequences))
-    starts = [0, *itertools.accumulate(length for _, length in sizes[:-1])]
+    starts = array("q", [0, *itertools.accumulate(length for _, length in sizes[:-1])])
     return ChunkMap(subject, info.size, sequences, starts, mapped=True)
 
 
