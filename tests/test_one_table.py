@@ -268,6 +268,8 @@ STORE_VALUES: dict[str, Any] = {
     "replicas": 1,
     "placement": Placement(tags=("ssd",)),
     "compression": True,
+    "allow_msg_ttl": True,
+    "delete_marker_ttl": timedelta(minutes=5),
 }
 # How each setting is written on the CLI's store create (a setting missing here fails below).
 STORE_CLI: dict[str, list[str]] = {
@@ -279,6 +281,8 @@ STORE_CLI: dict[str, list[str]] = {
     "replicas": ["--replicas", "1"],
     "placement": ["--placement-tags", "ssd"],
     "compression": ["--compression"],
+    "allow_msg_ttl": ["--allow-msg-ttl"],
+    "delete_marker_ttl": ["--delete-marker-ttl", "5m"],
 }
 
 
@@ -340,7 +344,14 @@ def test_store_settings_airflow_hook_and_operator(tagged_server, bucket_name, mo
     NatsObjectStoreHook("nats_tagged").create_store(bucket_name, **STORE_VALUES)
     assert_created_with_every_setting(tagged_server, bucket_name)
     # The operator's settings are templated fields: give them as text, as a template renders.
-    templated = {**STORE_VALUES, "ttl": "3600", "compression": "true", "max_bytes": "1048576"}
+    templated = {
+        **STORE_VALUES,
+        "ttl": "3600",
+        "compression": "true",
+        "max_bytes": "1048576",
+        "allow_msg_ttl": "true",
+        "delete_marker_ttl": "300",
+    }
     operator = NatsCreateObjectStoreOperator(
         task_id="c", bucket=bucket_name + "op", nats_conn_id="nats_tagged", **templated
     )
