@@ -242,6 +242,8 @@ def test_a_footer_read_fetches_only_the_last_chunk(store) -> None:
         assert reader.bytes_fetched == 65_536 + len(data) % 65_536
         assert reader.read_range(1_000_000, 1_000_010) == data[1_000_000:1_000_010]
         assert reader.bytes_fetched == 2 * 65_536 + len(data) % 65_536
+    with pytest.raises(ValueError):  # a closed file, as io says
+        reader.read(1)
 
 
 def test_pyarrow_reads_one_column_of_parquet_fetching_a_fraction(store) -> None:

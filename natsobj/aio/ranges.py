@@ -71,6 +71,7 @@ class RangeReader:
         self._position = 0
         self._map: ChunkMap | None = None
         self._held: OrderedDict[int, bytes] = OrderedDict()
+        self._locating = asyncio.Lock()
 
     def __repr__(self) -> str:
         return f"RangeReader(bucket={self.info.bucket!r}, name={self.info.name!r})"
@@ -133,31 +134,31 @@ class RangeReader:
             # A writer's chunk over its own declared size: map them all once, then read again.
             if self._map is not None and self._map.mapped:
                 raise
-            self._map, self._held = (
-                (await locate(self.stream, self.info, exhaustive=True)).map,
-                OrderedDict(),
-            )
-            chunk_map = self._map
+            self._map = chunk_map = (await locate(self.stream, self.info, exhaustive=True)).map
+            self._held.clear()
             indexes = chunk_map.chunks_for(start, end)
             chunks = await self._chunks(chunk_map, indexes)
         skip = start - chunk_map.starts[indexes[0]]
+        keep = end - chunk_map.starts[indexes[-1]]
         if len(chunks) == 1:
-            return chunks[0][skip : skip + end - start]
-        return b"".join(chunks)[skip : skip + end - start]
+            return chunks[0][skip:keep]
+        # only the end chunks are cut (a whole chunk's slice is the chunk itself): one copy
+        return b"".join([chunks[0][skip:], *chunks[1:-1], chunks[-1][:keep]])
 
     async def close(self) -> None:
         """Let go of the chunks kept; the reader holds nothing on the server."""
         self._held.clear()
 
     async def _chunk_map(self) -> ChunkMap:
-        if self._map is None:
-            located = await locate(self.stream, self.info)
-            self._map = located.map
-            for index, data in located.held.items():
-                self._check_length(located.map, index, data)
-                self._hold(index, data)
-                self.bytes_fetched += len(data)
-        return self._map
+        async with self._locating:  # reads started together find the map once
+            if self._map is None:
+                located = await locate(self.stream, self.info)
+                self._map = located.map
+                for index, data in located.held.items():
+                    self._check_length(located.map, index, data)
+                    self._hold(index, data)
+                    self.bytes_fetched += len(data)
+            return self._map
 
     def _hold(self, index: int, data: bytes) -> None:
         self._held[index] = data
