@@ -15,7 +15,7 @@ from typing import Any
 
 from natsobj.matching import NameMatcher
 from natsobj.names import check_bucket
-from natsobj.paths import parse_nats_url
+from natsobj.paths import is_nats_url, parse_nats_url
 from natsobj.settings import OPTION_FIELDS, ConnectionSettings
 from natsobj.spark.errors import BadSparkOption
 
@@ -181,7 +181,7 @@ def _take_bucket_from_url_path(values: dict[str, str]) -> None:
     """``load("nats://bucket/prefix")`` names the bucket in the path, as the fsspec
     filesystem reads it; an explicit bucket option must then agree."""
     path = values.get("path")
-    if not path or not path.startswith("nats://"):
+    if not path or not is_nats_url(path):
         return
     parsed = parse_nats_url(path)
     bucket = values.get("bucket")
