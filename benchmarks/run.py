@@ -32,6 +32,7 @@ from benchmarks import (
     archive,
     cluster,
     core,
+    expiry,
     get_vs_push,
     ranges,
     report,
@@ -47,6 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 GROUPS = (
     "transfer",
     "small-ops",
+    "expiry",
     "get-vs-push",
     "listing",
     "ranges",
@@ -192,6 +194,7 @@ def _on_one_server(
             lambda: core.measure_transfer(url, work, plan.sizes, plan.repeats, before=before),
         ),
         ("small-ops", lambda: small_ops.measure(url, work, plan.repeats, plan.ops, before=before)),
+        ("expiry", lambda: expiry.measure(url, plan.repeats, plan.ops)),
         ("get-vs-push", lambda: get_vs_push.measure(url, work, plan.repeats, plan.push_size)),
         ("listing", lambda: scale.measure(url, plan.scale_counts, plan.repeats, before=before)),
         (
