@@ -15,7 +15,7 @@ from typing import Any, TypedDict
 
 from natsobj.lifecycle import DEFAULT_DELETE_MARKER_TTL
 from natsobj.names import all_chunks_subject, all_meta_subject, check_bucket, stream_name
-from natsobj.parsing import parse_bool
+from natsobj.parsing import parse_bool, parse_duration
 
 STORAGE_TYPES = ("file", "memory")
 _NANOS = 1_000_000_000
@@ -256,7 +256,7 @@ def _from_nanos(value: Any) -> timedelta | None:
 def _ttl(value: float | timedelta | None) -> timedelta | None:
     if value is None:
         return None
-    ttl = value if isinstance(value, timedelta) else timedelta(seconds=float(value))
+    ttl = parse_duration(value, what="a store TTL")  # seconds, or 7d / 1h30m from a template
     if ttl < timedelta(0):
         raise ValueError(f"ttl must not be negative, not {value!r}")
     return ttl or None
