@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -247,6 +248,68 @@ class NatsObjectFileSystem(AsyncFileSystem):
         except ObjectNotFound as exc:
             raise _not_found(f"{bucket}/{key}", exc) from None
 
+    async def _cat_ranges(
+        self,
+        paths: list[str],
+        starts: Any,
+        ends: Any,
+        max_gap: int | None = None,
+        batch_size: int | None = None,
+        on_error: str = "return",
+        **kwargs: Any,
+    ) -> list[Any]:
+        """fsspec's ``cat_ranges``, reading each object's record once: all its ranges come
+        from that one version (fsspec's default reads the record again per range, so ranges
+        of one call could come from two versions), fetched at once with its chunk map shared."""
+        if max_gap is not None:
+            raise NotImplementedError("max_gap: every range fetches only its own chunks")
+        if not isinstance(paths, list):
+            raise TypeError("paths must be a list")
+        starts = starts if isinstance(starts, Iterable) else [starts] * len(paths)
+        ends = ends if isinstance(ends, Iterable) else [ends] * len(paths)
+        if not len(starts) == len(ends) == len(paths):
+            raise ValueError("paths, starts and ends differ in length")
+        unique = list(dict.fromkeys(paths))
+        opened = await asyncio.gather(
+            *(self._version(path) for path in unique), return_exceptions=True
+        )
+        versions = dict(zip(unique, opened, strict=True))
+
+        async def read(path: str, start: int | None, end: int | None) -> bytes:
+            first = versions[path]
+            if isinstance(first, BaseException):
+                raise first
+            # a reader of its own per range (one reader's reads are not concurrent)
+            reader = aio.RangeReader(
+                first.stream, first.info, read_window_bytes=first.read_window_bytes
+            )
+            return await reader.read_range(start, end)
+
+        limit = asyncio.Semaphore(batch_size or self.batch_size or len(paths) or 1)
+
+        async def bounded(path: str, start: int | None, end: int | None) -> bytes:
+            async with limit:
+                return await read(path, start, end)
+
+        out = await asyncio.gather(
+            *(bounded(*item) for item in zip(paths, starts, ends, strict=True)),
+            return_exceptions=True,
+        )
+        if on_error != "return":
+            error = next((item for item in out if isinstance(item, BaseException)), None)
+            if error is not None:
+                raise error
+        return out
+
+    async def _version(self, path: str) -> aio.RangeReader:
+        """A ranged reader of the object's current version (its record read once)."""
+        bucket, key = _split(self._strip_protocol(path))
+        store = await self._store(bucket)
+        try:
+            return await _open_ranged(store, key, self.allow_missing_digest)
+        except ObjectNotFound as exc:
+            raise _not_found(f"{bucket}/{key}", exc) from None
+
     async def _get_file(self, rpath: str, lpath: str, **kwargs: Any) -> None:
         bucket, key = _split(self._strip_protocol(rpath))
         if os.path.isdir(lpath):
@@ -468,11 +531,13 @@ class NatsObjectFile(AbstractBufferedFile):
 
     async def _send(self, item: Any) -> None:
         """Queue an item unless the put already failed (then surface its error)."""
-        getter = asyncio.ensure_future(self._queue.put(item))  # type: ignore[union-attr]
-        done, _ = await asyncio.wait({getter, self._put_task}, return_when=asyncio.FIRST_COMPLETED)
-        if self._put_task in done and getter not in done:
+        queue, put_task = self._queue, self._put_task
+        assert queue is not None and put_task is not None  # both set when the upload began
+        getter = asyncio.ensure_future(queue.put(item))
+        done, _ = await asyncio.wait({getter, put_task}, return_when=asyncio.FIRST_COMPLETED)
+        if put_task in done and getter not in done:
             getter.cancel()
-            self._put_task.result()  # type: ignore[union-attr]
+            put_task.result()
             raise NatsObjError("put ended before all data was sent", name=self.path)
 
     def discard(self) -> None:
@@ -488,7 +553,7 @@ class NatsObjectFile(AbstractBufferedFile):
             await self._put_task
 
     def __exit__(self, exc_type: Any, *rest: Any) -> None:
-        if exc_type is not None and self.writable() and not self.closed:
+        if exc_type is not None and self.writable() and not self.closed:  # type: ignore[has-type]
             self.discard()
             self.closed = True
             return

@@ -89,6 +89,17 @@ def test_cat_ranges_equal_the_local_bytes(fs, bucket_name, odd_object, ranges) -
     assert fs.cat_ranges([path] * len(ranges), starts, ends) == [data[s:e] for s, e in ranges]
 
 
+def test_cat_ranges_of_several_objects_report_errors_in_place(fs, bucket_name, odd_object):
+    name, data = odd_object
+    fs.pipe(f"{bucket_name}/other.bin", b"0123456789")
+    paths = [f"{bucket_name}/{name}", f"{bucket_name}/missing", f"{bucket_name}/other.bin"] * 2
+    got = fs.cat_ranges(paths, [0, 0, 2, -5, 1, 8], [10, 5, 4, None, 2, None])
+    assert [got[0], got[2], got[3], got[5]] == [data[:10], b"23", data[-5:], b"89"]
+    assert isinstance(got[1], FileNotFoundError) and isinstance(got[4], FileNotFoundError)
+    with pytest.raises(FileNotFoundError, match="missing"):
+        fs.cat_ranges(paths, 0, 3, on_error="raise")
+
+
 step = st.one_of(
     st.tuples(st.just("seek"), st.integers(0, ODD_SIZE + 5), st.sampled_from([0, 1, 2])),
     st.tuples(st.just("read"), st.integers(-1, 20_000), st.just(0)),
