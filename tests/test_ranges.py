@@ -31,6 +31,7 @@ from natsobj.errors import LinkError, ObjectChanged, ObjectNotFound
 from natsobj.model import ObjectInfo, format_digest
 from natsobj.names import chunk_subject, meta_subject
 from natsobj.sync import run
+from tests.test_nats_py_fallback import internals_missing  # noqa: F401 (a fixture)
 
 PROPERTY = settings(
     max_examples=12,
@@ -506,3 +507,27 @@ def test_the_map_cache_is_bounded_in_versions_and_listed_chunks(monkeypatch) -> 
         cache.put(("b", "n", f"fast{n}", n), fast)
     assert len(cache) == 5 and cache.listed == 0
     assert cache.get(("b", "n", "fast9", 9)) is fast and cache.get(("b", "n", "fast0", 0)) is None
+
+
+@pytest.mark.usefixtures("internals_missing")
+def test_ranges_through_nats_pys_stock_delivery(nats_url, bucket_name) -> None:
+    """Without the raw-delivery route (a nats-py missing an internal it needs), batched gets
+    come through nats-py's own subscription callbacks, and ranges stay exact."""
+
+    async def body() -> None:
+        client = await aio.connect(nats_url)
+        try:
+            assert "_process_msg" not in vars(client.api.nc)  # nats-py's own delivery
+            store = await client.create_store(bucket_name)
+            data = os.urandom(3_000_000)
+            await store.put("big", data, chunk_size=10_000)
+            rng = random.Random(1)
+            for _ in range(20):
+                start = rng.randrange(len(data))
+                end = start + rng.choice([1, 9_999, 10_001, 2_500_000])
+                assert await store.get_range("big", start, end) == data[start:end]
+            await client.delete_store(bucket_name)
+        finally:
+            await client.close()
+
+    asyncio.run(body())
