@@ -531,3 +531,17 @@ def test_ranges_through_nats_pys_stock_delivery(nats_url, bucket_name) -> None:
             await client.close()
 
     asyncio.run(body())
+
+
+def test_a_stream_without_direct_gets_is_read_from_the_leader(store) -> None:
+    """Every read then goes through STREAM.MSG.GET (next_by_subj from a chunk's sequence)."""
+    data = os.urandom(30_000)
+    store.put("x", data, chunk_size=1_000)
+    stream = store.aio.bucket_stream
+    run(stream.update(allow_direct=False))
+    run(stream.info())
+    assert not stream.allow_direct
+    assert store.get_range("x", 2_500, 7_001) == data[2_500:7_001]
+    with store.open_range("x") as reader:
+        reader.seek(-1_500, io.SEEK_END)
+        assert reader.read() == data[-1_500:]
