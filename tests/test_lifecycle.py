@@ -290,3 +290,17 @@ def _plan(store) -> list[restamp.Restamp]:
 
 def _apply(store) -> list[restamp.Restamp]:
     return run(restamp.apply(store.aio, _plan(store)))
+
+
+def test_compaction_passes_over_delete_markers(sync_client, bucket_name: str) -> None:
+    store = sync_client.create_store(bucket_name, delete_marker_ttl=3)
+    try:
+        store.put("gone.bin", DATA, ttl=3)
+        store.put("kept.bin", b"k")
+        assert _wait_for(lambda: _missing(store, "gone.bin"), timeout=6)
+        assert store.get_info("gone.bin", include_deleted=True).expired  # the marker is there
+        result = store.compact(min_age=0)
+        assert len(result.purged_subjects) == 1  # the expired object's chunks, in their grace
+        assert store.get_bytes("kept.bin") == b"k"
+    finally:
+        sync_client.delete_store(bucket_name)
