@@ -21,7 +21,7 @@ from nats.nuid import NUID
 from natsobj.aio import listing
 from natsobj.aio.atomic_put import ATOMIC_MAX_BYTES, put_atomic
 from natsobj.aio.expiry import BucketExpiry
-from natsobj.aio.jsapi import JetStreamApi, status_of
+from natsobj.aio.jsapi import JetStreamApi, raw_header, status_of
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.publish import PublishWindow
 from natsobj.aio.ranges import RangeReader
@@ -341,6 +341,8 @@ class ObjectStore:
             )
             if committed is None:
                 await window.drain()
+                if expiry is not None:  # the wait for the chunks counts against the TTL
+                    meta_headers = expiry.meta_headers(self.bucket, name)
                 committed = await self._replace_meta(
                     info, await current, expected_sequence, meta_headers
                 )
@@ -947,6 +949,8 @@ class ObjectStore:
         )
         referenced = set()
         for msg in messages:
+            if msg.headers and raw_header(msg.headers, MARKER_REASON.encode()) is not None:
+                continue  # an expiry's delete marker: no chunks
             try:
                 info = ObjectInfo.from_json(msg.data, bucket=self.bucket)
                 nuid: str | None = "" if info.deleted else info.nuid  # a tombstone's are garbage
