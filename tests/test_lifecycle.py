@@ -13,7 +13,7 @@ import pytest
 import natsobj
 import natsobj.aio
 from natsobj.aio import restamp
-from natsobj.errors import ExpiryNotEnabled, ObjectNotFound
+from natsobj.errors import ExpiryNotEnabled, NatsObjError, ObjectNotFound
 from natsobj.lifecycle import LifecycleRule, chunk_ttl, decode_rules, resolve_ttl
 from natsobj.names import all_chunks_subject
 from natsobj.parsing import parse_duration
@@ -304,3 +304,15 @@ def test_compaction_passes_over_delete_markers(sync_client, bucket_name: str) ->
         assert store.get_bytes("kept.bin") == b"k"
     finally:
         sync_client.delete_store(bucket_name)
+
+
+def test_unreadable_rules_refuse_puts_without_a_ttl_until_set_again(ttl_store) -> None:
+    # the stream metadata, written by hand or another tool
+    run(ttl_store.aio.bucket_stream.update(metadata={"natsobj.lifecycle": "not json"}))
+    fresh = run(ttl_store.aio.client.store(ttl_store.bucket))  # bound now: reads the bad value
+    with pytest.raises(NatsObjError, match="lifecycle rules"):
+        run(fresh.put("a.bin", b"a"))
+    assert run(fresh.put("b.bin", b"b", ttl=60)).expires is not None  # an explicit TTL is fine
+    assert run(fresh.get_bytes("b.bin")) == b"b"  # reads are unaffected
+    run(fresh.set_lifecycle_rules([]))
+    assert run(fresh.put("a.bin", b"a")).expires is None

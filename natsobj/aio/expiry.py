@@ -66,15 +66,32 @@ class _Snapshot:
     allow_msg_ttl: bool
     marker_ttl: timedelta | None
     read_at: float
+    # rules that could not be read: puts refuse (they could expire what a rule keeps, or
+    # keep what it expires) until set_lifecycle_rules replaces them; reads are unaffected
+    unreadable: str = ""
+
+    def checked_rules(self, bucket: str) -> list[LifecycleRule]:
+        if self.unreadable:
+            raise NatsObjError(
+                self.unreadable,
+                bucket=bucket,
+                hint="Set them again: natsobj store lifecycle BUCKET --set ... (or --clear).",
+            )
+        return self.rules
 
 
 def _snapshot(config: dict[str, Any]) -> _Snapshot:
     marker = int(config.get("subject_delete_marker_ttl") or 0)
+    try:
+        rules, unreadable = decode_rules(config.get("metadata")), ""
+    except ValueError as exc:
+        rules, unreadable = [], str(exc)
     return _Snapshot(
-        rules=decode_rules(config.get("metadata")),
+        rules=rules,
         allow_msg_ttl=bool(config.get("allow_msg_ttl")),
         marker_ttl=timedelta(microseconds=marker / 1000) if marker else None,
         read_at=time.monotonic(),
+        unreadable=unreadable,
     )
 
 
@@ -97,7 +114,7 @@ class BucketExpiry:
         return self._snapshot
 
     async def rules(self, *, fresh: bool = True) -> list[LifecycleRule]:
-        return list((await self._current(fresh=fresh)).rules)
+        return list((await self._current(fresh=fresh)).checked_rules(self.bucket))
 
     async def set_rules(self, rules: Iterable[LifecycleRule]) -> list[LifecycleRule]:
         """Keep ``rules`` (in order; [] clears them) in the stream metadata. The other
@@ -116,7 +133,8 @@ class BucketExpiry:
         """The expiry of a put of ``name`` (None: it never expires); ExpiryNotEnabled when it
         should expire and the bucket cannot."""
         snapshot = await self._current()
-        resolved = resolve_ttl(ttl, snapshot.rules, name)
+        rules = snapshot.rules if ttl is not None else snapshot.checked_rules(self.bucket)
+        resolved = resolve_ttl(ttl, rules, name)
         if resolved is None:
             return None
         if not snapshot.allow_msg_ttl:
