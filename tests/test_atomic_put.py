@@ -16,8 +16,10 @@ import natsobj.aio
 from natsobj.aio.atomic_put import (
     ATOMIC_BATCH_MESSAGES,
     ATOMIC_MAX_BYTES,
+    ATOMIC_MAX_BYTES_REPLICATED,
     AtomicPut,
     Replayable,
+    default_max_bytes,
 )
 from natsobj.aio.sources import iter_chunks
 from natsobj.model import ObjectInfo
@@ -52,7 +54,13 @@ def _messages(raw: RawJetStream, bucket: str) -> int:
 def test_new_stores_allow_atomic_and_default_threshold(store, raw_js):
     assert raw_js.stream_config(store.bucket)["allow_atomic"] is True
     assert store.aio.bucket_stream.allow_atomic is True
-    assert store.aio.atomic_max_bytes == ATOMIC_MAX_BYTES
+    assert store.aio.atomic_max_bytes is None  # the measured default for its replicas
+    assert default_max_bytes(1) == ATOMIC_MAX_BYTES
+    assert default_max_bytes(3) == ATOMIC_MAX_BYTES_REPLICATED
+    info = store.put("one-replica", b"x" * 1000)  # the default on one replica: today's put
+    assert ("Nats-Batch-Id" in _chunk_headers(raw_js, store.bucket, info.nuid)) == (
+        ATOMIC_MAX_BYTES >= 1000
+    )
 
 
 def test_atomic_put_is_one_contiguous_batch(atomic_store, raw_js):

@@ -14,14 +14,15 @@ rollup and ``Nats-Expected-Last-Subject-Sequence`` (the version replaced; checke
 under the stream's lock). ``Nats-Expected-Last-Msg-Id`` is refused in a batch, and is not
 needed: the batch itself orders the chunks before the record.
 
-Which puts go this way: objects up to ``ObjectStore.atomic_max_bytes`` (default
-``ATOMIC_MAX_BYTES``, from the benchmark; 0 is never) on a stream that allows atomic publishes
-(new stores do; see ``StoreConfig``). Limits: a batch holds at most ``ATOMIC_BATCH_MESSAGES``
-messages (the server's default max_batch_size), so chunks + 1 must fit; the server stages the
-batch (on disk for a file store on one replica) and drops it after 10 s without a message; a
-stream keeps at most 50 batches open. A put that does not fit, or that the server turns away
-for one of those limits, goes today's way, which is why the source must be one that can be
-read again from the start (``Replayable``). docs/production.md has the table.
+Which puts go this way: objects up to ``ObjectStore.atomic_max_bytes`` (by default
+``default_max_bytes``, measured per replica count; 0 is never) on a stream that allows atomic
+publishes (new stores do; see ``StoreConfig``). Limits: a batch holds at most
+``ATOMIC_BATCH_MESSAGES`` messages (the server's default max_batch_size), so chunks + 1 must
+fit; the server stages the batch (on disk for a file store on one replica, in memory
+otherwise) and drops it after 10 s without a message; a stream keeps at most 50 batches
+open. A put that does not fit, or that the server turns away for one of those limits, goes
+today's way, which is why the source must be one that can be read again from the start
+(``Replayable``). docs/production.md has the table.
 """
 
 from __future__ import annotations
@@ -66,12 +67,15 @@ from natsobj.wire import (
 # The server's default max_batch_size (nats-server streamDefaultMaxAtomicBatchSize): chunks
 # plus the meta record. A server configured lower refuses the batch and the put goes today's way.
 ATOMIC_BATCH_MESSAGES = 1000
-# The largest object sent as one batch by default (``ObjectStore.atomic_max_bytes``). Chosen
-# by benchmarks/ranges.py (BENCHMARKS.md, "Atomic puts"): atomic batch against today's put in
-# one run on one server, for 1 KiB to 256 MiB. Today's put was the faster in every size class,
-# because nats-server 2.15 stages each batch of a one-replica file stream in a file store of
-# its own and writes every message twice; so no size is sent atomically unless a store opts in.
+# The largest object sent as one batch by default (``ObjectStore.atomic_max_bytes`` None),
+# chosen by benchmarks/ranges.py (BENCHMARKS.md, "Atomic puts"): atomic batch against today's
+# put, per size class, in one run. On one replica today's put was the faster in every class
+# from 1 KiB to 256 MiB: nats-server 2.15 stages each batch of a one-replica file stream in a
+# file store of its own (every message written twice), and today's put there sends its record
+# without waiting for the last chunk. On three replicas the batch (staged in memory, proposed
+# once) was the faster up to 64 KiB and the slower from 1 MiB.
 ATOMIC_MAX_BYTES = 0
+ATOMIC_MAX_BYTES_REPLICATED = 64 * 1024
 # Tries of a batch whose commit met another writer (without a required sequence) before the
 # put goes today's way, which re-publishes only the meta record.
 CONFLICT_ATTEMPTS = 3
@@ -171,6 +175,11 @@ async def _chained(first: list[bytes], rest: AsyncIterator[bytes]) -> AsyncItera
         yield chunk
 
 
+def default_max_bytes(replicas: int) -> int:
+    """The measured threshold for a stream with ``replicas`` replicas (see above)."""
+    return ATOMIC_MAX_BYTES_REPLICATED if replicas > 1 else ATOMIC_MAX_BYTES
+
+
 async def put_atomic(
     bucket_stream: BucketStream,
     template: ObjectInfo,
@@ -178,7 +187,7 @@ async def put_atomic(
     *,
     chunk_size: int,
     window_bytes: int,
-    max_bytes: int,
+    max_bytes: int | None,
     current: Callable[[], Awaitable[ObjectInfo | None]],
     required: int | None,
     chunk_headers: Mapping[str, str] | None = None,
@@ -188,11 +197,13 @@ async def put_atomic(
     the object does not fit a batch or the server turned the batch away, and ``source`` what
     today's put then reads (from its start). ``template``: the meta record but for the
     nuid, size, chunk count and digest; ``max_bytes``: the largest object sent this way
-    (``ObjectStore.atomic_max_bytes``, 0: none). ``current`` reads the version the put
-    replaces (it runs while the chunks go out); ``required`` is the put's compare-and-swap
-    sequence.
+    (``ObjectStore.atomic_max_bytes``; 0: none, None: ``default_max_bytes``). ``current``
+    reads the version the put replaces (it runs while the chunks go out); ``required`` is
+    the put's compare-and-swap sequence.
     ``chunk_headers`` go with every chunk and ``meta_headers()`` (called when the record
     goes out) with the record: an expiring put's Nats-TTL (natsobj.aio.expiry)."""
+    if max_bytes is None:
+        max_bytes = default_max_bytes(bucket_stream.replicas)
     limit = min(max_bytes, (ATOMIC_BATCH_MESSAGES - 1) * chunk_size)
     if limit <= 0:
         return None, source

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from nats.nuid import NUID
 
 from natsobj.aio import listing
-from natsobj.aio.atomic_put import ATOMIC_MAX_BYTES, put_atomic
+from natsobj.aio.atomic_put import put_atomic
 from natsobj.aio.expiry import BucketExpiry
 from natsobj.aio.jsapi import JetStreamApi, raw_header, status_of
 from natsobj.aio.offload import chunk_sink
@@ -130,8 +130,9 @@ class ObjectStore:
             self.bucket_stream, stream_info, getattr(client.nc, "connected_server_version", None)
         )
         # puts of objects up to this size go as one atomic batch where the stream allows it
-        # (natsobj.aio.atomic_put; 0: never)
-        self.atomic_max_bytes = ATOMIC_MAX_BYTES
+        # (natsobj.aio.atomic_put; 0: never; None: the size measured best for the stream's
+        # replica count, atomic_put.default_max_bytes)
+        self.atomic_max_bytes: int | None = None
 
     def __repr__(self) -> str:
         return f"ObjectStore(bucket={self.bucket!r})"
