@@ -531,11 +531,13 @@ class NatsObjectFile(AbstractBufferedFile):
 
     async def _send(self, item: Any) -> None:
         """Queue an item unless the put already failed (then surface its error)."""
-        getter = asyncio.ensure_future(self._queue.put(item))  # type: ignore[union-attr]
-        done, _ = await asyncio.wait({getter, self._put_task}, return_when=asyncio.FIRST_COMPLETED)
-        if self._put_task in done and getter not in done:
+        queue, put_task = self._queue, self._put_task
+        assert queue is not None and put_task is not None  # both set when the upload began
+        getter = asyncio.ensure_future(queue.put(item))
+        done, _ = await asyncio.wait({getter, put_task}, return_when=asyncio.FIRST_COMPLETED)
+        if put_task in done and getter not in done:
             getter.cancel()
-            self._put_task.result()  # type: ignore[union-attr]
+            put_task.result()
             raise NatsObjError("put ended before all data was sent", name=self.path)
 
     def discard(self) -> None:
@@ -551,7 +553,7 @@ class NatsObjectFile(AbstractBufferedFile):
             await self._put_task
 
     def __exit__(self, exc_type: Any, *rest: Any) -> None:
-        if exc_type is not None and self.writable() and not self.closed:
+        if exc_type is not None and self.writable() and not self.closed:  # type: ignore[has-type]
             self.discard()
             self.closed = True
             return

@@ -8,10 +8,10 @@ import contextlib
 import io
 import os
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from datetime import timedelta
 from types import TracebackType
-from typing import Any, TypeVar, Unpack
+from typing import Any, TypeVar, Unpack, cast
 
 from natsobj import aio
 from natsobj.aio import listing
@@ -56,8 +56,12 @@ def shared_loop() -> asyncio.AbstractEventLoop:
     return _LoopThread.get().loop
 
 
-def run(coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-    """Run a coroutine on the background loop and wait for it (callable from any thread)."""
+def run(awaitable: Awaitable[T], timeout: float | None = None) -> T:
+    """Run a coroutine on the background loop and wait for it (callable from any thread).
+
+    Also one step of an async iterator (``anext(it)``, ``it.__anext__()``): what that returns
+    is a coroutine to asyncio (it has send, throw and close), though typed as an awaitable."""
+    coro = cast(Coroutine[Any, Any, T], awaitable)
     loop_thread = _LoopThread.get()
     if threading.current_thread() is loop_thread.thread:
         coro.close()
@@ -235,7 +239,7 @@ class ObjectStore:
         source: PutSource,
         *,
         description: str | None = None,
-        headers: dict[str, list[str] | str] | None = None,
+        headers: Mapping[str, list[str] | str] | None = None,
         metadata: dict[str, str] | None = None,
         chunk_size: int | None = None,
         expected_sequence: int | None = None,
@@ -349,7 +353,7 @@ class ObjectStore:
         *,
         new_name: str | None = None,
         description: str | None = None,
-        headers: dict[str, list[str] | str] | None = None,
+        headers: Mapping[str, list[str] | str] | None = None,
         metadata: dict[str, str] | None = None,
     ) -> ObjectInfo:
         return run(

@@ -30,9 +30,10 @@ def _public_methods(cls: type) -> dict[str, Callable[..., Any]]:
 
 
 def _blocking_annotation(annotation: Any) -> Any:
-    """An async annotation as the facade spells it: ``AsyncIterator[X]`` is ``Iterator[X]``."""
+    """An async annotation as the facade spells it: ``AsyncIterator[X]`` (or the
+    ``AsyncGenerator[X]`` of an iterator the core closes with ``aclose``) is ``Iterator[X]``."""
     if isinstance(annotation, str):
-        return re.sub(r"\bAsyncIterator\b", "Iterator", annotation)
+        return re.sub(r"\bAsync(Iterator|Generator)\b", "Iterator", annotation)
     return annotation
 
 

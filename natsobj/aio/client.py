@@ -76,16 +76,18 @@ class _Connection(NatsConnection):
         if self._require_tls and not self._encrypted():
             # closed at once: nats-py would otherwise flush publishes buffered during a
             # reconnect into this socket when the client is closed
-            self._transport.close()
-            uri = self._current_server.uri
-            raise _TlsNotOffered(f"{uri.hostname}:{uri.port}")
+            if self._transport is not None:
+                self._transport.close()
+            server = self._current_server
+            where = f"{server.uri.hostname}:{server.uri.port}" if server else "the server"
+            raise _TlsNotOffered(where)
         return super()._connect_command()
 
     def _encrypted(self) -> bool:
         """Mirrors how nats-py 2.x decides to use TLS before CONNECT: a ``wss://`` socket is
         TLS from the start, a handshake-first one too; otherwise it upgrades (never on
         ``ws://``) only when the INFO just read asks for it."""
-        scheme = self._current_server.uri.scheme
+        scheme = self._current_server.uri.scheme if self._current_server else ""
         if scheme == "wss" or self.options.get("tls_handshake_first"):
             return True
         return bool(self._server_info.get("tls_required")) and scheme != "ws"
@@ -137,7 +139,7 @@ class Client:
                 **options,
                 error_cb=self._on_error,
                 max_reconnect_attempts=1,
-                reconnect_time_wait=0.5,
+                reconnect_time_wait=0.5,  # type: ignore[arg-type]  # nats-py says int, sleeps a float
             )
         except Exception as exc:
             with contextlib.suppress(Exception):  # a failed TLS transport can hang on close

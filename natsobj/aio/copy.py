@@ -35,12 +35,11 @@ async def copy_object(
                     progress(len(chunk))
                 yield chunk
 
-        headers: dict[str, list[str] | str] = dict(info.headers)
         return await target.put(
             target_name or name,
             chunks(),
             description=info.description or None,
-            headers=headers,
+            headers=info.headers,
             metadata=info.metadata,
             chunk_size=info.chunk_size,
         )

@@ -142,7 +142,7 @@ async def iter_batches(
     prefix: str | None = None,
     glob: str | None = None,
     include_deleted: bool = False,
-) -> AsyncIterator[list[ObjectInfo]]:
+) -> AsyncGenerator[list[ObjectInfo]]:
     """Current objects matching ``prefix`` and ``glob``, in batches (no batch is empty).
 
     Order is the server's subject order (the base64 of the names), not name order; callers

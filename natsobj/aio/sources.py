@@ -18,6 +18,8 @@ class Readable(Protocol):
     def read(self, size: int = -1, /) -> bytes: ...
 
 
+# What an iterable source may yield: any bytes-like block, sliced into chunks as it comes.
+Block = bytes | bytearray | memoryview
 PutSource = (
     bytes
     | bytearray
@@ -25,8 +27,8 @@ PutSource = (
     | str
     | os.PathLike[str]
     | Readable
-    | Iterable[bytes]
-    | AsyncIterable[bytes]
+    | Iterable[Block]
+    | AsyncIterable[Block]
 )
 
 
@@ -62,13 +64,13 @@ async def iter_chunks(source: Any, chunk_size: int) -> AsyncIterator[bytes]:
     )
 
 
-async def _aiter(items: Iterable[bytes]) -> AsyncIterator[bytes]:
+async def _aiter(items: Iterable[Block]) -> AsyncIterator[Block]:
     # A generator may block (it may be reading a socket or waiting on another task): advance
     # it in a worker thread so the event loop, shared by the whole process, keeps running.
     iterator = iter(items)
     done = object()
     while (item := await asyncio.to_thread(next, iterator, done)) is not done:
-        yield cast(bytes, item)  # the sentinel aside, what the iterable yields
+        yield cast(Block, item)  # the sentinel aside, what the iterable yields
 
 
 def _is_regular_file(handle: Any) -> bool:
@@ -103,7 +105,7 @@ async def _from_file(handle: Readable, chunk_size: int) -> AsyncIterator[bytes]:
             return
 
 
-async def _rechunk(items: AsyncIterable[bytes], chunk_size: int) -> AsyncIterator[bytes]:
+async def _rechunk(items: AsyncIterable[Block], chunk_size: int) -> AsyncIterator[bytes]:
     pending = bytearray()  # never more than one chunk: large blocks are sliced, not shifted
     async for item in items:
         if not isinstance(item, bytes | bytearray | memoryview):

@@ -10,11 +10,11 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Unpack
 
 from nats.nuid import NUID
 
@@ -65,6 +65,7 @@ from natsobj.names import (
     meta_subject,
 )
 from natsobj.settings import ConnectionSettings
+from natsobj.store_config import StoreConfig, StoreSettings
 from natsobj.wire import (
     EXPECTED_LAST_MSG_ID,
     EXPECTED_LAST_SUBJECT_SEQ,
@@ -112,7 +113,9 @@ class StoreClient(Protocol):
 
     async def store(self, bucket: str) -> ObjectStore: ...
 
-    async def update_store(self, bucket: str, **changes: Any) -> ObjectStore: ...
+    async def update_store(
+        self, bucket: str | StoreConfig, **changes: Unpack[StoreSettings]
+    ) -> ObjectStore: ...
 
 
 class ObjectStore:
@@ -252,7 +255,7 @@ class ObjectStore:
         source: PutSource,
         *,
         description: str | None = None,
-        headers: dict[str, list[str] | str] | None = None,
+        headers: Mapping[str, list[str] | str] | None = None,
         metadata: dict[str, str] | None = None,
         chunk_size: int | None = None,
         expected_sequence: int | None = None,
@@ -434,7 +437,7 @@ class ObjectStore:
         for attempt in range(META_ATTEMPTS):
             if attempt:
                 current = await self._current(info.name)
-                if current is not None and current.nuid == info.nuid:
+                if current is not None and current.nuid == info.nuid and current.sequence:
                     # our record landed, but its acknowledgement was lost to a failover
                     return replaced, current.sequence
                 replaced = current
@@ -637,7 +640,7 @@ class ObjectStore:
         *,
         new_name: str | None = None,
         description: str | None = None,
-        headers: dict[str, list[str] | str] | None = None,
+        headers: Mapping[str, list[str] | str] | None = None,
         metadata: dict[str, str] | None = None,
     ) -> ObjectInfo:
         """Change name, description, headers or metadata; fields left as None are kept.
@@ -832,7 +835,7 @@ class ObjectStore:
             start_sequence=start,
             batch=min(max(limit, 1), 1024),
         )
-        messages = []
+        messages: list[Any] = []
         try:
             pending = await consumer.start()
             while pending and len(messages) < limit:
@@ -870,7 +873,7 @@ class ObjectStore:
         prefix: str | None = None,
         glob: str | None = None,
         include_deleted: bool = False,
-    ) -> AsyncIterator[ObjectInfo]:
+    ) -> AsyncGenerator[ObjectInfo]:
         """Stream the objects ``list`` returns, in no promised order, without holding them all:
         names come from the stream's subject state and only matching meta records are read
         (``natsobj.aio.listing``, which also says how it falls back to a consumer scan). On
@@ -895,21 +898,23 @@ class ObjectStore:
         With a ``ChangeCursor`` the batch is refused with ``BucketRecreated`` when the cursor
         was taken on an earlier bucket of this name (a bare sequence cannot tell), and
         ``result.cursor`` is where to resume."""
-        cursor = after_sequence if isinstance(after_sequence, ChangeCursor) else None
-        if cursor is not None:
-            after_sequence = cursor.sequence
+        cursor, since = (
+            (after_sequence, after_sequence.sequence)
+            if isinstance(after_sequence, ChangeCursor)
+            else (None, after_sequence)
+        )
         messages, last = await self._scan_meta(
-            deliver_policy="by_start_sequence", start=after_sequence + 1, limit=limit
+            deliver_policy="by_start_sequence", start=since + 1, limit=limit
         )
         result = Changes()
         for msg in messages:
             info = info_from_msg(self, msg)
             if info is None or (info.deleted and not include_deletes):
                 continue
-            if info.stands_for is not None and info.stands_for <= after_sequence:
+            if info.stands_for is not None and info.stands_for <= since:
                 continue  # an offload or rehydrate of a version the caller has seen
             result.append(info)
-        result.last_sequence = max(last, after_sequence)
+        result.last_sequence = max(last, since)
         if cursor is not None:
             # Read after the scan: a stream that is still the cursor's now is the one scanned.
             pinned = cursor.check(await self.status())
@@ -971,7 +976,7 @@ class ObjectStore:
         return referenced
 
 
-def _normalize_headers(headers: dict[str, list[str] | str] | None) -> dict[str, list[str]]:
+def _normalize_headers(headers: Mapping[str, list[str] | str] | None) -> dict[str, list[str]]:
     if not headers:
         return {}
     return {
