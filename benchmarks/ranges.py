@@ -1,8 +1,9 @@
 """Issue 22's figures for BENCHMARKS.md, on the run's nats-server:
 
 - atomic puts: one ADR-50 batch (``natsobj.aio.atomic_put``) against today's put, per size
-  class, in one process taking turns (``ObjectStore.atomic_max_bytes`` forces either way);
-  the default threshold ``ATOMIC_MAX_BYTES`` is read off this table;
+  class, in one process taking turns (``ObjectStore.atomic_max_bytes`` forces either way), on
+  one replica and on a 3-node cluster (R3); the default thresholds ``ATOMIC_MAX_BYTES`` and
+  ``ATOMIC_MAX_BYTES_REPLICATED`` are read off these tables;
 - Parquet: a ten-float-column file read through ``fsspec.filesystem("nats")`` (footer, one
   column, the whole table) against the same file on local disk and through s3fs from a moto
   server on loopback, counting the bytes the NATS connection received;
@@ -36,6 +37,7 @@ from benchmarks.figures import (
     value_target,
 )
 from natsobj import aio
+from natsobj.embedded import NatsCluster, NatsServerProcess
 from natsobj.sync import run
 
 ATOMIC = {"today": "today's put", "atomic": "one atomic batch"}
@@ -54,9 +56,12 @@ def measure(
     put_sizes: dict[str, int],
     parquet_rows: tuple[int, int],
 ) -> list[Section]:
-    """The three sections; ``parquet_rows`` is (row groups, rows per group)."""
+    """The sections; ``parquet_rows`` is (row groups, rows per group). The replicated
+    atomic puts stop at 16 MiB (a 256 MiB R3 put is the cluster group's matter)."""
+    replicated = {label: size for label, size in put_sizes.items() if size <= 16 * MiB}
     return [
         atomic_puts(url, repeats, put_sizes),
+        atomic_puts_replicated(work, repeats, replicated),
         parquet_reads(url, work, repeats, *parquet_rows),
         ttl_puts(url, repeats),
     ]
@@ -70,7 +75,7 @@ def _ops(size: int) -> int:
 def atomic_puts(url: str, repeats: int, sizes: dict[str, int]) -> Section:
     figures = section(
         "atomic-puts",
-        "Atomic puts: one ADR-50 batch against today's put",
+        "Atomic puts: one ADR-50 batch against today's put, one replica",
         "The same object put over the same name again and again, atomically and today's way"
         " taking turns in one process, one file-backed bucket on one replica; puts of up to"
         " 64 MiB in all per sample. Objects of 16 MiB and more go in 1,000,000-byte chunks both"
@@ -80,34 +85,62 @@ def atomic_puts(url: str, repeats: int, sizes: dict[str, int]) -> Section:
         ATOMIC,
         [("atomic", "today")],
     )
-
-    async def body() -> dict[str, dict[str, list[float]]]:
-        client = await aio.connect(url)
-        store = await client.create_store(f"bench-atomic-{os.getpid()}")
-        samples: dict[str, dict[str, list[float]]] = {}
-        try:
-            for label, size in sizes.items():
-                data = os.urandom(size)
-                chunk = LARGE_CHUNK if size >= 16 * MiB else None
-                ops = _ops(size)
-                samples[label] = {"today": [], "atomic": []}
-                for _ in range(repeats):
-                    for way, limit in (("today", 0), ("atomic", 1 << 40)):
-                        store.atomic_max_bytes = limit
-                        start = time.perf_counter()
-                        for _ in range(ops):
-                            await store.put(label, data, chunk_size=chunk)
-                        samples[label][way].append((time.perf_counter() - start) / ops * 1000)
-        finally:
-            await client.delete_store(store.bucket)
-            await client.close()
-        return samples
-
     with timed(figures):
-        samples = run(body())
+        samples = run(_put_turns(url, repeats, sizes, replicas=1))
     for label, by_way in samples.items():
         add_row(figures, f"put {label}", "ms", LOWER, by_way)
     return figures
+
+
+def atomic_puts_replicated(work: Path, repeats: int, sizes: dict[str, int]) -> Section:
+    """The same comparison on a 3-node loopback cluster and an R3 bucket, where the server
+    stages a batch in memory and proposes it once."""
+    figures = section(
+        "atomic-puts-r3",
+        "Atomic puts: one ADR-50 batch against today's put, three replicas",
+        "As above, on three `nats-server` processes clustered on loopback"
+        " (`natsobj.embedded.NatsCluster`) and a file-backed R3 bucket."
+        " `ATOMIC_MAX_BYTES_REPLICATED` in natsobj/aio/atomic_put.py is the largest size class"
+        " where the batch is the faster.",
+        ATOMIC,
+        [("atomic", "today")],
+    )
+    cluster = NatsCluster(work / "atomic-cluster", size=3)
+    cluster.start()
+    try:
+        with timed(figures):
+            samples = run(_put_turns(cluster.url, repeats, sizes, replicas=3))
+    finally:
+        cluster.stop()
+    for label, by_way in samples.items():
+        add_row(figures, f"put {label}", "ms", LOWER, by_way)
+    return figures
+
+
+async def _put_turns(
+    url: str, repeats: int, sizes: dict[str, int], *, replicas: int
+) -> dict[str, dict[str, list[float]]]:
+    """Milliseconds per put of each size, today's way and atomically, taking turns."""
+    client = await aio.connect(url)
+    store = await client.create_store(f"bench-atomic-{os.getpid()}", replicas=replicas)
+    samples: dict[str, dict[str, list[float]]] = {}
+    try:
+        for label, size in sizes.items():
+            data = os.urandom(size)
+            chunk = LARGE_CHUNK if size >= 16 * MiB else None
+            ops = _ops(size)
+            samples[label] = {"today": [], "atomic": []}
+            for _ in range(repeats):
+                for way, limit in (("today", 0), ("atomic", 1 << 40)):
+                    store.atomic_max_bytes = limit
+                    start = time.perf_counter()
+                    for _ in range(ops):
+                        await store.put(label, data, chunk_size=chunk)
+                    samples[label][way].append((time.perf_counter() - start) / ops * 1000)
+    finally:
+        await client.delete_store(store.bucket)
+        await client.close()
+    return samples
 
 
 def ttl_puts(url: str, repeats: int) -> Section:
@@ -338,8 +371,6 @@ def main() -> None:
     """``python -m benchmarks.ranges [URL]``: the quick sizes, printed as JSON."""
     import json
     import sys
-
-    from natsobj.embedded import NatsServerProcess
 
     work = Path(tempfile.mkdtemp(prefix="natsobj-ranges-bench-"))
     try:

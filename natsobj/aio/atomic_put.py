@@ -73,7 +73,8 @@ ATOMIC_BATCH_MESSAGES = 1000
 # from 1 KiB to 256 MiB: nats-server 2.15 stages each batch of a one-replica file stream in a
 # file store of its own (every message written twice), and today's put there sends its record
 # without waiting for the last chunk. On three replicas the batch (staged in memory, proposed
-# once) was the faster up to 64 KiB and the slower from 1 MiB.
+# once; today's put waits for its last chunk there) was the faster up to 64 KiB, and from
+# 256 KiB on no faster (as fast, or slower, from run to run).
 ATOMIC_MAX_BYTES = 0
 ATOMIC_MAX_BYTES_REPLICATED = 64 * 1024
 # Tries of a batch whose commit met another writer (without a required sequence) before the
