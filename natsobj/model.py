@@ -332,6 +332,7 @@ class ObjectInfo:
         out["sequence"] = self.sequence
         out["deleted"] = self.deleted
         out["expires"] = self.expires.isoformat() if self.expires else None
+        out["expired"] = self.expired
         out.setdefault("digest", "")
         return out
 
@@ -344,6 +345,7 @@ class ObjectInfo:
             sequence=doc.get("sequence"),
         )
         info.expires = datetime.fromisoformat(expires) if isinstance(expires, str) else expires
+        info.expired = doc.get("expired") is True
         return info
 
     def evolve(self, **changes: Any) -> ObjectInfo:

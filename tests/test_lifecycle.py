@@ -14,7 +14,14 @@ import natsobj
 import natsobj.aio
 from natsobj.aio import restamp
 from natsobj.errors import ExpiryNotEnabled, NatsObjError, ObjectNotFound
-from natsobj.lifecycle import LifecycleRule, chunk_ttl, decode_rules, resolve_ttl
+from natsobj.lifecycle import (
+    LifecycleRule,
+    chunk_ttl,
+    decode_rules,
+    expired_record,
+    resolve_ttl,
+)
+from natsobj.model import ObjectInfo
 from natsobj.names import all_chunks_subject
 from natsobj.parsing import parse_duration
 from natsobj.sync import run
@@ -318,3 +325,14 @@ def test_unreadable_rules_refuse_puts_without_a_ttl_until_set_again(ttl_store) -
     assert run(fresh.get_bytes("b.bin")) == b"b"  # reads are unaffected
     run(fresh.set_lifecycle_rules([]))
     assert run(fresh.put("a.bin", b"a")).expires is None
+
+
+def test_expiry_survives_the_dict_form_faces_hand_around(ttl_store) -> None:
+    """XCom values, run tags and trigger events carry ObjectInfo.as_dict()."""
+    info = ttl_store.put("d.bin", b"d", ttl=600)
+    doc = info.as_dict()
+    assert doc["expires"] == info.expires.isoformat() and doc["expired"] is False
+    back = ObjectInfo.from_dict(doc)
+    assert (back.expires, back.expired) == (info.expires, False)
+    gone = expired_record("d.bin", ttl_store.bucket, mtime=info.mtime, sequence=9)
+    assert ObjectInfo.from_dict(gone.as_dict()) == gone
