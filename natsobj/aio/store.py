@@ -794,9 +794,10 @@ class ObjectStore:
 
         ``include_history`` replays every record kept, ``updates_only`` starts at the end,
         ``after_sequence`` resumes after a meta-stream sequence or a ``ChangeCursor``;
-        ``ignore_deletes`` skips tombstones. The watch survives server restarts, but not the
-        bucket's: one deleted and created again under it, or a cursor taken on an earlier
-        bucket of this name, ends it with ``BucketRecreated`` (see ``ChangeCursor``)."""
+        ``ignore_deletes`` skips tombstones and expiries (a delete with ``expired`` set). The
+        watch survives server restarts, but not the bucket's: one deleted and created again
+        under it, or a cursor taken on an earlier bucket of this name, ends it with
+        ``BucketRecreated`` (see ``ChangeCursor``)."""
         return ObjectWatcher(
             self,
             include_history=include_history,
@@ -893,7 +894,8 @@ class ObjectStore:
         include_deletes: bool = True,
     ) -> Changes:
         """Meta changes after a sequence, at most ``limit``, without waiting: the building block
-        for sensor and trigger cursors. Resume from ``result.last_sequence``.
+        for sensor and trigger cursors. Resume from ``result.last_sequence``. An object that
+        expired (docs/lifecycle.md) comes once as a delete with ``expired`` set.
 
         With a ``ChangeCursor`` the batch is refused with ``BucketRecreated`` when the cursor
         was taken on an earlier bucket of this name (a bare sequence cannot tell), and
