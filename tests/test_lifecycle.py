@@ -7,12 +7,14 @@ import contextlib
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
 import natsobj
 import natsobj.aio
 from natsobj.aio import restamp
+from natsobj.aio.expiry import BucketExpiry
 from natsobj.errors import ExpiryNotEnabled, NatsObjError, ObjectNotFound
 from natsobj.lifecycle import (
     LifecycleRule,
@@ -20,6 +22,7 @@ from natsobj.lifecycle import (
     decode_rules,
     expired_record,
     resolve_ttl,
+    server_supports_ttl,
 )
 from natsobj.model import ObjectInfo
 from natsobj.names import all_chunks_subject
@@ -336,3 +339,14 @@ def test_expiry_survives_the_dict_form_faces_hand_around(ttl_store) -> None:
     assert (back.expires, back.expired) == (info.expires, False)
     gone = expired_record("d.bin", ttl_store.bucket, mtime=info.mtime, sequence=9)
     assert ObjectInfo.from_dict(gone.as_dict()) == gone
+
+
+def test_the_error_names_the_server_version_needed(ttl_store) -> None:
+    """Against an older server's version (the pinned one has TTLs, so it is given here)."""
+    old = SimpleNamespace(major=2, minor=10, patch=4)
+    stream = ttl_store.aio.bucket_stream
+    expiry = BucketExpiry(stream, run(stream.info()), old)
+    error = expiry.not_enabled("a.bin", "it should expire in 1:00:00")
+    assert isinstance(error, ExpiryNotEnabled)
+    assert "need nats-server 2.11 or later; this server is 2.10.4" in str(error)
+    assert not server_supports_ttl((2, 10)) and server_supports_ttl((2, 15))
