@@ -350,3 +350,13 @@ def test_the_error_names_the_server_version_needed(ttl_store) -> None:
     assert isinstance(error, ExpiryNotEnabled)
     assert "need nats-server 2.11 or later; this server is 2.10.4" in str(error)
     assert not server_supports_ttl((2, 10)) and server_supports_ttl((2, 15))
+
+
+def test_an_atomic_put_carries_the_ttl_too(ttl_store) -> None:
+    """A put sent as one ADR-50 batch (natsobj.aio.atomic_put) stamps the same TTLs."""
+    ttl_store.aio.atomic_max_bytes = 1 << 40
+    info = ttl_store.put("atomic.bin", DATA, ttl=1)
+    assert ttl_store.get_info("atomic.bin").sequence == info.chunks + 1  # one batch
+    assert ttl_store.get_info("atomic.bin").expires is not None
+    assert ttl_store.get_bytes("atomic.bin") == DATA
+    assert _wait_for(lambda: ttl_store.status().messages == 0, timeout=5)
