@@ -7,6 +7,7 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 from dagster import AssetIn, asset, materialize
+
 from tests.fetch_counter import FetchCounter
 
 COLUMNS = ["c1", "c6"]
