@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Unpack
@@ -18,7 +19,7 @@ from natsobj.model import ObjectInfo
 from natsobj.settings import ConnectionSettings
 from natsobj.shared import SharedClient, shared_client
 from natsobj.store_config import StoreConfig, StoreSettings
-from natsobj.sync import run
+from natsobj.sync import ObjectReader, ObjectStore, run
 
 
 async def _probe(settings: ConnectionSettings) -> list[str]:
@@ -44,7 +45,7 @@ class NatsObjectStoreHook(BaseHook):
     def __init__(self, nats_conn_id: str = default_conn_name, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.nats_conn_id = nats_conn_id
-        self._client: Any = None
+        self._client: SharedClient | None = None
 
     # -- connection -------------------------------------------------------------------------------
 
@@ -101,17 +102,23 @@ class NatsObjectStoreHook(BaseHook):
 
     # -- stores -----------------------------------------------------------------------------------
 
-    def get_store(self, bucket: str) -> Any:
+    def get_store(self, bucket: str) -> ObjectStore:
         """The blocking ObjectStore of an existing bucket (BucketNotFound otherwise)."""
         return self.get_conn().cached_store(bucket)
 
-    def create_store(self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]) -> Any:
+    def create_store(
+        self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]
+    ) -> ObjectStore:
         return self.get_conn().create_store(bucket, **settings)
 
-    def ensure_store(self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]) -> Any:
+    def ensure_store(
+        self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]
+    ) -> ObjectStore:
         return self.get_conn().ensure_store(bucket, **settings)
 
-    def update_store(self, bucket: str | StoreConfig, **changes: Unpack[StoreSettings]) -> Any:
+    def update_store(
+        self, bucket: str | StoreConfig, **changes: Unpack[StoreSettings]
+    ) -> ObjectStore:
         return self.get_conn().update_store(bucket, **changes)
 
     def delete_store(self, bucket: str) -> None:
@@ -133,8 +140,10 @@ class NatsObjectStoreHook(BaseHook):
         metadata: dict[str, str] | None = None,
         chunk_size: int | None = None,
         expected_sequence: int | None = None,
+        ttl: float | timedelta | None = None,
     ) -> ObjectInfo:
-        """``ObjectStore.put`` on ``bucket``, reported to lineage as an output."""
+        """``ObjectStore.put`` on ``bucket``, reported to lineage as an output; ``ttl``: the
+        server deletes the object that long after the put (None: the bucket's rules decide)."""
         info = self.get_store(bucket).put(
             name,
             source,
@@ -143,6 +152,7 @@ class NatsObjectStoreHook(BaseHook):
             metadata=metadata,
             chunk_size=chunk_size,
             expected_sequence=expected_sequence,
+            ttl=ttl,
         )
         self._lineage_output(bucket, name)
         return info
@@ -191,7 +201,7 @@ class NatsObjectStoreHook(BaseHook):
         *,
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
-    ) -> Iterator[Any]:
+    ) -> Iterator[ObjectReader]:
         """Stream an object: iterate the reader for chunks; ``reader.info`` is its ObjectInfo."""
         with self.get_store(bucket).get(
             name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest

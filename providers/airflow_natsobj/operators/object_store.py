@@ -12,6 +12,7 @@ import contextlib
 import functools
 import uuid
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from natsobj.errors import (
     ObjectTooLarge,
 )
 from natsobj.model import ObjectInfo
+from natsobj.parsing import parse_duration
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import STORE_SETTINGS
 
@@ -109,6 +111,10 @@ class NatsCreateObjectOperator(_NatsOperator):
     compare-and-swap, so a writer racing this task is never overwritten either. Returns the
     ObjectInfo as a dict; every outlet asset gets an event whose extra holds name, nuid,
     digest, size and sequence.
+
+    ``ttl`` (templated: seconds, a duration such as ``"2d"`` or ``"1h30m"``, or a timedelta)
+    makes the server delete the object that long after the put; unset, the bucket's lifecycle
+    rules decide (docs/lifecycle.md).
     """
 
     _lineage_outputs = ("name",)
@@ -121,6 +127,7 @@ class NatsCreateObjectOperator(_NatsOperator):
         "description",
         "metadata",
         "headers",
+        "ttl",
     )
     template_fields_renderers = {"data": "py", "metadata": "json", "headers": "json"}
 
@@ -136,6 +143,7 @@ class NatsCreateObjectOperator(_NatsOperator):
         headers: dict[str, str | list[str]] | None = None,
         create_bucket: bool = False,
         replace: bool = False,
+        ttl: float | str | timedelta | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -150,6 +158,13 @@ class NatsCreateObjectOperator(_NatsOperator):
         self.headers = headers
         self.create_bucket = create_bucket
         self.replace = replace
+        self.ttl = ttl
+
+    def _rendered_ttl(self) -> timedelta | None:
+        """The rendered ``ttl``; an empty or "None" rendering means none (the rules decide)."""
+        if self.ttl is None or str(self.ttl).strip() in ("", "None"):
+            return None
+        return parse_duration(self.ttl, what=f"{self.task_id}: ttl")
 
     def execute(self, context: Context) -> dict[str, Any]:
         with self.hook() as hook:
@@ -163,6 +178,7 @@ class NatsCreateObjectOperator(_NatsOperator):
                 metadata=self.metadata,
                 headers=self.headers,
                 expected_sequence=None if self.replace else self._absent_sequence(hook),
+                ttl=self._rendered_ttl(),
             )
             if self.data is not None:
                 info = put(self.data)
