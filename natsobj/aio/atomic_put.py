@@ -45,7 +45,7 @@ from natsobj.aio.jsapi import api_error, status_of
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.stream import BucketStream
-from natsobj.errors import NatsObjError, SequenceConflict
+from natsobj.errors import NotConnected, SequenceConflict
 from natsobj.model import ObjectInfo, format_digest
 from natsobj.names import chunk_subject, meta_subject
 from natsobj.wire import (
@@ -239,6 +239,17 @@ class GoTodaysWay(Exception):
         self.code = code
 
 
+class Unanswered(Exception):
+    """In a cluster, the batch went unanswered (an election, a lost node). ``info`` and
+    ``replaced`` are the record and the version it replaces once the commit went out (the
+    batch may then be stored), None before."""
+
+    def __init__(self, info: ObjectInfo | None, replaced: ObjectInfo | None) -> None:
+        super().__init__("the cluster did not answer the batch")
+        self.info = info
+        self.replaced = replaced
+
+
 @dataclass
 class Committed:
     """An atomic put's outcome: the record as stored, the version it replaced, its sequence."""
@@ -290,6 +301,14 @@ class AtomicPut:
             except SequenceConflict:
                 if required is not None:
                     raise
+            except Unanswered as silence:
+                # a leader election or a lost node: the batch is stored whole or not at all
+                if silence.info is not None:
+                    landed = await current()
+                    if landed is not None and landed.nuid == silence.info.nuid:
+                        sequence = int(landed.sequence or 0)
+                        return Committed(silence.info, silence.replaced, sequence)
+                raise GoTodaysWay("the cluster did not answer the batch") from None
             replaced = current()
         raise GoTodaysWay("another writer kept replacing the object")
 
@@ -311,6 +330,8 @@ class AtomicPut:
         hasher = chunk_sink(self.window_bytes)
         count = size = 0
         committed = False
+        info: ObjectInfo | None = None
+        replaced: ObjectInfo | None = None
         try:
             async for chunk in replay.chunks():
                 count += 1
@@ -353,6 +374,10 @@ class AtomicPut:
             return Committed(
                 info, replaced, self._stored(await self._answer(commit, timeout, meta_out))
             )
+        except NotConnected as exc:
+            if not self.api.in_cluster:
+                raise
+            raise Unanswered(info if committed else None, replaced) from exc
         finally:
             if not committed:
                 await hasher.abandon()
@@ -360,6 +385,7 @@ class AtomicPut:
                     await self._abort(chunks_out, batch, count + 1)
 
     async def _answer(self, reply: asyncio.Future[Msg], timeout: float, subject: str) -> Msg:
+        """The reply (in a cluster, NotConnected/ClusterUnavailable when none comes)."""
         try:
             async with asyncio.timeout(timeout):
                 return await asyncio.shield(reply)
@@ -373,8 +399,8 @@ class AtomicPut:
 
     def _stored(self, reply: Msg) -> int:
         status = status_of(reply)
-        if status == "503":
-            raise NatsObjError("no stream answered the batch", bucket=self.bucket, name=self.name)
+        if status == "503":  # no stream (or, in a cluster, no leader yet): nothing was stored
+            raise GoTodaysWay("no stream answered the batch")
         response = json.loads(reply.data)
         error = response.get("error")
         if error is None:
