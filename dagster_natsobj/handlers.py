@@ -32,6 +32,9 @@ SIGNATURE_KEY = "natsobj.hmac"  # "hmac-sha256=<base64url>" of the pickle's exac
 _SIGNATURE_SCHEME = "hmac-sha256="
 _MAC_BLOCK = 1 << 20
 CONTENT_TYPE = "Content-Type"  # in the metadata passed to save(): becomes the header
+# In the metadata passed to save(): the object's time to live in seconds, becomes put's ``ttl``
+# (so a custom handler that builds its put with ``object_meta`` honours the IO manager's ttl).
+TTL = "natsobj.ttl"
 
 
 @dataclass
@@ -92,20 +95,27 @@ class Handler:
         return isinstance(value, self.classes())
 
     def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
-        """Store ``value``; ``metadata`` may carry "Content-Type" to override the default."""
+        """Store ``value``; ``metadata`` may carry "Content-Type" to override the default and
+        ``TTL`` (seconds) for an object that expires; ``object_meta`` turns both into put's
+        keywords."""
         raise NotImplementedError
 
     def load(self, target: Target) -> Any:
         raise NotImplementedError
 
     def object_meta(self, metadata: Mapping[str, str]) -> dict[str, Any]:
-        """Keyword arguments for ``put``: the format travels with the object."""
+        """Keyword arguments for ``put``: the format travels with the object, and so does the
+        expiry the IO manager asked for (``ttl``, only when it asked)."""
         meta = dict(metadata)
         content_type = meta.pop(CONTENT_TYPE, None) or self.content_type
-        return {
+        ttl = meta.pop(TTL, None)
+        kwargs: dict[str, Any] = {
             "metadata": {**meta, FORMAT_KEY: self.format, TYPE_KEY: self.type_name},
             "headers": {"Content-Type": [content_type]},
         }
+        if ttl is not None:
+            kwargs["ttl"] = float(ttl)
+        return kwargs
 
 
 class BytesHandler(Handler):

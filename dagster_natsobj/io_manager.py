@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import typing
+from datetime import timedelta
 from typing import Any
 
 from dagster import (
@@ -17,6 +18,7 @@ from pydantic import Field
 from dagster_natsobj import naming
 from dagster_natsobj.handlers import (
     CONTENT_TYPE,
+    TTL,
     PickleHandler,
     Target,
     is_mapping_annotation,
@@ -31,6 +33,7 @@ from dagster_natsobj.resource import (
     resolve_value,
 )
 from natsobj.errors import ObjectNotFound, UntrustedPickle
+from natsobj.parsing import parse_duration
 
 PICKLE_KEY_ENV = "NATSOBJ_PICKLE_KEY"
 
@@ -77,6 +80,13 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         "when the stored object says it is a pickle. Unpickling runs code: only for a bucket "
         "whose every writer you trust.",
     )
+    ttl: str | None = Field(
+        default=None,
+        description="How long each stored output lives before the server deletes it, for "
+        "intermediate assets nobody needs next week: seconds or a duration like 1h, 2d. An "
+        "output's natsobj/ttl definition metadata overrides it. Unset: the bucket's lifecycle "
+        "rules decide (docs/lifecycle.md). Not applied to PySpark DataFrames.",
+    )
     allow_missing_digest: bool = Field(
         default=False,
         description="Also load objects whose record has no SHA-256 digest (from a client that "
@@ -105,6 +115,12 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         bucket, _ = naming.pinned_location(context)
         return bucket or self.bucket
 
+    def _ttl(self, context: OutputContext) -> timedelta | None:
+        """The output's ``natsobj/ttl`` metadata, else the IO manager's ``ttl``, parsed here so
+        a typo fails the step before anything is stored."""
+        text = naming.pinned_ttl(context) or self.ttl
+        return None if text is None else parse_duration(text)
+
     def _pickle_key(self) -> bytes | None:
         """The configured signing key, else the environment's; None when neither is set."""
         key = resolve_value(self.pickle_signing_key) or os.environ.get(PICKLE_KEY_ENV)
@@ -129,6 +145,9 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         content_type = naming.pinned_content_type(context)
         if content_type:
             object_meta[CONTENT_TYPE] = content_type
+        ttl = self._ttl(context)
+        if ttl is not None:
+            object_meta[TTL] = str(ttl.total_seconds())
         bucket = self._bucket(context)
         with self.resource.get_client() as client:
             store = open_store(client, bucket, create=self.create_bucket, missing_hint=_NO_CREATE)

@@ -24,6 +24,8 @@ def output_metadata(target: Target, handler: Handler, stored: Stored) -> dict[st
     }
     if info.mtime is not None:
         meta["mtime"] = MetadataValue.timestamp(info.mtime)
+    if info.expires is not None:  # the server deletes the object then (its TTL or a rule)
+        meta["expires"] = MetadataValue.timestamp(info.expires)
     if stored.row_count is not None:
         meta["dagster/row_count"] = MetadataValue.int(stored.row_count)
     if stored.schema is not None:

@@ -19,6 +19,9 @@ _SAFE = "-_.~:=+,@ "
 OBJECT_METADATA_KEY = "natsobj/object"
 BUCKET_METADATA_KEY = "natsobj/bucket"
 CONTENT_TYPE_METADATA_KEY = "natsobj/content_type"
+# How long this asset's stored object lives (``"1h"``, ``"2d"``, seconds); overrides the IO
+# manager's ``ttl``, so one intermediate asset can expire while its neighbours stay.
+TTL_METADATA_KEY = "natsobj/ttl"
 
 
 def escape_segment(segment: str) -> str:
@@ -71,6 +74,11 @@ def pinned_location(context: InputContext | OutputContext) -> tuple[str | None, 
 
 def pinned_content_type(context: OutputContext) -> str | None:
     return _text(output_definition_metadata(context).get(CONTENT_TYPE_METADATA_KEY))
+
+
+def pinned_ttl(context: OutputContext) -> str | None:
+    """The output's own ``natsobj/ttl`` definition metadata, as written (parsed by the caller)."""
+    return _text(output_definition_metadata(context).get(TTL_METADATA_KEY))
 
 
 def _text(value: object) -> str | None:

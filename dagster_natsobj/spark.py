@@ -7,13 +7,16 @@ is collected to the driver in either direction; the manifest's info stands for t
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from dagster import TableColumn, TableSchema
 
-from dagster_natsobj.handlers import Handler, Stored, Target, loaded_class
+from dagster_natsobj.handlers import TTL, Handler, Stored, Target, loaded_class
 from natsobj.errors import ObjectNotFound
+
+log = logging.getLogger("dagster_natsobj")
 
 
 class SparkHandler(Handler):
@@ -25,6 +28,13 @@ class SparkHandler(Handler):
         return (cls,) if cls else ()
 
     def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
+        if TTL in metadata:
+            # Parts written before the manifest would expire before it, leaving a manifest
+            # that names missing parts: a dataset is kept until it is overwritten instead.
+            log.warning(
+                "ttl is not applied to the Spark dataset at %s: it is kept until overwritten",
+                target.uri,
+            )
         from natsobj.spark import write_dataframe
         from natsobj.spark.manifest import manifest_name
 
