@@ -5,6 +5,13 @@ never see parts of an unfinished write. Each commit makes a new *generation*. Pa
 replaces are listed under ``retained`` and deleted by the first commit that is more than
 ``retain_generations`` generations newer, so a read planned on generation g can finish while up
 to ``retain_generations`` newer generations are committed.
+
+With ``superseded_ttl`` the parts an overwrite replaces are instead given that TTL by the commit
+(the server deletes them then, with no later commit needed) and stay listed under ``retained``
+with their ``expires_at`` until then: a read planned on generation g can finish for that long
+however many generations are committed meanwhile, which matters for a streaming sink in
+complete mode that commits every few seconds. The first commit after ``expires_at`` deletes
+whatever of them is still there (one that could not be given its TTL).
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from natsobj.spark.errors import SchemaMismatch
@@ -75,22 +82,39 @@ class Part:
 
 @dataclass(frozen=True)
 class Retained:
-    """Parts of a superseded generation, kept so readers planned on it can finish."""
+    """Parts of a superseded generation, kept so readers planned on it can finish.
+    ``expires_at`` (ISO time, or empty): the server deletes them then (``superseded_ttl``)."""
 
     generation: int
     superseded_at: str
     parts: tuple[str, ...]
+    expires_at: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        doc: dict[str, Any] = {
             "generation": self.generation,
             "superseded_at": self.superseded_at,
             "parts": list(self.parts),
         }
+        if self.expires_at:
+            doc["expires_at"] = self.expires_at
+        return doc
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> Retained:
-        return cls(int(doc["generation"]), str(doc["superseded_at"]), tuple(doc["parts"]))
+        return cls(
+            int(doc["generation"]),
+            str(doc["superseded_at"]),
+            tuple(doc["parts"]),
+            str(doc.get("expires_at") or ""),
+        )
+
+    def kept_at(self, generation: int, retain: int, now: datetime) -> bool:
+        """Still listed in ``generation``'s manifest: until it expires when it expires by
+        TTL, else while at most ``retain`` newer generations were committed."""
+        if self.expires_at:
+            return now < datetime.fromisoformat(self.expires_at)
+        return generation - self.generation <= retain
 
 
 @dataclass(frozen=True)
@@ -177,10 +201,14 @@ def next_generation(
     write_id: str,
     retain: int,
     stream: tuple[str, int] | None = None,
+    superseded_ttl: timedelta | None = None,
 ) -> tuple[Manifest, list[str]]:
     """The manifest a commit publishes, and the part names to delete once it is published.
-    ``stream`` is the (query id, batch id) a streaming sink commits, recorded for replays."""
-    now = datetime.now(UTC).isoformat()
+    ``stream`` is the (query id, batch id) a streaming sink commits, recorded for replays.
+    With ``superseded_ttl`` the generation an overwrite supersedes is listed with its
+    ``expires_at`` (the commit gives its parts that TTL: ``expiring``) and kept until then."""
+    moment = datetime.now(UTC)
+    now = moment.isoformat()
     streams = dict(previous.streams) if previous is not None else {}
     if stream is not None:
         streams[stream[0]] = stream[1]
@@ -191,22 +219,38 @@ def next_generation(
         return first, []
     if overwrite:
         current = tuple(parts)
-        superseded = Retained(previous.generation, now, tuple(p.name for p in previous.parts))
+        expires_at = (moment + superseded_ttl).isoformat() if superseded_ttl else ""
+        superseded = Retained(
+            previous.generation, now, tuple(p.name for p in previous.parts), expires_at
+        )
         history = (superseded, *previous.retained)
     else:
         schema = merge_schemas(previous.schema, schema, where=prefix)
         current = (*previous.parts, *parts)
         history = previous.retained
     generation = previous.generation + 1
-    # A reader planned on generation g can finish while at most `retain` newer ones commit.
-    kept = tuple(r for r in history if generation - r.generation <= retain)
-    dropped = [r for r in history if generation - r.generation > retain]
+    # A reader planned on generation g can finish while at most `retain` newer ones commit
+    # (or, for parts that expire by TTL, until they expire: the server deletes those, and
+    # deleting them again is harmless and catches a part that could not be given its TTL).
+    kept = tuple(r for r in history if r.kept_at(generation, retain, moment))
+    dropped = [r for r in history if not r.kept_at(generation, retain, moment)]
     live = {p.name for p in current} | {n for r in kept for n in r.parts}
     doomed = sorted({n for r in dropped for n in r.parts} - live)
     manifest = Manifest(
         prefix, schema, current, generation, write_id, _mode(overwrite), now, kept, streams
     )
     return manifest, doomed
+
+
+def expiring(manifest: Manifest) -> tuple[str, ...]:
+    """The parts ``manifest``'s own commit superseded to expire by TTL (superseded_ttl): the
+    commit gives them their TTL once the manifest is published."""
+    if manifest.mode != "overwrite" or not manifest.retained:
+        return ()
+    newest = manifest.retained[0]
+    if not newest.expires_at or newest.generation != manifest.generation - 1:
+        return ()
+    return newest.parts
 
 
 def merge_schemas(old: dict[str, Any], new: dict[str, Any], *, where: str) -> dict[str, Any]:

@@ -11,10 +11,12 @@ import logging
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from natsobj.matching import NameMatcher
 from natsobj.names import check_bucket
+from natsobj.parsing import parse_duration
 from natsobj.paths import is_nats_url, parse_nats_url
 from natsobj.settings import OPTION_FIELDS, ConnectionSettings
 from natsobj.spark.errors import BadSparkOption
@@ -46,7 +48,7 @@ DEFAULTS = {
     "allow_missing_digest": "false",
 }
 KNOWN_OPTIONS = frozenset(
-    {"url", "bucket", "path", "prefix", "if_exists", "glob", "write_id"}
+    {"url", "bucket", "path", "prefix", "if_exists", "glob", "write_id", "superseded_ttl"}
     | set(CONNECTION_OPTIONS)
     | set(DEFAULTS)
 )
@@ -65,6 +67,9 @@ class SourceOptions:
     compression: str = "zstd"
     dictionary: bool = False  # Parquet dictionary encoding: see arrowio.parquet_stream
     retain_generations: int = 1
+    # Parts an overwrite supersedes expire this long after it (server-side TTL) instead of
+    # being deleted by the commit `retain_generations` generations later: see manifest.py.
+    superseded_ttl: timedelta | None = None
     create_bucket: bool = True
     pushdown: bool = False
     # Read objects whose record has no digest (from a client that writes none): off, so such
@@ -118,6 +123,7 @@ class SourceOptions:
         rows_per_object = _positive(values, "rows_per_object", bucket)
         row_group_rows = _positive(values, "row_group_rows", bucket)
         retain_generations = _positive(values, "retain_generations", bucket, minimum=0)
+        superseded_ttl = _duration(values, "superseded_ttl", bucket)
         create_bucket = _flag(values, "create_bucket", bucket)
         dictionary = _flag(values, "dictionary", bucket)
         pushdown = _flag(values, "pushdown", bucket)
@@ -139,6 +145,7 @@ class SourceOptions:
             compression=compression,
             dictionary=dictionary,
             retain_generations=retain_generations,
+            superseded_ttl=superseded_ttl,
             create_bucket=create_bucket,
             pushdown=pushdown,
             allow_missing_digest=allow_missing_digest,
@@ -256,6 +263,22 @@ def _positive(values: Mapping[str, Any], key: str, bucket: str, *, minimum: int 
             f"option {key!r} must be an integer >= {minimum}, got {values[key]!r}", bucket=bucket
         )
     return number
+
+
+def _duration(values: Mapping[str, Any], key: str, bucket: str) -> timedelta | None:
+    """An optional duration (``30m``, ``2h``, seconds); the server counts TTLs in whole
+    seconds and a subject delete marker needs at least one."""
+    if not values.get(key):
+        return None
+    try:
+        value = parse_duration(values[key], what=f"option {key!r}")
+    except ValueError as exc:
+        raise BadSparkOption(str(exc), bucket=bucket) from None
+    if value < timedelta(seconds=1):
+        raise BadSparkOption(
+            f"option {key!r} must be at least 1s, got {values[key]!r}", bucket=bucket
+        )
+    return value
 
 
 def _flag(values: Mapping[str, Any], key: str, bucket: str) -> bool:

@@ -12,13 +12,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
+import tempfile
 import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import natsobj
-from natsobj.errors import NotConnected, ObjectNotFound
+from natsobj.errors import ExpiryNotEnabled, NotConnected, ObjectChanged, ObjectNotFound
 from natsobj.model import ObjectInfo
 from natsobj.paths import as_dir
 from natsobj.shared import shared_client
@@ -129,6 +131,41 @@ def delete_quietly(store: natsobj.ObjectStore, names: Iterable[str]) -> int:
         except ObjectNotFound:
             continue
     return deleted
+
+
+def expire_quietly(store: natsobj.ObjectStore, names: Iterable[str], ttl: timedelta) -> int:
+    """Give each object ``ttl`` from now: its verified bytes are put again under the same name
+    with that TTL (content and digest unchanged), as a compare-and-swap on the version read,
+    so one overwritten or deleted meanwhile is left as it is. A bucket without per-object
+    TTLs is logged once and nothing is changed. Returns how many now expire."""
+    done = 0
+    with tempfile.TemporaryDirectory(prefix="natsobj-spark-") as tmp:
+        path = Path(tmp) / "object"
+        for name in names:
+            try:
+                info = store.get_file(name, path)
+                store.put(
+                    name,
+                    path,
+                    description=info.description or None,
+                    headers=info.headers,
+                    metadata=info.metadata,
+                    chunk_size=info.chunk_size,
+                    expected_sequence=info.sequence,
+                    ttl=ttl,
+                )
+            except (ObjectNotFound, ObjectChanged):
+                continue
+            except ExpiryNotEnabled as exc:
+                log.warning(
+                    "natsobj: superseded parts in bucket %r cannot be given a TTL (%s); they are "
+                    "deleted by the first commit after their expires_at instead",
+                    store.bucket,
+                    exc.message,
+                )
+                break
+            done += 1
+    return done
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from natsobj.spark.manifest import (
     Manifest,
     Part,
     abort_marker,
+    expiring,
     is_data_object,
     manifest_name,
     merge_schemas,
@@ -38,6 +39,7 @@ from natsobj.spark.options import SourceOptions
 from natsobj.spark.pushdown import file_stats
 from natsobj.spark.storage import (
     delete_quietly,
+    expire_quietly,
     is_aborted,
     manifest_sequence,
     open_store,
@@ -155,6 +157,7 @@ class NatsObjWriter(DataSourceArrowWriter):
                 return
             swept = strays(store, self.opts.prefix, self.write_id, {p.name for p in parts})
             deleted = delete_quietly(store, [*self._own_data_objects(doomed), *swept])
+            self._expire_superseded(store, manifest)
         log.info(
             "natsobj: committed %s generation %d: %d parts, %d rows; deleted %d old objects",
             self.opts.where,
@@ -163,6 +166,26 @@ class NatsObjWriter(DataSourceArrowWriter):
             manifest.num_rows,
             deleted,
         )
+
+    def _expire_superseded(self, store: natsobj.ObjectStore, manifest: Manifest) -> None:
+        """Give the parts this commit superseded their TTL (``superseded_ttl``), once the
+        manifest that no longer lists them is published; under the same trust rule as
+        deleting: only this dataset's own data objects. A part that cannot be given its TTL
+        stays listed under ``retained`` and is deleted by the first commit after its
+        ``expires_at``."""
+        ttl = self.opts.superseded_ttl
+        if ttl is None:
+            return
+        names = self._own_data_objects(list(expiring(manifest)))
+        if names:
+            given = expire_quietly(store, names, ttl)
+            log.info(
+                "natsobj: %d of %d superseded parts of %s expire in %s",
+                given,
+                len(names),
+                self.opts.where,
+                ttl,
+            )
 
     def _own_data_objects(self, names: list[str]) -> list[str]:
         """The manifest is an object any bucket writer can replace, so the names it lists are
@@ -215,6 +238,7 @@ class NatsObjWriter(DataSourceArrowWriter):
             write_id=self.write_id,
             retain=self.opts.retain_generations,
             stream=self.stream,
+            superseded_ttl=self.opts.superseded_ttl,
         )
         store.put(
             manifest_name(self.opts.prefix),
