@@ -78,6 +78,7 @@ class NatsOffloadConfig(_ArchiveTargetConfig):
     larger_than: int | None = None  # bytes
     glob: str | None = None  # path-aware, as natsobj.matching
     names: list[str] | None = None
+    expiry_margin_hours: float = 24.0  # never offload an object whose TTL runs out sooner
     dry_run: bool = False
 
 
@@ -102,6 +103,7 @@ def make_nats_offload_job(
             larger_than=config.larger_than,
             glob=config.glob,
             names=frozenset(config.names) if config.names is not None else None,
+            expiry_margin=timedelta(hours=config.expiry_margin_hours),
         )
         summary: dict[str, Any] = offload_pass(
             resource.settings(), config.bucket, config.targets(), policy, dry_run=config.dry_run

@@ -35,6 +35,7 @@ from natsobj.errors import (
     MissingDigest,
     NatsObjError,
     ObjectChanged,
+    ObjectNotFound,
     PermissionDenied,
 )
 from natsobj.model import ObjectInfo
@@ -57,6 +58,7 @@ class ArchiveTotals:
     bytes: int = 0
     meta_updates: int = 0
     deletes: int = 0
+    expired: int = 0
     skipped: list[int] = field(default_factory=list)  # sequences whose bytes were gone
 
     def count(self, record: ArchiveRecord) -> None:
@@ -67,6 +69,8 @@ class ArchiveTotals:
             self.meta_updates += 1
         elif record.kind == index.DELETE:
             self.deletes += 1
+        elif record.kind == index.EXPIRED:
+            self.expired += 1
         elif record.kind == index.SKIPPED:
             self.skipped.append(record.sequence)
 
@@ -76,6 +80,7 @@ class ArchiveTotals:
             "bytes": self.bytes,
             "meta_updates": self.meta_updates,
             "deletes": self.deletes,
+            "expired": self.expired,
             "skipped": list(self.skipped),
         }
 
@@ -194,7 +199,7 @@ class Archiver:
         known = self._locations.get(info.nuid) if info.nuid else None
         packed = False
         if info.deleted:
-            record.kind = index.DELETE
+            record.kind = index.EXPIRED if info.expired else index.DELETE
         elif info.link is not None:
             record.kind = index.LINK
             record.link = json.dumps(info.link.to_json())
@@ -233,8 +238,8 @@ class Archiver:
             holders = await self.targets.write_stream(key, reader)
             record.key, record.offset, record.length = key, 0, info.size
             record.targets = " ".join(holders)
-        except (ObjectChanged, DigestMismatch) as exc:
-            self._skip(record, exc)
+        except (ObjectChanged, ObjectNotFound, DigestMismatch) as exc:
+            self._skip(record, exc)  # ObjectNotFound: its chunks expired (its TTL ran out)
         finally:
             await reader.close()
         return False

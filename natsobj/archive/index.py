@@ -31,6 +31,9 @@ SEQ_DIGITS = 20
 PUT = "put"  # new bytes
 META = "meta"  # update_meta: same bytes (same nuid), new name/headers/metadata/description
 DELETE = "delete"  # the tombstone
+# the server deleted the object when its time to live ran out (ADR-43's delete marker): not
+# a user's delete, so the archive keeps the last version as current (docs/archive.md)
+EXPIRED = "expired"
 LINK = "link"  # an object or bucket link: a meta record only
 SKIPPED = "skipped"  # the meta record was seen but its bytes were gone from NATS
 

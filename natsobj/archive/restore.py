@@ -44,6 +44,8 @@ def plan_restore(records: list[ArchiveRecord], at: datetime | None = None) -> Re
     for record in records:
         if at is not None and record.mtime > at:
             continue
+        if record.kind == index.EXPIRED:
+            continue  # expiry in NATS is not deletion from the archive: the version stays
         if record.previous_name:  # a rename moved these bytes away from their old name
             old = latest.get(record.previous_name)
             if old is not None and old.nuid == record.nuid:

@@ -29,6 +29,7 @@ from natsobj.errors import DigestMismatch, ObjectChanged, ObjectNotFound, Sequen
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, Offload, Tiering
 from natsobj.names import chunk_subject, meta_subject
+from natsobj.wire import MSG_TTL
 
 if TYPE_CHECKING:
     from natsobj.aio.store import ObjectStore
@@ -41,15 +42,23 @@ __all__ = [
 ]
 
 
+DEFAULT_EXPIRY_MARGIN = timedelta(days=1)
+
+
 @dataclass
 class OffloadPolicy:
     """Which objects are cold: every condition given must hold. Age is measured from the
-    version's mtime (NATS does not record reads)."""
+    version's mtime (NATS does not record reads).
+
+    ``expiry_margin``: an object whose TTL runs out sooner than this is never offloaded. Its
+    bytes would leave JetStream for S3 just before the server deletes it anyway, for a
+    read-through window of hours, at the cost of an S3 round trip per read."""
 
     older_than: timedelta | None = None
     larger_than: int | None = None
     glob: str | None = None
     names: frozenset[str] | None = None
+    expiry_margin: timedelta = DEFAULT_EXPIRY_MARGIN
 
     def matches(self, info: ObjectInfo, now: datetime) -> bool:
         if self.names is not None and info.name not in self.names:
@@ -121,7 +130,9 @@ async def offload(
         if not policy.matches(info, now):
             continue
         archived = held.copy_of(info)
-        why = _not_offloadable(info, archived, targets)
+        why = _expires_soon(info, policy.expiry_margin, now) or _not_offloadable(
+            info, archived, targets
+        )
         if why is not None or archived is None:
             result.skipped.append((info.name, why or ""))
             continue
@@ -131,7 +142,7 @@ async def offload(
             continue
         try:
             done = await _offload_one(store, targets, info, archived)
-        except (ObjectChanged, DigestMismatch, ArchiveTargetError) as exc:
+        except (ObjectChanged, ObjectNotFound, DigestMismatch, ArchiveTargetError) as exc:
             result.skipped.append((info.name, exc.message))
             continue
         result.offloaded.append(done)
@@ -165,6 +176,15 @@ async def _candidates(
         except ObjectNotFound:
             continue
     return found
+
+
+def _expires_soon(info: ObjectInfo, margin: timedelta, now: datetime) -> str | None:
+    if info.expires is None or info.expires - now >= margin:
+        return None
+    return (
+        f"expires at {info.expires.isoformat(timespec='seconds')}, within the expiry margin "
+        f"({margin}): offloading it would gain nothing"
+    )
 
 
 def _not_offloadable(
@@ -205,12 +225,14 @@ async def _offload_one(
     replaces = info.stands_for or int(info.sequence or 0)
     record = info.evolve(tiering=Tiering(replaces=replaces, mtime=info.mtime, offload=location))
     stream = store.bucket_stream
+    left = await _seconds_left(store, info)
     try:
         record.sequence = await stream.publish_rollup(
             meta_subject(store.bucket, info.name),
             record.encode(),
             name=info.name,
             expected_sequence=info.sequence,
+            headers=None if left is None else {MSG_TTL: str(left)},
         )
     except SequenceConflict:
         raise ObjectChanged(
@@ -218,6 +240,17 @@ async def _offload_one(
         ) from None
     await stream.purge(chunk_subject(store.bucket, info.nuid))
     return record
+
+
+async def _seconds_left(store: ObjectStore, info: ObjectInfo) -> int | None:
+    """What is left of ``info``'s TTL, for a record or put that restates the version and
+    must expire when it would have (None: it never expires); ObjectNotFound once it has."""
+    if info.expires is None:
+        return None
+    left = await store.expiry.seconds_left(info.expires)
+    if left < 1:
+        raise ObjectNotFound("expired", bucket=store.bucket, name=info.name)
+    return left
 
 
 async def rehydrate(store: ObjectStore, name: str) -> ObjectInfo:
@@ -237,4 +270,6 @@ async def rehydrate(store: ObjectStore, name: str) -> ObjectInfo:
         chunk_size=info.chunk_size,
         expected_sequence=info.sequence,
         tiering=tiering,
+        # the same expiry, or none (0) so a lifecycle rule does not give the version one
+        ttl=await _seconds_left(store, info) or 0,
     )

@@ -190,7 +190,8 @@ def run(
     click.echo(
         f"archived {bucket} to {target.url} through sequence {cursor}: "
         f"{totals.versions} versions, {render.size(totals.bytes)}, "
-        f"{totals.meta_updates} meta updates, {totals.deletes} deletes"
+        f"{totals.meta_updates} meta updates, {totals.deletes} deletes, "
+        f"{totals.expired} expiries"
     )
     for sequence in totals.skipped:
         click.echo(f"skipped sequence {sequence}: its bytes were gone from NATS", err=True)
@@ -307,6 +308,13 @@ def verify(urls: tuple[str, ...], progress: bool | None, **s3: str | None) -> No
 @click.option("--larger-than", type=ByteSize(), help="Only objects over this size (100MB).")
 @click.option("--glob", help="Only names matching this path-aware glob (raw/**/*.parquet).")
 @click.option("--name", "names", multiple=True, help="Only this object (repeatable).")
+@click.option(
+    "--expiry-margin",
+    type=Duration(),
+    default="1d",
+    show_default=True,
+    help="Never offload an object whose TTL runs out sooner than this.",
+)
 @click.option("--dry-run", is_flag=True, help="Report what would be offloaded; change nothing.")
 @s3_options
 @json_option()
@@ -319,6 +327,7 @@ def offload(
     larger_than: int | None,
     glob: str | None,
     names: tuple[str, ...],
+    expiry_margin: timedelta,
     dry_run: bool,
     as_json: bool,
     **s3: str | None,
@@ -334,6 +343,7 @@ def offload(
         larger_than=larger_than,
         glob=glob,
         names=frozenset(names) if names else None,
+        expiry_margin=expiry_margin,
     )
 
     async def work(client: aio.Client) -> Any:

@@ -132,6 +132,8 @@ class NatsOffloadOperator(BaseOperator):
     "Tiering"). Only versions the archive holds are offloaded, so schedule it after
     ``NatsArchiveOperator``. Every condition given must hold: ``older_than`` (from the
     version's mtime), ``larger_than`` bytes, a path-aware ``glob``, explicit ``names``.
+    An object whose TTL runs out within ``expiry_margin`` (None: the policy's default, 1 day)
+    is never offloaded.
 
     Returns ``{"bucket", "target", "dry_run", "offloaded": [names], "bytes", "skipped"}``."""
 
@@ -148,6 +150,7 @@ class NatsOffloadOperator(BaseOperator):
         larger_than: int | None = None,
         glob: str | None = None,
         names: Sequence[str] | None = None,
+        expiry_margin: timedelta | None = None,
         dry_run: bool = False,
         nats_conn_id: str = NatsObjectStoreHook.default_conn_name,
         aws_conn_id: str | None = None,
@@ -163,6 +166,7 @@ class NatsOffloadOperator(BaseOperator):
         self.larger_than = larger_than
         self.glob = glob
         self.names = list(names) if names is not None else None
+        self.expiry_margin = expiry_margin
         self.dry_run = dry_run
         self.nats_conn_id = nats_conn_id
         self.aws_conn_id = aws_conn_id
@@ -179,6 +183,8 @@ class NatsOffloadOperator(BaseOperator):
             glob=self.glob,
             names=frozenset(self.names) if self.names is not None else None,
         )
+        if self.expiry_margin is not None:
+            policy.expiry_margin = self.expiry_margin
         summary = offload_pass(
             NatsObjectStoreHook(nats_conn_id=self.nats_conn_id).settings,
             self.bucket,
