@@ -12,15 +12,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import socket
-import tempfile
 import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import natsobj
-from natsobj.errors import ExpiryNotEnabled, NotConnected, ObjectChanged, ObjectNotFound
+from natsobj.aio import restamp
+from natsobj.errors import ExpiryNotEnabled, NotConnected, ObjectNotFound
+from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ObjectInfo
 from natsobj.paths import as_dir
 from natsobj.shared import shared_client
@@ -34,6 +34,7 @@ from natsobj.spark.manifest import (
     manifest_name,
 )
 from natsobj.spark.options import SourceOptions
+from natsobj.sync import run
 
 log = logging.getLogger("natsobj.spark")
 
@@ -134,38 +135,28 @@ def delete_quietly(store: natsobj.ObjectStore, names: Iterable[str]) -> int:
 
 
 def expire_quietly(store: natsobj.ObjectStore, names: Iterable[str], ttl: timedelta) -> int:
-    """Give each object ``ttl`` from now: its verified bytes are put again under the same name
-    with that TTL (content and digest unchanged), as a compare-and-swap on the version read,
-    so one overwritten or deleted meanwhile is left as it is. A bucket without per-object
-    TTLs is logged once and nothing is changed. Returns how many now expire."""
-    done = 0
-    with tempfile.TemporaryDirectory(prefix="natsobj-spark-") as tmp:
-        path = Path(tmp) / "object"
-        for name in names:
-            try:
-                info = store.get_file(name, path)
-                store.put(
-                    name,
-                    path,
-                    description=info.description or None,
-                    headers=info.headers,
-                    metadata=info.metadata,
-                    chunk_size=info.chunk_size,
-                    expected_sequence=info.sequence,
-                    ttl=ttl,
-                )
-            except (ObjectNotFound, ObjectChanged):
-                continue
-            except ExpiryNotEnabled as exc:
-                log.warning(
-                    "natsobj: superseded parts in bucket %r cannot be given a TTL (%s); they are "
-                    "deleted by the first commit after their expires_at instead",
-                    store.bucket,
-                    exc.message,
-                )
-                break
-            done += 1
-    return done
+    """Give each object ``ttl`` from now by the core's restamp (``natsobj.aio.restamp``: its
+    bytes put again, checked against its digest, same content, as a compare-and-swap on the
+    version read, so one changed or gone meanwhile is left as it is). A bucket without
+    per-object TTLs is logged and nothing is changed. Returns how many now expire."""
+    why = LifecycleRule("**", ttl)  # the option superseded_ttl, as a rule for every name
+    planned = []
+    for name in names:
+        try:
+            planned.append(restamp.Restamp(store.get_info(name), why, ttl))
+        except ObjectNotFound:
+            continue
+    try:
+        done = run(restamp.apply(store.aio, planned))
+    except ExpiryNotEnabled as exc:
+        log.warning(
+            "natsobj: superseded parts in bucket %r cannot be given a TTL (%s); they are "
+            "deleted by the first commit after their expires_at instead",
+            store.bucket,
+            exc.message,
+        )
+        return 0
+    return sum(r.done for r in done)
 
 
 @dataclass(frozen=True)
