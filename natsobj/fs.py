@@ -412,10 +412,12 @@ class NatsObjectFileSystem(AsyncFileSystem):
         )
 
 
+# put's keywords a write may carry (pipe, put_file, open("wb", ...)); ttl: the object expires
+PUT_KEYS = ("description", "headers", "metadata", "chunk_size", "ttl")
+
+
 def _put_options(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {
-        k: kwargs[k] for k in ("description", "headers", "metadata", "chunk_size") if k in kwargs
-    }
+    return {k: kwargs[k] for k in PUT_KEYS if k in kwargs}
 
 
 async def _open_ranged(
@@ -465,8 +467,7 @@ class NatsObjectFile(AbstractBufferedFile):
         self._ranged: aio.RangeReader | None = None
         self._queue: asyncio.Queue[Any] | None = None
         self._put_task: asyncio.Future[Any] | None = None
-        put_keys = ("description", "headers", "metadata", "chunk_size")
-        self._put_options = {k: kwargs.pop(k) for k in put_keys if k in kwargs}
+        self._put_options = {k: kwargs.pop(k) for k in PUT_KEYS if k in kwargs}
         if mode == "ab":
             raise NotImplementedError("objects cannot be appended to; write a new object")
         if mode == "xb" and fs.exists(path):

@@ -82,3 +82,19 @@ def test_xcom_backend_objects_expire_under_the_buckets_rule(run_dag, sync_client
     (info,) = stored
     left = _left(info.expires)
     assert timedelta(days=2) - timedelta(minutes=5) < left <= timedelta(days=2), left
+
+
+def test_object_storage_path_and_fsspec_writes_take_ttl(nats_default, store):
+    from airflow.sdk import ObjectStoragePath
+
+    root = ObjectStoragePath(f"nats://nats_default@{store.bucket}/")
+    with (root / "tmp" / "written.bin").open("wb", ttl=timedelta(hours=3)) as handle:
+        handle.write(b"x" * 10)
+    (root / "keep" / "plain.bin").write_bytes(b"y")
+    root.fs.pipe(f"{store.bucket}/tmp/piped.bin", b"z", ttl=600)
+
+    left = _left(store.get_info("tmp/written.bin").expires)
+    assert timedelta(hours=3) - timedelta(minutes=1) < left <= timedelta(hours=3), left
+    left = _left(store.get_info("tmp/piped.bin").expires)
+    assert timedelta(seconds=540) < left <= timedelta(seconds=600), left
+    assert store.get_info("keep/plain.bin").expires is None
