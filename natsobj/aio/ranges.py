@@ -31,6 +31,11 @@ from natsobj.model import ObjectInfo
 
 HELD_CHUNKS = 4  # chunks a reader keeps after fetching them (small sequential reads reuse them)
 IN_FLIGHT = 4  # batched gets outstanding at once for one large range
+# Spans of chunks at least this long are read by a pull consumer from their first chunk's
+# sequence, shorter ones by batched direct gets. A consumer costs a create and a delete but
+# asks the server less per byte than batched gets do (docs/performance.md); below about one
+# read window (two batched gets) the two were even, above it the consumer was the faster.
+STREAM_MIN_BYTES = 8 * 2**20
 
 
 def byte_range(size: int, start: int | None, end: int | None) -> tuple[int, int]:
@@ -167,14 +172,19 @@ class RangeReader:
             self._held.popitem(last=False)
 
     async def _chunks(self, chunk_map: ChunkMap, indexes: range) -> list[bytes]:
-        """The data of chunks ``indexes``: held ones as they are, runs of the others fetched
-        with up to IN_FLIGHT batched gets at once."""
+        """The data of chunks ``indexes``: held ones as they are; of the others, each span of
+        at least STREAM_MIN_BYTES read by one consumer, shorter ones in runs of batched gets,
+        up to IN_FLIGHT at once."""
         # taken now: a read running beside this one may let go of them meanwhile
         by_index = {k: self._held[k] for k in indexes if k in self._held}
-        runs = self._runs(chunk_map, indexes, by_index)
-        if runs:
+        spans = _missing(indexes, by_index)
+        streamed = [span for span in spans if _span_bytes(chunk_map, span) >= STREAM_MIN_BYTES]
+        runs = [
+            run for span in spans if span not in streamed for run in self._runs(chunk_map, span)
+        ]
+        if spans:
             gets = DirectBatches(self.stream.api, self.stream.stream, bucket=self.info.bucket)
-            if self._batched_gets():
+            if runs and self._batched_gets():
                 await gets.open()
             try:
                 limit = asyncio.Semaphore(IN_FLIGHT)
@@ -184,7 +194,13 @@ class RangeReader:
                         datas = await self._fetch_run(gets, chunk_map, run)
                     by_index.update(zip(run, datas, strict=True))
 
-                tasks = [asyncio.ensure_future(fetch(run)) for run in runs]
+                async def stream(span: range) -> None:
+                    by_index.update(
+                        zip(span, await self._stream_span(chunk_map, span), strict=True)
+                    )
+
+                tasks = [asyncio.ensure_future(stream(span)) for span in streamed]
+                tasks += [asyncio.ensure_future(fetch(run)) for run in runs]
                 try:
                     await asyncio.gather(*tasks)
                 except BaseException:  # the first error is the read's; stop the rest
@@ -204,28 +220,57 @@ class RangeReader:
         account without ``response_type: stream``; see the listing)."""
         return self.stream.allow_direct and not self.stream.api.batched_gets_cut_off
 
-    def _runs(self, chunk_map: ChunkMap, indexes: range, held: dict[int, bytes]) -> list[range]:
-        """The chunks of ``indexes`` not held, as runs of consecutive chunks of about half a
-        read window each (one batched get apiece)."""
+    def _runs(self, chunk_map: ChunkMap, span: range) -> list[range]:
+        """A span of chunks cut into runs of about half a read window each (one batched get
+        apiece)."""
         per_run = max(1, self.read_window_bytes // 2)
         runs: list[range] = []
-        run_start: int | None = None
-        run_bytes = 0
-        for k in indexes:
-            if k in held:
-                if run_start is not None:
-                    runs.append(range(run_start, k))
-                    run_start = None
-                continue
-            if run_start is None:
-                run_start, run_bytes = k, 0
+        run_start, run_bytes = span.start, 0
+        for k in span:
             run_bytes += chunk_map.length(k)
             if run_bytes >= per_run:
                 runs.append(range(run_start, k + 1))
-                run_start = None
-        if run_start is not None:
-            runs.append(range(run_start, indexes[-1] + 1))
+                run_start, run_bytes = k + 1, 0
+        if run_start < span.stop:
+            runs.append(range(run_start, span.stop))
         return runs
+
+    async def _stream_span(self, chunk_map: ChunkMap, span: range) -> list[bytes]:
+        """A span of chunks read in order by one consumer on the chunk subject, starting at the
+        span's first chunk and asking for none past its last: pulls of up to a read window,
+        the next asked for once the previous one has come (so the sum asked is the span)."""
+        # chunks per pull: a read window's worth at the span's mean chunk size
+        window = max(1, self.read_window_bytes * len(span) // _span_bytes(chunk_map, span))
+        consumer, available = await self.stream.started_consumer(
+            chunk_map.subject,
+            len(span),
+            what="the object's chunks",
+            name=self.info.name,
+            deliver_policy="by_start_sequence",
+            start_sequence=chunk_map.sequences[span.start],
+            batch=min(window, len(span)),
+            pulls_ahead=1,
+        )
+        chunks: list[bytes] = []
+        try:
+            if available < len(span):
+                self._gone()
+            for k in span:
+                # one pull open at a time: when the next is asked for, all before it came
+                consumer.batch = min(window, span.stop - k)
+                msg = await consumer.next()
+                if (
+                    msg is None
+                    or msg.sequence != chunk_map.sequences[k]
+                    or msg.subject != chunk_map.subject
+                ):
+                    self._gone()
+                self._check_length(chunk_map, k, msg.data)
+                chunks.append(msg.data)
+        finally:
+            await consumer.close()
+        self.bytes_fetched += sum(len(chunk) for chunk in chunks)
+        return chunks
 
     async def _fetch_run(self, gets: DirectBatches, chunk_map: ChunkMap, run: range) -> list[bytes]:
         """One run of chunks, each checked; those a replica did not have (behind, or purged)
@@ -277,3 +322,23 @@ class RangeReader:
     def _gone(self) -> NoReturn:
         forget(self.info)
         raise changed(self.info)
+
+
+def _missing(indexes: range, held: dict[int, bytes]) -> list[range]:
+    """The spans of consecutive chunks of ``indexes`` not in ``held``."""
+    spans: list[range] = []
+    span_start: int | None = None
+    for k in indexes:
+        if k in held:
+            if span_start is not None:
+                spans.append(range(span_start, k))
+            span_start = None
+        elif span_start is None:
+            span_start = k
+    if span_start is not None:
+        spans.append(range(span_start, indexes.stop))
+    return spans
+
+
+def _span_bytes(chunk_map: ChunkMap, span: range) -> int:
+    return chunk_map.end(span[-1]) - chunk_map.starts[span.start]
