@@ -58,6 +58,10 @@ def test_put_operator_ttl_sets_the_objects_expiry(run_dag, store):
         assert ttl - timedelta(seconds=60) < left <= ttl, (name, left)
     assert store.get_info("keep/d.txt").expires is None
     assert "tmp/e.txt" not in {i.name for i in store.list()}
+    # the ObjectInfo dict says when it expires (by this client's clock, as its mtime)
+    returned = datetime.fromisoformat(run.xcom("seconds")["expires"])
+    assert abs(returned - store.get_info("tmp/b.txt").expires) < timedelta(seconds=2)
+    assert run.xcom("kept")["expires"] is None
 
 
 def test_xcom_backend_objects_expire_under_the_buckets_rule(run_dag, sync_client, bucket_name):
