@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from fsspec.asyn import AsyncFileSystem, sync, sync_wrapper
+from fsspec.caching import ReadAheadCache
 from fsspec.spec import AbstractBufferedFile
 
 from natsobj import aio
@@ -443,14 +444,36 @@ async def _read_range(
         return await reader.read_range(start, end)
 
 
+class ExactReadAhead(ReadAheadCache):
+    """fsspec's "readahead" cache, except that a read of at least a block that the cache
+    does not start in is fetched as asked, without the block read ahead after it: a columnar
+    reader asks for whole column chunks (or coalesced runs of them) and then jumps elsewhere,
+    so bytes read ahead of one are fetched for nothing, and the fetched bytes are handed back
+    as they came instead of sliced into a copy. Small reads (``readline``, CSV parsers) are
+    served as by "readahead"."""
+
+    name = "nats-readahead"
+
+    def _fetch(self, start: int | None, end: int | None) -> bytes:
+        start = 0 if start is None else start
+        end = self.size if end is None else min(end, self.size)
+        if end - start < self.blocksize or self.start <= start < self.end:
+            return super()._fetch(start, end)
+        self.miss_count += 1
+        self.total_requested_bytes += end - start
+        self.cache = self.fetcher(start, end)
+        self.start, self.end = start, start + len(self.cache)
+        return self.cache
+
+
 class NatsObjectFile(AbstractBufferedFile):
     """Reads fetch only the chunks that hold the requested bytes, from one version of the
     object (a ranged reader opened on the first read; an overwrite after it raises
     ObjectChanged); writes stream into one put that is published when the file closes cleanly
     and abandoned (no object) otherwise.
 
-    Reads go through fsspec's "readahead" cache with a block of one default chunk (128 KiB):
-    a columnar reader (pyarrow, DuckDB) asks for the footer and then for exactly the column
+    Reads go through ``ExactReadAhead`` with a block of one default chunk (128 KiB): a
+    columnar reader (pyarrow, DuckDB) asks for the footer and then for exactly the column
     chunks it needs, which a large read-ahead only inflates (fsspec's default 4 MiB block
     fetches several times what reading without a cache does, one chunk a little more: see
     BENCHMARKS.md), while a reader of small pieces (``readline``, CSV parsers) still gets
@@ -474,7 +497,12 @@ class NatsObjectFile(AbstractBufferedFile):
             raise FileExistsError(f"nats://{path} exists")
         if mode == "rb" and kwargs.get("block_size") in (None, "default"):
             kwargs["block_size"] = self.READ_AHEAD
+        exact = mode == "rb" and kwargs.get("cache_type") in (None, ExactReadAhead.name)
+        if exact:
+            kwargs.pop("cache_type", None)
         super().__init__(fs, path, mode=mode.replace("x", "w"), **kwargs)
+        if exact:
+            self.cache = ExactReadAhead(self.blocksize, self._fetch_range, self.size)
         self.info_after_put: ObjectInfo | None = None
 
     # reading
