@@ -33,7 +33,7 @@ from dagster_natsobj.resource import (
     resolve_value,
 )
 from natsobj.errors import ObjectNotFound, UntrustedPickle
-from natsobj.parsing import parse_duration
+from natsobj.parsing import parse_ttl
 
 PICKLE_KEY_ENV = "NATSOBJ_PICKLE_KEY"
 
@@ -119,7 +119,7 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         """The output's ``natsobj/ttl`` metadata, else the IO manager's ``ttl``, parsed here so
         a typo fails the step before anything is stored."""
         text = naming.pinned_ttl(context) or self.ttl
-        return None if text is None else parse_duration(text)
+        return None if text is None else parse_ttl(text)
 
     def _pickle_key(self) -> bytes | None:
         """The configured signing key, else the environment's; None when neither is set."""

@@ -24,7 +24,7 @@ from functools import cached_property
 
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo
-from natsobj.parsing import format_duration, parse_duration
+from natsobj.parsing import NEVER, format_duration, parse_duration
 
 LIFECYCLE_METADATA_KEY = "natsobj.lifecycle"
 # The stream's subject_delete_marker_ttl when natsobj turns expiry on: how long the marker
@@ -35,7 +35,6 @@ DEFAULT_DELETE_MARKER_TTL = timedelta(minutes=5)
 # record still has to read them. At least the marker TTL (see ``chunk_ttl``), at most this.
 MAX_CHUNK_GRACE = 60
 MIN_SERVER_VERSION = (2, 11)  # the first nats-server with per-message TTLs
-NEVER = "never"
 
 
 @dataclass(frozen=True)

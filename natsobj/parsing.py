@@ -67,6 +67,17 @@ def parse_duration(value: object, *, what: str = "duration") -> timedelta:
     return timedelta(seconds=sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts))
 
 
+NEVER = "never"
+
+
+def parse_ttl(value: object, *, what: str = "ttl") -> timedelta:
+    """A put's TTL as every face takes it: a duration (``parse_duration``), or ``never``,
+    which is ``timedelta(0)``: no expiry, whatever the bucket's lifecycle rules say."""
+    if isinstance(value, str) and value.strip().lower() == NEVER:
+        return timedelta(0)
+    return parse_duration(value, what=what)
+
+
 def format_duration(value: timedelta) -> str:
     """The shortest ``parse_duration`` text for whole seconds: ``7d``, ``1h30m``, ``45s``."""
     seconds = round(value.total_seconds())

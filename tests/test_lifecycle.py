@@ -26,7 +26,7 @@ from natsobj.lifecycle import (
 )
 from natsobj.model import ObjectInfo
 from natsobj.names import all_chunks_subject
-from natsobj.parsing import parse_duration
+from natsobj.parsing import parse_duration, parse_ttl
 from natsobj.sync import run
 
 DATA = bytes(range(256)) * 1200  # 300 KiB: three chunks of 128 KiB
@@ -159,6 +159,9 @@ def test_a_rule_applies_by_prefix_and_an_explicit_ttl_wins(ttl_store) -> None:
     hour = ttl_store.put("reports/draft.pdf", b"d", ttl=3600).expires
     assert hour is not None and abs(hour - (now + timedelta(hours=1))) < timedelta(seconds=5)
     assert ttl_store.put("tmp/keep.bin", b"k", ttl=0).expires is None
+    # "never", as the CLI, the Airflow operators and the Dagster IO manager all take it
+    assert parse_ttl("never") == parse_ttl(" Never ") == timedelta(0)
+    assert ttl_store.put("tmp/kept.bin", b"k", ttl=parse_ttl("never")).expires is None
     for _ in range(2):  # the first listing fills the name index, the second reads from it
         listed = {i.name: i.expires is not None for i in ttl_store.list()}
         assert listed == {
@@ -167,6 +170,7 @@ def test_a_rule_applies_by_prefix_and_an_explicit_ttl_wins(ttl_store) -> None:
             "models/m.bin": False,
             "reports/draft.pdf": True,
             "tmp/keep.bin": False,
+            "tmp/kept.bin": False,
         }
         assert {i.name for i in ttl_store.list(prefix="tmp/") if i.expires} == {"tmp/x.parquet"}
     # the rules live with the bucket: another client's store applies them too

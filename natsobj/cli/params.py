@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from natsobj.parsing import parse_duration
+from natsobj.parsing import NEVER, parse_duration, parse_ttl
 
 
 def _split(value: str, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, str]:
@@ -200,6 +200,6 @@ class Ttl(Duration):
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> timedelta:
-        if str(value).strip().lower() == "never":
-            return timedelta(0)
+        if isinstance(value, str) and value.strip().lower() == NEVER:
+            return parse_ttl(value)
         return super().convert(value, param, ctx)

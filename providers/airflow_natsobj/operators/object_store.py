@@ -29,7 +29,7 @@ from natsobj.errors import (
     ObjectTooLarge,
 )
 from natsobj.model import ObjectInfo
-from natsobj.parsing import parse_duration
+from natsobj.parsing import parse_ttl
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import STORE_SETTINGS
 
@@ -164,7 +164,7 @@ class NatsCreateObjectOperator(_NatsOperator):
         """The rendered ``ttl``; an empty or "None" rendering means none (the rules decide)."""
         if self.ttl is None or str(self.ttl).strip() in ("", "None"):
             return None
-        return parse_duration(self.ttl, what=f"{self.task_id}: ttl")
+        return parse_ttl(self.ttl, what=f"{self.task_id}: ttl")
 
     def execute(self, context: Context) -> dict[str, Any]:
         with self.hook() as hook:
