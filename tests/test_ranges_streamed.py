@@ -1,8 +1,8 @@
 """Long spans of a ranged read (``natsobj.aio.ranges.STREAM_MIN_BYTES`` and more) come from
-one pull consumer on the object's chunk subject instead of batched direct gets: exact for
-every kind of object of tests/test_ranges.py, asking the server for no chunk past the span
-(counted on the wire), ObjectChanged after an overwrite or a delete, and read-after-write on
-another node of a cluster."""
+one consumer on the object's chunk subject instead of batched direct gets: exact for every
+kind of object of tests/test_ranges.py and across accounts, asking the server for no chunk
+past the span (counted on the wire), ObjectChanged after an overwrite or a delete, and
+read-after-write on another node of a cluster."""
 
 from __future__ import annotations
 
@@ -16,11 +16,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import natsobj
 from benchmarks.ranges import CountingProxy
 from natsobj import aio
 from natsobj.aio import ranges
 from natsobj.embedded import NatsCluster
 from natsobj.errors import ObjectChanged
+from tests.test_prefix import accounts_server, url_for  # noqa: F401 (a fixture)
 from tests.test_ranges import KINDS, PROPERTY, written  # noqa: F401 (a fixture)
 
 MiB = 2**20
@@ -132,3 +134,23 @@ def test_a_streamed_range_on_another_node_sees_the_write(
                 await client.close()
 
     assert asyncio.run(body()) == 30
+
+
+@pytest.mark.usefixtures("streamed")
+def test_streamed_ranges_through_an_api_prefix(
+    accounts_server,  # noqa: F811 (the imported fixture)
+    bucket_name: str,
+) -> None:
+    """Across accounts (ADR-19) the consumer is a push consumer with flow control; a span is
+    read until its last chunk and the consumer deleted, its ranges exact."""
+    data = os.urandom(3 * MiB)
+    with natsobj.connect(url_for(accounts_server, "a")) as owner:
+        owner.create_store(bucket_name)
+        with natsobj.connect(
+            url_for(accounts_server, "i"), api_prefix="fromA", inbox_prefix="forI"
+        ) as importer:
+            store = importer.store(bucket_name)
+            store.put("x", data)
+            with contextlib.closing(store.open_range("x")) as reader:
+                for start, end in [(100, 2 * MiB), (MiB + 5, 3 * MiB - 7), (0, None)]:
+                    assert reader.read_range(start, end) == data[start:end]
