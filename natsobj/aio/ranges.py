@@ -1,11 +1,13 @@
 """Ranged reads: the bytes of an object between two offsets, fetching only the chunks that
 hold them (``natsobj.aio.chunkmap`` says which), and a seekable reader built on them.
 
-Each run of chunks comes back from one batched direct get (ADR-31: ``seq`` of its first
-chunk, ``next_by_subj`` the object's chunk subject, ``batch`` its length), runs of a large
-range several at a time. Every chunk is checked: its subject, its sequence and its length
-against the map. Nothing else can be: a range cannot be checked against the object's SHA-256
-(like an S3 range GET); whole-object reads (``ObjectStore.get``) still are.
+A long span of chunks comes from one consumer on the object's chunk subject, started at the
+span's first chunk and asked for no chunk past its last (the transport of whole-object
+reads); a shorter one in runs, each from one batched direct get (ADR-31: ``seq`` of its first
+chunk, ``next_by_subj`` the object's chunk subject, ``batch`` its length), several at a time.
+Every chunk is checked: its subject, its sequence and its length against the map. Nothing
+else can be: a range cannot be checked against the object's SHA-256 (like an S3 range GET);
+whole-object reads (``ObjectStore.get``) still are.
 
 A chunk that is not there any more means the version was overwritten or deleted (a new
 version's chunks are on another subject, and the old ones are purged): ``ObjectChanged``,
@@ -33,8 +35,9 @@ HELD_CHUNKS = 4  # chunks a reader keeps after fetching them (small sequential r
 IN_FLIGHT = 4  # batched gets outstanding at once for one large range
 # Spans of chunks at least this long are read by a pull consumer from their first chunk's
 # sequence, shorter ones by batched direct gets. A consumer costs a create and a delete but
-# asks the server less per byte than batched gets do (docs/performance.md); below about one
-# read window (two batched gets) the two were even, above it the consumer was the faster.
+# asks the server less per byte than batched gets do (docs/performance.md); below about the
+# default read window (two batched gets) the two measured even, above it the consumer was the
+# faster, and a whole-object range then reads about as fast as ``get``.
 STREAM_MIN_BYTES = 8 * 2**20
 
 
