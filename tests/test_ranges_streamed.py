@@ -12,6 +12,7 @@ import io
 import os
 import random
 
+import fsspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -154,3 +155,18 @@ def test_streamed_ranges_through_an_api_prefix(
             with contextlib.closing(store.open_range("x")) as reader:
                 for start, end in [(100, 2 * MiB), (MiB + 5, 3 * MiB - 7), (0, None)]:
                     assert reader.read_range(start, end) == data[start:end]
+
+
+def test_many_long_ranges_at_once_stay_within_the_servers_pending_limit(
+    nats_url: str, store
+) -> None:
+    """fsspec's cat_ranges reads every range at once: twelve 8 MiB ranges ask for 96 MiB,
+    more than nats-server queues for one client (64 MiB) before closing it as a slow consumer,
+    unless the connection's fetches in flight are bounded."""
+    data = os.urandom(96 * MiB)
+    store.put("big", data)
+    fs = fsspec.filesystem("nats", url=nats_url, skip_instance_cache=True)
+    starts = [k * 8 * MiB for k in range(12)]
+    path = f"{store.bucket}/big"
+    got = fs.cat_ranges([path] * 12, starts, [start + 8 * MiB for start in starts])
+    assert got == [data[start : start + 8 * MiB] for start in starts]

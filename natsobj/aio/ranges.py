@@ -22,17 +22,23 @@ import io
 from collections import OrderedDict
 from types import TracebackType
 from typing import Any, NoReturn
+from weakref import WeakKeyDictionary
 
 from natsobj.aio.chunkmap import ChunkMap, changed, forget, locate
 from natsobj.aio.directbatch import BatchStalled, DirectBatches, RawMsg
-from natsobj.aio.jsapi import raw_header
+from natsobj.aio.jsapi import JetStreamApi, raw_header
 from natsobj.aio.offloaded import read_offloaded_range
 from natsobj.aio.stream import BucketStream
 from natsobj.errors import DigestMismatch
 from natsobj.model import ObjectInfo
 
 HELD_CHUNKS = 4  # chunks a reader keeps after fetching them (small sequential reads reuse them)
-IN_FLIGHT = 4  # batched gets outstanding at once for one large range
+# Fetches in flight on one connection at once, in bytes (runs of batched gets and
+# consumer-read spans, each up to a read window, taking a share apiece): every ranged reader of
+# the connection draws on it, so many ranges read at once (fsspec's cat_ranges) never have the
+# server queue more for the client than nats-server's max_pending (64 MiB by default), past
+# which it closes the connection as a slow consumer.
+CONNECTION_IN_FLIGHT_BYTES = 32 * 2**20
 # Spans of chunks at least this long are read by a pull consumer from their first chunk's
 # sequence, shorter ones by batched direct gets. A consumer costs a create and a delete but
 # asks the server less per byte than batched gets do (docs/performance.md); below about the
@@ -177,7 +183,7 @@ class RangeReader:
     async def _chunks(self, chunk_map: ChunkMap, indexes: range) -> list[bytes]:
         """The data of chunks ``indexes``: held ones as they are; of the others, each span of
         at least STREAM_MIN_BYTES read by one consumer, shorter ones in runs of batched gets,
-        up to IN_FLIGHT at once."""
+        as many at once as the connection's share of CONNECTION_IN_FLIGHT_BYTES allows."""
         # taken now: a read running beside this one may let go of them meanwhile
         by_index = {k: self._held[k] for k in indexes if k in self._held}
         spans = _missing(indexes, by_index)
@@ -190,7 +196,7 @@ class RangeReader:
             if runs and self._batched_gets():
                 await gets.open()
             try:
-                limit = asyncio.Semaphore(IN_FLIGHT)
+                limit = _in_flight(self.stream.api, self.read_window_bytes)
 
                 async def fetch(run: range) -> None:
                     async with limit:
@@ -198,9 +204,9 @@ class RangeReader:
                     by_index.update(zip(run, datas, strict=True))
 
                 async def stream(span: range) -> None:
-                    by_index.update(
-                        zip(span, await self._stream_span(chunk_map, span), strict=True)
-                    )
+                    async with limit:
+                        datas = await self._stream_span(chunk_map, span)
+                    by_index.update(zip(span, datas, strict=True))
 
                 tasks = [asyncio.ensure_future(stream(span)) for span in streamed]
                 tasks += [asyncio.ensure_future(fetch(run)) for run in runs]
@@ -325,6 +331,18 @@ class RangeReader:
     def _gone(self) -> NoReturn:
         forget(self.info)
         raise changed(self.info)
+
+
+_limits: WeakKeyDictionary[JetStreamApi, asyncio.Semaphore] = WeakKeyDictionary()
+
+
+def _in_flight(api: JetStreamApi, read_window_bytes: int) -> asyncio.Semaphore:
+    """The connection's fetch slots: CONNECTION_IN_FLIGHT_BYTES in read windows, at least one."""
+    limit = _limits.get(api)
+    if limit is None:
+        slots = max(1, CONNECTION_IN_FLIGHT_BYTES // max(1, read_window_bytes))
+        limit = _limits[api] = asyncio.Semaphore(slots)
+    return limit
 
 
 def _missing(indexes: range, held: dict[int, bytes]) -> list[range]:
