@@ -133,6 +133,21 @@ def test_a_backward_seek_refetches_only_its_chunks(fs, bucket_name, odd_object) 
     assert counter.bytes <= 4 * ODD_CHUNK, counter.bytes
 
 
+def test_a_read_of_a_block_or_more_fetches_no_read_ahead(fs, bucket_name, odd_object) -> None:
+    """A columnar reader's column-chunk reads are fetched as asked (ExactReadAhead), while a
+    small read still brings a block to serve the reads after it."""
+    name, data = odd_object
+    opening = ODD_CHUNK + ODD_SIZE % ODD_CHUNK  # the first and last chunks, finding the map
+    with FetchCounter() as counter, fs.open(f"{bucket_name}/{name}", "rb", block_size=4_000) as f:
+        f.seek(10_000)
+        assert f.read(8_000) == data[10_000:18_000]  # chunk-aligned, two blocks long
+        assert counter.bytes == opening + 8_000, counter.bytes
+        f.seek(30_000)
+        assert f.read(10) == data[30_000:30_010]
+        assert f.read(3_000) == data[30_010:33_010]  # from the block the small read brought
+    assert counter.bytes == opening + 8_000 + 5_000 and counter.requests == 2, counter.bytes
+
+
 def test_pyarrow_reads_columns_and_datasets(fs, parquet_path, table) -> None:
     assert pq.read_table(parquet_path, filesystem=fs, columns=["c3", "c7"]).equals(
         table.select(["c3", "c7"])
