@@ -424,3 +424,31 @@ async def test_a_bare_cursor_of_an_older_release_resumes_and_is_stored_in_full(
     await asyncio.sleep(0.3)
     await triggerer.stop()
     assert await asset_state_store.aget(key) == str(ChangeCursor.end_of(await astatus()))
+
+
+async def test_change_trigger_sees_an_expiry_once_as_a_delete(nats_default, bucket_name) -> None:
+    """An object put with a TTL expires on the server; the trigger fires once for the put and
+    once for the expiry (deleted and expired), from the server's delete marker."""
+    async with await natsobj.aio.connect(nats_default) as client:
+        store = await client.create_store(bucket_name, delete_marker_ttl=1)
+        try:
+            trigger = NatsObjectChangeTrigger(
+                bucket=bucket_name, glob="tmp/**", include_deletes=True
+            )
+            events = trigger.run()
+            waiting = asyncio.ensure_future(next_event(events))
+            await asyncio.sleep(0.5)
+            put = await store.put("tmp/a.bin", b"a", ttl=1)
+            first = await waiting
+            assert (first["name"], first["deleted"], first["sequence"]) == (
+                "tmp/a.bin",
+                False,
+                put.sequence,
+            )
+            expired = await next_event(events, timeout=20)
+            assert expired["name"] == "tmp/a.bin"
+            assert expired["deleted"] is True and expired["expired"] is True
+            await no_event(events, wait=3)  # the expiry is one event, not one per record
+            await events.aclose()
+        finally:
+            await client.delete_store(bucket_name)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from dagster import (
     AssetSelection,
@@ -217,3 +219,31 @@ def test_name_glob_is_a_deprecated_alias_of_glob(store, bucket_name, instance, n
 
 def _sequence(cursor: str) -> int:
     return ChangeCursor.parse(cursor).sequence
+
+
+def test_an_expiry_requests_one_delete_run(sync_client, bucket_name, instance, nats_resource):
+    """An object put with a TTL: one run for the put, and, once the server has expired it,
+    exactly one run for the expiry (a delete, tagged as such), however often the sensor ticks."""
+    sensor = make_nats_object_sensor("expiring", bucket_name, job=react_job, include_deletes=True)
+    store = sync_client.create_store(bucket_name, delete_marker_ttl=1)
+    try:
+        store.put("tmp/a.bin", b"a", ttl=1)
+        first = _tick(sensor, instance, nats_resource, None)
+        assert [r.tags["natsobj/deleted"] for r in first.run_requests] == ["false"]
+        cursor, requests = first.cursor, []
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not requests:
+            time.sleep(0.5)
+            tick = _tick(sensor, instance, nats_resource, cursor)
+            requests += tick.run_requests
+            cursor = tick.cursor
+        for _ in range(3):  # later ticks request nothing more for it
+            time.sleep(0.5)
+            tick = _tick(sensor, instance, nats_resource, cursor)
+            requests += tick.run_requests
+            cursor = tick.cursor
+        assert [(r.tags["natsobj/object"], r.tags["natsobj/deleted"]) for r in requests] == [
+            ("tmp/a.bin", "true")
+        ]
+    finally:
+        sync_client.delete_store(bucket_name)
