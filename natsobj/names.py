@@ -44,7 +44,7 @@ def check_subjects_fit(subjects: list[str], *, inbox_prefix: str, bucket: str, n
     rejects: it answers "maximum control line exceeded" by closing the connection, and a
     client of its own does not come back. Checked before anything is sent."""
     longest = max(len(subject.encode("utf-8")) for subject in subjects)
-    allowed = MAX_CONTROL_LINE - _LINE_OVERHEAD - len(inbox_prefix.encode("utf-8")) - 48
+    allowed = _subject_bytes_allowed(inbox_prefix)
     if longest > allowed:
         room = max(0, allowed - (longest - len(encode_name(name)))) // 4 * 3
         raise BadObjectName(
@@ -54,6 +54,20 @@ def check_subjects_fit(subjects: list[str], *, inbox_prefix: str, bucket: str, n
             name=name[:80] + "..." if len(name) > 80 else name,
             hint=f"Use a name of at most about {room} bytes in this bucket.",
         )
+
+
+def names_that_always_fit(subjects_without_token: list[str], *, inbox_prefix: str) -> int:
+    """How many characters a name may have and fit ``check_subjects_fit`` whatever they are
+    (``subjects_without_token``: the name's subjects with an empty name token): a name that
+    short needs no subjects built to be checked, which every put and get would pay for."""
+    longest = max(len(subject.encode("utf-8")) for subject in subjects_without_token)
+    room = _subject_bytes_allowed(inbox_prefix) - longest
+    # a character is at most 4 UTF-8 bytes; n bytes take 4 * ceil(n / 3) in base64
+    return max(0, (room // 4 * 3) // 4)
+
+
+def _subject_bytes_allowed(inbox_prefix: str) -> int:
+    return MAX_CONTROL_LINE - _LINE_OVERHEAD - len(inbox_prefix.encode("utf-8")) - 48
 
 
 def encode_name(name: str) -> str:

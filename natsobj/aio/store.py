@@ -11,7 +11,7 @@ import sys
 import tempfile
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol, Unpack
@@ -38,6 +38,7 @@ from natsobj.errors import (
     ObjectChanged,
     ObjectExists,
     ObjectNotFound,
+    ObjectTooLarge,
     SequenceConflict,
 )
 from natsobj.lifecycle import LifecycleRule, expired_record, expires_at
@@ -63,6 +64,7 @@ from natsobj.names import (
     chunk_subject,
     encode_name,
     meta_subject,
+    names_that_always_fit,
 )
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
@@ -136,6 +138,14 @@ class ObjectStore:
         # (natsobj.aio.atomic_put; 0: never; None: the size measured best for the stream's
         # replica count, atomic_put.default_max_bytes)
         self.atomic_max_bytes: int | None = None
+        no_token = meta_subject(bucket, "")
+        self._names_that_fit = names_that_always_fit(
+            [
+                self.bucket_stream.publish_subject(no_token),
+                direct_get_subject(self.api.prefix, self.stream, no_token),
+            ],
+            inbox_prefix=self.api.inbox_prefix,
+        )
 
     def __repr__(self) -> str:
         return f"ObjectStore(bucket={self.bucket!r})"
@@ -145,6 +155,8 @@ class ObjectStore:
         goes out in (the direct get of its meta subject, or the publish under an API prefix)
         fits the server's protocol line; a longer one would cost the connection."""
         check_object_name(name, bucket=self.bucket)
+        if len(name) <= self._names_that_fit:
+            return
         local = meta_subject(self.bucket, name)
         check_subjects_fit(
             [
@@ -337,9 +349,11 @@ class ObjectStore:
             digest = await hasher.digest()
             await window.drain(keep_last=True)
             meta_headers = expiry.meta_headers(self.bucket, name) if expiry is not None else None
-            info = replace(
-                template, nuid=nuid, size=size, chunks=chunks, digest=format_digest(digest)
-            )
+            # the template is this put's own: filled in rather than copied (a copy of the
+            # dataclass is a measurable part of a small put)
+            info = template
+            info.nuid, info.size, info.chunks = nuid, size, chunks
+            info.digest = format_digest(digest)
             committed = await self._commit_behind_last_chunk(
                 info, window, current, expected_sequence, meta_headers
             )
@@ -534,8 +548,6 @@ class ObjectStore:
         """The whole object, verified; ``max_size`` refuses (ObjectTooLarge) before reading an
         object bigger than that. A read that raced an overwrite is retried. ``min_sequence``
         as for ``get_info``, ``allow_missing_digest`` as for ``get``."""
-        from natsobj.errors import ObjectTooLarge
-
         for attempt in range(READ_ATTEMPTS):
             try:
                 async with self.get(

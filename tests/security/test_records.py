@@ -19,14 +19,15 @@ import natsobj
 import natsobj.aio
 from natsobj.cli import cli
 from natsobj.errors import MissingDigest
-from natsobj.names import encode_name
+from natsobj.names import (
+    check_subjects_fit,
+    encode_name,
+    meta_subject,
+    names_that_always_fit,
+)
 from natsobj.sync import run
 
 VICTIM = os.urandom(300_000)  # three chunks: purged by any wildcard over the bucket's chunks
-
-
-def meta_subject(bucket: str, name: str) -> str:
-    return f"$O.{bucket}.M.{encode_name(name)}"
 
 
 def publish_record(raw, bucket: str, name: str, record: dict | bytes) -> None:
@@ -214,6 +215,23 @@ def test_an_overlong_name_is_refused_before_sending_and_the_client_stays_usable(
         client.delete_store(store.bucket)
     finally:
         client.close()
+
+
+def test_names_that_skip_the_subject_check_always_fit_it() -> None:
+    """Short names skip building their subjects (a put or get would pay for it): the length
+    below which they may is safe for the widest characters, and not far from the limit."""
+    bucket, prefix, inbox = "b" * 40, "$JS.hub.API", "_INBOX_" + "i" * 30
+    subjects = [meta_subject(bucket, ""), f"{prefix}.DIRECT.GET.OBJ_{bucket}.$O.{bucket}.M."]
+    fitting = names_that_always_fit(subjects, inbox_prefix=inbox)
+    for char in ("n", "é", "€", "😀"):
+        name = char * fitting
+        full = [subject + encode_name(name) for subject in subjects]
+        check_subjects_fit(full, inbox_prefix=inbox, bucket=bucket, name=name)  # no raise
+    widest = "😀" * (fitting + 3)
+    with pytest.raises(natsobj.BadObjectName):
+        full = [subject + encode_name(widest) for subject in subjects]
+        check_subjects_fit(full, inbox_prefix=inbox, bucket=bucket, name=widest)
+    assert fitting > 500  # ordinary names never take the slow check
 
 
 def test_non_string_metadata_is_refused_on_write(store, raw):
