@@ -150,7 +150,13 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
             object_meta[TTL] = str(ttl.total_seconds())
         bucket = self._bucket(context)
         with self.resource.get_client() as client:
-            store = open_store(client, bucket, create=self.create_bucket, missing_hint=_NO_CREATE)
+            store = open_store(
+                client,
+                bucket,
+                create=self.create_bucket,
+                missing_hint=_NO_CREATE,
+                settings=self.resource.bucket_settings,
+            )
             target = Target(store, settings, bucket, name, self._pickle_key())
             stored = handler.save(target, obj, object_meta)
         context.add_output_metadata(output_metadata(target, handler, stored))

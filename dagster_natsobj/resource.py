@@ -7,22 +7,33 @@ one shared connection (``natsobj.shared``), with each bucket bound once.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from dagster import ConfigurableResource, EnvVar
-from pydantic import Field
+from pydantic import Field, field_validator
 
 import natsobj
 from natsobj import ConnectionSettings
 from natsobj.errors import BucketNotFound
 from natsobj.settings import SETTINGS, URL_FIELD
 from natsobj.shared import SharedClient, shared_client
+from natsobj.store_config import SETTING_FIELDS, StoreConfig
 
 SECRET_HINT = "Secret: pass dagster.EnvVar(...) so the value never shows in Dagster's config."
 CREATE_HINT = "Create it with `natsobj store create {bucket}`, or check the bucket name."
 URL_CONFIG = "url"  # the config field that gives the servers (``ConnectionSettings.servers``)
+BUCKET_SETTINGS_CONFIG = "bucket_settings"  # what a bucket this resource creates is made with
+BUCKET_DESCRIPTION = "Dagster artifacts (natsobj)"
+BUCKET_SETTINGS_HELP = (
+    "Settings of a bucket created through this resource (an IO manager's or get_store's with"
+    " create=True); an existing bucket is left as it is. Keys are the store settings, values"
+    " text (durations like 7d, true/false, numbers; metadata and placement as JSON objects): "
+    + "; ".join(
+        f"{name}: {row.metadata['help'].rstrip('.')}" for name, row in SETTING_FIELDS.items()
+    )
+)
 
 
 def _from_table(name: str, default: Any = None) -> Any:
@@ -40,7 +51,8 @@ class NatsObjectStoreResource(ConfigurableResource):
     ``url`` takes anything ``natsobj.ConnectionSettings.from_url`` does (several servers,
     ``?domain=...``, ``embedded``); the other fields override what the URL says. There is one
     field per ``ConnectionSettings`` field (Dagster reads fields from the class body, so they
-    are written out; tests/test_one_table.py checks them against the table).
+    are written out; tests/test_one_table.py checks them against the table), and
+    ``bucket_settings``, the store settings (``natsobj.store_config``) of buckets it creates.
     """
 
     url: str = _from_table(URL_CONFIG, "embedded")
@@ -60,6 +72,16 @@ class NatsObjectStoreResource(ConfigurableResource):
     consistency: str | None = _from_table("consistency")
     cache_dir: str | None = _from_table("cache_dir")
     name_index: bool | None = _from_table("name_index")
+    bucket_settings: dict[str, str] | None = Field(default=None, description=BUCKET_SETTINGS_HELP)
+
+    @field_validator(BUCKET_SETTINGS_CONFIG)
+    @classmethod
+    def check_bucket_settings(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        """A misspelt setting or a bad value fails when the resource is configured, not at the
+        first output that creates a bucket (the check needs a bucket name; any will do)."""
+        if value:
+            StoreConfig.from_options("check", value)
+        return value
 
     def settings(self) -> ConnectionSettings:
         """Everything natsobj needs; the single place the fields are interpreted.
@@ -83,7 +105,13 @@ class NatsObjectStoreResource(ConfigurableResource):
     def get_store(self, bucket: str, *, create: bool = False) -> Iterator[natsobj.ObjectStore]:
         """The bucket's blocking ObjectStore; with ``create`` a missing bucket is made."""
         with self.get_client() as client:
-            yield open_store(client, bucket, create=create, missing_hint=CREATE_HINT)
+            yield open_store(
+                client,
+                bucket,
+                create=create,
+                missing_hint=CREATE_HINT,
+                settings=self.bucket_settings,
+            )
 
 
 def resolve_value(value: Any) -> Any:
@@ -92,16 +120,23 @@ def resolve_value(value: Any) -> Any:
 
 
 def open_store(
-    client: natsobj.Client, bucket: str, *, create: bool, missing_hint: str
+    client: natsobj.Client,
+    bucket: str,
+    *,
+    create: bool,
+    missing_hint: str,
+    settings: Mapping[str, str] | None = None,
 ) -> natsobj.ObjectStore:
-    """Bind to ``bucket``, creating it if asked; ``missing_hint`` ({bucket} filled in) says
-    what to do when it is missing and may not be created."""
+    """Bind to ``bucket``, creating it if asked with ``settings`` (a resource's
+    ``bucket_settings``); ``missing_hint`` ({bucket} filled in) says what to do when it is
+    missing and may not be created."""
     bind = client.cached_store if isinstance(client, SharedClient) else client.store
     try:
         return bind(bucket)
     except BucketNotFound:
         if create:
-            client.ensure_store(bucket, description="Dagster artifacts (natsobj)")
+            base = StoreConfig(bucket, description=BUCKET_DESCRIPTION)
+            client.ensure_store(StoreConfig.from_options(base, settings or {}))
             return bind(bucket)
         raise BucketNotFound(
             "bucket does not exist", bucket=bucket, hint=missing_hint.format(bucket=bucket)

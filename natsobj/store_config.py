@@ -1,6 +1,8 @@
 """A bucket's settings as one value, nats.go's ``ObjectStoreConfig``: every face (the client,
 the blocking facade, the CLI, the Airflow operator, the filesystem) takes a ``StoreConfig`` or
-the keywords that build one, so a setting added here reaches all of them.
+the keywords that build one, and the faces configured by strings (Spark options, a Dagster
+resource's config) go through ``StoreConfig.from_options``, so a setting added here reaches all
+of them.
 
 ``STORE_SETTINGS`` is the table: the field names, each with its help text and the JetStream
 stream-config key it sets (``fields(StoreConfig)``'s metadata). Faces that render options
@@ -8,6 +10,7 @@ stream-config key it sets (``fields(StoreConfig)``'s metadata). Faces that rende
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
@@ -22,10 +25,14 @@ _NANOS = 1_000_000_000
 _SERVER_METADATA = "_nats"  # keys the server adds to a stream's metadata (its version...)
 
 
-def _about(help_text: str, stream_key: str) -> dict[str, str]:
-    """A StoreConfig field's row of the table: its help text for the faces, and the
-    stream-config key it sets."""
-    return {"help": help_text, "stream_key": stream_key}
+def _about(help_text: str, stream_key: str, *, json_example: str = "") -> dict[str, str]:
+    """A StoreConfig field's row of the table: its help text for the faces, the stream-config
+    key it sets, and for a field that is a mapping, an example of the JSON object its text
+    form (``from_options``) takes."""
+    row = {"help": help_text, "stream_key": stream_key}
+    if json_example:
+        row["json"] = json_example
+    return row
 
 
 @dataclass(frozen=True)
@@ -92,7 +99,9 @@ class StoreConfig:
     description: str = field(default="", metadata=_about("What the bucket holds.", "description"))
     metadata: Mapping[str, str] = field(
         default_factory=dict,
-        metadata=_about("Bucket metadata: string keys and values.", "metadata"),
+        metadata=_about(
+            "Bucket metadata: string keys and values.", "metadata", json_example='{"owner": "etl"}'
+        ),
     )
     ttl: timedelta | None = field(
         default=None,
@@ -112,7 +121,11 @@ class StoreConfig:
     )
     placement: Placement | None = field(
         default=None,
-        metadata=_about("The cluster and server tags the replicas are placed on.", "placement"),
+        metadata=_about(
+            "The cluster and server tags the replicas are placed on.",
+            "placement",
+            json_example='{"cluster": "c1", "tags": ["ssd"]}',
+        ),
     )
     compression: bool = field(
         default=False, metadata=_about("Compress stored chunks (s2).", "compression")
@@ -174,6 +187,42 @@ class StoreConfig:
         base = bucket if isinstance(bucket, StoreConfig) else cls(bucket)
         given = {k: v for k, v in settings.items() if v is not None}
         return replace(base, **given) if given else base
+
+    @classmethod
+    def from_options(
+        cls, bucket: str | StoreConfig, options: Mapping[str, str], *, prefix: str = ""
+    ) -> StoreConfig:
+        """The config string options describe, for the faces configured by text (Spark's
+        ``bucket_ttl=7d``, a Dagster resource's ``{"replicas": "3"}``): option ``prefix`` +
+        field name sets that field of ``bucket`` (a name, or a config to start from).
+
+        A value is read as the field reads a templated value (durations like ``7d``,
+        ``true``/``false``, integers); ``metadata`` and ``placement`` are JSON objects. An
+        empty value leaves its field alone; options not starting with ``prefix`` are not
+        looked at. An unknown ``prefix`` option, or a value that cannot be read, raises a
+        ValueError naming the option, so a typo never creates a bucket without its setting."""
+        base = bucket if isinstance(bucket, StoreConfig) else cls(bucket)
+        settings: dict[str, Any] = {}
+        for key, text in options.items():
+            if not key.startswith(prefix):
+                continue
+            name = key[len(prefix) :]
+            if name not in SETTING_FIELDS:
+                known = [prefix + n for n in STORE_SETTINGS]
+                raise ValueError(f"unknown store setting {key!r}; known: {known}")
+            if not str(text).strip():
+                continue
+            try:
+                value = _from_text(SETTING_FIELDS[name].metadata, text)
+                cls(base.bucket, **{name: value})  # checked alone, so the error names it
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"store setting {key!r}: {exc}") from None
+            settings[name] = value
+        try:
+            return cls.build(base, **settings)
+        except ValueError as exc:  # settings that exclude each other
+            given = [prefix + n for n in settings]
+            raise ValueError(f"store settings {given}: {exc}") from None
 
     @classmethod
     def from_stream_config(cls, bucket: str, config: Mapping[str, Any]) -> StoreConfig:
@@ -246,6 +295,21 @@ class StoreConfig:
             config["allow_msg_ttl"] = True
             config["subject_delete_marker_ttl"] = int(marker.total_seconds() * _NANOS)
         return config
+
+
+def _from_text(row: Mapping[str, str], text: str) -> Any:
+    """A setting's value from its text form: JSON for the fields that are mappings, the text
+    itself for the rest (``__post_init__`` reads it)."""
+    example = row.get("json")
+    if not example:
+        return text
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise ValueError(f"must be a JSON object such as {example}, not {text!r}")
+    return value
 
 
 def _from_nanos(value: Any) -> timedelta | None:

@@ -5,11 +5,15 @@ Python exceptions before Spark starts a job."""
 
 from __future__ import annotations
 
+import json
 import uuid
 import warnings
+from collections.abc import Mapping
 from dataclasses import replace
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from natsobj.parsing import format_duration
 from natsobj.settings import ConnectionSettings
 from natsobj.spark.errors import BadSparkOption, DatasetNotFound
 from natsobj.spark.options import BINARY, SourceOptions, connection_settings, settings_options
@@ -117,6 +121,12 @@ def read_dataframe(
 
 
 def _option_text(value: Any) -> str:
+    """An option value as the parser reads it back: ``bucket_placement={"tags": ["ssd"]}``
+    as JSON, ``bucket_ttl=timedelta(days=7)`` as ``7d``."""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, Mapping):
+        return json.dumps(dict(value))
+    if isinstance(value, timedelta):
+        return format_duration(value)
     return str(value)

@@ -20,6 +20,7 @@ from natsobj.parsing import parse_duration
 from natsobj.paths import is_nats_url, parse_nats_url
 from natsobj.settings import OPTION_FIELDS, ConnectionSettings
 from natsobj.spark.errors import BadSparkOption
+from natsobj.store_config import STORE_SETTINGS, StoreConfig
 
 log = logging.getLogger("natsobj.spark")
 
@@ -47,10 +48,15 @@ DEFAULTS = {
     "pushdown": "false",
     "allow_missing_digest": "false",
 }
+# bucket_<setting>: what a write that creates the bucket creates it with (the store settings
+# table, natsobj.store_config); an unknown bucket_ option is refused, not ignored.
+BUCKET_OPTION_PREFIX = "bucket_"
+BUCKET_DESCRIPTION = "natsobj Spark datasets"
 KNOWN_OPTIONS = frozenset(
     {"url", "bucket", "path", "prefix", "if_exists", "glob", "write_id", "superseded_ttl"}
     | set(CONNECTION_OPTIONS)
     | set(DEFAULTS)
+    | {BUCKET_OPTION_PREFIX + name for name in STORE_SETTINGS}
 )
 
 
@@ -61,6 +67,9 @@ class SourceOptions:
     settings: ConnectionSettings
     bucket: str
     prefix: str
+    # What the bucket is created with when a write creates it (create_bucket): the bucket_
+    # options; an existing bucket is left as it is.
+    bucket_config: StoreConfig
     layout: str = TABLE
     rows_per_object: int = 1_000_000
     row_group_rows: int = 1_000_000
@@ -128,6 +137,7 @@ class SourceOptions:
         dictionary = _flag(values, "dictionary", bucket)
         pushdown = _flag(values, "pushdown", bucket)
         allow_missing_digest = _flag(values, "allow_missing_digest", bucket)
+        bucket_config = _bucket_config(values, bucket)
         settings = connection_settings(values)
         embedded = settings.servers[0] if settings.embedded_dir is not None else None
         if embedded is not None:
@@ -139,6 +149,7 @@ class SourceOptions:
             settings=settings,
             bucket=bucket,
             prefix=prefix,
+            bucket_config=bucket_config,
             layout=layout,
             rows_per_object=rows_per_object,
             row_group_rows=row_group_rows,
@@ -176,6 +187,8 @@ def _ignore_unknown(opts: dict[str, str]) -> None:
     """Drop options this source does not know, as Spark's built-in sources do (a copied
     ``mergeSchema`` must not fail a job); a near miss of a known name is worth a warning."""
     for name in sorted(set(opts) - KNOWN_OPTIONS):
+        if name.startswith(BUCKET_OPTION_PREFIX):
+            continue  # ours: _bucket_config refuses it, naming the bucket_ options
         del opts[name]
         close = difflib.get_close_matches(name, sorted(KNOWN_OPTIONS), n=1, cutoff=0.8)
         if close:
@@ -251,6 +264,15 @@ def _prefix(values: Mapping[str, str], bucket: str, layout: str) -> str:
             hint='Pass it to load("sales/daily") / save("sales/daily") or .option("prefix", ...).',
         )
     return cleaned
+
+
+def _bucket_config(values: Mapping[str, str], bucket: str) -> StoreConfig:
+    try:
+        return StoreConfig.from_options(
+            StoreConfig(bucket, description=BUCKET_DESCRIPTION), values, prefix=BUCKET_OPTION_PREFIX
+        )
+    except ValueError as exc:
+        raise BadSparkOption(str(exc), bucket=bucket) from None
 
 
 def _positive(values: Mapping[str, Any], key: str, bucket: str, *, minimum: int = 1) -> int:

@@ -48,9 +48,10 @@ class NoManifestWarning(UserWarning):
 
 @contextlib.contextmanager
 def open_store(opts: SourceOptions, *, create: bool = False) -> Iterator[natsobj.ObjectStore]:
+    """The options' bucket; with ``create`` a missing one is made with the bucket_ options."""
     client = _connect(opts)
     if create:
-        yield client.ensure_store(opts.bucket, description="natsobj Spark datasets")
+        yield client.ensure_store(opts.bucket_config)
     else:
         yield client.store(opts.bucket)
 

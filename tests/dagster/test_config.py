@@ -107,3 +107,16 @@ def test_loading_from_a_bucket_that_never_existed_says_so(nats_resource, bucket_
     ):
         manager.load_input(ctx)
     assert err.value.bucket == bucket_name
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        ({"replica": "3"}, "unknown store setting 'replica'; known: .*'replicas'"),
+        ({"ttl": "soon"}, "store setting 'ttl'"),
+        ({"placement": "ssd"}, "'placement': must be a JSON object"),
+    ],
+)
+def test_bad_bucket_settings_fail_when_the_resource_is_configured(nats_url, settings, says):
+    with pytest.raises(ValueError, match=says):
+        NatsObjectStoreResource(url=nats_url, bucket_settings=settings)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from natsobj.embedded import running_server
 from natsobj.settings import ConnectionSettings
 from natsobj.spark import BadSparkOption, SchemaMismatch, spark_options
 from natsobj.spark.manifest import Manifest, Part, is_data_object, merge_schemas, next_generation
-from natsobj.spark.options import SourceOptions
+from natsobj.spark.options import BUCKET_DESCRIPTION, SourceOptions
+from natsobj.store_config import Placement, StoreConfig
 
 SCHEMA = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": False}]}
 
@@ -130,3 +133,41 @@ def test_spark_options_carry_credentials_as_separate_options() -> None:
     assert (out["user"], out["password"], out["domain"]) == ("alice", "pw", "hub")
     assert out["rows_per_object"] == "10" and out["create_bucket"] == "false"
     assert SourceOptions.parse(out).settings == settings
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "says"),
+    [
+        ("bucket_replica", "3", "known: .*'bucket_replicas'"),
+        ("bucket_replicas", "three", "'bucket_replicas'"),
+        ("bucket_ttl", "soon", "'bucket_ttl'.*duration"),
+        ("bucket_placement", "ssd", "'bucket_placement'.*JSON object"),
+        ("bucket_storage", "disk", "'bucket_storage'"),
+    ],
+)
+def test_bad_bucket_options_fail_on_the_driver_naming_the_option(
+    isolated_cwd, option, value, says
+) -> None:
+    with pytest.raises(BadSparkOption, match=says):
+        SourceOptions.parse({"bucket": "b", "path": "a", option: value})
+    assert running_server(isolated_cwd / ".natsobj") is None  # refused before any server
+
+
+def test_bucket_options_from_python_values_are_what_the_bucket_is_created_with() -> None:
+    out = spark_options(
+        "nats://h:4222",
+        "lake",
+        "sales",
+        bucket_ttl=timedelta(days=7),
+        bucket_placement={"tags": ["ssd"]},
+        bucket_replicas=3,
+    )
+    config = SourceOptions.parse(out).bucket_config
+    assert (config.ttl, config.placement, config.replicas) == (
+        timedelta(days=7),
+        Placement(tags=("ssd",)),
+        3,
+    )
+    assert config.description == BUCKET_DESCRIPTION  # the default when none is given
+    no_options = SourceOptions.parse({"bucket": "lake", "path": "sales", "url": "nats://h:4222"})
+    assert no_options.bucket_config == StoreConfig("lake", description=BUCKET_DESCRIPTION)
