@@ -3,19 +3,22 @@ server's 1 s granularity, buckets whose delete markers live 1 s (the shortest TT
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import json
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 
+import nats
 import pytest
 
 import natsobj
 import natsobj.aio
 from natsobj.aio import restamp
 from natsobj.aio.expiry import BucketExpiry
-from natsobj.errors import ExpiryNotEnabled, NatsObjError, ObjectNotFound
+from natsobj.errors import BucketExists, ExpiryNotEnabled, NatsObjError, ObjectNotFound
 from natsobj.lifecycle import (
     LifecycleRule,
     chunk_ttl,
@@ -27,6 +30,7 @@ from natsobj.lifecycle import (
 from natsobj.model import ObjectInfo
 from natsobj.names import all_chunks_subject
 from natsobj.parsing import parse_duration, parse_ttl
+from natsobj.store_config import StoreConfig
 from natsobj.sync import run
 
 DATA = bytes(range(256)) * 1200  # 300 KiB: three chunks of 128 KiB
@@ -364,3 +368,36 @@ def test_an_atomic_put_carries_the_ttl_too(ttl_store) -> None:
     assert ttl_store.get_info("atomic.bin").expires is not None
     assert ttl_store.get_bytes("atomic.bin") == DATA
     assert _wait_for(lambda: ttl_store.status().messages == 0, timeout=5)
+
+
+def test_create_store_stays_idempotent_for_a_bucket_made_before_expiry(
+    nats_url: str, sync_client, bucket_name: str
+) -> None:
+    """A bucket an earlier release created (no per-object TTLs, no atomic batches): a
+    pipeline that calls create_store on every run keeps working; asking for different
+    settings, or for expiry explicitly, is still BucketExists."""
+    config = StoreConfig(bucket_name, description="artifacts").stream_config()
+    for added in ("allow_atomic", "allow_msg_ttl", "subject_delete_marker_ttl"):
+        config.pop(added, None)
+
+    async def create_as_before() -> None:
+        nc = await nats.connect(nats_url)
+        try:
+            reply = await nc.request(
+                f"$JS.API.STREAM.CREATE.{config['name']}", json.dumps(config).encode()
+            )
+            assert "error" not in json.loads(reply.data), reply.data
+        finally:
+            await nc.close()
+
+    asyncio.run(create_as_before())
+    try:
+        store = sync_client.create_store(bucket_name, description="artifacts")
+        store.put("a", b"still works")
+        assert store.get_bytes("a") == b"still works"
+        assert not store.status().stream_info.config.get("allow_msg_ttl")  # left as it was
+        for different in ({"description": "other"}, {"allow_msg_ttl": True}):
+            with pytest.raises(BucketExists):
+                sync_client.create_store(bucket_name, **{"description": "artifacts", **different})
+    finally:
+        sync_client.delete_store(bucket_name)

@@ -183,13 +183,43 @@ class Client:
 
         ``bucket`` is a name or a ``StoreConfig``; the keywords are StoreConfig's fields
         (description, metadata, ttl, max_bytes, storage, replicas, placement, compression)
-        and override it. The server refuses a different config for an existing bucket."""
-        config = self._with_expiry(StoreConfig.build(bucket, **settings))
+        and override it. The server refuses a different config for an existing bucket
+        (BucketExists); a bucket an earlier release created with the same settings, before
+        per-object expiry and atomic batches, counts as the same (``update_store`` turns
+        expiry on for it)."""
+        requested = StoreConfig.build(bucket, **settings)
+        config = self._with_expiry(requested)
         stream = config.stream_config()
-        info = await self.api.call(
-            stream_api("CREATE", stream["name"]), stream, bucket=config.bucket
-        )
+        try:
+            info = await self.api.call(
+                stream_api("CREATE", stream["name"]), stream, bucket=config.bucket
+            )
+        except BucketExists:
+            earlier = await self._created_before_expiry(config, requested)
+            if earlier is None:
+                raise
+            return earlier
         return ObjectStore(self, config.bucket, StreamInfo.from_response(info))
+
+    async def _created_before_expiry(
+        self, config: StoreConfig, requested: StoreConfig
+    ) -> ObjectStore | None:
+        """The existing bucket, if it differs from ``config`` only in what was added since
+        (per-object expiry left to its default by the caller; atomic batches): create_store
+        stayed idempotent across the upgrade for every caller that creates its bucket on
+        each run."""
+        name = stream_name(config.bucket)
+        info = StreamInfo.from_response(
+            await self.api.call(stream_api("INFO", name), bucket=config.bucket)
+        )
+        present = StoreConfig.from_stream_config(config.bucket, info.config)
+        if requested.allow_msg_ttl is None and requested.delete_marker_ttl is None:
+            present = replace(
+                present,
+                allow_msg_ttl=config.allow_msg_ttl,
+                delete_marker_ttl=config.delete_marker_ttl,
+            )
+        return ObjectStore(self, config.bucket, info) if present == config else None
 
     async def update_store(
         self, bucket: str | StoreConfig, **changes: Unpack[StoreSettings]
