@@ -4,7 +4,8 @@ A batched get is answered by a message per stored message, then an end-of-batch 
 (``204 EOB``; ``404`` when nothing matched). The API's shared inbox takes one reply per
 request, so these requests get a subscription of their own (``DirectBatches``). The listing
 asks with ``multi_last`` (the last record of many names); ranged reads with ``seq`` and
-``next_by_subj`` (an object's chunks from a given one on, skipping other subjects').
+``batch`` (an object's chunks from a given one on), adding ``next_by_subj`` to skip other
+subjects' messages when some lie between the chunks.
 """
 
 from __future__ import annotations
