@@ -468,10 +468,11 @@ class ExactReadAhead(ReadAheadCache):
 
 
 class NatsObjectFile(AbstractBufferedFile):
-    """Reads fetch only the chunks that hold the requested bytes, from one version of the
-    object (a ranged reader opened on the first read; an overwrite after it raises
-    ObjectChanged); writes stream into one put that is published when the file closes cleanly
-    and abandoned (no object) otherwise.
+    """Reads fetch only the chunks that hold the requested bytes, from the version of the
+    object current when the file was opened (its record, read once, gives the file its size
+    and its ranged reader; an overwrite after that raises ObjectChanged on the next fetch,
+    so a reader never sees one version's size with another's bytes); writes stream into one
+    put that is published when the file closes cleanly and abandoned (no object) otherwise.
 
     Reads go through ``ExactReadAhead`` with a block of one default chunk (128 KiB): a
     columnar reader (pyarrow, DuckDB) asks for the footer and then for exactly the column
@@ -501,7 +502,13 @@ class NatsObjectFile(AbstractBufferedFile):
         exact = mode == "rb" and kwargs.get("cache_type") in (None, ExactReadAhead.name)
         if exact:
             kwargs.pop("cache_type", None)
+        if mode == "rb":
+            # one record lookup for the size and the reader, not one each
+            self._ranged = sync(fs.loop, fs._version, path)
+            kwargs["size"] = self._ranged.size
         super().__init__(fs, path, mode=mode.replace("x", "w"), **kwargs)
+        if self._ranged is not None:
+            self._details = {**_file_entry(self._ranged.info), "name": self.path}
         if exact:
             self.cache = ExactReadAhead(self.blocksize, self._fetch_range, self.size)
         self.info_after_put: ObjectInfo | None = None
@@ -513,12 +520,7 @@ class NatsObjectFile(AbstractBufferedFile):
 
     async def _afetch(self, start: int, end: int) -> bytes:
         if self._ranged is None:
-            bucket, key = _split(self.path)
-            store = await self.fs._store(bucket)
-            try:
-                self._ranged = await _open_ranged(store, key, self.fs.allow_missing_digest)
-            except ObjectNotFound as exc:
-                raise _not_found(self.path, exc) from None
+            raise ValueError(f"nats://{self.path} is closed")
         return await self._ranged.read_range(start, end)
 
     async def _aclose_reader(self) -> None:

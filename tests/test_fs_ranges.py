@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from natsobj.errors import ObjectChanged
 from natsobj.fs import NatsObjectFileSystem
 from tests.fetch_counter import FetchCounter
 
@@ -131,6 +132,23 @@ def test_a_backward_seek_refetches_only_its_chunks(fs, bucket_name, odd_object) 
         f.seek(10)
         assert f.read(20) == data[10:30]
     assert counter.bytes <= 4 * ODD_CHUNK, counter.bytes
+
+
+def test_an_open_file_reads_the_version_it_opened_or_fails(fs, bucket_name, store) -> None:
+    """The file's size and its bytes come from one version: an overwrite after the open makes
+    the next fetch raise ObjectChanged, never the new bytes under the old size."""
+    path = f"{bucket_name}/versioned.bin"
+    store.put("versioned.bin", b"a" * 20_000, chunk_size=ODD_CHUNK)
+    with fs.open(path, "rb", block_size=0) as f:
+        assert f.size == 20_000
+        store.put("versioned.bin", b"b" * 7_000)
+        with pytest.raises(ObjectChanged):
+            f.read(10)
+        f.seek(10_000)  # a chunk the reader never held
+        with pytest.raises(ObjectChanged):
+            f.read(10)
+    with fs.open(path, "rb") as f:
+        assert f.size == 7_000 and f.read() == b"b" * 7_000
 
 
 def test_a_read_of_a_block_or_more_fetches_no_read_ahead(fs, bucket_name, odd_object) -> None:
