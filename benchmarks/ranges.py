@@ -37,11 +37,17 @@ from benchmarks.figures import (
     value_target,
 )
 from natsobj import aio
+from natsobj.aio.socket_reads import enlarge_reads
 from natsobj.embedded import NatsCluster, NatsServerProcess
 from natsobj.sync import run
 
 ATOMIC = {"today": "today's put", "atomic": "one atomic batch"}
-PARQUET = {"nats": "natsobj (fsspec)", "local": "local disk", "s3fs": "s3fs, moto on loopback"}
+PARQUET = {
+    "nats": "natsobj (fsspec)",
+    "local": "local disk",
+    "s3fs": "s3fs, moto on loopback",
+    "floor": "raw batched direct gets of the same chunks",
+}
 TTL = {"plain": "put", "ttl": "put with ttl="}
 COLUMNS = 10
 # The largest chunk a server with the default max_payload (1 MiB) takes with natsobj's headers:
@@ -200,19 +206,29 @@ def parquet_reads(url: str, work: Path, repeats: int, groups: int, rows: int) ->
         ' the filesystem. natsobj reads through `fsspec.filesystem("nats")` from the run\'s'
         " server; s3fs from a moto server on loopback; local disk from the page cache. Bytes from"
         " NATS: what one more read of each kind received on the wire (through a counting proxy,"
-        " untimed), over the object's size.",
+        " untimed), over the object's size. *Raw batched direct gets* is the transport's floor"
+        " here: nats-py alone (with natsobj's socket reads) fetching the chunks that hold the"
+        " bytes each read needs (the footer, the column's chunks from the file's metadata, or"
+        " every chunk), as batched"
+        " direct gets of up to 4 MiB, four in flight, with no checks, no joining and no Parquet"
+        " decoding: what nats-server and a Python client on this machine take to move those"
+        " bytes at all.",
         PARQUET,
-        [("nats", "local"), ("nats", "s3fs")],
+        [("nats", "local"), ("nats", "s3fs"), ("nats", "floor")],
     )
     moto = _Moto(work)
     proxy = CountingProxy(url)
+    floor: RawChunkReads | None = None
     try:
         with timed(figures):
             readers = _readers(url, moto, path)
-            samples = _read_turns(readers, repeats, pq)
+            floor = RawChunkReads(url, readers["nats"][1], _case_ranges(path, pq))
+            samples = _read_turns(readers, repeats, pq, floor)
             counted = fsspec.filesystem("nats", url=proxy.url, skip_instance_cache=True)
             fetched = _bytes_per_case(counted, readers["nats"][1], proxy, pq)
     finally:
+        if floor is not None:
+            floor.stop()
         proxy.stop()
         moto.stop()
     units = {"footer": "ms", "column": "ms", "table": "ms"}
@@ -271,10 +287,12 @@ def _readers(url: str, moto: _Moto, path: Path) -> dict[str, tuple[Any, str]]:
     }
 
 
-def _read_turns(readers: dict[str, tuple[Any, str]], repeats: int, pq: Any) -> dict[str, Any]:
+def _read_turns(
+    readers: dict[str, tuple[Any, str]], repeats: int, pq: Any, floor: RawChunkReads
+) -> dict[str, Any]:
     cases = _cases(pq)
     samples: dict[str, dict[str, list[float]]] = {
-        case: {column: [] for column in readers} for case in cases
+        case: {column: [] for column in [*readers, "floor"]} for case in cases
     }
     for _ in range(repeats):
         for case, read in cases.items():
@@ -282,7 +300,28 @@ def _read_turns(readers: dict[str, tuple[Any, str]], repeats: int, pq: Any) -> d
                 start = time.perf_counter()
                 read(fs, path)
                 samples[case][column].append((time.perf_counter() - start) * 1000)
+            start = time.perf_counter()
+            floor.read(case)
+            samples[case]["floor"].append((time.perf_counter() - start) * 1000)
     return samples
+
+
+def _case_ranges(path: Path, pq: Any) -> dict[str, list[tuple[int, int]]]:
+    """The byte ranges ``[start, end)`` each read case needs, from the file's own metadata:
+    the footer (the last 64 KiB, as pyarrow first reads it), one column's chunk in every row
+    group, or the whole file."""
+    size = path.stat().st_size
+    metadata = pq.ParquetFile(path).metadata
+    column = []
+    for group in range(metadata.num_row_groups):
+        chunk = metadata.row_group(group).column(3)  # c3, as the "column" case reads
+        start = chunk.dictionary_page_offset or chunk.data_page_offset
+        column.append((start, start + chunk.total_compressed_size))
+    return {
+        "footer": [(max(0, size - 64 * KiB), size)],
+        "column": column,
+        "table": [(0, size)],
+    }
 
 
 def _cases(pq: Any) -> dict[str, Callable[[Any, str], object]]:
@@ -308,6 +347,95 @@ def _bytes_per_case(fs: Any, path: str, proxy: CountingProxy, pq: Any) -> dict[s
 def _footer(fs: Any, path: str, pq: Any) -> object:
     with fs.open(path, "rb") as handle:
         return pq.ParquetFile(handle).metadata
+
+
+class RawChunkReads:
+    """The transport's floor for each read case: nats-py alone (reading its socket as
+    natsobj's connections do, ``natsobj.aio.socket_reads``), on a loop thread of its own,
+    fetching the chunks that hold the case's byte ranges by batched direct gets (ADR-31) of
+    up to ``RUN_BYTES``, ``IN_FLIGHT`` at once, and keeping nothing. The object's layout (its
+    first chunk's sequence; natsobj's fsspec put writes contiguous chunks of one size) is
+    looked up once, untimed."""
+
+    RUN_BYTES = 4 * MiB
+    IN_FLIGHT = 4
+
+    def __init__(self, url: str, path: str, ranges: dict[str, list[tuple[int, int]]]) -> None:
+        import nats
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.nc = self._call(nats.connect(url))
+        enlarge_reads(self.nc)  # natsobj's socket reads: its connection's floor, not nats-py's
+        bucket, name = path.split("/", 1)
+        info = self._call(self._info(url, bucket, name))
+        self.stream = f"OBJ_{bucket}"
+        first = self._call(self._first_sequence(f"$O.{bucket}.C.{info.nuid}"))
+        chunk = info.chunk_size or 128 * KiB
+        self.runs = {
+            case: [
+                run
+                for start, end in spans
+                for run in _chunk_runs(first, chunk, start, end, self.RUN_BYTES // chunk)
+            ]
+            for case, spans in ranges.items()
+        }
+
+    def _call(self, coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=120)
+
+    async def _info(self, url: str, bucket: str, name: str) -> Any:
+        async with await aio.connect(url) as client:
+            return await (await client.store(bucket)).get_info(name)
+
+    async def _first_sequence(self, subject: str) -> int:
+        reply = await self.nc.request(
+            f"$JS.API.DIRECT.GET.{self.stream}",
+            f'{{"seq": 1, "next_by_subj": "{subject}"}}'.encode(),
+            timeout=10,
+        )
+        return int(reply.headers["Nats-Sequence"])
+
+    def read(self, case: str) -> None:
+        self._call(self._read_runs(self.runs[case]))
+
+    async def _read_runs(self, runs: list[tuple[int, int]]) -> None:
+        limit = asyncio.Semaphore(self.IN_FLIGHT)
+        await asyncio.gather(*(self._read_run(limit, *run) for run in runs))
+
+    async def _read_run(self, limit: asyncio.Semaphore, sequence: int, count: int) -> None:
+        async with limit:
+            done = self.loop.create_future()
+            inbox = self.nc.new_inbox()
+
+            async def on_message(msg: Any) -> None:
+                status = (msg.headers or {}).get("Status")
+                if status is not None and not done.done():
+                    done.set_result(status)
+
+            subscription = await self.nc.subscribe(inbox, cb=on_message)
+            request = f'{{"seq": {sequence}, "batch": {count}}}'.encode()
+            await self.nc.publish(f"$JS.API.DIRECT.GET.{self.stream}", request, reply=inbox)
+            status = await asyncio.wait_for(done, 30)
+            await subscription.unsubscribe()
+            if status != "204":
+                raise RuntimeError(f"batched direct get answered {status}")
+
+    def stop(self) -> None:
+        self._call(self.nc.close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+        self.loop.close()
+
+
+def _chunk_runs(
+    first: int, chunk: int, start: int, end: int, per_run: int
+) -> list[tuple[int, int]]:
+    """(first sequence, chunk count) of runs of at most ``per_run`` chunks covering the chunks
+    that hold ``[start, end)`` of an object whose chunks are ``chunk`` bytes from ``first``."""
+    low, high = start // chunk, (end - 1) // chunk
+    return [(first + k, min(per_run, high + 1 - k)) for k in range(low, high + 1, per_run)]
 
 
 class CountingProxy:
