@@ -70,7 +70,8 @@ _HPUB = (
 )
 _READS = (
     "nats-py TcpTransport / asyncio StreamReader: the read loop takes the stream's whole"
-    " buffer, up to READ_BYTES, instead of 32 KiB copied twice (socket_reads.enlarge_reads)"
+    " buffer, up to READ_BYTES, instead of 32 KiB copied twice (socket_reads.enlarge_reads);"
+    " the stream's transport receives into one kept buffer (socket_reads.ReceiveBuffer)"
 )
 THIRD_PARTY_PRIVATES: dict[tuple[str, str], str] = {
     ("natsobj.archive.native_exit", "_current_frames"): "CPython's sys._current_frames, a"

@@ -12,7 +12,7 @@ import os
 import nats
 
 import natsobj.aio
-from natsobj.aio.socket_reads import PayloadBuffer, enlarge_reads
+from natsobj.aio.socket_reads import PayloadBuffer, ReceiveBuffer, enlarge_reads
 
 SIZES = [0, 1, 4095, 65_536, 131_072, 300_001, 1_000_000]  # under max_payload with headers
 
@@ -43,6 +43,38 @@ def test_messages_of_every_size_arrive_intact(nats_url):
                 assert msg.data == data
                 assert (msg.headers or None) == headers
             assert type(nc._ps.buf) is PayloadBuffer
+            # every read landed in the one kept buffer
+            assert type(nc._transport._io_reader._transport.get_protocol()) is ReceiveBuffer
+        finally:
+            await nc.close()
+
+    asyncio.run(body())
+
+
+def test_a_reconnect_receives_into_a_kept_buffer_again(nats_url):
+    """A reconnect makes a new stream on a new socket: its reads land in a kept buffer too,
+    and messages still arrive intact."""
+
+    async def body() -> None:
+        nc = await nats.connect(nats_url, reconnect_time_wait=0.1)
+        enlarge_reads(nc)
+        try:
+            sub = await nc.subscribe("again")
+            await nc.publish("again", b"before")
+            assert (await sub.next_msg(timeout=10)).data == b"before"
+            first = nc._transport._io_reader
+            nc._transport._io_writer.transport.abort()  # the socket drops
+            for _ in range(200):
+                if nc.is_connected and nc._transport._io_reader is not first:
+                    break
+                await asyncio.sleep(0.05)
+            data = os.urandom(300_001)
+            await nc.publish("again", data)
+            assert (await sub.next_msg(timeout=10)).data == data
+            assert nc.stats["reconnects"] == 1
+            stream = nc._transport._io_reader
+            assert stream is not first
+            assert type(stream._transport.get_protocol()) is ReceiveBuffer
         finally:
             await nc.close()
 

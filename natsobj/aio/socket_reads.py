@@ -12,10 +12,18 @@ buffer, twice out of it (``StreamReader.read`` slices a bytearray, then makes by
 slice), into the parser's buffer, and twice out of that for the payload. The read here takes
 the stream's whole buffer instead of copying out of it, and the parser's buffer makes each
 payload with one copy (``PayloadBuffer``): three copies where there were six.
+
+Underneath, asyncio received each read into a fresh 256 KiB ``bytes`` and shrank it to what
+arrived. For small messages glibc could then hand the freed top of the heap back to the
+kernel and take it again on the next read (two ``brk`` calls per message, depending on the
+heap's layout: docs/performance.md). The socket is read instead into one buffer the
+connection keeps (``ReceiveBuffer``, an asyncio ``BufferedProtocol`` in front of the stream's
+own protocol), so a read allocates nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, SupportsIndex, overload
 
 from nats.aio.transport import TcpTransport
@@ -23,6 +31,7 @@ from nats.aio.transport import TcpTransport
 from natsobj.aio.nats_internals import internals_present
 
 READ_BYTES = 1024 * 1024
+RECEIVE_BYTES = 256 * 1024  # one socket read at most (asyncio's own limit per read)
 # The internals the read below uses, of nats-py (connection, transport) and of asyncio's
 # StreamReader; without any of them the connection keeps nats-py's own read.
 CONNECTION_INTERNALS = ("_ps", "_transport")
@@ -34,6 +43,7 @@ STREAM_INTERNALS = (
     "_exception",
     "_wait_for_data",
     "_maybe_resume_transport",
+    "_transport",
 )
 
 
@@ -57,6 +67,49 @@ class PayloadBuffer(bytearray):
             return bytes(part)
 
 
+class ReceiveBuffer(asyncio.BufferedProtocol):
+    """The socket's reads land in one buffer kept for the connection's life and are handed to
+    the stream's own protocol (``asyncio.StreamReaderProtocol``), which appends them to the
+    stream as before; everything else goes to that protocol unchanged."""
+
+    def __init__(self, protocol: asyncio.StreamReaderProtocol) -> None:
+        self.protocol = protocol
+        self._view = memoryview(bytearray(RECEIVE_BYTES))
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._view
+
+    def buffer_updated(self, nbytes: int) -> None:
+        # the stream copies it out (StreamReader.feed_data extends a bytearray: any buffer)
+        self.protocol.data_received(self._view[:nbytes])  # type: ignore[arg-type]
+
+    def eof_received(self) -> bool | None:
+        return self.protocol.eof_received()
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.protocol.connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.protocol.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.protocol.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.protocol.resume_writing()
+
+
+def receive_into_one_buffer(stream: asyncio.StreamReader) -> None:
+    """Put a ``ReceiveBuffer`` in front of the stream's protocol, once per stream (each
+    reconnect makes a new one); a transport or protocol of another kind is left alone."""
+    transport = stream._transport  # type: ignore[attr-defined]
+    if not isinstance(transport, asyncio.Transport):
+        return
+    protocol = transport.get_protocol()
+    if type(protocol) is asyncio.StreamReaderProtocol:
+        transport.set_protocol(ReceiveBuffer(protocol))
+
+
 def enlarge_reads(nc: Any) -> None:
     """Make ``nc``'s read loop take up to ``READ_BYTES`` per pass, and hand the parser what
     arrived without copying it out of the stream first. The transport object outlives
@@ -69,12 +122,18 @@ def enlarge_reads(nc: Any) -> None:
     if type(transport) is not TcpTransport or not _patchable(nc, transport):
         return
 
+    seen: asyncio.StreamReader | None = None
+
     async def read_more(_size: int) -> bytes | bytearray:
+        nonlocal seen
         stream = transport._io_reader
         if stream is None:
             raise ConnectionResetError("nats: the connection's stream is gone")
-        if stream._limit < READ_BYTES:
-            stream._limit = READ_BYTES  # how much may wait in the stream before it pauses
+        if stream is not seen:  # the first read, or the first after a reconnect
+            seen = stream
+            # how much may wait in the stream before it pauses the socket
+            stream._limit = max(stream._limit, READ_BYTES)
+            receive_into_one_buffer(stream)
         parser = nc._ps
         if type(parser.buf) is bytearray:
             parser.buf = PayloadBuffer(parser.buf)
