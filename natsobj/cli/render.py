@@ -99,6 +99,18 @@ def shell_escape(name: str) -> str:
     return "".join(out)
 
 
+def visible(text: str) -> str:
+    """Free text from a record (a description, a header, a metadata value, a store's
+    description) with each character a terminal would act on written as its escape (as in
+    ``shell_escape``, unquoted): another client wrote it, and printed raw an ESC sequence
+    rewrites the screen or a newline fakes a line of output."""
+    if text.isprintable():
+        return text
+    return "".join(
+        ch if ch.isprintable() else _escape(ch, text[i + 1 : i + 2]) for i, ch in enumerate(text)
+    )
+
+
 def _needs_quotes(name: str, i: int, ch: str) -> bool:
     return (
         ch in _SHELL_SPECIAL
@@ -145,7 +157,8 @@ def table(
     for column in columns:
         grid.add_column(column, justify="right" if column in right else "left", no_wrap=True)
     for row in rows:
-        grid.add_row(*(Text(cell) for cell in row))  # never markup: '[red]' is part of a name
+        # never markup ('[red]' is part of a name), never a terminal's control sequence
+        grid.add_row(*(Text(visible(cell)) for cell in row))
     show(grid)
 
 
@@ -155,7 +168,7 @@ def fields(pairs: Iterable[tuple[str, str]]) -> None:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     for key, value in pairs:
-        grid.add_row(Text(key), Text(value))
+        grid.add_row(Text(visible(key)), Text(visible(value)))
     show(grid)
 
 

@@ -172,6 +172,29 @@ def test_ls_and_watch_escape_control_characters(invoke: Invoke, bucket_name: str
     assert len(listing.stdout.splitlines()) == 2 + 3  # header, rule, one line per entry
 
 
+def test_info_and_status_escape_what_other_clients_wrote_in_records(
+    invoke: Invoke, bucket_name: str, sync_client
+) -> None:
+    """Descriptions, headers and metadata are free text from whoever wrote the record: shown
+    as escapes, never acted on by the terminal."""
+    hostile = "ok\x1b]0;owned\x07\nfake line\x1b[2J"
+    store = sync_client.create_store(bucket_name, description=hostile, metadata={"k": hostile})
+    try:
+        store.put(
+            "plain", b"x", description=hostile, metadata={hostile: hostile}, headers={"X": "a\x1bb"}
+        )
+        info = invoke("info", bucket_name, "plain")
+        status = invoke("store", "status", bucket_name)
+        for result in (info, status):
+            assert result.exit_code == 0, result.stderr
+            assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+            assert "fake line" in result.stdout and "\nfake line" not in result.stdout
+            assert "ok\\033]0;owned\\a\\nfake line\\033[2J" in result.stdout
+        assert "a\\033b" in info.stdout
+    finally:
+        sync_client.delete_store(bucket_name)
+
+
 @pytest.mark.parametrize(
     "name",
     ["plain.txt", "a\nb", "\nb", "x\x1by", "it's", "it's~", "a'b$c", "\n'x", "sp ace", "#h",

@@ -271,7 +271,8 @@ def restore(
     )
     for record in result.unrestorable:
         click.echo(
-            f"not restored: {record.name} (sequence {record.sequence} was never archived)",
+            f"not restored: {render.shell_escape(record.name)}"
+            f" (sequence {record.sequence} was never archived)",
             err=True,
         )
 
@@ -291,7 +292,10 @@ def verify(urls: tuple[str, ...], progress: bool | None, **s3: str | None) -> No
             verify_archive(target, on_checked=lambda record: advance(record.length))
         )
     for record, problem in report.bad:
-        click.echo(f"BAD {record.name} (sequence {record.sequence}): {problem}", err=True)
+        click.echo(
+            f"BAD {render.shell_escape(record.name)} (sequence {record.sequence}): {problem}",
+            err=True,
+        )
     click.echo(
         f"checked {report.checked} versions ({render.size(report.bytes)}): "
         f"{len(report.bad)} bad, {report.duplicates} indexed twice, "
@@ -364,9 +368,9 @@ def offload(
         return
     verb = "would offload" if dry_run else "offloaded"
     for info in result.offloaded:
-        click.echo(f"{verb} {info.name} ({render.size(info.size)})")
+        click.echo(f"{verb} {render.shell_escape(info.name)} ({render.size(info.size)})")
     for name, why in result.skipped:
-        click.echo(f"skipped {name}: {why}", err=True)
+        click.echo(f"skipped {render.shell_escape(name)}: {render.visible(why)}", err=True)
     click.echo(f"{verb} {len(result.offloaded)} objects, {render.size(result.bytes)}")
 
 
@@ -383,7 +387,7 @@ def rehydrate(session: Session, bucket: str, names: tuple[str, ...]) -> None:
         return [await rehydrate_object(store, name) for name in names]
 
     for info in _with_client(session, work):
-        click.echo(f"rehydrated {info.name} ({render.size(info.size)})")
+        click.echo(f"rehydrated {render.shell_escape(info.name)} ({render.size(info.size)})")
 
 
 COMMANDS = (archive,)

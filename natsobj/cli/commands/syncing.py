@@ -152,7 +152,11 @@ def _upload(
     for relative, path in local.items():
         if relative in remote and _same(path, remote[relative]):
             continue
-        _say(dry_run, f"upload: {path} to {where.uri(relative)}")
+        _say(
+            dry_run,
+            f"upload: {render.shell_escape(str(path))}"
+            f" to {render.shell_escape(where.uri(relative))}",
+        )
         if dry_run:
             continue
         with path.open("rb") as stream, bar.task(relative, path.stat().st_size) as advance:
@@ -192,7 +196,7 @@ def _download(
         if target.is_file() and _same(target, info):
             continue
         source = nats_url(info.bucket, render.shell_escape(info.name))
-        _say(dry_run, f"download: {source} to {target}")
+        _say(dry_run, f"download: {source} to {render.shell_escape(str(target))}")
         if not dry_run:
             with bar.task(relative, info.size) as advance:
                 store.get_file(
@@ -200,7 +204,7 @@ def _download(
                 )
     if delete:
         for relative in sorted(set(local) - plan.claimed):
-            _say(dry_run, f"delete: {local[relative]}")
+            _say(dry_run, f"delete: {render.shell_escape(str(local[relative]))}")
             if not dry_run:
                 local[relative].unlink()
     plan.check()
