@@ -47,6 +47,7 @@ PARQUET = {
     "local": "local disk",
     "s3fs": "s3fs, moto on loopback",
     "floor": "raw batched direct gets of the same chunks",
+    "serial": "the same, one range at a time",
 }
 TTL = {"plain": "put", "ttl": "put with ttl="}
 COLUMNS = 10
@@ -212,9 +213,12 @@ def parquet_reads(url: str, work: Path, repeats: int, groups: int, rows: int) ->
         " every chunk), as batched"
         " direct gets of up to 4 MiB, four in flight, with no checks, no joining and no Parquet"
         " decoding: what nats-server and a Python client on this machine take to move those"
-        " bytes at all.",
+        " bytes at all. *One range at a time* is that floor fetching each range only when the"
+        " one before has come, as pyarrow reads through any fsspec filesystem (a `PythonFile`"
+        " serves one read at a time), while for fsspec's local filesystem pyarrow swaps in its"
+        " own native one.",
         PARQUET,
-        [("nats", "local"), ("nats", "s3fs"), ("nats", "floor")],
+        [("nats", "local"), ("nats", "s3fs"), ("nats", "floor"), ("nats", "serial")],
     )
     moto = _Moto(work)
     proxy = CountingProxy(url)
@@ -292,7 +296,7 @@ def _read_turns(
 ) -> dict[str, Any]:
     cases = _cases(pq)
     samples: dict[str, dict[str, list[float]]] = {
-        case: {column: [] for column in [*readers, "floor"]} for case in cases
+        case: {column: [] for column in [*readers, "floor", "serial"]} for case in cases
     }
     for _ in range(repeats):
         for case, read in cases.items():
@@ -300,28 +304,30 @@ def _read_turns(
                 start = time.perf_counter()
                 read(fs, path)
                 samples[case][column].append((time.perf_counter() - start) * 1000)
-            start = time.perf_counter()
-            floor.read(case)
-            samples[case]["floor"].append((time.perf_counter() - start) * 1000)
+            for column, one_at_a_time in (("floor", False), ("serial", True)):
+                start = time.perf_counter()
+                floor.read(case, one_range_at_a_time=one_at_a_time)
+                samples[case][column].append((time.perf_counter() - start) * 1000)
     return samples
 
 
 def _case_ranges(path: Path, pq: Any) -> dict[str, list[tuple[int, int]]]:
     """The byte ranges ``[start, end)`` each read case needs, from the file's own metadata:
     the footer (the last 64 KiB, as pyarrow first reads it), one column's chunk in every row
-    group, or the whole file."""
+    group, or every row group whole (then the footer)."""
     size = path.stat().st_size
     metadata = pq.ParquetFile(path).metadata
-    column = []
+    column, groups = [], []
     for group in range(metadata.num_row_groups):
-        chunk = metadata.row_group(group).column(3)  # c3, as the "column" case reads
-        start = chunk.dictionary_page_offset or chunk.data_page_offset
-        column.append((start, start + chunk.total_compressed_size))
-    return {
-        "footer": [(max(0, size - 64 * KiB), size)],
-        "column": column,
-        "table": [(0, size)],
-    }
+        chunks = [metadata.row_group(group).column(i) for i in range(COLUMNS)]
+        spans = [
+            (c.dictionary_page_offset or c.data_page_offset, c.total_compressed_size)
+            for c in chunks
+        ]
+        column.append((spans[3][0], sum(spans[3])))  # c3, as the "column" case reads
+        groups.append((spans[0][0], sum(spans[-1])))
+    footer = (max(0, size - 64 * KiB), size)
+    return {"footer": [footer], "column": column, "table": [*groups, footer]}
 
 
 def _cases(pq: Any) -> dict[str, Callable[[Any, str], object]]:
@@ -373,11 +379,10 @@ class RawChunkReads:
         self.stream = f"OBJ_{bucket}"
         first = self._call(self._first_sequence(f"$O.{bucket}.C.{info.nuid}"))
         chunk = info.chunk_size or 128 * KiB
-        self.runs = {
+        self.runs = {  # per case, per range: its runs
             case: [
-                run
+                _chunk_runs(first, chunk, start, end, self.RUN_BYTES // chunk)
                 for start, end in spans
-                for run in _chunk_runs(first, chunk, start, end, self.RUN_BYTES // chunk)
             ]
             for case, spans in ranges.items()
         }
@@ -397,8 +402,15 @@ class RawChunkReads:
         )
         return int(reply.headers["Nats-Sequence"])
 
-    def read(self, case: str) -> None:
-        self._call(self._read_runs(self.runs[case]))
+    def read(self, case: str, *, one_range_at_a_time: bool = False) -> None:
+        """Every range's runs, ``IN_FLIGHT`` at once; or each range's runs only when the range
+        before has come."""
+        ranges = self.runs[case]
+        if one_range_at_a_time:
+            for runs in ranges:
+                self._call(self._read_runs(runs))
+        else:
+            self._call(self._read_runs([run for runs in ranges for run in runs]))
 
     async def _read_runs(self, runs: list[tuple[int, int]]) -> None:
         limit = asyncio.Semaphore(self.IN_FLIGHT)
