@@ -23,7 +23,6 @@ from typing import Any
 from dagster import TableColumn, TableSchema
 
 from natsobj import ConnectionSettings, ObjectInfo
-from natsobj.aio.reader import check_digest
 from natsobj.errors import UntrustedPickle
 
 FORMAT_KEY = "natsobj.format"
@@ -188,8 +187,9 @@ class ParquetHandler(FileHandler):
     def load(self, target: Target) -> Any:
         if target.columns is None:
             return super().load(target)
-        with target.store.open_range(target.name) as source:
-            check_digest(source.info, allow_missing=target.allow_missing_digest)
+        with target.store.open_range(
+            target.name, allow_missing_digest=target.allow_missing_digest
+        ) as source:
             return self.read_columns(source, list(target.columns))
 
     def read_columns(self, source: Any, columns: list[str]) -> Any:

@@ -28,7 +28,6 @@ from fsspec.spec import AbstractBufferedFile
 
 from natsobj import aio
 from natsobj.aio.copy import copy_object
-from natsobj.aio.reader import check_digest
 from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound
 from natsobj.model import ObjectInfo
 from natsobj.paths import SCHEME, as_dir, listing_prefix, parse_nats_url, split_level, under
@@ -245,7 +244,13 @@ class NatsObjectFileSystem(AsyncFileSystem):
         try:
             if start is None and end is None:
                 return await store.get_bytes(key, allow_missing_digest=self.allow_missing_digest)
-            return await _read_range(store, key, start, end, self.allow_missing_digest)
+            # only the chunks that hold [start, end) are fetched (docs/random-access.md)
+            return await store.get_range(
+                key,
+                0 if start is None else start,
+                end,
+                allow_missing_digest=self.allow_missing_digest,
+            )
         except ObjectNotFound as exc:
             raise _not_found(f"{bucket}/{key}", exc) from None
 
@@ -307,7 +312,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
         bucket, key = _split(self._strip_protocol(path))
         store = await self._store(bucket)
         try:
-            return await _open_ranged(store, key, self.allow_missing_digest)
+            return await store.open_range(key, allow_missing_digest=self.allow_missing_digest)
         except ObjectNotFound as exc:
             raise _not_found(f"{bucket}/{key}", exc) from None
 
@@ -419,29 +424,6 @@ PUT_KEYS = ("description", "headers", "metadata", "chunk_size", "ttl")
 
 def _put_options(kwargs: dict[str, Any]) -> dict[str, Any]:
     return {k: kwargs[k] for k in PUT_KEYS if k in kwargs}
-
-
-async def _open_ranged(
-    store: aio.ObjectStore, key: str, allow_missing_digest: bool
-) -> aio.RangeReader:
-    """A ranged reader of the current version, refused as ``get`` refuses a record without a
-    digest: a range cannot be checked against the digest, but the faces treat such a record
-    alike whatever part of it is read."""
-    reader = await store.open_range(key)
-    check_digest(reader.info, allow_missing=allow_missing_digest)
-    return reader
-
-
-async def _read_range(
-    store: aio.ObjectStore,
-    key: str,
-    start: int | None,
-    end: int | None,
-    allow_missing_digest: bool,
-) -> bytes:
-    """Only the chunks that hold ``[start, end)`` are fetched (docs/random-access.md)."""
-    async with await _open_ranged(store, key, allow_missing_digest) as reader:
-        return await reader.read_range(start, end)
 
 
 class ExactReadAhead(ReadAheadCache):

@@ -326,13 +326,35 @@ class ObjectStore:
 
     @_mirrors(_core.ObjectStore.get_range)
     def get_range(
-        self, name: str, start: int, end: int | None = None, *, min_sequence: int | None = None
+        self,
+        name: str,
+        start: int,
+        end: int | None = None,
+        *,
+        min_sequence: int | None = None,
+        allow_missing_digest: bool = False,
     ) -> bytes:
-        return run(self._store.get_range(name, start, end, min_sequence=min_sequence))
+        return run(
+            self._store.get_range(
+                name,
+                start,
+                end,
+                min_sequence=min_sequence,
+                allow_missing_digest=allow_missing_digest,
+            )
+        )
 
     @_mirrors(_core.ObjectStore.open_range)
-    def open_range(self, name: str, *, min_sequence: int | None = None) -> RangeReader:
-        return RangeReader(run(self._store.open_range(name, min_sequence=min_sequence)))
+    def open_range(
+        self, name: str, *, min_sequence: int | None = None, allow_missing_digest: bool = False
+    ) -> RangeReader:
+        return RangeReader(
+            run(
+                self._store.open_range(
+                    name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+                )
+            )
+        )
 
     @_mirrors(_core.ObjectStore.range_reader)
     def range_reader(self, info: ObjectInfo) -> RangeReader:

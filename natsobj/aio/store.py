@@ -604,16 +604,24 @@ class ObjectStore:
     # -- ranges ----------------------------------------------------------------------------------
 
     async def get_range(
-        self, name: str, start: int, end: int | None = None, *, min_sequence: int | None = None
+        self,
+        name: str,
+        start: int,
+        end: int | None = None,
+        *,
+        min_sequence: int | None = None,
+        allow_missing_digest: bool = False,
     ) -> bytes:
         """Bytes ``[start, end)`` of the object (following a link), fsspec's convention: end
         exclusive, None for the end, negative offsets from the end, clamped to the object.
         Only the chunks holding them are fetched (docs/random-access.md), each checked for
         its subject, sequence and length; a range cannot be checked against the SHA-256.
         A read that raced an overwrite reads the new version; ``min_sequence`` as for
-        ``get_info``."""
+        ``get_info``, ``allow_missing_digest`` as for ``get``."""
         for attempt in range(READ_ATTEMPTS):
-            reader = await self.open_range(name, min_sequence=min_sequence)
+            reader = await self.open_range(
+                name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+            )
             try:
                 return await reader.read_range(start, end)
             except ObjectChanged:
@@ -623,12 +631,18 @@ class ObjectStore:
                 await reader.close()
         raise AssertionError("unreachable")
 
-    async def open_range(self, name: str, *, min_sequence: int | None = None) -> RangeReader:
+    async def open_range(
+        self, name: str, *, min_sequence: int | None = None, allow_missing_digest: bool = False
+    ) -> RangeReader:
         """A seekable reader of the object's current version (following a link): ``size``,
         ``read(n)``, ``seek``, ``tell``, ``read_range``, fetching only the chunks each read
         needs. An overwrite or delete while it is open makes its next fetch raise
-        ObjectChanged (never bytes of two versions). ``min_sequence`` as for ``get_info``."""
+        ObjectChanged (never bytes of two versions). ``min_sequence`` as for ``get_info``.
+        A record without a digest is refused as ``get`` refuses it, unless
+        ``allow_missing_digest``: a range cannot be checked against the digest, but every
+        face treats such a record alike whatever part of it is read."""
         target, info = await self._resolve(name, min_sequence)
+        check_digest(info, allow_missing=allow_missing_digest)
         return target.range_reader(info)
 
     def range_reader(self, info: ObjectInfo) -> RangeReader:

@@ -22,7 +22,6 @@ from pyspark.sql.types import (
 )
 
 import natsobj
-from natsobj.aio.reader import check_digest
 from natsobj.errors import ObjectNotFound
 from natsobj.matching import NameMatcher
 from natsobj.spark.arrowio import conform, spark_arrow_schema
@@ -166,8 +165,9 @@ class FilteringTableReader(TableReader):
         if not self.where:
             return super()._open_part(store, part, stack)
         with self._missing_part(part):
-            ranged = stack.enter_context(store.open_range(part.name))
-            check_digest(ranged.info, allow_missing=self.opts.allow_missing_digest)
+            ranged = stack.enter_context(
+                store.open_range(part.name, allow_missing_digest=self.opts.allow_missing_digest)
+            )
             parquet = pq.ParquetFile(ranged, pre_buffer=True)
         metadata = parquet.metadata
         kept = [

@@ -51,6 +51,8 @@ def test_cli_get_and_sync_refuse_a_record_without_digest_unless_allowed(
         "sync": ["sync", f"nats://{bucket}/d", str(tmp_path / "synced")],
         "cp": ["cp", bucket, "d/plain", bucket, "copy/plain"],
         "cp -r": ["cp", "-r", bucket, "d", bucket, "copies"],
+        "get --range": ["get", bucket, "d/plain", "-", "--range", "0-9"],
+        "cat --range": ["cat", bucket, "d/plain", "--range", "-5"],
     }
     for what, args in commands.items():
         refused = runner.invoke(cli, ["--url", nats_url, *args])
@@ -106,3 +108,17 @@ def test_fsspec_refuses_a_record_without_digest_unless_the_storage_option_allows
     expected = {"cat range": CONTENT[10:20]}
     for what, read in reads.items():
         assert read(lenient) == expected.get(what, CONTENT), what
+
+
+def test_ranged_reads_refuse_a_record_without_digest_unless_allowed(store, raw):
+    """The core's ranged reads take the same rule as ``get``, so every face built on them
+    (fsspec, Spark's row groups, Dagster's column subsets, the CLI's --range) does too."""
+    store.put("plain", CONTENT)
+    strip_digest(raw, store.bucket, "plain")
+    with pytest.raises(MissingDigest):
+        store.get_range("plain", 0, 10)
+    with pytest.raises(MissingDigest):
+        store.open_range("plain")
+    assert store.get_range("plain", 0, 10, allow_missing_digest=True) == CONTENT[:10]
+    with store.open_range("plain", allow_missing_digest=True) as reader:
+        assert reader.read() == CONTENT

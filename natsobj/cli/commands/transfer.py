@@ -23,6 +23,7 @@ import click
 
 from natsobj import paths
 from natsobj.aio.copy import copy_object
+from natsobj.aio.ranges import byte_range as object_range
 from natsobj.aio.sources import Readable
 from natsobj.cli import render, tree
 from natsobj.cli.exits import UsageProblem
@@ -158,20 +159,24 @@ def _get_to_file(
 
 
 def _copy_range(
-    store: ObjectStore, name: str, byte_range: tuple[int, int | None], out: BinaryIO, bar: Meter
+    store: ObjectStore,
+    name: str,
+    requested: tuple[int, int | None],
+    out: BinaryIO,
+    bar: Meter,
+    allow_missing_digest: bool,
 ) -> tuple[ObjectInfo, int, int]:
-    """Write bytes ``byte_range`` (the core's convention, see ``ByteRange``) of NAME to
+    """Write bytes ``requested`` (the core's convention, see ``ByteRange``) of NAME to
     ``out``, a piece at a time; returns the version read and the first and last+1 offsets.
     A start at or past the end is refused, as an HTTP server answers 416."""
-    start, end = byte_range
-    with contextlib.closing(store.open_range(name)) as reader:
+    opened = store.open_range(name, allow_missing_digest=allow_missing_digest)
+    with contextlib.closing(opened) as reader:
         size = reader.size
-        if start >= size:
+        if requested[0] >= size:
             raise UsageProblem(
                 f"range not satisfiable: {render.shell_escape(name)} has {size} bytes"
             )
-        first = max(0, size + start) if start < 0 else start
-        last = size if end is None else min(end, size)
+        first, last = object_range(size, *requested)
         with bar.task(name, last - first) as advance:
             reader.seek(first)
             while reader.tell() < last:
@@ -184,9 +189,10 @@ def _copy_range(
 def _range_to_file(
     store: ObjectStore,
     name: str,
-    byte_range: tuple[int, int | None],
+    requested: tuple[int, int | None],
     destination: Path,
     bar: Meter,
+    allow_missing_digest: bool,
 ) -> tuple[ObjectInfo, int, int]:
     """Like the core's get_file: written beside ``destination``, renamed once complete."""
     destination.parent.mkdir(parents=True, exist_ok=True)
@@ -195,7 +201,7 @@ def _range_to_file(
     )
     try:
         with os.fdopen(fd, "wb") as handle:
-            got = _copy_range(store, name, byte_range, handle, bar)
+            got = _copy_range(store, name, requested, handle, bar, allow_missing_digest)
         os.chmod(part, replacement_mode(destination))
         os.replace(part, destination)
         return got
@@ -246,13 +252,13 @@ def get(
     with meter(progress) as bar:
         if byte_range is not None:
             if path == STDIO:
-                _copy_range(store, name, byte_range, sys.stdout.buffer, bar)
+                _copy_range(store, name, byte_range, sys.stdout.buffer, bar, allow_missing_digest)
                 sys.stdout.buffer.flush()
                 return
             destination = Path(path)
             if destination.is_dir():
                 destination = destination / name.rsplit(paths.SEP, 1)[-1]
-            ranged = _range_to_file(store, name, byte_range, destination, bar)
+            ranged = _range_to_file(store, name, byte_range, destination, bar, allow_missing_digest)
             click.echo(f"{_range_summary(*ranged)} -> {destination}")
             return
         if path == STDIO:
@@ -309,7 +315,7 @@ def cat(
         if byte_range is None:
             _copy_out(store, name, out, bar, allow_missing_digest)
         else:
-            _copy_range(store, name, byte_range, out, bar)
+            _copy_range(store, name, byte_range, out, bar, allow_missing_digest)
     out.flush()
 
 
