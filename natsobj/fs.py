@@ -282,14 +282,10 @@ class NatsObjectFileSystem(AsyncFileSystem):
         versions = dict(zip(unique, opened, strict=True))
 
         async def read(path: str, start: int | None, end: int | None) -> bytes:
-            first = versions[path]
-            if isinstance(first, BaseException):
-                raise first
-            # a reader of its own per range (one reader's reads are not concurrent)
-            reader = aio.RangeReader(
-                first.stream, first.info, read_window_bytes=first.read_window_bytes
-            )
-            return await reader.read_range(start, end)
+            reader = versions[path]
+            if isinstance(reader, BaseException):
+                raise reader
+            return await reader.read_range(start, end)  # reads at once share one chunk map
 
         limit = asyncio.Semaphore(batch_size or self.batch_size or len(paths) or 1)
 
