@@ -27,9 +27,7 @@ MAXIMUM_STREAMS_LIMIT = 10027
 STREAM_MAX_BYTES_EXCEEDS_ACCOUNT = 10122
 JETSTREAM_NOT_ENABLED = 10076
 TOO_MANY_REQUESTS = 10167
-# Per-message TTL (ADR-43): a Nats-TTL header the server cannot read, or one sent to a
-# stream without allow_msg_ttl.
-MESSAGE_TTL_INVALID = 10165
+# Per-message TTL (ADR-43): a Nats-TTL header sent to a stream without allow_msg_ttl.
 MESSAGE_TTL_DISABLED = 10166
 # Cluster conditions: the meta layer has no leader/quorum (503), and a stream or consumer
 # whose replicas cannot be placed on enough servers.

@@ -287,22 +287,20 @@ class BucketStream:
         *,
         deliver_policy: str = "all",
         start_sequence: int | None = None,
-        stop_when_idle: bool = True,
-        heartbeat: float = READ_HEARTBEAT,
         batch: int = 256,
         pulls_ahead: int = 1,
         headers_only: bool = False,
     ) -> OrderedConsumer:
-        """A read-only ordered consumer over ``subject`` (not started). ``stop_when_idle``:
-        a read that ends where the stream ends, rather than a watch."""
+        """A read-only ordered consumer over ``subject`` (not started) that stops where the
+        stream ends: a read, not a watch (``natsobj.aio.watch`` makes its own)."""
         return OrderedConsumer(
             self.api,
             self.stream,
             subject,
             deliver_policy=deliver_policy,
             start_sequence=start_sequence,
-            stop_when_idle=stop_when_idle,
-            heartbeat=heartbeat,
+            stop_when_idle=True,
+            heartbeat=READ_HEARTBEAT,
             batch=batch,
             pulls_ahead=pulls_ahead,
             bucket=self.bucket,
@@ -422,11 +420,9 @@ class BucketStream:
             raise api_error(response["error"], bucket=self.bucket, name=name)
         return int(response["seq"])
 
-    async def purge(self, subject: str, *, keep: int | None = None) -> int:
-        """Remove ``subject``'s messages (all but the last ``keep``); returns how many."""
-        body: dict[str, Any] = {"filter": subject}
-        if keep is not None:
-            body["keep"] = keep
+    async def purge(self, subject: str) -> int:
+        """Remove ``subject``'s messages; returns how many."""
+        body = {"filter": subject}
         response = await self.api.call(stream_api("PURGE", self.stream), body, bucket=self.bucket)
         return int(response.get("purged", 0))
 
