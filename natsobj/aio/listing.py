@@ -386,7 +386,9 @@ class _SubjectStateListing:
 
     def _from_index(self, rows: list[Entry]) -> list[ObjectInfo]:
         """The wanted objects among the rows whose record the index kept."""
-        rows = [row for row in rows if row[4] is not None]
+        # an expiry's delete marker is kept as an empty record: not listed, and not in the
+        # batch, whose one parse an empty payload would fail
+        rows = [row for row in rows if row[4]]
         docs = _decode_all([meta for *_, meta in rows if meta is not None])
         kept = []
         for (token, _, seq, mtime_us, _), doc in zip(rows, docs, strict=True):
@@ -433,6 +435,9 @@ class _SubjectStateListing:
             self._note_absent(subjects, messages)
         kept = []
         skip = len(self.meta_prefix)
+        # the delete marker of an expired object: not listed, and left out before the batch's
+        # one parse, which its empty payload would fail
+        messages = [msg for msg in messages if raw_header(msg[0], _MARKER_REASON) is None]
         docs = _decode_all([data for _, data in messages])
         for (headers, data), doc in zip(messages, docs, strict=True):
             try:
@@ -440,8 +445,6 @@ class _SubjectStateListing:
             except ValueError as exc:
                 log.warning("bucket %r: skipping a direct-get reply: %s", self.store.bucket, exc)
                 continue
-            if raw_header(headers, _MARKER_REASON) is not None:
-                continue  # the delete marker of an expired object: not listed
             info = _parse_meta(self.store, doc, mtime, sequence, subject)
             if info is None:
                 continue
@@ -627,10 +630,7 @@ def _parse_meta(
     sequence: int,
     where: str,
 ) -> ObjectInfo | None:
-    """A meta record, or None for a corrupt one, which is logged and skipped (an empty one
-    quietly: the name index keeps an expiry's delete marker as an empty record)."""
-    if doc == b"":
-        return None
+    """A meta record, or None for a corrupt one, which is logged and skipped."""
     try:
         return ObjectInfo.from_json(doc, mtime=mtime, sequence=sequence, bucket=store.bucket)
     except NatsObjError as exc:
