@@ -31,11 +31,15 @@ from natsobj import ObjectInfo
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import BucketNotFound, BucketRecreated
 from natsobj.matching import NameMatcher
-from natsobj.model import ChangeCursor
+from natsobj.model import (
+    ChangeCursor,
+    OnRecreated,
+    check_on_recreated,
+    cursor_after_recreation,
+)
 
 TAG_PREFIX = "natsobj"
 RunConfigFn = Callable[[ObjectInfo], Mapping[str, Any]]
-ON_RECREATED = ("fail", "restart")
 
 
 def make_nats_object_sensor(
@@ -55,7 +59,7 @@ def make_nats_object_sensor(
     default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
     description: str | None = None,
     name_glob: str | None = None,
-    on_recreated: str = "fail",
+    on_recreated: OnRecreated = "fail",
 ) -> SensorDefinition:
     """Build a sensor requesting one run per object put (and delete, if asked) in ``bucket``.
 
@@ -80,10 +84,7 @@ def make_nats_object_sensor(
         )
     if batch_size < 1:
         raise ValueError(f"sensor {name!r}: batch_size must be at least 1")
-    if on_recreated not in ON_RECREATED:
-        raise ValueError(
-            f"sensor {name!r}: on_recreated must be one of {ON_RECREATED}, not {on_recreated!r}"
-        )
+    on_recreated = check_on_recreated(on_recreated, where=f"sensor {name!r}: ")
     matcher = (
         None if glob is None and regex is None else NameMatcher.from_options(glob=glob, regex=regex)
     )
@@ -111,13 +112,11 @@ def make_nats_object_sensor(
             try:
                 changes = store.changes(cursor, limit=batch_size)
             except BucketRecreated as exc:
-                if on_recreated != "restart":
-                    raise
+                cursor = cursor_after_recreation(exc, on_recreated)  # "fail" fails the tick
                 context.log.warning(
                     f"{exc.message}; on_recreated='restart': requesting runs for every object "
                     "of the new bucket"
                 )
-                cursor = ChangeCursor()
                 changes = store.changes(cursor, limit=batch_size)
         requests = [
             RunRequest(

@@ -13,7 +13,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from natsobj.errors import BadObjectMeta, BucketRecreated
 from natsobj.names import is_bucket_name, is_token_of
@@ -718,6 +718,32 @@ class ChangeCursor:
                 bucket=status.bucket,
             )
         return self if self.stream_created is not None else replace(self, stream_created=current)
+
+
+OnRecreated = Literal["fail", "restart"]
+"""What a change watcher does once ``ChangeCursor.check`` finds its bucket deleted and created
+again: ``"fail"`` raises ``BucketRecreated`` so an operator decides, ``"restart"`` carries on
+from the new bucket's beginning. Neither skips an object silently. The Airflow trigger and the
+Dagster sensor take it as ``on_recreated``, and must mean the same by it."""
+ON_RECREATED: tuple[OnRecreated, ...] = ("fail", "restart")
+
+
+def check_on_recreated(value: str, *, where: str = "") -> OnRecreated:
+    """``value`` as an ``OnRecreated``, or a ValueError (after ``where``, e.g. ``"sensor 'x': "``)
+    naming the choices: a typo fails where the watcher is defined, not at the first bucket
+    recreated under it, which may be months later."""
+    if value not in ON_RECREATED:
+        raise ValueError(f"{where}on_recreated must be one of {ON_RECREATED}, not {value!r}")
+    return value
+
+
+def cursor_after_recreation(exc: BucketRecreated, on_recreated: OnRecreated) -> ChangeCursor:
+    """Where a watcher whose cursor ``exc`` refused goes on from: under ``"restart"`` a fresh
+    cursor, which the next ``check`` pins to the new bucket at its beginning; under ``"fail"``
+    nowhere: ``exc`` is raised again."""
+    if on_recreated != "restart":
+        raise exc
+    return ChangeCursor()
 
 
 def _cursor_sequence(value: object) -> int:

@@ -16,7 +16,7 @@ import pytest
 import natsobj.aio
 from natsobj.aio.watch import ObjectWatcher
 from natsobj.errors import BucketRecreated
-from natsobj.model import ChangeCursor
+from natsobj.model import ChangeCursor, check_on_recreated, cursor_after_recreation
 
 
 def _recreate(sync_client, bucket: str, objects: int) -> None:
@@ -39,6 +39,19 @@ def test_the_compact_form_round_trips_and_old_bare_sequences_still_parse() -> No
     for bad in ("forty-two", "42@yesterday", "-1", 4.2):
         with pytest.raises(ValueError, match=r"change cursor|creation time"):
             ChangeCursor.parse(bad)
+
+
+def test_the_on_recreated_policy_is_checked_once_for_every_watcher() -> None:
+    """The trigger and the sensor share it: a typo fails where the watcher is defined, "fail"
+    hands the refusal back, "restart" starts over with a cursor the next check pins afresh."""
+    assert check_on_recreated("restart") == "restart"
+    with pytest.raises(ValueError, match=r"^sensor 's': on_recreated must be one of .*'retry'"):
+        check_on_recreated("retry", where="sensor 's': ")
+    refused = BucketRecreated("created again", bucket="b")
+    with pytest.raises(BucketRecreated) as raised:
+        cursor_after_recreation(refused, "fail")
+    assert raised.value is refused
+    assert cursor_after_recreation(refused, "restart") == ChangeCursor()
 
 
 @pytest.mark.parametrize("new_objects", [2, 9], ids=["fewer", "more"])

@@ -23,13 +23,18 @@ from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 from natsobj.errors import BucketRecreated, NatsObjError, ObjectNotFound
 from natsobj.matching import MatchKind, NameMatcher, legacy_matcher
-from natsobj.model import ChangeCursor, ObjectInfo
+from natsobj.model import (
+    ChangeCursor,
+    ObjectInfo,
+    OnRecreated,
+    check_on_recreated,
+    cursor_after_recreation,
+)
 
 CURSOR_KEY = "nats_meta_sequence"
 RETRY_FIRST_DELAY = 1.0
 RETRY_MAX_DELAY = 30.0
 START_POSITIONS = ("new", "all")
-ON_RECREATED = ("fail", "restart")
 
 
 def error_payload(exc: BaseException) -> dict[str, Any]:
@@ -205,13 +210,12 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
         nats_conn_id: str = NatsObjectStoreHook.default_conn_name,
         pattern: str | None = None,
         match: MatchKind | None = None,
-        on_recreated: str = "fail",
+        on_recreated: OnRecreated = "fail",
     ) -> None:
         super().__init__()
         if start_at not in START_POSITIONS:
             raise ValueError(f"start_at must be one of {START_POSITIONS}, not {start_at!r}")
-        if on_recreated not in ON_RECREATED:
-            raise ValueError(f"on_recreated must be one of {ON_RECREATED}, not {on_recreated!r}")
+        self.on_recreated = check_on_recreated(on_recreated)
         # built here so a bad pattern fails at DAG parse time, not in the triggerer
         self.matcher = _matcher(
             name, glob, regex, pattern, match, default_glob="**", legacy_default="glob"
@@ -220,7 +224,6 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
         self.include_deletes = include_deletes
         self.start_at = start_at
         self.nats_conn_id = nats_conn_id
-        self.on_recreated = on_recreated
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -256,14 +259,13 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
                     delay = RETRY_FIRST_DELAY
                     yield event
             except BucketRecreated as exc:
-                if self.on_recreated != "restart":
-                    self.log.error("watch of nats://%s stopped: %s", self.bucket, exc)
-                    raise
+                # "fail" re-raises: the triggerer logs it ("exited with error") and stops
+                restart = cursor_after_recreation(exc, self.on_recreated)
                 self.log.warning(
                     "%s; on_recreated='restart': firing for every object of the new bucket",
                     exc.message,
                 )
-                await cursor_store.set(ChangeCursor())  # pinned to the new bucket at the start
+                await cursor_store.set(restart)
             except NatsObjError as exc:
                 self.log.warning(
                     "watch of nats://%s stopped (%s); retrying in %.0fs", self.bucket, exc, delay
