@@ -3,6 +3,9 @@
 ``natsobj.connect`` is the blocking client; ``natsobj.aio.connect`` the async core under it.
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from natsobj.errors import (
     BadBucketName,
     BadObjectMeta,
@@ -32,9 +35,25 @@ from natsobj.errors import (
 from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ChangeCursor, ObjectInfo, ObjectLink, StoreStatus
 from natsobj.settings import ConnectionSettings
-from natsobj.sync import Client, ObjectStore, connect
+
+if TYPE_CHECKING:
+    from natsobj.sync import Client, ObjectStore, connect
 
 __version__ = "0.2.0"
+
+# Loaded on first use: importing the package for its settings table or its errors (Airflow's
+# provider discovery, the connection form) then does not load nats-py and aiohttp.
+_FROM_SYNC = ("Client", "ObjectStore", "connect")
+_SUBMODULES = ("aio", "sync")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_SYNC:
+        return getattr(importlib.import_module("natsobj.sync"), name)
+    if name in _SUBMODULES:  # ``import natsobj`` then ``natsobj.aio.connect`` keeps working
+        return importlib.import_module(f"natsobj.{name}")
+    raise AttributeError(f"module 'natsobj' has no attribute {name!r}")
+
 
 __all__ = [
     "BadBucketName",

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -39,6 +41,20 @@ def test_provider_info_matches_airflows_schema() -> None:
     } <= set(conn["conn-fields"])
     assert info["filesystems"] == ["airflow_natsobj.fs.nats"]
     assert info["asset-uris"][0]["schemes"] == ["nats"]
+
+
+def test_provider_discovery_does_not_load_the_nats_client() -> None:
+    """Airflow calls get_provider_info in every process that discovers providers: it reads
+    the settings table, not the client (nats-py, aiohttp), which loads on first use."""
+    probe = (
+        "import sys, airflow_natsobj.get_provider_info as g; g.get_provider_info();"
+        " print(sorted(m for m in ('nats', 'aiohttp', 'natsobj.sync', 'natsobj.aio')"
+        " if m in sys.modules))"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
+    assert loaded.strip() == "[]", loaded
 
 
 def test_providers_manager_loads_connection_form_and_filesystem() -> None:
