@@ -12,6 +12,7 @@ import os
 import random
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import nats
 import pyarrow as pa
@@ -19,18 +20,21 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.nuid import NUID
 
 import natsobj
 from natsobj import aio
 from natsobj.aio.chunkmap import locate
+from natsobj.aio.jsapi import JetStreamApi
 from natsobj.aio.ranges import byte_range
 from natsobj.embedded import NatsCluster
 from natsobj.errors import LinkError, ObjectChanged, ObjectNotFound
 from natsobj.model import ObjectInfo, format_digest
 from natsobj.names import chunk_subject, meta_subject
 from natsobj.sync import run
+from tests.fetch_counter import FetchCounter
 from tests.test_nats_py_fallback import internals_missing  # noqa: F401 (a fixture)
 
 PROPERTY = settings(
@@ -245,6 +249,30 @@ def test_a_footer_read_fetches_only_the_last_chunk(store) -> None:
         assert reader.bytes_fetched == 2 * 65_536 + len(data) % 65_536
     with pytest.raises(ValueError):  # a closed file, as io says
         reader.read(1)
+
+
+def test_a_range_of_a_single_chunk_object_fetches_the_chunk_once(store, monkeypatch) -> None:
+    """A record of one chunk maps from one direct get: its first message is its last, and
+    fetching both brought the chunk over the wire twice. Counted from the replies to every
+    request (direct gets, leader gets, API calls), which is how the map's chunks come."""
+    data = os.urandom(100_000)  # under the default 128 KiB chunk
+    store.put("small.bin", data)
+    assert store.get_info("small.bin").chunks == 1
+    received: list[int] = []
+    request = JetStreamApi.request
+
+    async def counted(api: JetStreamApi, *args: Any, **kwargs: Any) -> Msg:
+        reply = await request(api, *args, **kwargs)
+        received.append(len(reply.data))
+        return reply
+
+    monkeypatch.setattr(JetStreamApi, "request", counted)
+    with FetchCounter() as fetched:
+        assert store.get_range("small.bin", 10, 20) == data[10:20]
+    size = len(data)
+    assert fetched.bytes == size
+    # the chunk once, and the meta record and any API reply beside it (well under 4 KiB)
+    assert size <= sum(received) < size + 4_096
 
 
 def test_pyarrow_reads_one_column_of_parquet_fetching_a_fraction(store) -> None:

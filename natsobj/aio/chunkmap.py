@@ -11,7 +11,9 @@ before its meta record. Two ways to map them, both exact for any writer:
   record declares ``max_chunk_size`` = c, has ``ceil(size / c)`` chunks, the first chunk is c
   bytes and the last is the rest, every chunk is c bytes (chunks of at most c bytes can only
   add up that way), so chunk k starts at ``k * c``. Every client writes chunks of at most its
-  declared size; every chunk fetched is checked against it again.
+  declared size; every chunk fetched is checked against it again. A record of one chunk
+  needs only the last message (the first is the same one): it is the chunk when it holds
+  the record's size, as the whole-object read of one chunk takes it.
 - **Fallback** (one headers-only read of the chunk subject): the sequence and
   ``Nats-Msg-Size`` of each chunk, no payload. For chunks of uneven sizes (nats.go writes what
   each ``Read`` returned) and for puts that interleaved with others.
@@ -166,11 +168,18 @@ async def _find(stream: BucketStream, info: ObjectInfo) -> Located:
         if size:
             raise _damaged(info, f"the record has {size} bytes in no chunks")
         return Located(ChunkMap(subject, 0, range(0), range(0), mapped=False), {})
+    if count == 1:  # its first message would be the last one: fetched once
+        only = await _last(stream, info, subject)
+        if only is None:
+            raise changed(info)
+        if len(only.data) == size:
+            sequences = range(only.sequence, only.sequence + 1)
+            chunk_map = ChunkMap(subject, size, sequences, range(0, 1), mapped=False)
+            return Located(chunk_map, {0: only.data})
+        return Located(await _mapped(stream, info, subject), {})
     first, last = await asyncio.gather(
-        stream.first(subject, name=info.name), stream.last(subject, name=info.name)
+        stream.first(subject, name=info.name), _last(stream, info, subject)
     )
-    if last is None and stream.replicas > 1:  # a replica that is behind, or gone indeed
-        last = await stream.leader_last(subject, name=info.name)
     if first is None or last is None:
         raise changed(info)
     if last.sequence - first.sequence + 1 == count:
@@ -182,12 +191,19 @@ async def _find(stream: BucketStream, info: ObjectInfo) -> Located:
     return Located(await _mapped(stream, info, subject), {})
 
 
+async def _last(stream: BucketStream, info: ObjectInfo, subject: str) -> LastMsg | None:
+    """The chunk subject's last message; with replicas, the leader's when a replica had none
+    (it may be behind, or the chunks are gone indeed)."""
+    last = await stream.last(subject, name=info.name)
+    if last is None and stream.replicas > 1:
+        last = await stream.leader_last(subject, name=info.name)
+    return last
+
+
 def _uniform_starts(info: ObjectInfo, first: LastMsg, last: LastMsg) -> range | None:
-    """The chunk offsets when the edges prove every chunk but the last is the declared size
-    (see the module docstring); None when they do not."""
+    """The chunk offsets of two or more chunks when the edges prove every chunk but the last
+    is the declared size (see the module docstring); None when they do not."""
     count, size = info.chunks, info.size
-    if count == 1:
-        return range(0, 1) if len(first.data) == size else None
     chunk = info.chunk_size
     if not chunk or count != -(-size // chunk) or len(first.data) != chunk:
         return None
