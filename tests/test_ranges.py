@@ -30,7 +30,7 @@ from natsobj.aio.chunkmap import locate
 from natsobj.aio.jsapi import JetStreamApi
 from natsobj.aio.ranges import byte_range
 from natsobj.embedded import NatsCluster
-from natsobj.errors import LinkError, ObjectChanged, ObjectNotFound
+from natsobj.errors import DigestMismatch, LinkError, ObjectChanged, ObjectNotFound
 from natsobj.model import ObjectInfo, format_digest
 from natsobj.names import chunk_subject, meta_subject
 from natsobj.sync import run
@@ -273,6 +273,17 @@ def test_a_range_of_a_single_chunk_object_fetches_the_chunk_once(store, monkeypa
     assert fetched.bytes == size
     # the chunk once, and the meta record and any API reply beside it (well under 4 KiB)
     assert size <= sum(received) < size + 4_096
+
+
+def test_a_message_added_after_a_single_chunk_record_is_never_read_as_its_chunk(store, raw) -> None:
+    """Another client publishes on a one-chunk object's chunk subject after its record, with
+    the chunk's length: the one direct get then finds that message last. It was written
+    after the record, so it is not the put's chunk; the range is refused, never served."""
+    data = os.urandom(5_000)
+    info = store.put("one.bin", data)
+    raw.publish(chunk_subject(store.bucket, info.nuid), os.urandom(len(data)))
+    with pytest.raises(DigestMismatch):
+        store.get_range("one.bin", 0, 10)
 
 
 def test_pyarrow_reads_one_column_of_parquet_fetching_a_fraction(store) -> None:

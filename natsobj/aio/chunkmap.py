@@ -172,7 +172,10 @@ async def _find(stream: BucketStream, info: ObjectInfo) -> Located:
         only = await _last(stream, info, subject)
         if only is None:
             raise changed(info)
-        if len(only.data) == size:
+        # every writer stores an object's chunks before its record: a message after the
+        # record is not the put's chunk (the headers-only map then says what is there)
+        written_before = info.sequence is None or only.sequence < info.sequence
+        if len(only.data) == size and written_before:
             sequences = range(only.sequence, only.sequence + 1)
             chunk_map = ChunkMap(subject, size, sequences, range(0, 1), mapped=False)
             return Located(chunk_map, {0: only.data})
