@@ -240,7 +240,7 @@ class ObjectStore:
             nuid = trusted_nuid(found.data) or ""
             return ObjectInfo(name, self.bucket, nuid, mtime=found.time, sequence=found.sequence)
 
-    async def _publish_meta(
+    async def publish_meta(
         self,
         info: ObjectInfo,
         *,
@@ -249,7 +249,8 @@ class ObjectStore:
         headers: dict[str, str] | None = None,
     ) -> int:
         """Publish a meta record as a per-subject rollup; returns its stream sequence
-        (SequenceConflict when ``expected_sequence`` is not where the name is)."""
+        (SequenceConflict when ``expected_sequence`` is not where the name is). For records
+        this client builds (puts, updates, tiering's restatements of a version)."""
         return await self.bucket_stream.publish_rollup(
             meta_subject(self.bucket, info.name),
             info.encode(),
@@ -461,7 +462,7 @@ class ObjectStore:
                     f"it is no longer at sequence {required}", bucket=self.bucket, name=info.name
                 )
             try:
-                sequence = await self._publish_meta(
+                sequence = await self.publish_meta(
                     info,
                     expected_sequence=expected,
                     msg_id=meta_msg_id(info.nuid),
@@ -660,6 +661,17 @@ class ObjectStore:
 
     # -- meta, delete, links ----------------------------------------------------------------------
 
+    async def ttl_left(self, info: ObjectInfo) -> int | None:
+        """Whole seconds left of ``info``'s expiry, for a record or put that restates that
+        version and must expire when it would have (None: it never expires); ObjectNotFound
+        once it has expired."""
+        if info.expires is None:
+            return None
+        left = await self.expiry.seconds_left(info.expires)
+        if left < 1:
+            raise ObjectNotFound("object expired", bucket=self.bucket, name=info.name)
+        return left
+
     async def update_meta(
         self,
         name: str,
@@ -694,14 +706,10 @@ class ObjectStore:
                 else check_metadata(metadata, bucket=self.bucket, name=target)
             ),
         )
-        ttl_headers = None
-        if info.expires is not None:
-            left = await self.expiry.seconds_left(info.expires)
-            if left < 1:
-                raise ObjectNotFound("object expired", bucket=self.bucket, name=name)
-            ttl_headers = {MSG_TTL: str(left)}
+        left = await self.ttl_left(info)
+        ttl_headers = None if left is None else {MSG_TTL: str(left)}
         try:
-            updated.sequence = await self._publish_meta(
+            updated.sequence = await self.publish_meta(
                 updated, expected_sequence=expected, headers=ttl_headers
             )
         except SequenceConflict:
@@ -722,7 +730,7 @@ class ObjectStore:
         if info.deleted:
             return info
         tombstone = info.evolve(deleted=True, size=0, chunks=0, digest="", tiering=None)
-        tombstone.sequence = await self._publish_meta(tombstone)
+        tombstone.sequence = await self.publish_meta(tombstone)
         if info.nuid:
             await self.bucket_stream.purge(chunk_subject(self.bucket, info.nuid))
         return tombstone
@@ -760,7 +768,7 @@ class ObjectStore:
         if existing is not None and not existing.deleted and not existing.is_link:
             raise ObjectExists("a regular object has this name", bucket=self.bucket, name=name)
         info = ObjectInfo(name=name, bucket=self.bucket, nuid=_nuid.next().decode(), link=link)
-        info.sequence = await self._publish_meta(info)
+        info.sequence = await self.publish_meta(info)
         info.mtime = datetime.now(UTC)
         if existing is not None and not existing.deleted and existing.nuid:
             await self.bucket_stream.purge(chunk_subject(self.bucket, existing.nuid))

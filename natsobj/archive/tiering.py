@@ -28,7 +28,7 @@ from natsobj.archive.targets import OFFLOAD_METADATA_KEY, REPLICATE, ArchiveTarg
 from natsobj.errors import DigestMismatch, ObjectChanged, ObjectNotFound, SequenceConflict
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, Offload, Tiering
-from natsobj.names import chunk_subject, meta_subject
+from natsobj.names import chunk_subject
 from natsobj.wire import MSG_TTL
 
 if TYPE_CHECKING:
@@ -224,13 +224,10 @@ async def _offload_one(
     )
     replaces = info.stands_for or int(info.sequence or 0)
     record = info.evolve(tiering=Tiering(replaces=replaces, mtime=info.mtime, offload=location))
-    stream = store.bucket_stream
-    left = await _seconds_left(store, info)
+    left = await store.ttl_left(info)
     try:
-        record.sequence = await stream.publish_rollup(
-            meta_subject(store.bucket, info.name),
-            record.encode(),
-            name=info.name,
+        record.sequence = await store.publish_meta(
+            record,
             expected_sequence=info.sequence,
             headers=None if left is None else {MSG_TTL: str(left)},
         )
@@ -238,19 +235,8 @@ async def _offload_one(
         raise ObjectChanged(
             "changed while being offloaded; left as it is", bucket=store.bucket, name=info.name
         ) from None
-    await stream.purge(chunk_subject(store.bucket, info.nuid))
+    await store.bucket_stream.purge(chunk_subject(store.bucket, info.nuid))
     return record
-
-
-async def _seconds_left(store: ObjectStore, info: ObjectInfo) -> int | None:
-    """What is left of ``info``'s TTL, for a record or put that restates the version and
-    must expire when it would have (None: it never expires); ObjectNotFound once it has."""
-    if info.expires is None:
-        return None
-    left = await store.expiry.seconds_left(info.expires)
-    if left < 1:
-        raise ObjectNotFound("expired", bucket=store.bucket, name=info.name)
-    return left
 
 
 async def rehydrate(store: ObjectStore, name: str) -> ObjectInfo:
@@ -271,5 +257,5 @@ async def rehydrate(store: ObjectStore, name: str) -> ObjectInfo:
         expected_sequence=info.sequence,
         tiering=tiering,
         # the same expiry, or none (0) so a lifecycle rule does not give the version one
-        ttl=await _seconds_left(store, info) or 0,
+        ttl=await store.ttl_left(info) or 0,
     )
