@@ -382,7 +382,9 @@ class JetStreamApi:
         self.batched_gets_cut_off = False
         # Subject prefixes published to without a reply future (flow-control answers), told of
         # denials.
-        self._denial_listeners: dict[str, tuple[str, Callable[[PermissionDenied], None]]] = {}
+        # by registration: several readers may listen on one prefix at once
+        self._denial_listeners: dict[int, tuple[str, Callable[[PermissionDenied], None]]] = {}
+        self._listener_ids = itertools.count()
         self._raw_handlers: dict[int, DeliveryHandler] = {}
         self._raw_routed = False  # set by start() when this nats-py has what routing needs
         self._direct_publish = internals_present("direct publish", nc, DIRECT_PUBLISH_INTERNALS)
@@ -479,8 +481,8 @@ class JetStreamApi:
         for future, target in list(self._waiting.values()):
             if target.lower() == subject.lower():
                 _fail(future, publish_denied(target))
-        for key, (prefix, listener) in list(self._denial_listeners.items()):
-            if subject.lower().startswith(key):
+        for prefix, listener in list(self._denial_listeners.values()):
+            if subject.lower().startswith(prefix.lower()):
                 listener(publish_denied(prefix + subject[len(prefix) :]))
         return True
 
@@ -494,8 +496,8 @@ class JetStreamApi:
         self, prefix: str, listener: Callable[[PermissionDenied], None]
     ) -> Callable[[], None]:
         """Call ``listener`` if publishing to a subject starting with ``prefix`` is denied;
-        returns the undo."""
-        key = prefix.lower()
+        returns the undo (of this listener only)."""
+        key = next(self._listener_ids)
         self._denial_listeners[key] = (prefix, listener)
 
         def stop() -> None:

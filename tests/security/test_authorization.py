@@ -5,6 +5,7 @@ outside it is refused at once with PermissionDenied naming what was refused, nev
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import os
@@ -13,7 +14,9 @@ from collections.abc import Iterator
 import pytest
 
 import natsobj
+from natsobj import aio
 from natsobj.embedded import NatsServerProcess
+from natsobj.sync import run
 from tests.security.support import PROMPT, stopwatch, with_userinfo
 
 GOOD, OTHER = "good", "other"
@@ -62,6 +65,7 @@ def config() -> str:
         + user("private", worker, subscribe=("_INBOX_private.>",))
         + user("nopull", [s for s in worker if s != pull])
         + user("noinbox", worker, subscribe=("elsewhere.>",))
+        + user("nobatch", [s for s in worker if s != f"$JS.API.DIRECT.GET.OBJ_{GOOD}"])
         + "] }\n"
     )
 
@@ -160,3 +164,28 @@ def test_missing_pull_permission_is_refused_not_timed_out(connect):
 def test_forbidden_reply_inbox_is_named(connect):
     error = denied(lambda: connect("noinbox").store(GOOD), names="_INBOX.")
     assert "inbox_prefix" in str(error)
+
+
+def test_a_denial_reaches_every_listener_of_its_subject(server):
+    """Ranged reads and listings each listen for a denied batched get on the same subject;
+    one of them finishing must not leave the others deaf (they would wait out a timeout)."""
+
+    async def body() -> list[str]:
+        client = await aio.connect(as_user(server, "nobatch"))
+        try:
+            api, heard = client.api, []
+            subject = f"$JS.API.DIRECT.GET.OBJ_{GOOD}"
+            stop_first = api.listen_for_denial(subject, lambda e: heard.append("first"))
+            api.listen_for_denial(subject, lambda e: heard.append("second"))
+            api.listen_for_denial(subject, lambda e: heard.append("third"))
+            stop_first()
+            await api.nc.publish(subject, b"{}", reply=api.nc.new_inbox())
+            for _ in range(100):
+                if heard:
+                    break
+                await asyncio.sleep(0.02)
+            return sorted(heard)
+        finally:
+            await client.close()
+
+    assert run(body()) == ["second", "third"]
