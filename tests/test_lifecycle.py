@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -126,6 +127,20 @@ def test_a_reader_racing_expiry_gets_the_whole_object_or_not_found(ttl_store) ->
     time.sleep(2.2)  # the chunks' grace (1 s past the record) is over
     with pytest.raises(ObjectNotFound, match="expired"), _reader(ttl_store, info) as read:
         read()
+
+
+def test_a_ranged_reader_of_an_expired_object_says_not_found_as_get_does(ttl_store) -> None:
+    """A ranged reader opened before expiry, reading after the chunks went: the object
+    expired (ObjectNotFound, as a whole read says), not "overwritten" (ObjectChanged)."""
+    data = os.urandom(20_000)
+    ttl_store.put("ranged.bin", data, ttl=1, chunk_size=1_000)
+    with ttl_store.open_range("ranged.bin") as reader:
+        assert reader.read(10) == data[:10]
+        assert _wait_for(lambda: _missing(ttl_store, "ranged.bin"), timeout=3)
+        time.sleep(2.2)  # the chunks' grace (1 s past the record) is over
+        reader.seek(10_000)  # a chunk it never held
+        with pytest.raises(ObjectNotFound, match="expired"):
+            reader.read(10)
 
 
 def _missing(store, name: str) -> bool:

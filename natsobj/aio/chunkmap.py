@@ -32,9 +32,10 @@ from array import array
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from natsobj.aio.stream import BucketStream, LastMsg
-from natsobj.errors import DigestMismatch, ObjectChanged
+from natsobj.errors import DigestMismatch, ObjectChanged, ObjectNotFound
 from natsobj.model import ObjectInfo
 from natsobj.names import chunk_subject
 
@@ -152,7 +153,11 @@ async def locate(stream: BucketStream, info: ObjectInfo, *, exhaustive: bool = F
     return located
 
 
-def changed(info: ObjectInfo, what: str = "its chunks are gone") -> ObjectChanged:
+def changed(info: ObjectInfo, what: str = "its chunks are gone") -> ObjectChanged | ObjectNotFound:
+    """Chunks of a version vanished: it expired (past its ``expires``: there is nothing to
+    read again), or it was overwritten or deleted meanwhile. For whole and ranged reads."""
+    if info.expires is not None and info.expires <= datetime.now(UTC):
+        return ObjectNotFound("object expired while being read", bucket=info.bucket, name=info.name)
     return ObjectChanged(
         f"{what} (overwritten or deleted since it was opened)",
         bucket=info.bucket,

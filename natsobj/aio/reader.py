@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
-from datetime import UTC, datetime
 
+from natsobj.aio.chunkmap import changed
 from natsobj.aio.consumer import OrderedConsumer
 from natsobj.aio.jsapi import raw_header
 from natsobj.aio.offload import chunk_sink
@@ -170,18 +170,7 @@ class ObjectReader:
         )
 
     def _changed(self) -> ObjectChanged | ObjectNotFound:
-        """Chunks vanished: the object expired (past its ``expires``: there is nothing to
-        read again), or it was overwritten or deleted meanwhile."""
-        expires = self.info.expires
-        if expires is not None and expires <= datetime.now(UTC):
-            return ObjectNotFound(
-                "object expired while being read", bucket=self.info.bucket, name=self.info.name
-            )
-        return ObjectChanged(
-            "chunks vanished while reading (overwritten or deleted meanwhile)",
-            bucket=self.info.bucket,
-            name=self.info.name,
-        )
+        return changed(self.info, "chunks vanished while reading")
 
     def _verify(self, digest: bytes, size: int, count: int) -> None:
         info = self.info
