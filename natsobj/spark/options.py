@@ -16,7 +16,7 @@ from typing import Any
 
 from natsobj.matching import NameMatcher
 from natsobj.names import check_bucket
-from natsobj.parsing import parse_duration
+from natsobj.parsing import parse_bool, parse_duration
 from natsobj.paths import is_nats_url, parse_nats_url
 from natsobj.settings import OPTION_FIELDS, ConnectionSettings
 from natsobj.spark.errors import BadSparkOption
@@ -304,11 +304,8 @@ def _duration(values: Mapping[str, Any], key: str, bucket: str) -> timedelta | N
 
 
 def _flag(values: Mapping[str, Any], key: str, bucket: str) -> bool:
-    text = str(values[key]).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise BadSparkOption(
-        f"option {key!r} must be true or false, got {values[key]!r}", bucket=bucket
-    )
+    """A true/false option, by the vocabulary every face reads (``parse_bool``)."""
+    try:
+        return parse_bool(values[key], what=f"option {key!r}")
+    except ValueError as exc:
+        raise BadSparkOption(str(exc), bucket=bucket) from None

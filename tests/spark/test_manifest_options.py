@@ -122,6 +122,19 @@ def test_options_parse_defaults_and_keep_secrets_out_of_repr(isolated_cwd) -> No
         SourceOptions.parse({"bucket": "b", "path": "a", "prefix": "b"})
     with pytest.raises(BadSparkOption, match="retain_generations"):
         SourceOptions.parse({"bucket": "b", "path": "a", "retain_generations": "-1"})
+    # flags take the vocabulary every face reads, and refuse what is neither
+    flags = SourceOptions.parse(
+        {
+            "url": "nats://h:4222",
+            "bucket": "b",
+            "path": "a",
+            "pushdown": "off",
+            "create_bucket": "On",
+        }
+    )
+    assert flags.pushdown is False and flags.create_bucket is True
+    with pytest.raises(BadSparkOption, match="'pushdown' must be true or false"):
+        SourceOptions.parse({"bucket": "b", "path": "a", "pushdown": "maybe"})
     # options refused before they name a server leave the embedded one (the default) unstarted
     assert running_server(isolated_cwd / ".natsobj") is None
 
