@@ -78,7 +78,8 @@ class NatsOffloadConfig(_ArchiveTargetConfig):
     larger_than: int | None = None  # bytes
     glob: str | None = None  # path-aware, as natsobj.matching
     names: list[str] | None = None
-    expiry_margin_hours: float = 24.0  # never offload an object whose TTL runs out sooner
+    # never offload an object whose TTL runs out sooner; None: the archive's default, a day
+    expiry_margin_hours: float | None = None
     dry_run: bool = False
 
 
@@ -93,7 +94,7 @@ def make_nats_offload_job(
         from datetime import timedelta
 
         from natsobj.archive.scheduled import offload_pass
-        from natsobj.archive.tiering import OffloadPolicy
+        from natsobj.archive.tiering import DEFAULT_EXPIRY_MARGIN, OffloadPolicy
 
         resource: NatsObjectStoreResource = getattr(context.resources, resource_key)
         policy = OffloadPolicy(
@@ -103,7 +104,9 @@ def make_nats_offload_job(
             larger_than=config.larger_than,
             glob=config.glob,
             names=frozenset(config.names) if config.names is not None else None,
-            expiry_margin=timedelta(hours=config.expiry_margin_hours),
+            expiry_margin=DEFAULT_EXPIRY_MARGIN
+            if config.expiry_margin_hours is None
+            else timedelta(hours=config.expiry_margin_hours),
         )
         summary: dict[str, Any] = offload_pass(
             resource.settings(), config.bucket, config.targets(), policy, dry_run=config.dry_run

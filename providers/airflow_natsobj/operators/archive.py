@@ -175,16 +175,17 @@ class NatsOffloadOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         from natsobj.archive.scheduled import offload_pass
-        from natsobj.archive.tiering import OffloadPolicy
+        from natsobj.archive.tiering import DEFAULT_EXPIRY_MARGIN, OffloadPolicy
 
         policy = OffloadPolicy(
             older_than=self.older_than,
             larger_than=self.larger_than,
             glob=self.glob,
             names=frozenset(self.names) if self.names is not None else None,
+            expiry_margin=DEFAULT_EXPIRY_MARGIN
+            if self.expiry_margin is None
+            else self.expiry_margin,
         )
-        if self.expiry_margin is not None:
-            policy.expiry_margin = self.expiry_margin
         summary = offload_pass(
             NatsObjectStoreHook(nats_conn_id=self.nats_conn_id).settings,
             self.bucket,
