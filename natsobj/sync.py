@@ -356,6 +356,25 @@ class ObjectStore:
             )
         )
 
+    @_mirrors(_core.ObjectStore.publish_meta)
+    def publish_meta(
+        self,
+        info: ObjectInfo,
+        *,
+        expected_sequence: int | None = None,
+        msg_id: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> int:
+        return run(
+            self._store.publish_meta(
+                info, expected_sequence=expected_sequence, msg_id=msg_id, headers=headers
+            )
+        )
+
+    @_mirrors(_core.ObjectStore.ttl_left)
+    def ttl_left(self, info: ObjectInfo) -> int | None:
+        return run(self._store.ttl_left(info))
+
     @_mirrors(_core.ObjectStore.range_reader)
     def range_reader(self, info: ObjectInfo) -> RangeReader:
         return RangeReader(self._store.range_reader(info))
