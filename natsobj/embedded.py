@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from natsobj.errors import NotConnected, UnsafeLocalState
+from natsobj.localfiles import OTHERS_ANY, OTHERS_WRITE, check_private
 
 log = logging.getLogger("natsobj")
 
@@ -51,8 +52,6 @@ LOOPBACK = "127.0.0.1"
 EMBEDDED_USER = "natsobj"
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
-OTHERS_WRITE = 0o022  # group or others may change it
-OTHERS_ANY = 0o077  # group or others may read or change it
 _PROC = Path("/proc")
 _TCP_LISTEN = "0A"  # the state column of /proc/<pid>/net/tcp
 
@@ -121,22 +120,7 @@ def free_ports(count: int) -> list[int]:
 # -- local state only the current user controls -------------------------------------------------
 
 
-def _check_private(path: Path, st: os.stat_result, forbidden: int, fix: str) -> None:
-    """Refuse ``path`` unless the current user owns it and no one else has ``forbidden``
-    access: whoever can write it chooses where a client sends its credentials."""
-    me = os.getuid()
-    if st.st_uid != me:
-        raise UnsafeLocalState(
-            f"{path} belongs to uid {st.st_uid}, not to you (uid {me}); natsobj does not use "
-            "an embedded server's directory, record or credentials that another user controls",
-            hint=fix,
-        )
-    if st.st_mode & forbidden:
-        who = "change" if st.st_mode & OTHERS_WRITE else "read"
-        raise UnsafeLocalState(
-            f"{path} has mode {stat.S_IMODE(st.st_mode):03o}: users other than you can {who} it",
-            hint=fix,
-        )
+_STATE = "an embedded server's directory, record or credentials"
 
 
 def _private_dir(data_dir: Path, *, create: bool) -> bool:
@@ -155,7 +139,7 @@ def _private_dir(data_dir: Path, *, create: bool) -> bool:
     )
     if not stat.S_ISDIR(st.st_mode):
         raise UnsafeLocalState(f"{data_dir} is not a directory", hint=fix)
-    _check_private(data_dir, st, OTHERS_WRITE, fix)
+    check_private(data_dir, st, OTHERS_WRITE, fix, _STATE)
     if create and st.st_mode & OTHERS_ANY:
         os.chmod(data_dir, PRIVATE_DIR_MODE)
     return True
@@ -176,7 +160,7 @@ def _read_private(path: Path, *, secret: bool, fix: str) -> bytes | None:
         st = os.fstat(file.fileno())
         if not stat.S_ISREG(st.st_mode):
             raise UnsafeLocalState(f"{path} is not a regular file", hint=fix)
-        _check_private(path, st, OTHERS_ANY if secret else OTHERS_WRITE, fix)
+        check_private(path, st, OTHERS_ANY if secret else OTHERS_WRITE, fix, _STATE)
         return file.read()
 
 

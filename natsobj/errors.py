@@ -154,6 +154,17 @@ class UnsafeLocalState(NotConnected):
     )
 
 
+class UnsafeLocalPath(NatsObjError):
+    """A file a transfer would write below a local directory (``get -r``, ``sync``, fsspec
+    ``get``) whose place leads out of that directory: a symlink planted in it, or a ``..`` in
+    the object's name. That object is not written; the rest of the transfer goes on."""
+
+    hint = (
+        "Remove the symlink from the destination, or fetch the object alone to a path you "
+        "name (`natsobj get BUCKET NAME PATH`)."
+    )
+
+
 class MissingDigest(DigestMismatch):
     """The meta record carries no SHA-256, so the bytes cannot be verified. Every known client
     (Go, JavaScript, nats-py, natsobj) writes one; a record without it was written by hand or

@@ -19,16 +19,21 @@ import contextlib
 import os
 from collections.abc import Iterable
 from datetime import datetime
+from glob import has_magic
 from pathlib import Path
 from typing import Any
 
 from fsspec.asyn import AsyncFileSystem, sync, sync_wrapper
 from fsspec.caching import ReadAheadCache
+from fsspec.callbacks import DEFAULT_CALLBACK, Callback
+from fsspec.implementations.local import LocalFileSystem, make_path_posix, trailing_sep
 from fsspec.spec import AbstractBufferedFile
+from fsspec.utils import other_paths
 
 from natsobj import aio
 from natsobj.aio.copy import copy_object
-from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound
+from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound, UnsafeLocalPath
+from natsobj.localfiles import local_relative
 from natsobj.model import ObjectInfo
 from natsobj.paths import SCHEME, as_dir, listing_prefix, parse_nats_url, split_level, under
 from natsobj.settings import OPTION_FIELDS, URL_FIELD, ConnectionSettings
@@ -62,6 +67,11 @@ def _file_entry(info: ObjectInfo) -> dict[str, Any]:
 
 def _dir_entry(name: str) -> dict[str, Any]:
     return {"name": name.rstrip("/"), "type": "directory", "size": 0}
+
+
+def _below(root: str, path: str) -> str | None:
+    """``root`` when ``path`` was made below it (None: the caller named ``path`` itself)."""
+    return None if path.rstrip("/") == root else root
 
 
 def _not_found(path: str, exc: Exception | None = None) -> FileNotFoundError:
@@ -312,13 +322,98 @@ class NatsObjectFileSystem(AsyncFileSystem):
         except ObjectNotFound as exc:
             raise _not_found(f"{bucket}/{key}", exc) from None
 
-    async def _get_file(self, rpath: str, lpath: str, **kwargs: Any) -> None:
+    async def _get(
+        self,
+        rpath: Any,
+        lpath: Any,
+        recursive: bool = False,
+        callback: Callback = DEFAULT_CALLBACK,
+        maxdepth: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """fsspec's bulk ``get``, with every file kept below the local directory it fills.
+
+        fsspec makes each file's directories (through any symlink already there) before a
+        file is fetched, and only recent releases refuse a name with ``..``; here a file whose
+        place leads out of ``lpath`` is refused (``UnsafeLocalPath``, see
+        ``ObjectStore.get_file``'s ``within``), the rest is fetched, and the refusals are
+        raised at the end. A list of local paths names each destination: taken as given."""
+        if not isinstance(lpath, str):
+            await super()._get(rpath, lpath, recursive, callback, maxdepth, **kwargs)
+            return
+        root = make_path_posix(lpath).rstrip("/") or "/"
+        pairs = await self._local_targets(rpath, lpath, recursive, maxdepth)
+        refused: list[UnsafeLocalPath] = []
+        limit = asyncio.Semaphore(kwargs.pop("batch_size", None) or self.batch_size or 1)
+        callback.set_size(len(pairs))
+
+        async def one(source: str, target: str) -> None:
+            async with limit:
+                try:
+                    await self._get_file(source, target, within=_below(root, target), **kwargs)
+                except UnsafeLocalPath as exc:
+                    refused.append(exc)
+                callback.relative_update(1)
+
+        for result in await asyncio.gather(*(one(*pair) for pair in pairs), return_exceptions=True):
+            if isinstance(result, BaseException):
+                raise result
+        if len(refused) == 1:
+            raise refused[0]
+        if refused:
+            raise UnsafeLocalPath(
+                f"{len(refused)} of {len(pairs)} files not written below {root}: "
+                + "; ".join(str(exc) for exc in refused),
+                hint="",
+            )
+
+    async def _local_targets(
+        self, rpath: Any, lpath: str, recursive: bool, maxdepth: int | None
+    ) -> list[tuple[str, str]]:
+        """``(object path, local path)`` of every file a ``get`` writes: fsspec's own mapping
+        (``AsyncFileSystem._get``), without making any directory. A prefix directory is left
+        to the objects below it."""
+        source_is_str = isinstance(rpath, str)
+        source_not_trailing_sep = source_is_str and not trailing_sep(rpath)
+        rpath = self._strip_protocol(rpath)
+        rpaths = await self._expand_path(rpath, recursive=recursive, maxdepth=maxdepth)
+        if source_is_str and (not recursive or maxdepth is not None):
+            rpaths = [p for p in rpaths if not (trailing_sep(p) or await self._isdir(p))]
+            if not rpaths:
+                return []
+        lpath = make_path_posix(lpath)
+        dest_is_dir = trailing_sep(lpath) or LocalFileSystem().isdir(lpath)
+        exists = source_is_str and (
+            (has_magic(rpath) and len(rpaths) == 1)
+            or (not has_magic(rpath) and dest_is_dir and source_not_trailing_sep)
+        )
+        lpaths = other_paths(rpaths, lpath, exists=exists, flatten=not source_is_str)
+        directories = {p.rsplit("/", 1)[0] for p in rpaths if "/" in p}
+        return [pair for pair in zip(rpaths, lpaths, strict=True) if pair[0] not in directories]
+
+    async def _get_file(
+        self, rpath: str, lpath: str, within: str | None = None, **kwargs: Any
+    ) -> None:
+        """One object to ``lpath``; ``within`` as for ``ObjectStore.get_file`` (``_get``
+        passes the directory it fills)."""
         bucket, key = _split(self._strip_protocol(rpath))
+        if within is not None:
+            relative = lpath[len(within) :].lstrip("/")
+            try:
+                lpath = os.path.join(within, local_relative(relative))
+            except ValueError as reason:
+                raise UnsafeLocalPath(
+                    f"not written below {within}: the name has no local path there ({reason})",
+                    bucket=bucket,
+                    name=key,
+                ) from None
         if os.path.isdir(lpath):
             return
         store = await self._store(bucket)
         try:
-            await store.get_file(key, lpath, allow_missing_digest=self.allow_missing_digest)
+            await store.get_file(
+                key, lpath, allow_missing_digest=self.allow_missing_digest, within=within
+            )
         except ObjectNotFound as exc:
             raise _not_found(f"{bucket}/{key}", exc) from None
 

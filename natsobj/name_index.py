@@ -33,11 +33,14 @@ import json
 import logging
 import os
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from natsobj.errors import UnsafeLocalState
+from natsobj.localfiles import OTHERS_WRITE, check_private
 from natsobj.names import decode_name
 from natsobj.parsing import parse_bool
 
@@ -131,12 +134,17 @@ def remove_other_incarnations(
     other than its own: those of a deleted or re-created bucket, whose names are never read
     again, and those of an older schema. With ``keep_current=False`` its own goes too (the
     bucket was deleted). Returns how many were removed; a file that cannot be read or removed
-    is left alone."""
+    is left alone, and so is any in a directory another user could write."""
     own = directory / f"names-v{SCHEMA_VERSION}" / identity.file_name()
     removed = 0
     for path in directory.glob(f"names-v*/{identity.stream}-*.sqlite3"):
         if keep_current and path == own:
             continue
+        try:
+            _check_private_dir(path.parent.parent)
+            _check_private_dir(path.parent)
+        except UnsafeLocalState:
+            continue  # another user's files: neither read nor removed
         try:
             with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db:
                 (key,) = db.execute("SELECT identity FROM state WHERE id = 0").fetchone()
@@ -191,6 +199,8 @@ class NameIndex:
             )
             self._db = _connect(path)
             self._writing = threading.Lock()  # one write transaction at a time on _writer
+        except UnsafeLocalState as exc:
+            raise NameIndexUnavailable(str(exc)) from exc
         except (OSError, sqlite3.Error) as exc:
             raise NameIndexUnavailable(f"{path}: {exc}") from exc
 
@@ -308,10 +318,43 @@ class NameIndex:
 def _create_private(path: Path) -> None:
     """The cache directory and the index directory 0700, the index file 0600: names and meta
     records are the bucket's, not for every local user. SQLite gives the -wal and -shm files
-    the database file's mode, so creating that one first covers them."""
+    the database file's mode, so creating that one first covers them.
+
+    Each must also be the current user's and writable by no one else (the rule the embedded
+    server's data directory follows, ``check_private``), found or made: another user who can
+    rename a file over the index decides which objects a listing shows, so ``ls`` and
+    ``get -r`` would leave one out and ``sync --delete`` delete its local copy."""
     for directory in (path.parent.parent, path.parent):
         directory.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)
-    os.close(os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE_MODE))
+        _check_private_dir(directory)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeLocalState(f"{path} is not a regular file", hint=_fix(path))
+        check_private(path, st, OTHERS_WRITE, _fix(path), _WHAT)
+    finally:
+        os.close(fd)
+
+
+_WHAT = "a name index"
+
+
+def _fix(path: Path) -> str:
+    return (
+        f"If {path} is yours, `chmod go-w {path}`; otherwise remove it, or set "
+        f"{CACHE_DIR_ENV} (or the cache_dir setting) to a directory of your own."
+    )
+
+
+def _check_private_dir(directory: Path) -> None:
+    """``directory`` (its real path: a symlink the user made to it is theirs to make) is a
+    directory of the current user that no one else can write (``UnsafeLocalState``)."""
+    real = directory.resolve()
+    st = os.lstat(real)
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeLocalState(f"{real} is not a directory", hint=_fix(real))
+    check_private(real, st, OTHERS_WRITE, _fix(real), _WHAT)
 
 
 def _connect(path: Path) -> sqlite3.Connection:

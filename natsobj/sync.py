@@ -313,6 +313,7 @@ class ObjectStore:
         progress: Callable[[int], None] | None = None,
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
+        within: str | os.PathLike[str] | None = None,
     ) -> ObjectInfo:
         return run(
             self._store.get_file(
@@ -321,6 +322,7 @@ class ObjectStore:
                 progress=progress,
                 min_sequence=min_sequence,
                 allow_missing_digest=allow_missing_digest,
+                within=within,
             )
         )
 

@@ -8,12 +8,10 @@ import json
 import logging
 import os
 import sys
-import tempfile
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any, Protocol, Unpack
 
 from nats.nuid import NUID
@@ -42,7 +40,7 @@ from natsobj.errors import (
     SequenceConflict,
 )
 from natsobj.lifecycle import LifecycleRule, expired_record, expires_at
-from natsobj.localfiles import replacement_mode
+from natsobj.localfiles import open_target
 from natsobj.model import (
     DEFAULT_CHUNK_SIZE,
     ChangeCursor,
@@ -574,32 +572,30 @@ class ObjectStore:
         progress: Callable[[int], None] | None = None,
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
+        within: str | os.PathLike[str] | None = None,
     ) -> ObjectInfo:
         """Write to a temporary file beside ``path`` and rename it only once the digest matches,
         so ``path`` never holds partial or corrupt data. ``progress`` gets each chunk's size;
-        ``allow_missing_digest`` as for ``get``."""
-        destination = Path(path)
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        for attempt in range(READ_ATTEMPTS):
-            fd, tmp_name = tempfile.mkstemp(
-                prefix=f".{destination.name}.", suffix=".part", dir=destination.parent
-            )
-            try:
-                with os.fdopen(fd, "wb", buffering=WRITE_BUFFER) as handle:
-                    async with self.get(
-                        name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
-                    ) as reader:
-                        await reader.copy_to(handle.write, progress)
-                        info = reader.info
-                os.chmod(tmp_name, replacement_mode(destination))  # mkstemp made it 0600
-                os.replace(tmp_name, destination)
-                return info
-            except ObjectChanged:
-                if attempt == READ_ATTEMPTS - 1:
-                    raise
-            finally:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp_name)
+        ``allow_missing_digest`` as for ``get``. ``within``: the local directory a transfer
+        fills, ``path`` having been made from the object's name below it; a place that leads
+        out of it (a symlink planted there) is refused with ``UnsafeLocalPath``
+        (``natsobj.localfiles.open_target``)."""
+        with open_target(path, within, bucket=self.bucket, name=name) as target:
+            for attempt in range(READ_ATTEMPTS):
+                try:
+                    with target.part(WRITE_BUFFER) as handle:
+                        async with self.get(
+                            name,
+                            min_sequence=min_sequence,
+                            allow_missing_digest=allow_missing_digest,
+                        ) as reader:
+                            await reader.copy_to(handle.write, progress)
+                            info = reader.info
+                        target.commit(handle)
+                    return info
+                except ObjectChanged:
+                    if attempt == READ_ATTEMPTS - 1:
+                        raise
         raise AssertionError("unreachable")
 
     # -- ranges ----------------------------------------------------------------------------------

@@ -3,7 +3,6 @@ listing with sizes, and ``put -r`` / ``get -r`` mirror a local tree."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -12,6 +11,8 @@ from pathlib import Path
 import click
 
 from natsobj.cli.exits import CliError
+from natsobj.errors import UnsafeLocalPath
+from natsobj.localfiles import local_relative
 from natsobj.model import ObjectInfo
 from natsobj.paths import SEP, as_dir, split_level
 
@@ -65,35 +66,6 @@ def join_name(prefix: str, relative: str) -> str:
     return as_dir(prefix) + relative
 
 
-NAME_MAX = 255
-"""Bytes in one path component on Linux filesystems: a longer name cannot be written at all."""
-
-
-def local_relative(relative_name: str) -> str:
-    """The '/'-joined local path an object name below a prefix is written to.
-
-    Empty and '.' segments are dropped, as the filesystem would resolve them, so 'x', './x',
-    'x/' and '/x' all land on 'x'; callers compare these, never the raw names, or two objects
-    silently overwrite each other and ``sync --delete`` removes what it just fetched. Raises
-    ``ValueError`` with the reason when the name cannot be a path inside the directory.
-    """
-    if "\0" in relative_name:
-        raise ValueError("it contains a NUL byte")
-    parts = [p for p in relative_name.split(SEP) if p not in ("", ".")]
-    if ".." in parts:
-        raise ValueError("a '..' segment would leave the directory")
-    if not parts:
-        raise ValueError("it names the directory itself")
-    for part in parts:
-        try:
-            encoded = os.fsencode(part)
-        except UnicodeEncodeError:
-            raise ValueError("it cannot be encoded as a file name") from None
-        if len(encoded) > NAME_MAX:
-            raise ValueError(f"a segment is longer than {NAME_MAX} bytes")
-    return SEP.join(parts)
-
-
 @dataclass
 class LocalPlan:
     """Where each object below a prefix goes in a local directory, worked out before anything
@@ -112,6 +84,12 @@ class LocalPlan:
         """Say what will be skipped before the transfer starts, one line per problem."""
         for problem in self.problems:
             click.echo(f"natsobj: {problem}", err=True)
+
+    def refused(self, error: UnsafeLocalPath) -> None:
+        """An object found unsafe to write while the transfer runs (a symlink in the
+        destination leads out of it): said now, counted by ``check``."""
+        click.echo(f"natsobj: {error}", err=True)
+        self.problems.append(str(error))
 
     def check(self) -> None:
         """After the rest was transferred: a non-zero exit, so a script notices."""

@@ -19,6 +19,7 @@ from natsobj.cli.exits import UsageProblem
 from natsobj.cli.params import allow_missing_digest_option, progress_option
 from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.session import Session, pass_session
+from natsobj.errors import UnsafeLocalPath
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, format_digest
 from natsobj.paths import is_nats_url, nats_url, parse_nats_url
@@ -199,9 +200,16 @@ def _download(
         _say(dry_run, f"download: {source} to {render.shell_escape(str(target))}")
         if not dry_run:
             with bar.task(relative, info.size) as advance:
-                store.get_file(
-                    info.name, target, progress=advance, allow_missing_digest=allow_missing_digest
-                )
+                try:
+                    store.get_file(
+                        info.name,
+                        target,
+                        progress=advance,
+                        allow_missing_digest=allow_missing_digest,
+                        within=root,
+                    )
+                except UnsafeLocalPath as refused:
+                    plan.refused(refused)
     if delete:
         for relative in sorted(set(local) - plan.claimed):
             _say(dry_run, f"delete: {render.shell_escape(str(local[relative]))}")

@@ -37,7 +37,7 @@ from natsobj.cli.params import (
 )
 from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.session import Session, pass_session
-from natsobj.errors import ObjectNotFound
+from natsobj.errors import ObjectNotFound, UnsafeLocalPath
 from natsobj.localfiles import replacement_mode
 from natsobj.model import ObjectInfo
 from natsobj.sync import ObjectStore, run
@@ -149,12 +149,22 @@ def _copy_out(
 
 
 def _get_to_file(
-    store: ObjectStore, name: str, target: Path, bar: Meter, allow_missing_digest: bool
+    store: ObjectStore,
+    name: str,
+    target: Path,
+    bar: Meter,
+    allow_missing_digest: bool,
+    within: Path | None = None,
 ) -> ObjectInfo:
-    """The core writes beside the target and renames once the digest matches."""
+    """The core writes beside the target and renames once the digest matches; ``within``,
+    the directory ``-r`` fills, is never left (``ObjectStore.get_file``)."""
     with bar.task(name, store.get_info(name).size) as advance:
         return store.get_file(
-            name, target, progress=advance, allow_missing_digest=allow_missing_digest
+            name,
+            target,
+            progress=advance,
+            allow_missing_digest=allow_missing_digest,
+            within=within,
         )
 
 
@@ -286,7 +296,13 @@ def get(
         plan.warn()
         for relative, info in plan.targets.items():
             target = plan.path(destination, relative)
-            got = _get_to_file(store, info.name, target, bar, allow_missing_digest)
+            try:
+                got = _get_to_file(
+                    store, info.name, target, bar, allow_missing_digest, within=destination
+                )
+            except UnsafeLocalPath as refused:
+                plan.refused(refused)
+                continue
             click.echo(f"{_summary('got', got)} -> {target}")
         plan.check()
 
