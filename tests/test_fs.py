@@ -4,13 +4,16 @@ reads with seeks, streamed writes that leave no object when abandoned, and panda
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 
 import fsspec
 import pandas as pd
 import pytest
 
+from natsobj.errors import UnsafeLocalPath
 from natsobj.fs import NatsObjectFileSystem
+from natsobj.names import meta_subject
 
 
 @pytest.fixture
@@ -141,3 +144,63 @@ def test_a_second_event_loop_gets_its_own_connection(fs, bucket_name: str) -> No
     worker.join(30)
     assert results == [b"v"]
     assert fs.cat(f"{bucket_name}/k") == b"v"
+
+
+# -- issue 28: what a bulk get writes below its local directory ----------------------------------
+
+
+def test_get_recursive_writes_nothing_through_a_planted_symlink(
+    fs, store, bucket_name: str, tmp_path
+) -> None:
+    """Point 10: ``dest/cfg -> ~victim/.ssh`` is refused for the objects below ``cfg`` (no
+    file, no directory made through it), the rest is fetched, and the refusals are raised."""
+    ssh = tmp_path / "victim" / ".ssh"
+    ssh.mkdir(parents=True)
+    (ssh / "authorized_keys").write_bytes(b"the victim's key\n")
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "cfg").symlink_to(ssh)
+    store.put("r/cfg/authorized_keys", b"the attacker's key\n")
+    store.put("r/cfg/sub/deeper", b"x")
+    store.put("r/ok.txt", b"fine")
+
+    with pytest.raises(UnsafeLocalPath) as refused:
+        fs.get(f"{bucket_name}/r/", f"{dest}/", recursive=True)
+
+    message = str(refused.value)
+    assert "2 of 3 files" in message
+    for name in ("r/cfg/authorized_keys", "r/cfg/sub/deeper"):
+        assert repr(name) in message and str(dest / name.removeprefix("r/")) in message
+    assert sorted(p.name for p in ssh.iterdir()) == ["authorized_keys"]
+    assert (ssh / "authorized_keys").read_bytes() == b"the victim's key\n"
+    assert (dest / "ok.txt").read_bytes() == b"fine"
+
+
+def test_get_recursive_refuses_dot_dot_in_a_name_whatever_fsspec_does(
+    fs, store, raw, bucket_name: str, tmp_path
+) -> None:
+    """The smaller point: a record another client published with ``../`` in its name maps to
+    no local path below the destination. natsobj refuses it itself (fsspec below 2026 would
+    write it above the destination; 2026 refuses the whole get with a ValueError), and the
+    rest is fetched."""
+    store.put("r/ok.txt", b"fine")
+    info = store.put("r/payload", b"escaped")
+    record = json.loads(raw.last_msg(meta_subject(bucket_name, "r/payload"), bucket_name).data)
+    escaping = "r/x/../../../escape.txt"
+    raw.publish(
+        meta_subject(bucket_name, escaping), json.dumps({**record, "name": escaping}).encode()
+    )
+    assert info.nuid == store.get_info(escaping).nuid
+    dest = tmp_path / "deep" / "dest"
+    dest.mkdir(parents=True)
+
+    with pytest.raises(UnsafeLocalPath) as refused:
+        fs.get(f"{bucket_name}/r/", f"{dest}/", recursive=True)
+
+    assert repr(escaping) in str(refused.value) and "'..'" in str(refused.value)
+    assert (dest / "ok.txt").read_bytes() == b"fine"
+    assert (dest / "payload").read_bytes() == b"escaped"
+    assert (
+        not (tmp_path / "escape.txt").exists() and not (tmp_path / "deep" / "escape.txt").exists()
+    )
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["deep", "dest", "ok.txt", "payload"]

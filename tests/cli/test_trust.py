@@ -97,6 +97,54 @@ def test_sync_down_reports_collisions_and_keeps_their_local_file(
     assert (dest / "y").read_bytes() == b"why"
 
 
+# -- issue 28 point 10: a symlink already in the destination --------------------------------------
+
+
+@pytest.mark.parametrize("command", ["get -r", "sync"])
+def test_a_planted_symlink_carries_nothing_out_of_the_destination(
+    invoke: Invoke, bucket_name: str, store, tmp_path: Path, command: str
+) -> None:
+    """``dest/cfg -> ~victim/.ssh``: the objects below ``cfg`` are refused and reported (the
+    object and the local path), the rest is fetched, and the exit is non-zero. A symlink at a
+    file's own name is replaced by the file, its target untouched."""
+    ssh = tmp_path / "victim" / ".ssh"
+    ssh.mkdir(parents=True)
+    (ssh / "authorized_keys").write_bytes(b"the victim's key\n")
+    system_file = tmp_path / "etc-file"
+    system_file.write_bytes(b"system")
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    (dest / "cfg").symlink_to(ssh)
+    (dest / "link.txt").symlink_to(system_file)
+    for name, data in {
+        "r/cfg/authorized_keys": b"the attacker's key\n",
+        "r/cfg/sub/deeper": b"a directory made through the link",
+        "r/ok.txt": b"fine",
+        "r/link.txt": b"replaced",
+    }.items():
+        store.put(name, data)
+
+    if command == "sync":
+        result = invoke("sync", f"nats://{bucket_name}/r", str(dest))
+    else:
+        result = invoke("get", bucket_name, "r", str(dest), "-r")
+
+    assert result.exit_code == ExitCode.FAILED, result.stdout + result.stderr
+    assert sorted(p.name for p in ssh.iterdir()) == ["authorized_keys"]
+    assert (ssh / "authorized_keys").read_bytes() == b"the victim's key\n"
+    assert system_file.read_bytes() == b"system"
+    for name, local in (
+        ("r/cfg/authorized_keys", dest / "cfg" / "authorized_keys"),
+        ("r/cfg/sub/deeper", dest / "cfg" / "sub" / "deeper"),
+    ):
+        refusal = [line for line in result.stderr.splitlines() if repr(name) in line]
+        assert len(refusal) == 1 and str(local) in refusal[0] and bucket_name in refusal[0], (
+            result.stderr
+        )
+    assert (dest / "ok.txt").read_bytes() == b"fine"
+    assert not (dest / "link.txt").is_symlink() and (dest / "link.txt").read_bytes() == b"replaced"
+
+
 # -- point 14: rm -r from the top of a bucket ----------------------------------------------------
 
 
