@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import pwd
 import shutil
 import socket
+import sqlite3
 import stat
 import subprocess
 import tempfile
@@ -40,7 +42,7 @@ from natsobj.embedded import (
     stop_server,
 )
 from natsobj.errors import UnsafeLocalState
-from natsobj.name_index import NameIndex, StreamIdentity
+from natsobj.name_index import NameIndex, NameIndexUnavailable, StreamIdentity
 from natsobj.settings import ConnectionSettings
 from tests.cli.cli_support import NATSOBJ_BIN, cli_env
 from tests.security.support import assert_no_secret
@@ -437,6 +439,99 @@ def test_the_name_index_write_ahead_log_is_private_too(tmp_path: Path) -> None:
         assert {mode(p) for p in (tmp_path / "cache").rglob("*") if p.is_file()} == {0o600}
     finally:
         index.close()
+
+
+# -- issue 28 point 11: a name index another user can write ---------------------------------------
+
+
+def _natsobj(nats_url: str, cache: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(natsobj_bin()), "--url", nats_url, *args],
+        env={**cli_env(), "NATSOBJ_CACHE_DIR": str(cache), "NATSOBJ_NAME_INDEX": "on"},
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+
+
+def test_a_planted_name_index_hides_no_object_and_costs_no_local_file(
+    nats_url: str,
+    store,
+    bucket_name: str,
+    shared_dir: Path,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Another user pre-creates the shared cache directory and renames an index without
+    ``data/b`` over the victim's: ``ls`` and ``sync --delete`` must still see ``data/b`` (the
+    index is refused, the listing asks the server, and the library says why in one warning;
+    the CLI shows library warnings only with --debug)."""
+    store.put("data/a", b"A")
+    store.put("data/b", b"B")
+    # The planted file: a real index of this bucket (its name and identity are public
+    # knowledge), complete up to the last sequence, with data/b taken out.
+    private = tmp_path / "private-cache"
+    assert _natsobj(nats_url, private, "ls", bucket_name, "data/").returncode == 0
+    (built,) = private.glob("names-v*/*.sqlite3")
+    with contextlib.closing(sqlite3.connect(built)) as db, db:
+        assert db.execute("DELETE FROM names WHERE name = 'data/b'").rowcount == 1
+    planted = shared_dir / "planted"
+    shutil.copyfile(built, planted)
+    os.chown(planted, NOBODY.pw_uid, NOBODY.pw_gid)
+    cache = shared_dir / "natsobj"
+    index_dir = cache / built.parent.name
+    as_nobody('mkdir -p "$1" && chmod 777 "$2" "$1"', str(index_dir), str(cache), cwd=shared_dir)
+
+    _natsobj(nats_url, cache, "ls", bucket_name, "data/")  # the victim's index, if any is made
+    as_nobody('mv -f "$1" "$2"', str(planted), str(index_dir / built.name), cwd=shared_dir)
+    listed = _natsobj(nats_url, cache, "ls", bucket_name, "data/")
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "b").write_bytes(b"B")
+    synced = _natsobj(
+        nats_url, cache, "sync", "--delete", f"nats://{bucket_name}/data", str(mirror)
+    )
+    settings = ConnectionSettings.from_url(nats_url, cache_dir=str(cache), name_index="on")
+    with caplog.at_level(logging.WARNING, logger="natsobj"), natsobj.connect(settings) as client:
+        victim = client.store(bucket_name)
+        listings = [[i.name for i in victim.list(prefix="data/")] for _ in range(2)]
+
+    assert listed.returncode == 0 and "data/b" in listed.stdout.split(), listed.stdout
+    assert synced.returncode == 0, synced.stderr
+    assert (mirror / "b").read_bytes() == b"B" and (mirror / "a").read_bytes() == b"A"
+    assert listings == [["data/a", "data/b"]] * 2
+    warnings = [r.getMessage() for r in caplog.records if "name index" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert str(cache) in warnings[0] and f"uid {NOBODY.pw_uid}" in warnings[0]
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        "cache directory of another user",
+        "cache directory others can write",
+        "index directory others can write",
+        "index file of another user",
+        "index file others can write",
+    ],
+)
+def test_a_name_index_others_control_is_refused(tmp_path: Path, layout: str) -> None:
+    identity = StreamIdentity(("nats://h:4222",), "$JS.API", "", "OBJ_b", "2024-01-01T00:00:00Z")
+    cache = tmp_path / "cache"
+    NameIndex.open(cache, identity).close()  # made by this user, as a first listing would
+    (index_file,) = cache.glob("names-v*/*.sqlite3")
+    culprit = {
+        "cache directory of another user": cache,
+        "cache directory others can write": cache,
+        "index directory others can write": index_file.parent,
+    }.get(layout, index_file)
+    if "another user" in layout:
+        os.chown(culprit, NOBODY.pw_uid, NOBODY.pw_gid)
+    else:
+        culprit.chmod(0o777 if culprit.is_dir() else 0o666)
+
+    with pytest.raises(NameIndexUnavailable) as refused:
+        NameIndex.open(cache, identity)
+
+    assert str(culprit) in str(refused.value) and "NATSOBJ_CACHE_DIR" in str(refused.value)
 
 
 def test_setpriv_really_runs_as_another_user() -> None:
