@@ -26,6 +26,7 @@ from typing import Any
 from fsspec.asyn import AsyncFileSystem, sync, sync_wrapper
 from fsspec.caching import ReadAheadCache
 from fsspec.callbacks import DEFAULT_CALLBACK, Callback
+from fsspec.config import conf
 from fsspec.implementations.local import LocalFileSystem, make_path_posix, trailing_sep
 from fsspec.spec import AbstractBufferedFile
 from fsspec.utils import other_paths
@@ -44,6 +45,7 @@ from natsobj.sync import shared_loop
 # Filesystem options that set a ConnectionSettings field: the field's name or an alias, as in
 # a NATS URL's query and Spark's options (natsobj.settings' table).
 SETTINGS_OPTIONS = {URL_FIELD: URL_FIELD, **OPTION_FIELDS}
+GET_BATCH = 128  # files get() fetches at once unless told: fsspec's default for local files
 _END = object()
 
 
@@ -344,7 +346,12 @@ class NatsObjectFileSystem(AsyncFileSystem):
         root = make_path_posix(lpath).rstrip("/") or "/"
         pairs = await self._local_targets(rpath, lpath, recursive, maxdepth)
         refused: list[UnsafeLocalPath] = []
-        limit = asyncio.Semaphore(kwargs.pop("batch_size", None) or self.batch_size or 1)
+        batch = (
+            kwargs.pop("batch_size", None)
+            or self.batch_size
+            or conf.get("gather_batch_size", GET_BATCH)
+        )
+        limit = asyncio.Semaphore(batch if batch and batch > 0 else len(pairs) or 1)
         callback.set_size(len(pairs))
 
         async def one(source: str, target: str) -> None:
@@ -362,9 +369,9 @@ class NatsObjectFileSystem(AsyncFileSystem):
             raise refused[0]
         if refused:
             raise UnsafeLocalPath(
-                f"{len(refused)} of {len(pairs)} files not written below {root}: "
-                + "; ".join(str(exc) for exc in refused),
-                hint="",
+                f"{len(refused)} of {len(pairs)} files not written below {root}, the rest "
+                "fetched: "
+                + "; ".join(f"bucket {e.bucket!r}, object {e.name!r}: {e.message}" for e in refused)
             )
 
     async def _local_targets(

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from natsobj import localfiles
 from natsobj.errors import UnsafeLocalPath
 from natsobj.localfiles import open_target
 
@@ -112,3 +113,26 @@ def test_a_path_with_dot_dot_or_outside_the_directory_is_refused(tmp_path: Path)
         ):
             pass
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_without_proc_no_symlink_below_the_directory_is_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the kernel cannot say where an open directory is (macOS has no /proc), even a
+    symlink that stays inside is refused rather than trusted; plain directories still work."""
+    monkeypatch.setattr(localfiles, "_PROC_FD", tmp_path / "no-proc")
+    dest = tmp_path / "dest"
+    (dest / "real").mkdir(parents=True)
+    (dest / "alias").symlink_to(dest / "real")
+
+    with (
+        pytest.raises(UnsafeLocalPath, match=r"alias is a symlink"),
+        open_target(dest / "alias" / "f", dest, bucket="b", name="alias/f"),
+    ):
+        pass
+    with open_target(dest / "real" / "new" / "f", dest) as place, place.part() as handle:
+        handle.write(b"ok")
+        place.commit(handle)
+
+    assert (dest / "real" / "new" / "f").read_bytes() == b"ok"
+    assert list((dest / "real").iterdir()) == [dest / "real" / "new"]
