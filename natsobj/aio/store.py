@@ -24,7 +24,7 @@ from natsobj.aio.expiry import BucketExpiry
 from natsobj.aio.jsapi import JetStreamApi, raw_header, status_of
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.publish import PublishWindow
-from natsobj.aio.ranges import RangeReader
+from natsobj.aio.ranges import ClientRanges, RangeReader
 from natsobj.aio.reader import ObjectReader, check_digest
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.stream import BucketStream, LastMsg
@@ -112,6 +112,7 @@ class StoreClient(Protocol):
     nc: Any
     put_window_bytes: int
     read_window_bytes: int
+    ranges: ClientRanges
 
     async def store(self, bucket: str) -> ObjectStore: ...
 
@@ -656,7 +657,10 @@ class ObjectStore:
                 name=info.name,
             )
         return RangeReader(
-            self.bucket_stream, info, read_window_bytes=self.client.read_window_bytes
+            self.bucket_stream,
+            info,
+            read_window_bytes=self.client.read_window_bytes,
+            shared=self.client.ranges,
         )
 
     # -- meta, delete, links ----------------------------------------------------------------------

@@ -86,6 +86,9 @@ class BucketStream:
         self.replicas = info.replicas
         self.allow_direct = info.allow_direct
         self.allow_atomic = info.allow_atomic
+        # the stream's identity: a bucket deleted and made again under its name is another
+        # stream, whose sequences start over (what is kept per version is keyed by it)
+        self.created = info.created
 
     def __repr__(self) -> str:
         return f"BucketStream(bucket={self.bucket!r})"
