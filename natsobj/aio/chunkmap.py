@@ -16,7 +16,7 @@ the record, their sizes adding up to the record's size. Chunk offsets then come 
 sizes, never from a declared ``max_chunk_size`` (a writer may break its own: the offsets of
 chunks never fetched would be guesses). A map proven so places every byte where a whole read
 of the same version puts it; what it cannot prove without reading everything is the digest,
-so a version of one or two chunks, whose chunks the two direct gets bring anyway, is also
+so a version of one or two chunks, whose chunks the direct gets bring anyway, is also
 checked against its SHA-256 (docs/random-access.md says what a range of a longer one proves).
 
 Maps are kept per version (the stream's identity, bucket, name, nuid and meta sequence) in an
@@ -210,9 +210,22 @@ async def _find(stream: BucketStream, info: ObjectInfo) -> Located:
         for k, found in ((0, first), (count - 1, last))
         if found is not None and found.sequence == chunk_map.sequences[k]
     }
-    if len(held) == count:  # two chunks, both in hand: their digest costs no request
+    if count == 2:  # both chunks in hand (the second fetched when more follow it): checked
+        if 1 not in held:
+            held[1] = await _chunk(stream, info, chunk_map, 1)
         verify_digest(info, _sha256(held[k] for k in range(count)))
     return Located(chunk_map, held)
+
+
+async def _chunk(stream: BucketStream, info: ObjectInfo, chunk_map: ChunkMap, k: int) -> bytes:
+    """Chunk ``k`` of a proven map, fetched on its own."""
+    sequence = chunk_map.sequences[k]
+    found = await stream.first(chunk_map.subject, after=sequence - 1, name=info.name)
+    if found is None or found.sequence != sequence:
+        raise changed(info)
+    if len(found.data) != chunk_map.length(k):
+        raise damaged(info, f"chunk {k} holds {len(found.data)} bytes, not {chunk_map.length(k)}")
+    return found.data
 
 
 async def _last(stream: BucketStream, info: ObjectInfo, subject: str) -> LastMsg | None:
