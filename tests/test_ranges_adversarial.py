@@ -191,6 +191,7 @@ class Layout:
     size_delta: int
     wrong_digest: bool
     borrow: bool  # the record names an earlier object's nuid instead
+    lies: bool  # chunks carry headers the server sets (the publisher's come first)
     after: tuple[str, ...]  # moves after the record
 
 
@@ -204,6 +205,7 @@ LAYOUTS = st.builds(
     size_delta=st.sampled_from([0, 0, 0, -1, 1]),
     wrong_digest=st.booleans(),
     borrow=st.booleans(),
+    lies=st.booleans(),
     after=st.lists(
         st.sampled_from(["extra", "rollup-same", "rollup-forged", "record-again"]), max_size=3
     ).map(tuple),
@@ -234,9 +236,10 @@ class Adversary:
             chunks = [data[at : at + 24] for at in range(0, len(data), 24)]
         subject = chunk_subject(bucket, nuid)
         other = chunk_subject(bucket, _nuid.next().decode())
+        lies = {"Nats-Msg-Size": "8", "Nats-Sequence": "1"} if layout.lies else None
         if not layout.borrow:
             for chunk in chunks:
-                self.raw.publish(subject, chunk)
+                self.raw.publish(subject, chunk, headers=lies)
                 if layout.noise:
                     self.raw.publish(other, b"noise")
         for size in layout.before:
@@ -386,6 +389,21 @@ def test_a_clients_ranged_reads_share_its_fetch_slots_only(nats_url: str, store)
     finally:
         first.close()
         second.close()
+
+
+def test_a_chunks_own_size_header_is_not_its_size(store, raw) -> None:
+    """A writer's chunk carrying its own ``Nats-Msg-Size`` (and ``Nats-Sequence``) header:
+    the server adds its own after them, and that one is the chunk's size, so the chunks
+    after it are read where they are."""
+    chunks = [b"a" * 8, b"b" * 12, b"c" * 8, b"d" * 8]
+    nuid = _nuid.next().decode()
+    for chunk in chunks:
+        headers = {"Nats-Msg-Size": "8", "Nats-Sequence": "1"}
+        raw.publish(chunk_subject(store.bucket, nuid), chunk, headers=headers)
+    publish_record(raw, record(store.bucket, "lies.bin", nuid, chunks, chunk_size=12))
+    data = store.get_bytes("lies.bin")
+    assert store.get_range("lies.bin", 20, 28) == data[20:28] == b"c" * 8
+    assert store.get_range("lies.bin", 0) == data
 
 
 def test_reading_a_version_through_in_order_checks_its_digest(store, raw) -> None:

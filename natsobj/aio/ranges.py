@@ -94,16 +94,25 @@ class Prefix:
         self.next = 0  # the chunk the hash takes next
         self._hash = hashlib.sha256()
 
-    def add(self, info: ObjectInfo, indexes: range, chunks: list[bytes]) -> None:
+    def add(
+        self, info: ObjectInfo, chunk_map: ChunkMap, indexes: range, chunks: list[bytes]
+    ) -> None:
         """Take ``chunks`` (of ``indexes``) from the one it waits for on; DigestMismatch when
-        that completes the version and it is not the record's."""
+        that completes the version and it is not the record's. Empty chunks hold no byte a
+        read could ask for: they are passed over."""
+        self._pass_empty(chunk_map)
         if not indexes.start <= self.next < indexes.stop:
             return
         for chunk in chunks[self.next - indexes.start :]:
             self._hash.update(chunk)
         self.next = indexes.stop
-        if self.next == info.chunks:
+        self._pass_empty(chunk_map)
+        if self.next == len(chunk_map):
             verify_digest(info, self._hash.digest())
+
+    def _pass_empty(self, chunk_map: ChunkMap) -> None:
+        while self.next < len(chunk_map) and not chunk_map.length(self.next):
+            self.next += 1
 
 
 class RangeReader:
@@ -189,7 +198,7 @@ class RangeReader:
         chunk_map = await self._chunk_map()
         indexes = chunk_map.chunks_for(start, end)
         chunks = await self._chunks(chunk_map, indexes)
-        self._prefix.add(self.info, indexes, chunks)
+        self._prefix.add(self.info, chunk_map, indexes, chunks)
         skip = start - chunk_map.starts[indexes[0]]
         keep = end - chunk_map.starts[indexes[-1]]
         if len(chunks) == 1:

@@ -2,7 +2,9 @@
 
 Short data is never returned: a reader that runs out of chunks raises ``ObjectChanged``
 (``ObjectNotFound`` once the object's ``expires`` has passed: it expired), and one whose
-bytes do not match the recorded digest raises ``DigestMismatch`` after the last chunk.
+bytes do not match the recorded digest raises ``DigestMismatch`` after the last chunk, as one
+does at a chunk stored after the meta record (no part of the version:
+``chunkmap.stored_before``).
 """
 
 from __future__ import annotations
