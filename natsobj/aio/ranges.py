@@ -9,10 +9,8 @@ messages lie between its chunks), several at a time.
 Every chunk is checked: its subject, its sequence and its length against the map, which was
 proven against the record before any byte is served (``natsobj.aio.chunkmap``), so a range
 holds the bytes a whole read of the same version puts there. A range cannot be checked
-against the object's SHA-256 (like an S3 range GET) unless it covers every chunk: a reader
-that has read a version from its first byte to its last, in order, checks it then
-(``Prefix``), before handing over the last bytes; whole-object reads (``ObjectStore.get``)
-always do.
+against the object's SHA-256 (like an S3 range GET; a version of one or two chunks is, when
+its map is found, see ``chunkmap``); whole-object reads (``ObjectStore.get``) always are.
 
 A chunk that is not there any more means the version was overwritten or deleted (a new
 version's chunks are on another subject, and the old ones are purged): ``ObjectChanged``,
@@ -23,7 +21,6 @@ just before; those are asked of the stream leader before concluding anything.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import io
 from collections import OrderedDict
 from types import TracebackType
@@ -35,7 +32,6 @@ from natsobj.aio.chunkmap import (
     changed,
     damaged,
     locate,
-    verify_digest,
     version_key,
 )
 from natsobj.aio.directbatch import BatchStalled, DirectBatches, RawMsg
@@ -86,41 +82,12 @@ class ClientRanges:
         self.in_flight = asyncio.Semaphore(slots)
 
 
-class Prefix:
-    """SHA-256 of a version's chunks read so far from its first one, in order: once it
-    reaches the last chunk the whole version has been read, and its digest is checked."""
-
-    def __init__(self) -> None:
-        self.next = 0  # the chunk the hash takes next
-        self._hash = hashlib.sha256()
-
-    def add(
-        self, info: ObjectInfo, chunk_map: ChunkMap, indexes: range, chunks: list[bytes]
-    ) -> None:
-        """Take ``chunks`` (of ``indexes``) from the one it waits for on; DigestMismatch when
-        that completes the version and it is not the record's. Empty chunks hold no byte a
-        read could ask for: they are passed over."""
-        self._pass_empty(chunk_map)
-        if not indexes.start <= self.next < indexes.stop:
-            return
-        for chunk in chunks[self.next - indexes.start :]:
-            self._hash.update(chunk)
-        self.next = indexes.stop
-        self._pass_empty(chunk_map)
-        if self.next == len(chunk_map):
-            verify_digest(info, self._hash.digest())
-
-    def _pass_empty(self, chunk_map: ChunkMap) -> None:
-        while self.next < len(chunk_map) and not chunk_map.length(self.next):
-            self.next += 1
-
-
 class RangeReader:
     """A seekable reader of one version of an object (``ObjectStore.open_range``): ``size``,
     ``read(n)``, ``seek``, ``tell`` and ``read_range(start, end)``, each fetching only the
     chunks that hold the bytes asked for. ``bytes_fetched`` counts what came over the wire.
-    Bytes are checked against the object's digest only once it has read them all, in order
-    (see the module docstring). ``shared``: its client's ``ClientRanges``."""
+    Bytes are never checked against the object's digest (see the module docstring).
+    ``shared``: its client's ``ClientRanges``."""
 
     def __init__(
         self,
@@ -136,7 +103,6 @@ class RangeReader:
         self.bytes_fetched = 0
         self.read_window_bytes = read_window_bytes
         self.shared = shared
-        self._prefix = Prefix()
         self._position = 0
         self._map: ChunkMap | None = None
         self._held: OrderedDict[int, bytes] = OrderedDict()
@@ -198,7 +164,6 @@ class RangeReader:
         chunk_map = await self._chunk_map()
         indexes = chunk_map.chunks_for(start, end)
         chunks = await self._chunks(chunk_map, indexes)
-        self._prefix.add(self.info, chunk_map, indexes, chunks)
         skip = start - chunk_map.starts[indexes[0]]
         keep = end - chunk_map.starts[indexes[-1]]
         if len(chunks) == 1:
