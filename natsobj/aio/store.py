@@ -616,8 +616,9 @@ class ObjectStore:
     ) -> bytes:
         """Bytes ``[start, end)`` of the object (following a link), fsspec's convention: end
         exclusive, None for the end, negative offsets from the end, clamped to the object.
-        Only the chunks holding them are fetched (docs/random-access.md), each checked for
-        its subject, sequence and length; a range cannot be checked against the SHA-256.
+        Only the chunks holding them are fetched (docs/random-access.md), placed by a chunk
+        map proven against the record and each checked for its subject, sequence and length:
+        the whole read's bytes, though a range cannot be checked against the SHA-256.
         A read that raced an overwrite reads the new version; ``min_sequence`` as for
         ``get_info``, ``allow_missing_digest`` as for ``get``."""
         for attempt in range(READ_ATTEMPTS):
