@@ -165,6 +165,23 @@ def test_extra_chunks_after_the_record_leave_the_version_readable(store, raw) ->
     assert store.get_range("x.bin", 1_500, 2_500) == data[1_500:2_500]
 
 
+def test_a_flood_after_the_record_is_not_listed(store, raw) -> None:
+    """Thousands of messages another writer appends to a chunk subject after the record are
+    no part of the version, and the map lists only the version's own chunks' sizes."""
+    data = os.urandom(3_000)
+    info = store.put("x.bin", data, chunk_size=1_000)
+    subject = chunk_subject(store.bucket, info.nuid)
+
+    async def flood() -> None:
+        for _ in range(5_000):
+            await raw.js.publish(subject, b"")
+
+    run(flood())
+    sizes = run(store.aio.bucket_stream.message_sizes(subject, info.chunks))
+    assert [size for _, size in sizes] == [1_000] * 3
+    assert store.get_range("x.bin", 500, 2_500) == data[500:2_500]
+
+
 # -- the rule, over adversarial layouts ------------------------------------------------------
 
 
