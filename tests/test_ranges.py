@@ -26,7 +26,7 @@ from nats.nuid import NUID
 
 import natsobj
 from natsobj import aio
-from natsobj.aio.chunkmap import locate
+from natsobj.aio.chunkmap import Located, MapCache, locate
 from natsobj.aio.jsapi import JetStreamApi
 from natsobj.aio.ranges import byte_range
 from natsobj.embedded import NatsCluster
@@ -44,20 +44,20 @@ PROPERTY = settings(
 )
 _nuid = NUID()
 
-# Every kind of object the properties run over, and whether its chunk map has to come from
-# the headers-only read (the fallback) rather than the fast path.
+# Every kind of object the properties run over, and whether its chunks fill consecutive
+# stream sequences (their map then lists none one by one).
 KINDS = {
-    "default": False,
-    "chunk-1": False,
-    "chunk-7": False,
-    "chunk-1000": False,
-    "empty": False,
-    "single": False,
-    "natspy": False,
-    "interleaved-a": True,
-    "interleaved-b": True,
-    "uneven": True,
-    "uneven-undeclared": True,
+    "default": True,
+    "chunk-1": True,
+    "chunk-7": True,
+    "chunk-1000": True,
+    "empty": True,
+    "single": True,
+    "natspy": True,
+    "interleaved-a": False,
+    "interleaved-b": False,
+    "uneven": False,
+    "uneven-undeclared": False,
 }
 
 
@@ -164,16 +164,21 @@ def written(nats_url: str) -> Iterator[Written]:
     client.close()
 
 
+def located(store: natsobj.ObjectStore, info: ObjectInfo) -> Located:
+    """The version's map as a fresh client finds it (nothing cached)."""
+    return run(locate(store.aio.bucket_stream, info, MapCache()))
+
+
 @pytest.mark.parametrize("name", KINDS)
-def test_each_kind_takes_the_path_it_should(written, name: str) -> None:
-    """Contiguous chunks of the declared size map from two direct gets; the rest from the
-    headers-only read. Either way the map adds up to the object."""
+def test_each_kind_maps_to_its_chunks(written, name: str) -> None:
+    """Every kind's map is its chunks, in order, adding up to the object; contiguous ones
+    keep their sequences as a range."""
     store, local = written
     info = store.get_info(name)
-    located = run(locate(store.aio.bucket_stream, info))
-    assert located.map.mapped == KINDS[name]
-    assert len(located.map) == info.chunks
-    assert sum(located.map.length(k) for k in range(info.chunks)) == len(local[name])
+    chunk_map = located(store, info).map
+    assert (type(chunk_map.sequences) is range) == KINDS[name]
+    assert len(chunk_map) == info.chunks
+    assert sum(chunk_map.length(k) for k in range(info.chunks)) == len(local[name])
 
 
 @pytest.mark.parametrize("name", KINDS)
@@ -278,12 +283,15 @@ def test_a_range_of_a_single_chunk_object_fetches_the_chunk_once(store, monkeypa
 def test_a_message_added_after_a_single_chunk_record_is_never_read_as_its_chunk(store, raw) -> None:
     """Another client publishes on a one-chunk object's chunk subject after its record, with
     the chunk's length: the one direct get then finds that message last. It was written
-    after the record, so it is not the put's chunk; the range is refused, never served."""
+    after the record, so it is not the put's chunk; the range is refused, never served, as
+    the whole read refuses it."""
     data = os.urandom(5_000)
     info = store.put("one.bin", data)
     raw.publish(chunk_subject(store.bucket, info.nuid), os.urandom(len(data)))
     with pytest.raises(DigestMismatch):
         store.get_range("one.bin", 0, 10)
+    with pytest.raises(DigestMismatch):
+        store.get_bytes("one.bin")
 
 
 def test_pyarrow_reads_one_column_of_parquet_fetching_a_fraction(store) -> None:
@@ -384,11 +392,9 @@ def test_reads_racing_overwrites_never_mix_versions(nats_url: str, bucket_name: 
     assert whole > 0 and whole + changed > 150
 
 
-def test_a_chunk_over_the_declared_size_sends_the_reader_to_the_full_map(
-    nats_url: str, store
-) -> None:
-    """Edges that look uniform while a middle chunk breaks the declared size: the chunk that
-    disagrees with the fast path's map makes the reader map every chunk, and read again."""
+def test_a_chunk_over_the_declared_size_is_mapped_at_its_true_offset(nats_url: str, store) -> None:
+    """Edges that look uniform while a middle chunk breaks the declared size: offsets come
+    from every chunk's size, never from the declared one."""
     chunks = [os.urandom(n) for n in (100, 150, 50, 60)]  # declared 100: 4 == ceil(360/100)
 
     async def write() -> None:
@@ -402,7 +408,7 @@ def test_a_chunk_over_the_declared_size_sends_the_reader_to_the_full_map(
     data = b"".join(chunks)
     assert store.get_range("odd", 120, 260) == data[120:260]
     info = store.get_info("odd")
-    assert run(locate(store.aio.bucket_stream, info)).map.mapped
+    assert list(located(store, info).map.starts) == [0, 100, 250, 300]
 
 
 @pytest.mark.parametrize(
@@ -521,10 +527,11 @@ def written_by_js(nats_url: str, tmp_path_factory: pytest.TempPathFactory) -> It
     client.close()
 
 
-def test_javascript_chunks_take_the_fast_path(written_by_js) -> None:
+def test_javascript_chunks_map_as_ranges(written_by_js) -> None:
     store, data = written_by_js
     info = store.get_info("from-js")
-    assert not run(locate(store.aio.bucket_stream, info)).map.mapped
+    chunk_map = located(store, info).map
+    assert (type(chunk_map.sequences), type(chunk_map.starts)) == (range, range)
     assert info.chunks == 6 and info.size == len(data)
 
 
@@ -536,16 +543,17 @@ def test_the_map_cache_is_bounded_in_versions_and_listed_chunks(monkeypatch) -> 
     monkeypatch.setattr(chunkmap, "MAP_CACHE_LISTED_CHUNKS", 100)
     monkeypatch.setattr(chunkmap, "MAP_CACHE_ENTRIES", 5)
     cache = chunkmap.MapCache()
-    listed = chunkmap.ChunkMap("s", 30, array("q", range(30)), array("q", range(30)), mapped=True)
-    fast = chunkmap.ChunkMap("s", 10, range(1, 11), range(10), mapped=False)
+    listed = chunkmap.ChunkMap("s", 30, array("q", range(30)), array("q", range(30)))
+    fast = chunkmap.ChunkMap("s", 10, range(1, 11), range(10))
     for n in range(3):
-        cache.put(("b", "n", f"mapped{n}", n), listed)
+        cache.put(("t", "b", "n", f"mapped{n}", n), listed)
     assert (len(cache), cache.listed) == (1, 60)  # a second one would make 120
-    assert cache.get(("b", "n", "mapped2", 2)) is listed
+    assert cache.get(("t", "b", "n", "mapped2", 2)) is listed
     for n in range(10):
-        cache.put(("b", "n", f"fast{n}", n), fast)
+        cache.put(("t", "b", "n", f"fast{n}", n), fast)
     assert len(cache) == 5 and cache.listed == 0
-    assert cache.get(("b", "n", "fast9", 9)) is fast and cache.get(("b", "n", "fast0", 0)) is None
+    assert cache.get(("t", "b", "n", "fast9", 9)) is fast
+    assert cache.get(("t", "b", "n", "fast0", 0)) is None
 
 
 @pytest.mark.usefixtures("internals_missing")

@@ -1,63 +1,66 @@
 """Where an object version's bytes are: chunk k's stream sequence and first byte offset,
-found without reading the chunks before an offset.
+proven against the version's record before a byte is served, without reading the chunks.
 
-An object's chunks are the messages on its own subject (``$O.<bucket>.C.<nuid>``), written
-before its meta record. Two ways to map them, both exact for any writer:
+A version's chunks are what a whole read (``natsobj.aio.reader``) takes them to be: the first
+``chunks`` messages on its own subject (``$O.<bucket>.C.<nuid>``; for a record of one chunk,
+the subject's last message), every one stored before the record. Every writer stores an
+object's chunks before its record, so a message stored after it is no part of that version
+(``stored_before``): a writer who rolls up the chunk subject and publishes other chunks under
+a record left as it was is refused, by whole and ranged reads alike.
 
-- **Fast path** (two direct gets, run together): the subject's first message (``next_by_subj``
-  from sequence 1) and its last (``last_by_subj``). When ``last - first + 1`` equals the
-  record's chunk count, the chunks fill those sequences and chunk k is at ``first + k``
-  (contiguous: the usual case, a put that nothing interleaved with). When moreover the
-  record declares ``max_chunk_size`` = c, has ``ceil(size / c)`` chunks, the first chunk is c
-  bytes and the last is the rest, every chunk is c bytes (chunks of at most c bytes can only
-  add up that way), so chunk k starts at ``k * c``. Every client writes chunks of at most its
-  declared size; every chunk fetched is checked against it again. A record of one chunk
-  needs only the last message (the first is the same one): it is the chunk when it holds
-  the record's size, as the whole-object read of one chunk takes it.
-- **Fallback** (one headers-only read of the chunk subject): the sequence and
-  ``Nats-Msg-Size`` of each chunk, no payload. For chunks of uneven sizes (nats.go writes what
-  each ``Read`` returned) and for puts that interleaved with others.
+The map comes from one headers-only read of the chunk subject (each message's sequence and
+``Nats-Msg-Size``, no payload), run together with two direct gets of the subject's first and
+last messages (the chunks a header or footer read needs, kept by the reader). It is proven
+before it is used: at least ``chunks`` messages, the first ``chunks`` of them all stored before
+the record, their sizes adding up to the record's size. Chunk offsets then come from those
+sizes, never from a declared ``max_chunk_size`` (a writer may break its own: the offsets of
+chunks never fetched would be guesses). A map proven so places every byte where a whole read
+of the same version puts it; what it cannot prove without reading everything is the digest,
+so a version of one or two chunks, whose chunks the direct gets bring anyway, is also
+checked against its SHA-256 (docs/random-access.md says what a range of a longer one proves).
 
-Maps are kept per version (bucket, name, nuid, meta sequence) in an LRU in the process,
-bounded in versions and in chunks listed one by one: a version's chunks never change, and an
-overwrite is a new version.
+Maps are kept per version (the stream's identity, bucket, name, nuid and meta sequence) in an
+LRU held by the client (``natsobj.aio.ranges.ClientRanges``), bounded in versions and in chunks
+listed one by one: a version's chunks never change, and an overwrite is a new version.
 """
 
 from __future__ import annotations
 
 import asyncio
 import bisect
+import hashlib
 import itertools
 from array import array
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from natsobj.aio.stream import BucketStream, LastMsg
 from natsobj.errors import DigestMismatch, ObjectChanged, ObjectNotFound
-from natsobj.model import ObjectInfo
+from natsobj.model import ObjectInfo, digest_bytes
 from natsobj.names import chunk_subject
+from natsobj.wire import MARKER_REASON
 
 MAP_CACHE_ENTRIES = 1024  # versions whose maps are kept
 # Chunks listed one by one in the kept maps, at 16 bytes each (two int64 arrays): 16 MiB. A
-# fast-path map lists none (its sequences and offsets are ``range`` objects).
+# map of contiguous chunks of one size lists none (its sequences and offsets are ``range``s).
 MAP_CACHE_LISTED_CHUNKS = 1 << 20
 
-VersionKey = tuple[str, str, str, int | None]
+# (the stream's creation time, bucket, name, nuid, meta sequence)
+VersionKey = tuple[str, str, str, str, int]
 
 
 @dataclass(frozen=True)
 class ChunkMap:
     """The chunks of one version: chunk k is the message at ``sequences[k]`` on ``subject``
-    and holds bytes ``[starts[k], starts[k + 1])`` (the last one up to ``size``). Contiguous,
-    uniform maps keep ``range`` objects, not lists."""
+    and holds bytes ``[starts[k], starts[k + 1])`` (the last one up to ``size``). Contiguous
+    chunks keep their sequences as a ``range``, chunks of one size their offsets."""
 
     subject: str
     size: int
     sequences: Sequence[int]
     starts: Sequence[int]
-    mapped: bool  # built from the headers-only read (the fallback), not the fast path
 
     def __len__(self) -> int:
         return len(self.sequences)
@@ -85,7 +88,7 @@ class ChunkMap:
 @dataclass(frozen=True)
 class Located:
     """A version's map and the chunks its finding fetched whole (the first and last: a
-    footer read then costs no further request)."""
+    header or footer read then costs no further request)."""
 
     map: ChunkMap
     held: dict[int, bytes]
@@ -117,39 +120,31 @@ class MapCache:
         ):
             self.drop(next(iter(self._maps)))
 
-    def drop(self, key: VersionKey) -> None:
-        dropped = self._maps.pop(key, None)
+    def drop(self, key: VersionKey | None) -> None:
+        dropped = self._maps.pop(key, None) if key is not None else None
         if dropped is not None:
             self.listed -= dropped.listed
 
 
-maps = MapCache()  # the process's
+def version_key(stream: BucketStream, info: ObjectInfo) -> VersionKey | None:
+    """The version's key in a ``MapCache``; None (not kept) for a record whose sequence is
+    unknown (one built by the caller rather than read from the stream)."""
+    if info.sequence is None:
+        return None
+    return (stream.created, info.bucket, info.name, info.nuid, info.sequence)
 
 
-def version_key(info: ObjectInfo) -> VersionKey:
-    return (info.bucket, info.name, info.nuid, info.sequence)
-
-
-def forget(info: ObjectInfo) -> None:
-    """Drop a version's map (its chunks were found gone)."""
-    maps.drop(version_key(info))
-
-
-async def locate(stream: BucketStream, info: ObjectInfo, *, exhaustive: bool = False) -> Located:
-    """The map of ``info``'s version: from the cache, or found (see the module docstring).
-    ObjectChanged when the chunks are gone (overwritten or deleted since ``info`` was read),
-    DigestMismatch when they disagree with the record. ``exhaustive``: from every chunk's
-    size (the fallback) even where the fast path would do, for a fast-path map that a chunk
-    of another length disproved."""
-    key = version_key(info)
-    cached = maps.get(key)
-    if cached is not None and (cached.mapped or not exhaustive):
+async def locate(stream: BucketStream, info: ObjectInfo, maps: MapCache) -> Located:
+    """The map of ``info``'s version: from ``maps``, or found and proven (see the module
+    docstring). ObjectChanged when chunks are gone (overwritten or deleted since ``info`` was
+    read), DigestMismatch when they disagree with the record."""
+    key = version_key(stream, info)
+    cached = maps.get(key) if key is not None else None
+    if cached is not None:
         return Located(cached, {})
-    if exhaustive:
-        located = Located(await _mapped(stream, info, chunk_subject(info.bucket, info.nuid)), {})
-    else:
-        located = await _find(stream, info)
-    maps.put(key, located.map)
+    located = await _find(stream, info)
+    if key is not None:
+        maps.put(key, located.map)
     return located
 
 
@@ -166,37 +161,71 @@ def changed(info: ObjectInfo, what: str = "its chunks are gone") -> ObjectChange
     )
 
 
+def stored_before(info: ObjectInfo, sequence: int) -> None:
+    """Refuse a chunk stored after the version's record (DigestMismatch): every writer stores
+    an object's chunks before its record, so such a message was put there afterwards (a
+    rollup of the chunk subject, say) and is no part of the version. For whole and ranged
+    reads; a record of unknown sequence has nothing to hold it to."""
+    if info.sequence is not None and sequence > info.sequence:
+        raise damaged(
+            info,
+            f"a chunk at stream sequence {sequence} was stored after the meta record"
+            f" (sequence {info.sequence})",
+        )
+
+
+def verify_digest(info: ObjectInfo, digest: bytes) -> None:
+    """DigestMismatch unless ``digest`` (SHA-256 of all of the version's bytes) is the
+    record's; a record without one has nothing to check. For whole and ranged reads."""
+    if info.digest and digest_bytes(info.digest) != digest:
+        raise DigestMismatch(
+            f"SHA-256 of the data does not match {info.digest}",
+            bucket=info.bucket,
+            name=info.name,
+        )
+
+
 async def _find(stream: BucketStream, info: ObjectInfo) -> Located:
     subject = chunk_subject(info.bucket, info.nuid)
     count, size = info.chunks, info.size
     if count == 0:
         if size:
-            raise _damaged(info, f"the record has {size} bytes in no chunks")
-        return Located(ChunkMap(subject, 0, range(0), range(0), mapped=False), {})
-    if count == 1:  # its first message would be the last one: fetched once
+            raise damaged(info, f"the record has {size} bytes in no chunks")
+        return Located(ChunkMap(subject, 0, range(0), range(0)), {})
+    if count == 1:  # the subject's last message, as the whole read takes it
         only = await _last(stream, info, subject)
-        if only is None:
+        if only is None or MARKER_REASON in only.headers:
             raise changed(info)
-        # every writer stores an object's chunks before its record: a message after the
-        # record is not the put's chunk (the headers-only map then says what is there)
-        written_before = info.sequence is None or only.sequence < info.sequence
-        if len(only.data) == size and written_before:
-            sequences = range(only.sequence, only.sequence + 1)
-            chunk_map = ChunkMap(subject, size, sequences, range(0, 1), mapped=False)
-            return Located(chunk_map, {0: only.data})
-        return Located(await _mapped(stream, info, subject), {})
-    first, last = await asyncio.gather(
-        stream.first(subject, name=info.name), _last(stream, info, subject)
+        chunk_map = _proven(info, subject, [(only.sequence, len(only.data))])
+        verify_digest(info, hashlib.sha256(only.data).digest())
+        return Located(chunk_map, {0: only.data})
+    sizes, first, last = await asyncio.gather(
+        stream.message_sizes(subject, count, name=info.name),
+        stream.first(subject, name=info.name),
+        _last(stream, info, subject),
     )
-    if first is None or last is None:
+    chunk_map = _proven(info, subject, sizes)
+    held = {
+        k: found.data
+        for k, found in ((0, first), (count - 1, last))
+        if found is not None and found.sequence == chunk_map.sequences[k]
+    }
+    if count == 2:  # both chunks in hand (the second fetched when more follow it): checked
+        if 1 not in held:
+            held[1] = await _chunk(stream, info, chunk_map, 1)
+        verify_digest(info, _sha256(held[k] for k in range(count)))
+    return Located(chunk_map, held)
+
+
+async def _chunk(stream: BucketStream, info: ObjectInfo, chunk_map: ChunkMap, k: int) -> bytes:
+    """Chunk ``k`` of a proven map, fetched on its own."""
+    sequence = chunk_map.sequences[k]
+    found = await stream.first(chunk_map.subject, after=sequence - 1, name=info.name)
+    if found is None or found.sequence != sequence:
         raise changed(info)
-    if last.sequence - first.sequence + 1 == count:
-        starts = _uniform_starts(info, first, last)
-        if starts is not None:
-            sequences = range(first.sequence, first.sequence + count)
-            chunk_map = ChunkMap(subject, size, sequences, starts, mapped=False)
-            return Located(chunk_map, {0: first.data, count - 1: last.data})
-    return Located(await _mapped(stream, info, subject), {})
+    if len(found.data) != chunk_map.length(k):
+        raise damaged(info, f"chunk {k} holds {len(found.data)} bytes, not {chunk_map.length(k)}")
+    return found.data
 
 
 async def _last(stream: BucketStream, info: ObjectInfo, subject: str) -> LastMsg | None:
@@ -208,37 +237,41 @@ async def _last(stream: BucketStream, info: ObjectInfo, subject: str) -> LastMsg
     return last
 
 
-def _uniform_starts(info: ObjectInfo, first: LastMsg, last: LastMsg) -> range | None:
-    """The chunk offsets of two or more chunks when the edges prove every chunk but the last
-    is the declared size (see the module docstring); None when they do not."""
-    count, size = info.chunks, info.size
-    chunk = info.chunk_size
-    if not chunk or count != -(-size // chunk) or len(first.data) != chunk:
-        return None
-    if len(last.data) != size - (count - 1) * chunk:
-        return None
-    return range(0, count * chunk, chunk)
-
-
-async def _mapped(stream: BucketStream, info: ObjectInfo, subject: str) -> ChunkMap:
-    """The fallback: every chunk's sequence and size from one headers-only read."""
-    sizes = await stream.message_sizes(subject, info.chunks, name=info.name)
-    if len(sizes) < info.chunks:
+def _proven(info: ObjectInfo, subject: str, sizes: Sequence[tuple[int, int]]) -> ChunkMap:
+    """The map of the version's chunks from (sequence, size) of the messages on its chunk
+    subject in stream order, held to the record: its first ``chunks`` messages, all stored
+    before the record, holding the record's size between them."""
+    count = info.chunks
+    if len(sizes) < count:
         raise changed(info)
-    if len(sizes) > info.chunks:
-        raise _damaged(info, f"{len(sizes)} chunks are stored, the record names {info.chunks}")
-    total = sum(length for _, length in sizes)
+    chunks = sizes[:count]
+    stored_before(info, chunks[-1][0])  # stream order: the last of them is the latest
+    lengths = [length for _, length in chunks]
+    total = sum(lengths)
     if total != info.size:
-        raise _damaged(info, f"the chunks hold {total} bytes, the record says {info.size}")
-    first = sizes[0][0]
-    sequences: Sequence[int] = array("q", (sequence for sequence, _ in sizes))
-    if sequences[-1] - first + 1 == len(sequences):
-        sequences = range(first, first + len(sequences))
-    starts = array("q", [0, *itertools.accumulate(length for _, length in sizes[:-1])])
-    return ChunkMap(subject, info.size, sequences, starts, mapped=True)
+        raise damaged(info, f"its chunks hold {total} bytes, the record says {info.size}")
+    first = chunks[0][0]
+    sequences: Sequence[int] = array("q", (sequence for sequence, _ in chunks))
+    if sequences[-1] - first + 1 == count:
+        sequences = range(first, first + count)
+    step = lengths[0]
+    starts: Sequence[int]
+    if step and all(length == step for length in lengths[:-1]):
+        starts = range(0, count * step, step)
+    else:
+        starts = array("q", [0, *itertools.accumulate(lengths[:-1])])
+    return ChunkMap(subject, info.size, sequences, starts)
 
 
-def _damaged(info: ObjectInfo, what: str) -> DigestMismatch:
+def _sha256(chunks: Iterable[bytes]) -> bytes:
+    digest = hashlib.sha256()
+    for chunk in chunks:
+        digest.update(chunk)
+    return digest.digest()
+
+
+def damaged(info: ObjectInfo, what: str) -> DigestMismatch:
+    """The version's chunks disagree with its record (``what``): DigestMismatch."""
     return DigestMismatch(
         f"{what}: the object is damaged",
         bucket=info.bucket,

@@ -14,6 +14,7 @@ from nats.aio.client import Client as NatsConnection
 
 from natsobj.aio import name_sync
 from natsobj.aio.jsapi import DEFAULT_FAILOVER_TIMEOUT, JetStreamApi
+from natsobj.aio.ranges import ClientRanges
 from natsobj.aio.socket_reads import enlarge_reads
 from natsobj.aio.store import ObjectStore
 from natsobj.errors import (
@@ -117,6 +118,9 @@ class Client:
         self.failover_timeout = failover_timeout
         self.put_window_bytes = put_window_bytes
         self.read_window_bytes = read_window_bytes
+        # chunk maps and fetch slots of this client's ranged reads, not the process's: another
+        # client may be on another server, with a bucket of the same name
+        self.ranges = ClientRanges(read_window_bytes)
         self.nc: Any = None
         self.api: JetStreamApi = None  # type: ignore[assignment]
         self._connect_errors: list[Exception] | None = None  # set while the first connect runs

@@ -6,9 +6,11 @@ span's first chunk and asked for no chunk past its last (the transport of whole-
 reads); a shorter one in runs, each from one batched direct get (ADR-31: ``seq`` of its first
 chunk, ``batch`` its length, and ``next_by_subj`` the object's chunk subject when other
 messages lie between its chunks), several at a time.
-Every chunk is checked: its subject, its sequence and its length against the map. Nothing
-else can be: a range cannot be checked against the object's SHA-256 (like an S3 range GET);
-whole-object reads (``ObjectStore.get``) still are.
+Every chunk is checked: its subject, its sequence and its length against the map, which was
+proven against the record before any byte is served (``natsobj.aio.chunkmap``), so a range
+holds the bytes a whole read of the same version puts there. A range cannot be checked
+against the object's SHA-256 (like an S3 range GET; a version of one or two chunks is, when
+its map is found, see ``chunkmap``); whole-object reads (``ObjectStore.get``) always are.
 
 A chunk that is not there any more means the version was overwritten or deleted (a new
 version's chunks are on another subject, and the old ones are purged): ``ObjectChanged``,
@@ -23,14 +25,19 @@ import io
 from collections import OrderedDict
 from types import TracebackType
 from typing import Any, NoReturn
-from weakref import WeakKeyDictionary
 
-from natsobj.aio.chunkmap import ChunkMap, changed, forget, locate
+from natsobj.aio.chunkmap import (
+    ChunkMap,
+    MapCache,
+    changed,
+    damaged,
+    locate,
+    version_key,
+)
 from natsobj.aio.directbatch import BatchStalled, DirectBatches, RawMsg
-from natsobj.aio.jsapi import JetStreamApi, raw_header
+from natsobj.aio.jsapi import raw_header
 from natsobj.aio.offloaded import read_offloaded_range
 from natsobj.aio.stream import BucketStream
-from natsobj.errors import DigestMismatch
 from natsobj.model import ObjectInfo
 
 HELD_CHUNKS = 4  # chunks a reader keeps after fetching them (small sequential reads reuse them)
@@ -63,26 +70,39 @@ def byte_range(size: int, start: int | None, end: int | None) -> tuple[int, int]
     return start, end
 
 
-class MapDisproved(DigestMismatch):
-    """A chunk is not the length its map says. On a fast-path map (see ``chunkmap``) the
-    writer broke its declared chunk size, and the reader maps every chunk instead; on a map
-    built from every chunk's size, the object is damaged."""
+class ClientRanges:
+    """What the ranged reads of one client share (``Client.ranges``), never the whole
+    process: the chunk maps found, keyed by the stream's identity and the version (two
+    servers' buckets of one name never meet), and its connection's fetch slots
+    (CONNECTION_IN_FLIGHT_BYTES in read windows, at least one)."""
 
-    hint = "Re-upload the object."
+    def __init__(self, read_window_bytes: int) -> None:
+        self.maps = MapCache()
+        slots = max(1, CONNECTION_IN_FLIGHT_BYTES // max(1, read_window_bytes))
+        self.in_flight = asyncio.Semaphore(slots)
 
 
 class RangeReader:
     """A seekable reader of one version of an object (``ObjectStore.open_range``): ``size``,
     ``read(n)``, ``seek``, ``tell`` and ``read_range(start, end)``, each fetching only the
     chunks that hold the bytes asked for. ``bytes_fetched`` counts what came over the wire.
-    Bytes are never checked against the object's digest (see the module docstring)."""
+    Bytes are never checked against the object's digest (see the module docstring).
+    ``shared``: its client's ``ClientRanges``."""
 
-    def __init__(self, stream: BucketStream, info: ObjectInfo, *, read_window_bytes: int) -> None:
+    def __init__(
+        self,
+        stream: BucketStream,
+        info: ObjectInfo,
+        *,
+        read_window_bytes: int,
+        shared: ClientRanges,
+    ) -> None:
         self.stream = stream
         self.info = info
         self.size = info.size
         self.bytes_fetched = 0
         self.read_window_bytes = read_window_bytes
+        self.shared = shared
         self._position = 0
         self._map: ChunkMap | None = None
         self._held: OrderedDict[int, bytes] = OrderedDict()
@@ -141,18 +161,9 @@ class RangeReader:
             data = await read_offloaded_range(self.stream, self.info, start, end)
             self.bytes_fetched += len(data)
             return data
-        try:
-            chunk_map = await self._chunk_map()
-            indexes = chunk_map.chunks_for(start, end)
-            chunks = await self._chunks(chunk_map, indexes)
-        except MapDisproved:
-            # A writer's chunk over its own declared size: map them all once, then read again.
-            if self._map is not None and self._map.mapped:
-                raise
-            self._map = chunk_map = (await locate(self.stream, self.info, exhaustive=True)).map
-            self._held.clear()
-            indexes = chunk_map.chunks_for(start, end)
-            chunks = await self._chunks(chunk_map, indexes)
+        chunk_map = await self._chunk_map()
+        indexes = chunk_map.chunks_for(start, end)
+        chunks = await self._chunks(chunk_map, indexes)
         skip = start - chunk_map.starts[indexes[0]]
         keep = end - chunk_map.starts[indexes[-1]]
         if len(chunks) == 1:
@@ -167,7 +178,7 @@ class RangeReader:
     async def _chunk_map(self) -> ChunkMap:
         async with self._locating:  # reads started together find the map once
             if self._map is None:
-                located = await locate(self.stream, self.info)
+                located = await locate(self.stream, self.info, self.shared.maps)
                 self._map = located.map
                 for index, data in located.held.items():
                     self._check_length(located.map, index, data)
@@ -197,7 +208,7 @@ class RangeReader:
             if runs and self._batched_gets():
                 await gets.open()
             try:
-                limit = _in_flight(self.stream.api, self.read_window_bytes)
+                limit = self.shared.in_flight
 
                 async def fetch(run: range) -> None:
                     async with limit:
@@ -322,29 +333,22 @@ class RangeReader:
         self._check_length(chunk_map, k, data)
 
     def _check_length(self, chunk_map: ChunkMap, k: int, data: bytes) -> None:
+        """A message at a proven sequence is the chunk the map sized (stored messages do not
+        change): another length is a damaged store."""
         if len(data) != chunk_map.length(k):
-            forget(self.info)
-            raise MapDisproved(
+            self._forget()
+            raise damaged(
+                self.info,
                 f"chunk {k} holds {len(data)} bytes where its map has {chunk_map.length(k)}",
-                bucket=self.info.bucket,
-                name=self.info.name,
             )
 
     def _gone(self) -> NoReturn:
-        forget(self.info)
+        self._forget()
         raise changed(self.info)
 
-
-_limits: WeakKeyDictionary[JetStreamApi, asyncio.Semaphore] = WeakKeyDictionary()
-
-
-def _in_flight(api: JetStreamApi, read_window_bytes: int) -> asyncio.Semaphore:
-    """The connection's fetch slots: CONNECTION_IN_FLIGHT_BYTES in read windows, at least one."""
-    limit = _limits.get(api)
-    if limit is None:
-        slots = max(1, CONNECTION_IN_FLIGHT_BYTES // max(1, read_window_bytes))
-        limit = _limits[api] = asyncio.Semaphore(slots)
-    return limit
+    def _forget(self) -> None:
+        """Drop the version's map (its chunks were found gone or changed)."""
+        self.shared.maps.drop(version_key(self.stream, self.info))
 
 
 def _missing(indexes: range, held: dict[int, bytes]) -> list[range]:

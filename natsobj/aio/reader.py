@@ -2,7 +2,9 @@
 
 Short data is never returned: a reader that runs out of chunks raises ``ObjectChanged``
 (``ObjectNotFound`` once the object's ``expires`` has passed: it expired), and one whose
-bytes do not match the recorded digest raises ``DigestMismatch`` after the last chunk.
+bytes do not match the recorded digest raises ``DigestMismatch`` after the last chunk, as one
+does at a chunk stored after the meta record (no part of the version:
+``chunkmap.stored_before``).
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
-from natsobj.aio.chunkmap import changed
+from natsobj.aio.chunkmap import changed, stored_before, verify_digest
 from natsobj.aio.consumer import OrderedConsumer
 from natsobj.aio.jsapi import raw_header
 from natsobj.aio.offload import chunk_sink
@@ -116,6 +118,7 @@ class ObjectReader:
                 msg = await consumer.next()
                 if msg is None or (msg.headers and raw_header(msg.headers, _MARKER) is not None):
                     raise self._changed()
+                stored_before(info, msg.sequence)
                 size += len(msg.data)
                 count += 1
                 if size > info.size:
@@ -147,6 +150,7 @@ class ObjectReader:
         )
         if found is None or MARKER_REASON in found.headers:  # gone, or an expiry's marker
             raise self._changed()
+        stored_before(info, found.sequence)
         return found.data
 
     async def _chunk_consumer(self) -> tuple[OrderedConsumer, int]:
@@ -180,13 +184,7 @@ class ObjectReader:
                 bucket=info.bucket,
                 name=info.name,
             )
-        expected = digest_bytes(info.digest)
-        if info.digest and expected != digest:
-            raise DigestMismatch(
-                f"SHA-256 of the data does not match {info.digest}",
-                bucket=info.bucket,
-                name=info.name,
-            )
+        verify_digest(info, digest)
 
     async def close(self) -> None:
         """Stop reading and release the consumer; ``get`` calls it when its block ends."""

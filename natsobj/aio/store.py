@@ -22,7 +22,7 @@ from natsobj.aio.expiry import BucketExpiry
 from natsobj.aio.jsapi import JetStreamApi, raw_header, status_of
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.publish import PublishWindow
-from natsobj.aio.ranges import RangeReader
+from natsobj.aio.ranges import ClientRanges, RangeReader
 from natsobj.aio.reader import ObjectReader, check_digest
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.stream import BucketStream, LastMsg
@@ -110,6 +110,7 @@ class StoreClient(Protocol):
     nc: Any
     put_window_bytes: int
     read_window_bytes: int
+    ranges: ClientRanges
 
     async def store(self, bucket: str) -> ObjectStore: ...
 
@@ -611,8 +612,9 @@ class ObjectStore:
     ) -> bytes:
         """Bytes ``[start, end)`` of the object (following a link), fsspec's convention: end
         exclusive, None for the end, negative offsets from the end, clamped to the object.
-        Only the chunks holding them are fetched (docs/random-access.md), each checked for
-        its subject, sequence and length; a range cannot be checked against the SHA-256.
+        Only the chunks holding them are fetched (docs/random-access.md), placed by a chunk
+        map proven against the record and each checked for its subject, sequence and length:
+        the whole read's bytes, though a range cannot be checked against the SHA-256.
         A read that raced an overwrite reads the new version; ``min_sequence`` as for
         ``get_info``, ``allow_missing_digest`` as for ``get``."""
         for attempt in range(READ_ATTEMPTS):
@@ -652,7 +654,10 @@ class ObjectStore:
                 name=info.name,
             )
         return RangeReader(
-            self.bucket_stream, info, read_window_bytes=self.client.read_window_bytes
+            self.bucket_stream,
+            info,
+            read_window_bytes=self.client.read_window_bytes,
+            shared=self.client.ranges,
         )
 
     # -- meta, delete, links ----------------------------------------------------------------------

@@ -86,6 +86,9 @@ class BucketStream:
         self.replicas = info.replicas
         self.allow_direct = info.allow_direct
         self.allow_atomic = info.allow_atomic
+        # the stream's identity: a bucket deleted and made again under its name is another
+        # stream, whose sequences start over (what is kept per version is keyed by it)
+        self.created = info.created
 
     def __repr__(self) -> str:
         return f"BucketStream(bucket={self.bucket!r})"
@@ -340,22 +343,23 @@ class BucketStream:
     async def message_sizes(
         self, subject: str, expected: int, *, name: str | None = None
     ) -> list[tuple[int, int]]:
-        """(stream sequence, payload size) of each message on ``subject``, in stream order,
-        read with a headers-only consumer: no payload is sent, only each one's
-        ``Nats-Msg-Size``. ``expected`` is how many the caller knows are there (see
-        ``started_consumer``); fewer come back when they are gone."""
+        """(stream sequence, payload size) of the first ``expected`` messages on ``subject``
+        (the caller knows that many are there, see ``started_consumer``; any more, another
+        writer's, are not read), in stream order, read with a headers-only consumer: no
+        payload is sent, only each one's ``Nats-Msg-Size``. Fewer come back when they are
+        gone."""
         consumer, available = await self.started_consumer(
             subject,
             expected,
             what=f"the messages on {subject}",
             name=name,
             headers_only=True,
-            batch=1024,
+            batch=min(1024, max(1, expected)),
             pulls_ahead=2,
         )
         sizes: list[tuple[int, int]] = []
         try:
-            while len(sizes) < available:
+            while len(sizes) < min(available, expected):
                 msg = await consumer.next()
                 if msg is None:
                     break
