@@ -247,7 +247,8 @@ class ObjectInfo:
         reach a subject, a size or a comparison; anything unusable is BadObjectMeta naming
         the bucket, the object (``name``, where the caller knows it) and the field. With
         ``token`` (the last token of the subject it was read from), its name must be the one
-        that subject encodes.
+        that subject encodes; with ``bucket`` (where it was read), a ``bucket`` field naming
+        another one is refused: the record is that bucket's, whatever it claims.
 
         Listings parse records by the hundred thousand, so the plain fields are read with one
         lookup each and the optional parts only when present."""
@@ -298,12 +299,16 @@ class ObjectInfo:
             record_bucket, description = get("bucket", ""), get("description", "")
             if type(record_bucket) is not str:
                 record_bucket = _text(record_bucket, "bucket")
+            if bucket and record_bucket and record_bucket != bucket:
+                # the bucket is where the record was read: following its claim would list,
+                # fetch or delete another bucket's object
+                raise _Invalid("bucket", f"names another bucket: {_shown(record_bucket)}")
             if type(description) is not str:
                 description = _text(description, "description")
             headers, metadata = get("headers"), get("metadata")
             return cls(
                 name,
-                record_bucket or bucket or "",
+                bucket or record_bucket,
                 nuid,
                 size,
                 chunks,
