@@ -341,8 +341,10 @@ def parse_headers(headers: bytes) -> dict[str, str] | None:
 
 def raw_header(headers: bytes, name: bytes) -> str | None:
     """One header's value from a raw header block, without parsing the rest; ``name`` is
-    matched exactly as the server writes it (``b"Nats-Sequence"``)."""
-    start = headers.find(b"\r\n" + name + b":")
+    matched exactly as the server writes it (``b"Nats-Sequence"``). The last occurrence: a
+    stored message keeps the headers its publisher wrote, which may name any header, and the
+    server appends its own (``Nats-Sequence``, ``Nats-Time-Stamp``, ...) after them."""
+    start = headers.rfind(b"\r\n" + name + b":")
     if start == -1:
         return None
     start += len(name) + 3

@@ -445,7 +445,14 @@ class _SubjectStateListing:
             except ValueError as exc:
                 log.warning("bucket %r: skipping a direct-get reply: %s", self.store.bucket, exc)
                 continue
-            info = _parse_meta(self.store, doc, mtime, sequence, subject)
+            if not subject.startswith(self.meta_prefix):
+                log.warning(
+                    "bucket %r: skipping a direct-get reply for %r, not a meta subject",
+                    self.store.bucket,
+                    subject,
+                )
+                continue
+            info = _parse_meta(self.store, doc, mtime, sequence, subject[skip:])
             if info is None:
                 continue
             info.expires = expires_at(mtime, raw_header(headers, _MSG_TTL))
@@ -612,8 +619,10 @@ def _decode_all(payloads: list[bytes]) -> list[Any]:
 
 
 def _direct_get_headers(headers: bytes) -> tuple[str, int, datetime]:
-    """Subject, sequence and server time of a direct-get reply (ValueError when missing)."""
-    found = _SUBJECT_SEQUENCE_TIME.search(headers)
+    """Subject, sequence and server time of a direct-get reply (ValueError when missing).
+    The server appends these after the headers the message was published with, which may
+    carry their own (any writer can add them): the last occurrence is the server's."""
+    found = _SUBJECT_SEQUENCE_TIME.match(headers, max(headers.rfind(b"\r\nNats-Subject:"), 0))
     if found:
         subject, sequence, stamp = (value.decode() for value in found.groups())
     else:  # headers in another order: look for each
@@ -628,13 +637,16 @@ def _parse_meta(
     doc: bytes | dict[str, Any],
     mtime: datetime | None,
     sequence: int,
-    where: str,
+    token: str,
 ) -> ObjectInfo | None:
-    """A meta record, or None for a corrupt one, which is logged and skipped."""
+    """The meta record read from the meta subject ending in ``token``, or None for a corrupt
+    one or one claiming another name than its subject's, which is logged and skipped."""
     try:
-        return ObjectInfo.from_json(doc, mtime=mtime, sequence=sequence, bucket=store.bucket)
+        return ObjectInfo.from_json(
+            doc, mtime=mtime, sequence=sequence, bucket=store.bucket, token=token
+        )
     except NatsObjError as exc:
         log.warning(
-            "bucket %r: skipping unreadable meta record on %s: %s", store.bucket, where, exc
+            "bucket %r: skipping unreadable meta record on %s: %s", store.bucket, token, exc
         )
         return None

@@ -32,12 +32,13 @@ class WatchedBucket(Protocol):
 
 
 def info_from_msg(store: WatchedBucket, msg: StreamMsg) -> ObjectInfo | None:
-    """Parse a meta message; a corrupt one is logged and skipped so a listing never hangs.
+    """Parse a meta message; a corrupt one, or one claiming another name than its subject
+    encodes, is logged and skipped so a listing never hangs.
     The server's subject delete marker is the object's expiry, a delete (``expired``); a
     record's ``Nats-TTL`` gives its ``expires``."""
     headers = msg.headers
+    token = msg.subject.rsplit(".", 1)[-1]
     if headers and raw_header(headers, _MARKER_REASON) is not None:
-        token = msg.subject.rsplit(".", 1)[-1]
         name = decoded(token)
         if name is None:
             log.warning("skipping a delete marker on an undecodable subject %r", msg.subject)
@@ -45,7 +46,7 @@ def info_from_msg(store: WatchedBucket, msg: StreamMsg) -> ObjectInfo | None:
         return expired_record(name, store.bucket, mtime=msg.time, sequence=msg.sequence)
     try:
         info = ObjectInfo.from_json(
-            msg.data, mtime=msg.time, sequence=msg.sequence, bucket=store.bucket
+            msg.data, mtime=msg.time, sequence=msg.sequence, bucket=store.bucket, token=token
         )
     except BadObjectMeta as exc:
         log.warning("skipping unreadable meta record at sequence %s: %s", msg.sequence, exc)

@@ -12,8 +12,10 @@ import logging
 
 import fsspec
 import pytest
+from click.testing import CliRunner
 
 import natsobj
+from natsobj.cli import cli
 from natsobj.model import ObjectInfo
 from natsobj.names import meta_subject
 
@@ -72,3 +74,65 @@ def test_a_record_naming_another_bucket_is_refused_and_never_followed(
     assert other_store.get_info("payroll.csv").sequence == secret.sequence
     with pytest.raises((natsobj.ObjectNotFound, natsobj.BucketNotFound)):
         store.get_info("mine.txt")  # what A held went, bucket and all
+
+
+# -- what a listing takes from the server, not from the publisher ---------------------------
+
+
+def test_a_shadow_record_claiming_another_name_never_stands_for_it(
+    store, raw, nats_url, tmp_path, caplog
+):
+    """A record on the subject of ``shadow`` saying it is ``real.csv`` (with the size and
+    digest of the copy already on disk) made ``natsobj sync`` skip the real file, exit 0."""
+    store.put("real.csv", b"the new version")
+    local = tmp_path / "dest"
+    local.mkdir()
+    (local / "real.csv").write_bytes(b"old")
+    shadow = {**stored_record(raw, store.bucket, "real.csv"), "nuid": "SHADOWNUID"}
+    shadow.update(size=3, digest=natsobj.model.digest_of(b"old"))
+    publish_record(raw, store.bucket, "shadow", shadow)
+
+    with caplog.at_level(logging.WARNING, logger="natsobj"):
+        listed = store.list()
+    assert [(i.name, i.size) for i in listed] == [("real.csv", len(b"the new version"))]
+    assert len(warnings_naming(caplog, "not the name its subject encodes")) == 1, caplog.text
+    assert [(i.name, i.size) for i in store.iter_list()] == [("real.csv", 15)]
+    assert [i.name for i in store.changes(0)] == ["real.csv"]
+    with store.watch() as watcher:
+        assert watcher.next(5).size == 15
+        assert watcher.next(0.3) is None
+
+    result = CliRunner().invoke(
+        cli, ["--url", nats_url, "sync", f"nats://{store.bucket}", str(local)]
+    )
+    assert result.exit_code == 0, result.output
+    assert (local / "real.csv").read_bytes() == b"the new version"
+
+
+def test_the_server_s_sequence_and_time_win_over_headers_a_publisher_wrote(store, raw):
+    """A publisher's own Nats-Sequence / Nats-Time-Stamp headers come before the server's
+    in a direct-get reply: a listing reported sequence 424242 and an mtime in 2099."""
+    real = store.put("stamped", b"x")
+    record = stored_record(raw, store.bucket, "stamped")
+    forged = {
+        "Nats-Stream": "OBJ_elsewhere",
+        "Nats-Subject": meta_subject(store.bucket, "stamped"),
+        "Nats-Sequence": "424242",
+        "Nats-Time-Stamp": "2099-01-01T00:00:00.000000000Z",
+    }
+    sequence = publish_record(raw, store.bucket, "stamped", record, forged)
+    assert sequence != 424242 and sequence > real.sequence
+
+    def check(info: ObjectInfo) -> None:
+        assert info.sequence == sequence
+        assert info.mtime is not None and info.mtime.year < 2099
+
+    check(store.get_info("stamped"))
+    (listed,) = store.list()
+    check(listed)
+    (streamed,) = list(store.iter_list())
+    check(streamed)
+    (changed,) = store.changes(real.sequence)
+    check(changed)
+    assert store.get_bytes("stamped") == b"x"
+    assert store.get_range("stamped", 0, 1) == b"x"
