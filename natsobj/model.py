@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from natsobj.errors import BadObjectMeta, BucketRecreated
-from natsobj.names import is_bucket_name, is_token_of
+from natsobj.names import decode_name, is_bucket_name, is_token_of
 
 DIGEST_PREFIX = "SHA-256="
 TIERING_FIELD = "natsobj_tiering"
@@ -26,6 +26,11 @@ OFFLOADED_LINK_BUCKET = "natsobj-offloaded-to-s3"
 DEFAULT_CHUNK_SIZE = 128 * 1024
 MAX_COUNT = 2**63 - 1  # JetStream counts bytes and messages in int64: no client writes more
 MAX_NUID = 256  # every client writes 22 characters; a long one would not fit a direct get line
+# The most a meta record may take. Parsed, a record costs many times its size (a map of short
+# strings twenty times), and listings parse them by the batch: one record above this is
+# refused before it is parsed. A name, a link, a digest and metadata the size object stores
+# allow leave it far from the bound; natsobj never writes a record above it.
+MAX_RECORD_BYTES = 64 * 1024
 # What a single subject token cannot hold: a separator, the wildcards, whitespace, controls
 _NOT_IN_TOKEN = re.compile(r"[.*>\s\x00-\x1f\x7f-\x9f]")
 
@@ -229,7 +234,19 @@ class ObjectInfo:
         return out
 
     def encode(self) -> bytes:
-        return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False).encode()
+        """The record as written; BadObjectMeta, before anything is sent, for one above
+        ``MAX_RECORD_BYTES``, which readers would refuse."""
+        data = json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False).encode()
+        if len(data) > MAX_RECORD_BYTES:
+            raise BadObjectMeta(
+                f"the meta record would take {len(data)} bytes, more than the"
+                f" {MAX_RECORD_BYTES} a record may",
+                bucket=self.bucket,
+                name=self.name,
+                hint="Keep metadata, headers and the description short; store the rest as an"
+                " object of its own.",
+            )
+        return data
 
     @classmethod
     def from_json(
@@ -254,6 +271,9 @@ class ObjectInfo:
         lookup each and the optional parts only when present."""
         shown = name  # the object errors name: the one asked for, else the record's own
         try:
+            if isinstance(data, bytes | str) and len(data) > MAX_RECORD_BYTES:
+                shown = shown if shown is not None or token is None else _token_name(token)
+                raise _Invalid("", f"takes {len(data)} bytes, more than {MAX_RECORD_BYTES}")
             doc = json.loads(data) if isinstance(data, bytes | str) else data
             if not isinstance(doc, dict):
                 raise _Invalid("name", "is missing: the record is not a JSON object")
@@ -361,7 +381,8 @@ class _Invalid(ValueError):
     """One field of a meta record that cannot be used as it is."""
 
     def __init__(self, field_name: str, problem: str) -> None:
-        super().__init__(f"field {field_name!r} {problem}")
+        """``field_name`` "" for a problem of the whole record."""
+        super().__init__(f"field {field_name!r} {problem}" if field_name else problem)
 
 
 def _shown(value: object) -> str:
@@ -379,6 +400,14 @@ def is_subject_token(value: object) -> bool:
         and 0 < len(value) <= MAX_NUID
         and _NOT_IN_TOKEN.search(value) is None
     )
+
+
+def _token_name(token: str) -> str | None:
+    """The name a meta subject's token encodes, for errors about a record not parsed."""
+    try:
+        return decode_name(token)
+    except ValueError:
+        return None
 
 
 def _nuid(value: object) -> str:

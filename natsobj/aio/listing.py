@@ -65,7 +65,7 @@ from natsobj.aio.watch import info_from_msg
 from natsobj.errors import NatsObjError, PermissionDenied, ReplicaLagging
 from natsobj.lifecycle import expires_at, kept_expires, record_to_keep
 from natsobj.matching import NameMatcher
-from natsobj.model import ObjectInfo, StreamInfo, parse_server_time
+from natsobj.model import MAX_RECORD_BYTES, ObjectInfo, StreamInfo, parse_server_time
 from natsobj.name_index import Entry, IndexRow, NameIndex
 from natsobj.names import all_meta_subject, decode_name
 from natsobj.wire import MARKER_REASON, MSG_TTL
@@ -606,9 +606,10 @@ def _decode_all(payloads: list[bytes]) -> list[Any]:
     """The JSON of every payload, parsed as one array: a single ``orjson.loads`` call per batch
     instead of one per record (its per-call overhead was most of the parsing time). Any
     record that is not exactly one JSON value makes the count differ or the parse fail; then
-    each is handed on raw, for ``from_json`` to parse (and to report) on its own."""
-    if not payloads:
-        return []
+    each is handed on raw, for ``from_json`` to parse (and to report) on its own. So is a
+    batch with a record above ``MAX_RECORD_BYTES``, which ``from_json`` refuses unparsed."""
+    if not payloads or any(len(payload) > MAX_RECORD_BYTES for payload in payloads):
+        return payloads
     try:
         docs = orjson.loads(b"[" + b",".join(payloads) + b"]")
     except ValueError:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import tracemalloc
 
 import fsspec
 import pytest
@@ -16,12 +17,14 @@ from click.testing import CliRunner
 
 import natsobj
 from natsobj.cli import cli
-from natsobj.model import ObjectInfo
+from natsobj.model import MAX_RECORD_BYTES, ObjectInfo
 from natsobj.names import meta_subject
 
 
 def publish_record(raw, bucket: str, name: str, record: dict | bytes, headers=None) -> int:
-    data = record if isinstance(record, bytes) else json.dumps(record).encode()
+    data = (
+        record if isinstance(record, bytes) else json.dumps(record, separators=(",", ":")).encode()
+    )
     return raw.publish(meta_subject(bucket, name), data, {"Nats-Rollup": "sub", **(headers or {})})
 
 
@@ -136,3 +139,33 @@ def test_the_server_s_sequence_and_time_win_over_headers_a_publisher_wrote(store
     check(changed)
     assert store.get_bytes("stamped") == b"x"
     assert store.get_range("stamped", 0, 1) == b"x"
+
+
+# -- what one record may cost ---------------------------------------------------------------
+
+
+def test_an_oversized_record_is_refused_unparsed_and_costs_only_itself(store, raw, caplog):
+    """A record with a 0.9 MB metadata map peaked at about 19 MB in a listing."""
+    store.put("good", b"fine")
+    huge = {**stored_record(raw, store.bucket, "good"), "name": "huge"}
+    huge["metadata"] = {f"k{i}": "v" for i in range(60_000)}
+    publish_record(raw, store.bucket, "huge", huge)
+
+    with pytest.raises(natsobj.BadObjectMeta, match=rf"'huge'.*more than {MAX_RECORD_BYTES}"):
+        store.get_info("huge")
+    tracemalloc.start()
+    try:
+        with caplog.at_level(logging.WARNING, logger="natsobj"):
+            assert [i.name for i in store.list()] == ["good"]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 4 * 1024 * 1024, peak
+    assert len(warnings_naming(caplog, "'huge'")) == 1, caplog.text
+    assert [i.name for i in store.changes(0)] == ["good"]
+    store.delete("huge")  # and it can be got rid of
+
+    with pytest.raises(natsobj.BadObjectMeta, match=r"'big'.*more than"):
+        store.put("big", b"x", metadata={f"k{i}": "v" * 10 for i in range(10_000)})
+    assert raw.subject_count(store.bucket, meta_subject(store.bucket, "big")) == 0
+    store.put("big", b"x", metadata={f"k{i}": "v" * 10 for i in range(100)})  # a usual one
