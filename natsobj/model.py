@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from natsobj.errors import BadObjectMeta, BucketRecreated
+from natsobj.errors import BadChunkSize, BadObjectMeta, BucketRecreated
 from natsobj.names import decode_name, is_bucket_name, is_token_of
 
 DIGEST_PREFIX = "SHA-256="
@@ -24,6 +24,11 @@ TIERING_FIELD = "natsobj_tiering"
 # clients then fail with "object/bucket not found" instead of hanging on purged chunks.
 OFFLOADED_LINK_BUCKET = "natsobj-offloaded-to-s3"
 DEFAULT_CHUNK_SIZE = 128 * 1024
+# Each chunk is a message with its own subject and headers (about a hundred bytes): below this
+# they cost more than a fifth of the bytes they carry, and a chunk size of 1 a hundred times.
+MIN_CHUNK_SIZE = 512
+# The largest max_payload NATS advises: no sane record asks for chunks beyond it.
+MAX_KEPT_CHUNK_SIZE = 8 * 1024 * 1024
 MAX_COUNT = 2**63 - 1  # JetStream counts bytes and messages in int64: no client writes more
 MAX_NUID = 256  # every client writes 22 characters; a long one would not fit a direct get line
 # The most a meta record may take. Parsed, a record costs many times its size (a map of short
@@ -33,6 +38,34 @@ MAX_NUID = 256  # every client writes 22 characters; a long one would not fit a 
 MAX_RECORD_BYTES = 64 * 1024
 # What a single subject token cannot hold: a separator, the wildcards, whitespace, controls
 _NOT_IN_TOKEN = re.compile(r"[.*>\s\x00-\x1f\x7f-\x9f]")
+
+
+def check_chunk_size(chunk_size: int, *, bucket: str | None = None, name: str | None = None) -> int:
+    """The one rule every face's chunk size option goes through: a positive integer of at
+    least ``MIN_CHUNK_SIZE`` (the server's max_payload bounds it from above, at put time)."""
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
+        raise BadChunkSize(
+            f"the chunk size must be a whole number of bytes, not {chunk_size!r}",
+            bucket=bucket,
+            name=name,
+        )
+    if chunk_size < MIN_CHUNK_SIZE:
+        raise BadChunkSize(
+            f"a chunk size of {chunk_size} bytes is below the least a put takes"
+            f" ({MIN_CHUNK_SIZE} bytes): every chunk is a message of its own",
+            bucket=bucket,
+            name=name,
+        )
+    return chunk_size
+
+
+def kept_chunk_size(recorded: int | None) -> int | None:
+    """The chunk size a copy, restamp or rehydrate keeps from the record it rewrites: the
+    record's when it is sane, else None (the put's default). A record is anyone's to write,
+    and a chunk size of 1 would turn a 64 KiB copy into 65,536 messages."""
+    if recorded is not None and MIN_CHUNK_SIZE <= recorded <= MAX_KEPT_CHUNK_SIZE:
+        return recorded
+    return None
 
 
 def format_digest(sha256_bytes: bytes) -> str:

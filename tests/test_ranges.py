@@ -436,7 +436,7 @@ def test_a_range_read_on_another_node_sees_the_write(cluster: NatsCluster, r3_bu
             for round_ in range(40):
                 size = rng.randrange(1, 40_000)
                 data = os.urandom(size)
-                put = await stores[0].put("obj", data, chunk_size=rng.choice([7, 1000, 4096]))
+                put = await stores[0].put("obj", data, chunk_size=rng.choice([512, 1000, 4096]))
                 # any replica, holding at least the handed-over sequence (docs/production.md)
                 got = await nearest.get_range("obj", -3_000, min_sequence=put.sequence)
                 assert got == data[-3_000:], round_

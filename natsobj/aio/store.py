@@ -51,6 +51,7 @@ from natsobj.model import (
     StoreStatus,
     StreamInfo,
     Tiering,
+    check_chunk_size,
     check_metadata,
     format_digest,
     trusted_nuid,
@@ -1031,9 +1032,7 @@ def _chunk_size(requested: int | None, max_payload: int, bucket: str, name: str)
     limit = max_payload - CHUNK_HEADER_ROOM
     if not requested:
         return min(DEFAULT_CHUNK_SIZE, limit)
-    chunk_size = int(requested)
-    if chunk_size <= 0:
-        raise ValueError("chunk_size must be positive")
+    chunk_size = check_chunk_size(requested, bucket=bucket, name=name)
     if chunk_size > limit:
         raise ChunkTooLarge(
             f"a chunk size of {chunk_size} bytes is more than the server takes: its max_payload"

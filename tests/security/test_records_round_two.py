@@ -10,15 +10,27 @@ from __future__ import annotations
 import json
 import logging
 import tracemalloc
+from datetime import timedelta
 
 import fsspec
 import pytest
 from click.testing import CliRunner
 
 import natsobj
+import natsobj.aio
+from natsobj.aio import restamp
 from natsobj.cli import cli
-from natsobj.model import MAX_RECORD_BYTES, ObjectInfo
+from natsobj.errors import BadChunkSize
+from natsobj.lifecycle import LifecycleRule
+from natsobj.model import (
+    MAX_KEPT_CHUNK_SIZE,
+    MAX_RECORD_BYTES,
+    MIN_CHUNK_SIZE,
+    ObjectInfo,
+    kept_chunk_size,
+)
 from natsobj.names import meta_subject
+from natsobj.sync import run
 
 
 def publish_record(raw, bucket: str, name: str, record: dict | bytes, headers=None) -> int:
@@ -169,3 +181,75 @@ def test_an_oversized_record_is_refused_unparsed_and_costs_only_itself(store, ra
         store.put("big", b"x", metadata={f"k{i}": "v" * 10 for i in range(10_000)})
     assert raw.subject_count(store.bucket, meta_subject(store.bucket, "big")) == 0
     store.put("big", b"x", metadata={f"k{i}": "v" * 10 for i in range(100)})  # a usual one
+
+
+# -- a record's chunk size ------------------------------------------------------------------
+
+SIXTY_FOUR_KIB = bytes(range(256)) * 256
+
+
+def chunk_messages(raw, bucket: str, info) -> int:
+    return raw.subject_count(bucket, f"$O.{bucket}.C.{info.nuid}")
+
+
+def test_a_foreign_chunk_size_of_one_does_not_multiply_what_a_copy_or_restamp_stores(
+    store, raw, nats_url
+):
+    """Copying a 64 KiB object whose record says max_chunk_size: 1 wrote 65,536 chunks."""
+    store.put("src", SIXTY_FOUR_KIB)
+    record = stored_record(raw, store.bucket, "src")
+    publish_record(raw, store.bucket, "src", {**record, "options": {"max_chunk_size": 1}})
+    assert store.get_info("src").chunk_size == 1  # read as written: other clients' layout
+
+    fs = fsspec.filesystem("nats", servers=nats_url, skip_instance_cache=True)
+    fs.cp_file(f"{store.bucket}/src", f"{store.bucket}/by-fs")
+    result = CliRunner().invoke(
+        cli, ["--url", nats_url, "cp", store.bucket, "src", store.bucket, "by-cli"]
+    )
+    assert result.exit_code == 0, result.output
+    for name in ("by-fs", "by-cli"):
+        copied = store.get_info(name)
+        assert (copied.chunks, chunk_messages(raw, store.bucket, copied)) == (1, 1), name
+        assert store.get_bytes(name) == SIXTY_FOUR_KIB
+
+    store.set_lifecycle_rules([LifecycleRule("src", timedelta(days=7))])
+
+    async def restamped() -> list[restamp.Restamp]:
+        async with await natsobj.aio.connect(nats_url) as client:
+            aio_store = await client.store(store.bucket)
+            return await restamp.apply(aio_store, await restamp.plan(aio_store))
+
+    (done,) = run(restamped())
+    assert done.done
+    after = store.get_info("src")
+    assert after.expires is not None
+    assert (after.chunks, chunk_messages(raw, store.bucket, after)) == (1, 1)
+    assert store.get_bytes("src") == SIXTY_FOUR_KIB
+
+    # a sane recorded chunk size is kept
+    assert kept_chunk_size(4096) == 4096 and kept_chunk_size(1) is None
+    assert kept_chunk_size(MAX_KEPT_CHUNK_SIZE + 1) is None
+
+
+@pytest.mark.parametrize("chunk_size", [1, 7, MIN_CHUNK_SIZE - 1, -5])
+def test_every_face_refuses_a_chunk_size_below_the_minimum_before_sending(
+    store, raw, nats_url, tmp_path, chunk_size
+):
+    with pytest.raises(BadChunkSize, match=rf"'tiny'.*{chunk_size} bytes.*{MIN_CHUNK_SIZE}"):
+        store.put("tiny", SIXTY_FOUR_KIB, chunk_size=chunk_size)
+    assert isinstance(BadChunkSize("x"), ValueError)
+    fs = fsspec.filesystem("nats", servers=nats_url, skip_instance_cache=True)
+    with (
+        pytest.raises(BadChunkSize),
+        fs.open(f"{store.bucket}/tiny", "wb", chunk_size=chunk_size) as f,
+    ):
+        f.write(SIXTY_FOUR_KIB)
+    source = tmp_path / "data.bin"
+    source.write_bytes(SIXTY_FOUR_KIB)
+    args = ["--url", nats_url, "put", "--chunk-size", str(chunk_size), store.bucket, "tiny"]
+    result = CliRunner().invoke(cli, [*args, str(source)])
+    assert result.exit_code == 2, result.output
+    assert f"least a put takes ({MIN_CHUNK_SIZE} bytes)" in result.output
+    assert store.status().messages == 0  # not one chunk was sent
+
+    assert store.put("tiny", SIXTY_FOUR_KIB, chunk_size=MIN_CHUNK_SIZE).chunks == 128
