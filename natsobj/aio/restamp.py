@@ -4,10 +4,10 @@ BUCKET --apply``).
 Rules apply when natsobj puts an object; objects written before a rule existed, or by
 another client (which sends no ``Nats-TTL``), never expire by themselves. A restamp puts such
 an object again with the same content (streamed from its chunks, verified against its digest
-on the way), name, description, headers, metadata and chunk size (when sane), and a TTL of what is left
-of the rule's TTL counted from the object's ``mtime`` (as S3 counts from the creation date);
-one whose time is up gets the shortest TTL the bucket takes. The put is a compare-and-swap on
-the version read: an object changed meanwhile is left to its new writer.
+on the way), name, description, headers, metadata and chunk size (when sane), and a TTL of
+what is left of the rule's TTL counted from the object's ``mtime`` (as S3 counts from the
+creation date); one whose time is up gets the shortest TTL the bucket takes. The put is a
+compare-and-swap on the version read: an object changed meanwhile is left to its new writer.
 """
 
 from __future__ import annotations
