@@ -144,9 +144,13 @@ class Offload:
 @dataclass
 class Tiering:
     """Set on the meta records that offload and rehydrate write. They stand for the version
-    first recorded at meta sequence ``replaces`` (same bytes, name and metadata), so watches
-    and ``changes`` that have seen that sequence skip them, and ``mtime`` stays the version's.
-    Written as the extra top-level JSON field ``natsobj_tiering``, which other clients ignore."""
+    first recorded at meta sequence ``replaces`` (same bytes, name and metadata), which they
+    keep in the stream (they are published without a rollup) so a reader can prove it: only
+    a restatement ``ObjectInfo.restates`` that version is one (watches and ``changes`` skip
+    it, and its ``mtime`` is the server's time of that version); anything else claiming to be
+    one is a new version like any other (``natsobj.aio.restatement``). ``mtime`` is written
+    for earlier natsobj releases and never read. Written as the extra top-level JSON field
+    ``natsobj_tiering``, which other clients ignore."""
 
     replaces: int | None = None  # None once a later update_meta made it a version of its own
     mtime: datetime | None = None
@@ -233,8 +237,38 @@ class ObjectInfo:
     @property
     def stands_for(self) -> int | None:
         """The meta sequence of the version this record restates (written by an offload or a
-        rehydrate, not a new version), or None for a record of its own."""
+        rehydrate, not a new version), or None for a record of its own. What a record says
+        until ``natsobj.aio.restatement.proven`` has checked it against that version."""
         return self.tiering.replaces if self.tiering is not None else None
+
+    @property
+    def rolls_up(self) -> bool:
+        """Whether publishing this record removes the name's earlier ones: all but a
+        restatement, which keeps the version it restates for readers to prove it by."""
+        return self.stands_for is None
+
+    def restates(self, version: ObjectInfo) -> bool:
+        """Whether this record provably restates ``version`` (the record at the sequence it
+        names, read from the server): the same object and the same bytes (digest and size:
+        what the bytes are; the nuid says where they are, which a rehydrate changes), with
+        the same description, headers and metadata, so a reader who saw ``version`` has
+        nothing new to see."""
+        return (
+            version.stands_for is None
+            and not version.deleted
+            and not self.deleted
+            and version.link is None
+            and bool(version.digest)
+            and (version.name, version.size, version.digest) == (self.name, self.size, self.digest)
+            and (version.description, version.headers, version.metadata)
+            == (self.description, self.headers, self.metadata)
+        )
+
+    def as_new_version(self) -> ObjectInfo:
+        """This record taken as a version of its own, not a restatement (where its bytes are,
+        when offloaded, still holds)."""
+        tiering = self.tiering.evolve_for_update() if self.tiering is not None else None
+        return replace(self, tiering=tiering)
 
     def to_json(self) -> dict[str, Any]:
         """The spec's JSON, field for field as the Go client marshals it (no mtime)."""
@@ -280,6 +314,12 @@ class ObjectInfo:
                 " object of its own.",
             )
         return data
+
+    def check_size(self) -> None:
+        """BadObjectMeta now, before a put sends any chunk, for a record that would be above
+        ``MAX_RECORD_BYTES`` once its nuid, size, chunk count and digest are filled in."""
+        filled = replace(self, nuid="N" * 22, size=MAX_COUNT, chunks=MAX_COUNT)
+        replace(filled, digest=digest_of(b"")).encode()
 
     @classmethod
     def from_json(
@@ -334,8 +374,6 @@ class ObjectInfo:
                 tiering = Tiering.from_json(tiering_doc)
                 if tiering.offload is not None:
                     link = None  # the placeholder for other clients, not a link of the user's
-                if tiering.mtime:
-                    mtime = tiering.mtime
             nuid = get("nuid")
             if type(nuid) is not str or not nuid.isalnum() or len(nuid) > MAX_NUID:
                 nuid = _nuid(nuid)

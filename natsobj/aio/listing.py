@@ -60,6 +60,7 @@ from natsobj.aio.directbatch import (
     TooManySubjects,
 )
 from natsobj.aio.jsapi import raw_header
+from natsobj.aio.restatement import proven_batch
 from natsobj.aio.stream import BucketStream
 from natsobj.aio.watch import info_from_msg
 from natsobj.errors import NatsObjError, PermissionDenied, ReplicaLagging
@@ -165,13 +166,13 @@ async def iter_batches(
         fallback = False
     if fallback:
         async for batch in _scan_batches(store, name_filter, include_deleted):
-            yield batch
+            yield await proven_batch(store, batch)
         return
     try:
         if first:
-            yield first
+            yield await proven_batch(store, first)
         async for batch in listing.rest():
-            yield batch
+            yield await proven_batch(store, batch)
     finally:
         await listing.close()
 

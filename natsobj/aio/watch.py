@@ -8,6 +8,8 @@ from typing import Protocol
 
 from natsobj.aio.consumer import OrderedConsumer, StreamMsg
 from natsobj.aio.jsapi import JetStreamApi, raw_header
+from natsobj.aio.restatement import proven
+from natsobj.aio.stream import BucketStream
 from natsobj.errors import BadObjectMeta
 from natsobj.lifecycle import expired_record, expires_at
 from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus
@@ -29,6 +31,12 @@ class WatchedBucket(Protocol):
     bucket: str
 
     async def status(self) -> StoreStatus: ...
+
+
+class WatchedStore(WatchedBucket, Protocol):
+    """What a watch needs of an ``ObjectStore``: its stream too, to prove restatements."""
+
+    bucket_stream: BucketStream
 
 
 def info_from_msg(store: WatchedBucket, msg: StreamMsg) -> ObjectInfo | None:
@@ -66,7 +74,7 @@ class ObjectWatcher:
 
     def __init__(
         self,
-        store: WatchedBucket,
+        store: WatchedStore,
         *,
         include_history: bool = False,
         updates_only: bool = False,
@@ -88,6 +96,8 @@ class ObjectWatcher:
             policy, start = "all", None
         else:
             policy, start = "last_per_subject", None
+        # only a watch of the current values starts past the versions restatements stand for
+        self._current_values = policy == "last_per_subject"
         self._consumer = OrderedConsumer(
             store.api,
             store.stream,
@@ -137,8 +147,12 @@ class ObjectWatcher:
             info = info_from_msg(self.store, msg)
             if info is None or (self.ignore_deletes and info.deleted):
                 continue
-            if info.stands_for is not None and (live or info.stands_for <= self._seen_through):
-                continue  # an offload or rehydrate restates a version already seen
+            if info.stands_for is not None:
+                info = await proven(self.store.bucket_stream, info)
+                # a proven restatement keeps the version it restates, which this watch has
+                # delivered or started after, unless it is an initial value
+                if info.stands_for is not None and (live or not self._current_values):
+                    continue
             return info
 
     def __aiter__(self) -> AsyncIterator[ObjectInfo]:

@@ -177,9 +177,10 @@ def test_an_oversized_record_is_refused_unparsed_and_costs_only_itself(store, ra
     assert [i.name for i in store.changes(0)] == ["good"]
     store.delete("huge")  # and it can be got rid of
 
+    before = store.status().last_sequence
     with pytest.raises(natsobj.BadObjectMeta, match=r"'big'.*more than"):
         store.put("big", b"x", metadata={f"k{i}": "v" * 10 for i in range(10_000)})
-    assert raw.subject_count(store.bucket, meta_subject(store.bucket, "big")) == 0
+    assert store.status().last_sequence == before  # not even a chunk was sent
     store.put("big", b"x", metadata={f"k{i}": "v" * 10 for i in range(100)})  # a usual one
 
 
@@ -253,3 +254,69 @@ def test_every_face_refuses_a_chunk_size_below_the_minimum_before_sending(
     assert store.status().messages == 0  # not one chunk was sent
 
     assert store.put("tiny", SIXTY_FOUR_KIB, chunk_size=MIN_CHUNK_SIZE).chunks == 128
+
+
+# -- restatements ---------------------------------------------------------------------------
+
+TIERING = "natsobj_tiering"
+
+
+def forge_new_version(raw, bucket: str, name: str, data: bytes, replaces: int) -> dict:
+    """A writer's new bytes for ``name``, in a record claiming to restate ``replaces``."""
+    record = stored_record(raw, bucket, name)
+    raw.publish(f"$O.{bucket}.C.FORGEDNUID", data)
+    record.update(nuid="FORGEDNUID", size=len(data), chunks=1)
+    record["digest"] = natsobj.model.digest_of(data)
+    record[TIERING] = {"replaces": replaces, "mtime": "2001-01-01T00:00:00+00:00"}
+    return record
+
+
+@pytest.mark.parametrize("rollup", [True, False])
+def test_a_forged_restatement_is_a_new_version_with_the_server_s_time(store, raw, nats_url, rollup):
+    """New bytes in a record saying ``natsobj_tiering.replaces``: neither changes() nor a
+    live watch() reported them, and the field's mtime overrode the server's everywhere."""
+    first = store.put("model.bin", b"version one")
+    first = store.get_info("model.bin")
+    record = forge_new_version(raw, store.bucket, "model.bin", b"version two!", first.sequence)
+    data = json.dumps(record).encode()
+    subject = meta_subject(store.bucket, "model.bin")
+
+    with store.watch(updates_only=True) as watcher:
+        sequence = raw.publish(subject, data, {"Nats-Rollup": "sub"} if rollup else None)
+        live = watcher.next(5)
+    assert live is not None and (live.sequence, live.size) == (sequence, 12)
+    assert live.stands_for is None
+
+    (changed,) = store.changes(first.sequence)
+    assert (changed.sequence, changed.digest) == (sequence, record["digest"])
+    for info in (live, changed, store.get_info("model.bin"), *store.list()):
+        assert info.mtime is not None and info.mtime >= first.mtime, info
+        assert info.mtime.year != 2001 and info.stands_for is None
+    assert store.get_bytes("model.bin") == b"version two!"
+
+
+def test_a_restatement_of_the_same_bytes_kept_above_its_version_is_proven(store, raw):
+    """What offload and rehydrate write: the same bytes and metadata, published without a
+    rollup over the version it names. Watches and changes skip it; its mtime is the
+    version's, by the server's clock."""
+    store.put("same.bin", b"unchanged", metadata={"k": "v"})
+    first = store.get_info("same.bin")
+    record = {**stored_record(raw, store.bucket, "same.bin"), TIERING: {"replaces": first.sequence}}
+    subject = meta_subject(store.bucket, "same.bin")
+    with store.watch(updates_only=True) as watcher:
+        raw.publish(subject, json.dumps(record).encode())
+        store.put("other", b"a real new version")
+        assert watcher.next(5).name == "other"
+    assert [i.name for i in store.changes(first.sequence)] == ["other"]
+    # a consumer that never saw the version gets it once, as its latest restatement
+    (once,) = [i for i in store.changes(0) if i.name == "same.bin"]
+    restated = store.get_info("same.bin")
+    assert once.sequence == restated.sequence > first.sequence
+    for info in (once, restated, *store.list(prefix="same")):
+        assert (info.stands_for, info.mtime) == (first.sequence, first.mtime), info
+
+    # the same claim over other metadata is a new version
+    changed = {**record, "metadata": {"k": "changed"}}
+    newer = raw.publish(subject, json.dumps(changed).encode())
+    assert [i.sequence for i in store.changes(newer - 1)] == [newer]
+    assert store.get_info("same.bin").stands_for is None
