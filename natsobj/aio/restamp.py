@@ -8,6 +8,10 @@ on the way), name, description, headers, metadata and chunk size (when sane), an
 what is left of the rule's TTL counted from the object's ``mtime`` (as S3 counts from the
 creation date); one whose time is up gets the shortest TTL the bucket takes. The put is a
 compare-and-swap on the version read: an object changed meanwhile is left to its new writer.
+
+A restamp is a new version (new sequence, nuid and mtime) that every watcher sees: it cannot
+restate the old one, which a restatement keeps beneath it (``ObjectInfo.rolls_up``) and which,
+having no TTL, would outlive it and stand for the object again (docs/lifecycle.md).
 """
 
 from __future__ import annotations

@@ -320,3 +320,25 @@ def test_a_restatement_of_the_same_bytes_kept_above_its_version_is_proven(store,
     newer = raw.publish(subject, json.dumps(changed).encode())
     assert [i.sequence for i in store.changes(newer - 1)] == [newer]
     assert store.get_info("same.bin").stands_for is None
+
+
+def test_a_restamp_is_a_new_version_every_watcher_sees_once_with_the_same_digest(store, nats_url):
+    """What docs/lifecycle.md says of ``lifecycle --apply``: a restamp cannot keep the
+    version's identity (its old record has no TTL and would outlive a restatement)."""
+    first = store.put("old.csv", b"a,b\n1,2\n", ttl=0)
+    store.set_lifecycle_rules([LifecycleRule("*.csv", timedelta(days=30))])
+
+    async def restamped() -> list[restamp.Restamp]:
+        async with await natsobj.aio.connect(nats_url) as client:
+            aio_store = await client.store(store.bucket)
+            return await restamp.apply(aio_store, await restamp.plan(aio_store))
+
+    with store.watch(updates_only=True) as watcher:
+        (done,) = run(restamped())
+        seen = watcher.next(5)
+    assert done.done and seen is not None
+    (changed,) = store.changes(first.sequence)
+    for info in (seen, changed):
+        assert (info.name, info.digest) == ("old.csv", first.digest)
+        assert info.sequence > first.sequence and info.stands_for is None
+    assert store.get_info("old.csv").expires is not None
