@@ -190,7 +190,14 @@ class UntrustedPickle(NatsObjError):
     )
 
 
-class ChunkTooLarge(NatsObjError, ValueError):
+class BadChunkSize(NatsObjError, ValueError):
+    """A chunk size a put refuses: each chunk is one message with its own headers and
+    subject, so tiny chunks multiply what an object costs the stream."""
+
+    hint = "Choose a larger chunk size, or none: the default (128 KiB) fits the server."
+
+
+class ChunkTooLarge(BadChunkSize):
     """Each chunk is one NATS message, and the server closes a connection that sends one above
     its max_payload: a chunk size it cannot take is refused before anything is sent."""
 

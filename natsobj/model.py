@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from natsobj.errors import BadObjectMeta, BucketRecreated
-from natsobj.names import is_bucket_name, is_token_of
+from natsobj.errors import BadChunkSize, BadObjectMeta, BucketRecreated
+from natsobj.names import decode_name, is_bucket_name, is_token_of
 
 DIGEST_PREFIX = "SHA-256="
 TIERING_FIELD = "natsobj_tiering"
@@ -24,10 +24,48 @@ TIERING_FIELD = "natsobj_tiering"
 # clients then fail with "object/bucket not found" instead of hanging on purged chunks.
 OFFLOADED_LINK_BUCKET = "natsobj-offloaded-to-s3"
 DEFAULT_CHUNK_SIZE = 128 * 1024
+# Each chunk is a message with its own subject and headers (about a hundred bytes): below this
+# they cost more than a fifth of the bytes they carry, and a chunk size of 1 a hundred times.
+MIN_CHUNK_SIZE = 512
+# The largest max_payload NATS advises: no sane record asks for chunks beyond it.
+MAX_KEPT_CHUNK_SIZE = 8 * 1024 * 1024
 MAX_COUNT = 2**63 - 1  # JetStream counts bytes and messages in int64: no client writes more
 MAX_NUID = 256  # every client writes 22 characters; a long one would not fit a direct get line
+# The most a meta record may take. Parsed, a record costs many times its size (a map of short
+# strings twenty times), and listings parse them by the batch: one record above this is
+# refused before it is parsed. A name, a link, a digest and metadata the size object stores
+# allow leave it far from the bound; natsobj never writes a record above it.
+MAX_RECORD_BYTES = 64 * 1024
 # What a single subject token cannot hold: a separator, the wildcards, whitespace, controls
 _NOT_IN_TOKEN = re.compile(r"[.*>\s\x00-\x1f\x7f-\x9f]")
+
+
+def check_chunk_size(chunk_size: int, *, bucket: str | None = None, name: str | None = None) -> int:
+    """The one rule every face's chunk size option goes through: a positive integer of at
+    least ``MIN_CHUNK_SIZE`` (the server's max_payload bounds it from above, at put time)."""
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
+        raise BadChunkSize(
+            f"the chunk size must be a whole number of bytes, not {chunk_size!r}",
+            bucket=bucket,
+            name=name,
+        )
+    if chunk_size < MIN_CHUNK_SIZE:
+        raise BadChunkSize(
+            f"a chunk size of {chunk_size} bytes is below the least a put takes"
+            f" ({MIN_CHUNK_SIZE} bytes): every chunk is a message of its own",
+            bucket=bucket,
+            name=name,
+        )
+    return chunk_size
+
+
+def kept_chunk_size(recorded: int | None) -> int | None:
+    """The chunk size a copy, restamp or rehydrate keeps from the record it rewrites: the
+    record's when it is sane, else None (the put's default). A record is anyone's to write,
+    and a chunk size of 1 would turn a 64 KiB copy into 65,536 messages."""
+    if recorded is not None and MIN_CHUNK_SIZE <= recorded <= MAX_KEPT_CHUNK_SIZE:
+        return recorded
+    return None
 
 
 def format_digest(sha256_bytes: bytes) -> str:
@@ -106,9 +144,13 @@ class Offload:
 @dataclass
 class Tiering:
     """Set on the meta records that offload and rehydrate write. They stand for the version
-    first recorded at meta sequence ``replaces`` (same bytes, name and metadata), so watches
-    and ``changes`` that have seen that sequence skip them, and ``mtime`` stays the version's.
-    Written as the extra top-level JSON field ``natsobj_tiering``, which other clients ignore."""
+    first recorded at meta sequence ``replaces`` (same bytes, name and metadata), which they
+    keep in the stream (they are published without a rollup) so a reader can prove it: only
+    a restatement ``ObjectInfo.restates`` that version is one (watches and ``changes`` skip
+    it, and its ``mtime`` is the server's time of that version); anything else claiming to be
+    one is a new version like any other (``natsobj.aio.restatement``). ``mtime`` is written
+    for earlier natsobj releases and never read. Written as the extra top-level JSON field
+    ``natsobj_tiering``, which other clients ignore."""
 
     replaces: int | None = None  # None once a later update_meta made it a version of its own
     mtime: datetime | None = None
@@ -195,8 +237,38 @@ class ObjectInfo:
     @property
     def stands_for(self) -> int | None:
         """The meta sequence of the version this record restates (written by an offload or a
-        rehydrate, not a new version), or None for a record of its own."""
+        rehydrate, not a new version), or None for a record of its own. What a record says
+        until ``natsobj.aio.restatement.proven`` has checked it against that version."""
         return self.tiering.replaces if self.tiering is not None else None
+
+    @property
+    def rolls_up(self) -> bool:
+        """Whether publishing this record removes the name's earlier ones: all but a
+        restatement, which keeps the version it restates for readers to prove it by."""
+        return self.stands_for is None
+
+    def restates(self, version: ObjectInfo) -> bool:
+        """Whether this record provably restates ``version`` (the record at the sequence it
+        names, read from the server): the same object and the same bytes (digest and size:
+        what the bytes are; the nuid says where they are, which a rehydrate changes), with
+        the same description, headers and metadata, so a reader who saw ``version`` has
+        nothing new to see."""
+        return (
+            version.stands_for is None
+            and not version.deleted
+            and not self.deleted
+            and version.link is None
+            and bool(version.digest)
+            and (version.name, version.size, version.digest) == (self.name, self.size, self.digest)
+            and (version.description, version.headers, version.metadata)
+            == (self.description, self.headers, self.metadata)
+        )
+
+    def as_new_version(self) -> ObjectInfo:
+        """This record taken as a version of its own, not a restatement (where its bytes are,
+        when offloaded, still holds)."""
+        tiering = self.tiering.evolve_for_update() if self.tiering is not None else None
+        return replace(self, tiering=tiering)
 
     def to_json(self) -> dict[str, Any]:
         """The spec's JSON, field for field as the Go client marshals it (no mtime)."""
@@ -229,7 +301,25 @@ class ObjectInfo:
         return out
 
     def encode(self) -> bytes:
-        return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False).encode()
+        """The record as written; BadObjectMeta, before anything is sent, for one above
+        ``MAX_RECORD_BYTES``, which readers would refuse."""
+        data = json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False).encode()
+        if len(data) > MAX_RECORD_BYTES:
+            raise BadObjectMeta(
+                f"the meta record would take {len(data)} bytes, more than the"
+                f" {MAX_RECORD_BYTES} a record may",
+                bucket=self.bucket,
+                name=self.name,
+                hint="Keep metadata, headers and the description short; store the rest as an"
+                " object of its own.",
+            )
+        return data
+
+    def check_size(self) -> None:
+        """BadObjectMeta now, before a put sends any chunk, for a record that would be above
+        ``MAX_RECORD_BYTES`` once its nuid, size, chunk count and digest are filled in."""
+        filled = replace(self, nuid="N" * 22, size=MAX_COUNT, chunks=MAX_COUNT)
+        replace(filled, digest=digest_of(b"")).encode()
 
     @classmethod
     def from_json(
@@ -247,12 +337,16 @@ class ObjectInfo:
         reach a subject, a size or a comparison; anything unusable is BadObjectMeta naming
         the bucket, the object (``name``, where the caller knows it) and the field. With
         ``token`` (the last token of the subject it was read from), its name must be the one
-        that subject encodes.
+        that subject encodes; with ``bucket`` (where it was read), a ``bucket`` field naming
+        another one is refused: the record is that bucket's, whatever it claims.
 
         Listings parse records by the hundred thousand, so the plain fields are read with one
         lookup each and the optional parts only when present."""
         shown = name  # the object errors name: the one asked for, else the record's own
         try:
+            if isinstance(data, bytes | str) and len(data) > MAX_RECORD_BYTES:
+                shown = shown if shown is not None or token is None else _token_name(token)
+                raise _Invalid("", f"takes {len(data)} bytes, more than {MAX_RECORD_BYTES}")
             doc = json.loads(data) if isinstance(data, bytes | str) else data
             if not isinstance(doc, dict):
                 raise _Invalid("name", "is missing: the record is not a JSON object")
@@ -280,8 +374,6 @@ class ObjectInfo:
                 tiering = Tiering.from_json(tiering_doc)
                 if tiering.offload is not None:
                     link = None  # the placeholder for other clients, not a link of the user's
-                if tiering.mtime:
-                    mtime = tiering.mtime
             nuid = get("nuid")
             if type(nuid) is not str or not nuid.isalnum() or len(nuid) > MAX_NUID:
                 nuid = _nuid(nuid)
@@ -298,12 +390,16 @@ class ObjectInfo:
             record_bucket, description = get("bucket", ""), get("description", "")
             if type(record_bucket) is not str:
                 record_bucket = _text(record_bucket, "bucket")
+            if bucket and record_bucket and record_bucket != bucket:
+                # the bucket is where the record was read: following its claim would list,
+                # fetch or delete another bucket's object
+                raise _Invalid("bucket", f"names another bucket: {_shown(record_bucket)}")
             if type(description) is not str:
                 description = _text(description, "description")
             headers, metadata = get("headers"), get("metadata")
             return cls(
                 name,
-                record_bucket or bucket or "",
+                bucket or record_bucket,
                 nuid,
                 size,
                 chunks,
@@ -356,7 +452,8 @@ class _Invalid(ValueError):
     """One field of a meta record that cannot be used as it is."""
 
     def __init__(self, field_name: str, problem: str) -> None:
-        super().__init__(f"field {field_name!r} {problem}")
+        """``field_name`` "" for a problem of the whole record."""
+        super().__init__(f"field {field_name!r} {problem}" if field_name else problem)
 
 
 def _shown(value: object) -> str:
@@ -374,6 +471,14 @@ def is_subject_token(value: object) -> bool:
         and 0 < len(value) <= MAX_NUID
         and _NOT_IN_TOKEN.search(value) is None
     )
+
+
+def _token_name(token: str) -> str | None:
+    """The name a meta subject's token encodes, for errors about a record not parsed."""
+    try:
+        return decode_name(token)
+    except ValueError:
+        return None
 
 
 def _nuid(value: object) -> str:

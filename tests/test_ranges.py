@@ -131,8 +131,10 @@ def written(nats_url: str) -> Iterator[Written]:
         "empty": b"",
         "single": b"0123456789",
     }
+    tiny = {"chunk-1": 1, "chunk-7": 7}  # below what a put takes: written as another client
     for name, data in local.items():
-        store.put(name, data, chunk_size={"chunk-1": 1, "chunk-7": 7, "chunk-1000": 1000}.get(name))
+        if name not in tiny:
+            store.put(name, data, chunk_size={"chunk-1000": 1000}.get(name))
     rng = random.Random(22)
     foreign = {
         "interleaved-a": [os.urandom(1000) for _ in range(40)] + [os.urandom(123)],
@@ -149,6 +151,10 @@ def written(nats_url: str) -> Iterator[Written]:
             layout += interleave(*(item for item in foreign.items() if "uneven" in item[0]))
             declared = {"interleaved-a": 1000, "interleaved-b": 1000, "uneven": 4096}
             await raw_put(js, bucket, layout, {**declared, "uneven-undeclared": None})
+            for name, size in tiny.items():
+                data = local[name]
+                cut = [(name, data[i : i + size]) for i in range(0, len(data), size)]
+                await raw_put(js, bucket, cut, {name: size})
             data = os.urandom(700_000)
             await (await js.object_store(bucket)).put("natspy", data)
             return data
@@ -442,7 +448,7 @@ def test_a_range_read_on_another_node_sees_the_write(cluster: NatsCluster, r3_bu
             for round_ in range(40):
                 size = rng.randrange(1, 40_000)
                 data = os.urandom(size)
-                put = await stores[0].put("obj", data, chunk_size=rng.choice([7, 1000, 4096]))
+                put = await stores[0].put("obj", data, chunk_size=rng.choice([512, 1000, 4096]))
                 # any replica, holding at least the handed-over sequence (docs/production.md)
                 got = await nearest.get_range("obj", -3_000, min_sequence=put.sequence)
                 assert got == data[-3_000:], round_

@@ -120,7 +120,7 @@ def test_a_streamed_range_on_another_node_sees_the_write(
             for round_ in range(15):
                 size = rng.randrange(2_000, 60_000)
                 data = os.urandom(size)
-                await stores[0].put("obj", data, chunk_size=rng.choice([7, 1000, 4096]))
+                await stores[0].put("obj", data, chunk_size=rng.choice([512, 1000, 4096]))
                 for store in stores[1:]:
                     start = rng.randrange(size)
                     got = await store.get_range("obj", start, start + 20_000)

@@ -361,7 +361,7 @@ class AtomicPut:
                 BATCH_ID: batch,
                 BATCH_SEQUENCE: str(count + 1),
                 BATCH_COMMIT: "1",
-                **ROLLUP,
+                **(ROLLUP if info.rolls_up else {}),
                 EXPECTED_LAST_SUBJECT_SEQ: str(expected),
                 MSG_ID: meta_msg_id(info.nuid),
             }

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 
 from natsobj.aio.store import ObjectStore
-from natsobj.model import ObjectInfo
+from natsobj.model import ObjectInfo, kept_chunk_size
 
 
 async def copy_object(
@@ -20,8 +20,9 @@ async def copy_object(
 ) -> ObjectInfo:
     """Copy ``name`` (following a link) to ``target_name`` (default: the same name) in
     ``target``, which may be another bucket, keeping description, headers, metadata and the
-    chunk size. The data is checked against its digest as it streams; a failed read leaves the
-    target's previous version in place, as any failed put does.
+    chunk size (when sane: ``kept_chunk_size``). The data is checked against its digest as it
+    streams; a failed read leaves the target's previous version in place, as any failed put
+    does.
 
     A source record without a digest is refused (MissingDigest) unless
     ``allow_missing_digest``, as by every read: the copy gets a digest of the bytes read, so
@@ -41,5 +42,5 @@ async def copy_object(
             description=info.description or None,
             headers=info.headers,
             metadata=info.metadata,
-            chunk_size=info.chunk_size,
+            chunk_size=kept_chunk_size(info.chunk_size),
         )

@@ -60,12 +60,13 @@ from natsobj.aio.directbatch import (
     TooManySubjects,
 )
 from natsobj.aio.jsapi import raw_header
+from natsobj.aio.restatement import proven_batch
 from natsobj.aio.stream import BucketStream
 from natsobj.aio.watch import info_from_msg
 from natsobj.errors import NatsObjError, PermissionDenied, ReplicaLagging
 from natsobj.lifecycle import expires_at, kept_expires, record_to_keep
 from natsobj.matching import NameMatcher
-from natsobj.model import ObjectInfo, StreamInfo, parse_server_time
+from natsobj.model import MAX_RECORD_BYTES, ObjectInfo, StreamInfo, parse_server_time
 from natsobj.name_index import Entry, IndexRow, NameIndex
 from natsobj.names import all_meta_subject, decode_name
 from natsobj.wire import MARKER_REASON, MSG_TTL
@@ -165,13 +166,13 @@ async def iter_batches(
         fallback = False
     if fallback:
         async for batch in _scan_batches(store, name_filter, include_deleted):
-            yield batch
+            yield await proven_batch(store, batch)
         return
     try:
         if first:
-            yield first
+            yield await proven_batch(store, first)
         async for batch in listing.rest():
-            yield batch
+            yield await proven_batch(store, batch)
     finally:
         await listing.close()
 
@@ -445,7 +446,14 @@ class _SubjectStateListing:
             except ValueError as exc:
                 log.warning("bucket %r: skipping a direct-get reply: %s", self.store.bucket, exc)
                 continue
-            info = _parse_meta(self.store, doc, mtime, sequence, subject)
+            if not subject.startswith(self.meta_prefix):
+                log.warning(
+                    "bucket %r: skipping a direct-get reply for %r, not a meta subject",
+                    self.store.bucket,
+                    subject,
+                )
+                continue
+            info = _parse_meta(self.store, doc, mtime, sequence, subject[skip:])
             if info is None:
                 continue
             info.expires = expires_at(mtime, raw_header(headers, _MSG_TTL))
@@ -599,9 +607,10 @@ def _decode_all(payloads: list[bytes]) -> list[Any]:
     """The JSON of every payload, parsed as one array: a single ``orjson.loads`` call per batch
     instead of one per record (its per-call overhead was most of the parsing time). Any
     record that is not exactly one JSON value makes the count differ or the parse fail; then
-    each is handed on raw, for ``from_json`` to parse (and to report) on its own."""
-    if not payloads:
-        return []
+    each is handed on raw, for ``from_json`` to parse (and to report) on its own. So is a
+    batch with a record above ``MAX_RECORD_BYTES``, which ``from_json`` refuses unparsed."""
+    if not payloads or any(len(payload) > MAX_RECORD_BYTES for payload in payloads):
+        return payloads
     try:
         docs = orjson.loads(b"[" + b",".join(payloads) + b"]")
     except ValueError:
@@ -612,8 +621,10 @@ def _decode_all(payloads: list[bytes]) -> list[Any]:
 
 
 def _direct_get_headers(headers: bytes) -> tuple[str, int, datetime]:
-    """Subject, sequence and server time of a direct-get reply (ValueError when missing)."""
-    found = _SUBJECT_SEQUENCE_TIME.search(headers)
+    """Subject, sequence and server time of a direct-get reply (ValueError when missing).
+    The server appends these after the headers the message was published with, which may
+    carry their own (any writer can add them): the last occurrence is the server's."""
+    found = _SUBJECT_SEQUENCE_TIME.match(headers, max(headers.rfind(b"\r\nNats-Subject:"), 0))
     if found:
         subject, sequence, stamp = (value.decode() for value in found.groups())
     else:  # headers in another order: look for each
@@ -628,13 +639,16 @@ def _parse_meta(
     doc: bytes | dict[str, Any],
     mtime: datetime | None,
     sequence: int,
-    where: str,
+    token: str,
 ) -> ObjectInfo | None:
-    """A meta record, or None for a corrupt one, which is logged and skipped."""
+    """The meta record read from the meta subject ending in ``token``, or None for a corrupt
+    one or one claiming another name than its subject's, which is logged and skipped."""
     try:
-        return ObjectInfo.from_json(doc, mtime=mtime, sequence=sequence, bucket=store.bucket)
+        return ObjectInfo.from_json(
+            doc, mtime=mtime, sequence=sequence, bucket=store.bucket, token=token
+        )
     except NatsObjError as exc:
         log.warning(
-            "bucket %r: skipping unreadable meta record on %s: %s", store.bucket, where, exc
+            "bucket %r: skipping unreadable meta record on %s: %s", store.bucket, token, exc
         )
         return None

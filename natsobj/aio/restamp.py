@@ -4,10 +4,14 @@ BUCKET --apply``).
 Rules apply when natsobj puts an object; objects written before a rule existed, or by
 another client (which sends no ``Nats-TTL``), never expire by themselves. A restamp puts such
 an object again with the same content (streamed from its chunks, verified against its digest
-on the way), name, description, headers, metadata and chunk size, and a TTL of what is left
-of the rule's TTL counted from the object's ``mtime`` (as S3 counts from the creation date);
-one whose time is up gets the shortest TTL the bucket takes. The put is a compare-and-swap on
-the version read: an object changed meanwhile is left to its new writer.
+on the way), name, description, headers, metadata and chunk size (when sane), and a TTL of
+what is left of the rule's TTL counted from the object's ``mtime`` (as S3 counts from the
+creation date); one whose time is up gets the shortest TTL the bucket takes. The put is a
+compare-and-swap on the version read: an object changed meanwhile is left to its new writer.
+
+A restamp is a new version (new sequence, nuid and mtime) that every watcher sees: it cannot
+restate the old one, which a restatement keeps beneath it (``ObjectInfo.rolls_up``) and which,
+having no TTL, would outlive it and stand for the object again (docs/lifecycle.md).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from natsobj.aio.store import ObjectStore
 from natsobj.errors import ObjectChanged, ObjectNotFound
 from natsobj.lifecycle import LifecycleRule
-from natsobj.model import ObjectInfo
+from natsobj.model import ObjectInfo, kept_chunk_size
 
 
 @dataclass
@@ -76,7 +80,7 @@ async def apply(store: ObjectStore, restamps: list[Restamp]) -> list[Restamp]:
                 description=info.description,
                 headers=headers,
                 metadata=info.metadata,
-                chunk_size=info.chunk_size,
+                chunk_size=kept_chunk_size(info.chunk_size),
                 expected_sequence=info.sequence,
                 ttl=restamp.ttl,
             )

@@ -24,6 +24,7 @@ from natsobj.aio.offload import chunk_sink
 from natsobj.aio.publish import PublishWindow
 from natsobj.aio.ranges import ClientRanges, RangeReader
 from natsobj.aio.reader import ObjectReader, check_digest
+from natsobj.aio.restatement import proven
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.stream import BucketStream, LastMsg
 from natsobj.aio.watch import ObjectWatcher, info_from_msg
@@ -49,6 +50,7 @@ from natsobj.model import (
     StoreStatus,
     StreamInfo,
     Tiering,
+    check_chunk_size,
     check_metadata,
     format_digest,
     trusted_nuid,
@@ -191,7 +193,9 @@ class ObjectStore:
         ``expires`` is when the server removes an expiring object (its record's time plus
         its ``Nats-TTL``); an expired one is ObjectNotFound, or with ``include_deleted`` a
         deleted record with ``expired`` set while the server's delete marker is there."""
-        info = self._parse_meta(name, await self._read_meta(name, min_sequence))
+        info = await proven(
+            self.bucket_stream, self._parse_meta(name, await self._read_meta(name, min_sequence))
+        )
         if not include_deleted:
             if info.expired or (info.expires is not None and info.expires <= datetime.now(UTC)):
                 raise ObjectNotFound("object expired", bucket=self.bucket, name=name)
@@ -253,6 +257,7 @@ class ObjectStore:
         return await self.bucket_stream.publish_rollup(
             meta_subject(self.bucket, info.name),
             info.encode(),
+            rollup=info.rolls_up,
             name=info.name,
             expected_sequence=expected_sequence,
             msg_id=msg_id,
@@ -303,6 +308,7 @@ class ObjectStore:
             chunk_size=chunk_size,
             tiering=tiering,
         )
+        template.check_size()
         if self.bucket_stream.allow_atomic:  # one ADR-50 batch when it fits and is faster
             atomic, source = await put_atomic(
                 self.bucket_stream,
@@ -420,7 +426,7 @@ class ObjectStore:
             return None
         headers = {
             **(meta_headers or {}),
-            **ROLLUP,
+            **(ROLLUP if info.rolls_up else {}),
             EXPECTED_LAST_SUBJECT_SEQ: str(expected),
             EXPECTED_LAST_MSG_ID: last_msg_id,
             MSG_ID: meta_msg_id(info.nuid),
@@ -665,13 +671,14 @@ class ObjectStore:
     async def ttl_left(self, info: ObjectInfo) -> int | None:
         """Whole seconds left of ``info``'s expiry, for a record or put that restates that
         version and must expire when it would have (None: it never expires); ObjectNotFound
-        once it has expired."""
+        once it has expired. Rounded up: the version stays in the stream beneath its
+        restatement (``ObjectInfo.rolls_up``) and must go first, never show through."""
         if info.expires is None:
             return None
         left = await self.expiry.seconds_left(info.expires)
         if left < 1:
             raise ObjectNotFound("object expired", bucket=self.bucket, name=info.name)
-        return left
+        return left + 1
 
     async def update_meta(
         self,
@@ -944,12 +951,20 @@ class ObjectStore:
             deliver_policy="by_start_sequence", start=since + 1, limit=limit
         )
         result = Changes()
+        reported: dict[int | None, int] = {}  # sequence -> place in the result
         for msg in messages:
             info = info_from_msg(self, msg)
             if info is None or (info.deleted and not include_deletes):
                 continue
-            if info.stands_for is not None and info.stands_for <= since:
-                continue  # an offload or rehydrate of a version the caller has seen
+            if info.stands_for is not None:
+                info = await proven(self.bucket_stream, info)
+                if info.stands_for is not None:
+                    # restates a version the caller saw before, or that this batch reports:
+                    # then it takes that version's place, saying where its bytes are now
+                    if (place := reported.get(info.stands_for)) is not None:
+                        result[place] = info
+                    continue
+            reported[info.sequence] = len(result)
             result.append(info)
         result.last_sequence = max(last, since)
         if cursor is not None:
@@ -1032,9 +1047,7 @@ def _chunk_size(requested: int | None, max_payload: int, bucket: str, name: str)
     limit = max_payload - CHUNK_HEADER_ROOM
     if not requested:
         return min(DEFAULT_CHUNK_SIZE, limit)
-    chunk_size = int(requested)
-    if chunk_size <= 0:
-        raise ValueError("chunk_size must be positive")
+    chunk_size = check_chunk_size(requested, bucket=bucket, name=name)
     if chunk_size > limit:
         raise ChunkTooLarge(
             f"a chunk size of {chunk_size} bytes is more than the server takes: its max_payload"

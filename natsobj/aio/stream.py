@@ -378,20 +378,22 @@ class BucketStream:
         subject: str,
         data: bytes,
         *,
+        rollup: bool = True,
         name: str | None = None,
         expected_sequence: int | None = None,
         msg_id: str | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> int:
         """Publish ``data`` on the local ``subject`` as a per-subject rollup (the message
-        replaces the subject's earlier ones); returns its stream sequence.
+        replaces the subject's earlier ones; without ``rollup`` they stay); returns its
+        stream sequence.
 
         ``expected_sequence``: store it only if the subject's last message is at that
         sequence (0: the subject has none), else SequenceConflict and nothing is written. In
         a cluster an unanswered publish is sent again until a stream leader answers (see
         jsapi.Failover); ``msg_id`` and the expected sequence keep that from storing it twice.
         ``headers`` go with it (a record's Nats-TTL)."""
-        headers = {**(headers or {}), **ROLLUP}
+        headers = {**(headers or {}), **(ROLLUP if rollup else {})}
         if expected_sequence is not None:
             headers[EXPECTED_LAST_SUBJECT_SEQ] = str(expected_sequence)
         if msg_id is not None:

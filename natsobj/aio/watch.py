@@ -8,6 +8,8 @@ from typing import Protocol
 
 from natsobj.aio.consumer import OrderedConsumer, StreamMsg
 from natsobj.aio.jsapi import JetStreamApi, raw_header
+from natsobj.aio.restatement import proven
+from natsobj.aio.stream import BucketStream
 from natsobj.errors import BadObjectMeta
 from natsobj.lifecycle import expired_record, expires_at
 from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus
@@ -31,13 +33,20 @@ class WatchedBucket(Protocol):
     async def status(self) -> StoreStatus: ...
 
 
+class WatchedStore(WatchedBucket, Protocol):
+    """What a watch needs of an ``ObjectStore``: its stream too, to prove restatements."""
+
+    bucket_stream: BucketStream
+
+
 def info_from_msg(store: WatchedBucket, msg: StreamMsg) -> ObjectInfo | None:
-    """Parse a meta message; a corrupt one is logged and skipped so a listing never hangs.
+    """Parse a meta message; a corrupt one, or one claiming another name than its subject
+    encodes, is logged and skipped so a listing never hangs.
     The server's subject delete marker is the object's expiry, a delete (``expired``); a
     record's ``Nats-TTL`` gives its ``expires``."""
     headers = msg.headers
+    token = msg.subject.rsplit(".", 1)[-1]
     if headers and raw_header(headers, _MARKER_REASON) is not None:
-        token = msg.subject.rsplit(".", 1)[-1]
         name = decoded(token)
         if name is None:
             log.warning("skipping a delete marker on an undecodable subject %r", msg.subject)
@@ -45,7 +54,7 @@ def info_from_msg(store: WatchedBucket, msg: StreamMsg) -> ObjectInfo | None:
         return expired_record(name, store.bucket, mtime=msg.time, sequence=msg.sequence)
     try:
         info = ObjectInfo.from_json(
-            msg.data, mtime=msg.time, sequence=msg.sequence, bucket=store.bucket
+            msg.data, mtime=msg.time, sequence=msg.sequence, bucket=store.bucket, token=token
         )
     except BadObjectMeta as exc:
         log.warning("skipping unreadable meta record at sequence %s: %s", msg.sequence, exc)
@@ -65,7 +74,7 @@ class ObjectWatcher:
 
     def __init__(
         self,
-        store: WatchedBucket,
+        store: WatchedStore,
         *,
         include_history: bool = False,
         updates_only: bool = False,
@@ -87,6 +96,8 @@ class ObjectWatcher:
             policy, start = "all", None
         else:
             policy, start = "last_per_subject", None
+        # only a watch of the current values starts past the versions restatements stand for
+        self._current_values = policy == "last_per_subject"
         self._consumer = OrderedConsumer(
             store.api,
             store.stream,
@@ -136,8 +147,12 @@ class ObjectWatcher:
             info = info_from_msg(self.store, msg)
             if info is None or (self.ignore_deletes and info.deleted):
                 continue
-            if info.stands_for is not None and (live or info.stands_for <= self._seen_through):
-                continue  # an offload or rehydrate restates a version already seen
+            if info.stands_for is not None:
+                info = await proven(self.store.bucket_stream, info)
+                # a proven restatement keeps the version it restates, which this watch has
+                # delivered or started after, unless it is an initial value
+                if info.stands_for is not None and (live or not self._current_values):
+                    continue
             return info
 
     def __aiter__(self) -> AsyncIterator[ObjectInfo]:

@@ -27,7 +27,7 @@ from natsobj.archive.target import ArchiveTarget, ArchiveTargetError
 from natsobj.archive.targets import OFFLOAD_METADATA_KEY, REPLICATE, ArchiveTargets
 from natsobj.errors import DigestMismatch, ObjectChanged, ObjectNotFound, SequenceConflict
 from natsobj.matching import NameMatcher
-from natsobj.model import ObjectInfo, Offload, Tiering
+from natsobj.model import ObjectInfo, Offload, Tiering, kept_chunk_size
 from natsobj.names import chunk_subject
 from natsobj.wire import MSG_TTL
 
@@ -253,7 +253,7 @@ async def rehydrate(store: ObjectStore, name: str) -> ObjectInfo:
         description=info.description or None,
         headers=info.headers,
         metadata=info.metadata,
-        chunk_size=info.chunk_size,
+        chunk_size=kept_chunk_size(info.chunk_size),
         expected_sequence=info.sequence,
         tiering=tiering,
         # the same expiry, or none (0) so a lifecycle rule does not give the version one

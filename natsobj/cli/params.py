@@ -8,6 +8,8 @@ from typing import Any
 
 import click
 
+from natsobj.errors import BadChunkSize
+from natsobj.model import check_chunk_size
 from natsobj.parsing import NEVER, parse_duration, parse_ttl
 
 
@@ -203,3 +205,17 @@ class Ttl(Duration):
         if isinstance(value, str) and value.strip().lower() == NEVER:
             return parse_ttl(value)
         return super().convert(value, param, ctx)
+
+
+class ChunkSize(click.ParamType):
+    """``--chunk-size``: a whole number of bytes the core's one rule takes (``check_chunk_size``),
+    refused with a usage error (exit 2) before anything is sent."""
+
+    name = "bytes"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        try:
+            return check_chunk_size(value if isinstance(value, int) else int(value))
+        except ValueError as exc:  # BadChunkSize, or not a number at all
+            message = exc.message if isinstance(exc, BadChunkSize) else f"{value!r} is not a number"
+            self.fail(message, param, ctx)

@@ -28,6 +28,7 @@ from natsobj.aio.sources import Readable
 from natsobj.cli import render, tree
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.params import (
+    ChunkSize,
     Ttl,
     allow_missing_digest_option,
     header_option,
@@ -82,7 +83,9 @@ def _summary(verb: str, info: ObjectInfo) -> str:
 @click.option("--description", "-d", help="Description stored with the object.")
 @header_option("Header stored with the object, repeatable.")
 @metadata_option("Metadata stored with the object, repeatable.")
-@click.option("--chunk-size", type=click.IntRange(min=1), metavar="BYTES", help="Chunk size.")
+@click.option(
+    "--chunk-size", type=ChunkSize(), metavar="BYTES", help="Chunk size (at least 512 bytes)."
+)
 @click.option(
     "--ttl",
     type=Ttl(),
