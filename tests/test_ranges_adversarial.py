@@ -236,10 +236,11 @@ class Adversary:
         name, bucket = f"o{self.count}", self.store.bucket
         chunks = [os.urandom(size) for size in layout.sizes]
         nuid = _nuid.next().decode()
-        if layout.borrow:  # another object's chunks, put by natsobj, of the layout's sizes
-            donor = self.store.put(f"d{self.count}", b"".join(chunks), chunk_size=24)
-            nuid, data = donor.nuid, b"".join(chunks)
+        if layout.borrow:  # another object's chunks, whole and verified, in 24-byte pieces
+            data = b"".join(chunks)
             chunks = [data[at : at + 24] for at in range(0, len(data), 24)]
+            raw_object(self.raw, bucket, f"d{self.count}", chunks, chunk_size=24)
+            nuid = self.store.get_info(f"d{self.count}").nuid
         subject = chunk_subject(bucket, nuid)
         other = chunk_subject(bucket, _nuid.next().decode())
         lies = {"Nats-Msg-Size": "8", "Nats-Sequence": "1"} if layout.lies else None
