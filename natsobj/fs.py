@@ -31,7 +31,7 @@ from natsobj.aio.copy import copy_object
 from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound
 from natsobj.model import ObjectInfo
 from natsobj.paths import SCHEME, as_dir, listing_prefix, parse_nats_url, split_level, under
-from natsobj.settings import OPTION_FIELDS, URL_FIELD, ConnectionSettings
+from natsobj.settings import OPTION_FIELDS, URL_FIELD, ConnectionSettings, check_options
 from natsobj.shared import on_shared_loop, shared_aio_client
 from natsobj.store_config import STORE_SETTINGS
 from natsobj.sync import shared_loop
@@ -39,6 +39,12 @@ from natsobj.sync import shared_loop
 # Filesystem options that set a ConnectionSettings field: the field's name or an alias, as in
 # a NATS URL's query and Spark's options (natsobj.settings' table).
 SETTINGS_OPTIONS = {URL_FIELD: URL_FIELD, **OPTION_FIELDS}
+# What fsspec's own base classes take (AsyncFileSystem, and the listings cache every
+# filesystem is documented to accept); any other option is refused, naming the known ones.
+FSSPEC_OPTIONS = ("batch_size", "use_listings_cache", "listings_expiry_time", "max_paths")
+KNOWN_OPTIONS = frozenset(
+    ("url", "asynchronous", "loop", "allow_missing_digest", *SETTINGS_OPTIONS, *FSSPEC_OPTIONS)
+)
 _END = object()
 
 
@@ -93,6 +99,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
         allow_missing_digest: bool = False,
         **options: Any,
     ) -> None:
+        check_options(options, KNOWN_OPTIONS, "option of the nats:// filesystem")
         settings_options = {
             SETTINGS_OPTIONS[k]: options.pop(k) for k in list(options) if k in SETTINGS_OPTIONS
         }
