@@ -159,9 +159,9 @@ class NoServer(NotConnected):
     this directory: natsobj starts one only when asked, with the URL ``embedded``."""
 
     hint = (
-        "Set NATS_URL (or the url option) to nats://HOST:4222; or start the embedded server "
-        "for this directory with `natsobj serve` (or pass url='embedded', which starts one in "
-        "the background)."
+        "Name a server with NATS_URL, --url or the url option (nats://HOST:4222); or start the "
+        "embedded server for this directory with `natsobj serve` (or give the URL 'embedded', "
+        "which starts one in the background)."
     )
 
 
