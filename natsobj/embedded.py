@@ -303,9 +303,12 @@ def _holds_socket(
     inodes = set()
     for line in (proc / "net" / "tcp").read_text().splitlines()[1:]:
         columns = line.split()
-        if columns[3] == state and _endpoint(columns[1]) == local:
-            if remote is None or _endpoint(columns[2]) == remote:
-                inodes.add(f"socket:[{columns[9]}]")
+        if (
+            columns[3] == state
+            and _endpoint(columns[1]) == local
+            and (remote is None or _endpoint(columns[2]) == remote)
+        ):
+            inodes.add(f"socket:[{columns[9]}]")
     if not inodes:
         return False
     for fd in (proc / "fd").iterdir():
@@ -594,7 +597,9 @@ def registered_servers() -> list[ServerInfo]:
     for path in sorted(registry.glob("*.json")):
         fix = f"Remove {path}."
         try:
-            data_dir = Path(json.loads(_read_private(path, secret=False, fix=fix) or b"")["data_dir"])
+            data_dir = Path(
+                json.loads(_read_private(path, secret=False, fix=fix) or b"")["data_dir"]
+            )
         except (ValueError, TypeError, KeyError):
             path.unlink(missing_ok=True)
             continue

@@ -4,8 +4,10 @@ ObjectStoragePath read and write NATS object stores.
 Buckets are top-level directories; inside a bucket, ``/`` in object names makes prefix
 "directories" that exist while an object lives under them (as in S3). Connection options are
 the ``ConnectionSettings`` fields (``servers``, ``user``, ``token``, ...) or ``url``; with none
-the ``NATS_*`` environment is used. ``allow_missing_digest=True`` also reads objects whose
-record has no digest (refused by default, as by ``ObjectStore.get``).
+the ``NATS_*`` environment is used (no ``NATS_URL``: the embedded server already running here,
+never a new one). Any other option is refused, naming the known ones.
+``allow_missing_digest=True`` also reads objects whose record has no digest (refused by
+default, as by ``ObjectStore.get``).
 
 Blocking use runs on the facade's one loop thread with the process's shared connection
 (``natsobj.shared``), so pandas, Airflow and Dagster reading ``nats://`` paths add no loop and

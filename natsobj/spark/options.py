@@ -188,8 +188,9 @@ def _ignore_unknown(opts: dict[str, str]) -> None:
     ``mergeSchema`` must not fail a job); a near miss of a known name is a typo, refused
     naming the known options (``check_options``, the rule every face shares)."""
     unknown = sorted(set(opts) - KNOWN_OPTIONS)
+    typos = [name for name in unknown if not name.startswith(BUCKET_OPTION_PREFIX)]
     try:
-        check_options(unknown, KNOWN_OPTIONS, "natsobj option", near_misses_only=True)
+        check_options(typos, KNOWN_OPTIONS, "natsobj option", near_misses_only=True)
     except UnknownOption as exc:
         raise BadSparkOption(exc.message) from None
     for name in unknown:

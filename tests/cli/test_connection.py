@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from cli_support import Invoke
-
 from click.testing import CliRunner
 
 from natsobj.cli import cli

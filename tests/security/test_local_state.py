@@ -328,9 +328,11 @@ def test_the_embedded_server_admits_only_its_own_credentials(tmp_path: Path) -> 
         doc = json.loads((data_dir / CREDENTIALS_FILE).read_text())
         seed = doc["nkey_seed"]
         assert started.credentials is not None and started.credentials.seed == seed
-        assert seed.startswith("SU") and f'nkey: "{started.credentials.public_key}"' in (
-            data_dir / "server.conf"
-        ).read_text()
+        assert (
+            seed.startswith("SU")
+            and f'nkey: "{started.credentials.public_key}"'
+            in (data_dir / "server.conf").read_text()
+        )
         assert_no_secret(repr(started), [seed])
 
         with pytest.raises(NatsError, match=r"[Aa]uthorization"):
