@@ -577,13 +577,21 @@ def _entry(data_dir: Path) -> Path:
 
 
 def _register(data_dir: Path) -> None:
-    _private_dir(registry_dir(), create=True)
-    _write_private(_entry(data_dir), json.dumps({"data_dir": str(data_dir)}).encode())
+    """Best effort: a server that could not be recorded (no writable home, a registry another
+    user controls) still serves; only ``serve --list`` will not show it."""
+    try:
+        _private_dir(registry_dir(), create=True)
+        _write_private(_entry(data_dir), json.dumps({"data_dir": str(data_dir)}).encode())
+    except (OSError, UnsafeLocalState) as exc:
+        log.warning(
+            "the embedded server of %s is not listed by `natsobj serve --list`: %s", data_dir, exc
+        )
 
 
 def _unregister(data_dir: Path) -> None:
-    if _private_dir(registry_dir(), create=False):
-        _entry(data_dir).unlink(missing_ok=True)
+    with contextlib.suppress(OSError, UnsafeLocalState):  # as _register: never stops a stop
+        if _private_dir(registry_dir(), create=False):
+            _entry(data_dir).unlink(missing_ok=True)
 
 
 def registered_servers() -> list[ServerInfo]:

@@ -158,3 +158,21 @@ def test_a_misspelt_option_is_refused_naming_the_known_ones(monkeypatch: pytest.
         ConnectionSettings.from_env()
     with pytest.raises(UnknownOption, match=r"unknown NATS URL option 'domian'.*known:.*domain"):
         ConnectionSettings.from_url("nats://h:4222?domian=hub")
+
+
+def test_a_registry_others_can_write_is_refused_by_list(tmp_path: Path):
+    """The registry names data directories to signal on --stop-all: one that other users can
+    write is refused, as a data directory is; each entry is proven anyway."""
+    env = no_nats_env(tmp_path, tmp_path / "data")
+    registry = tmp_path / "state" / "natsobj" / "servers"
+    registry.mkdir(parents=True)
+    registry.chmod(0o777)
+    listed = natsobj_cli("serve", "--list", env=env)
+    assert listed.returncode == 5, listed.stdout + listed.stderr
+    assert str(registry) in listed.stderr and "mode 777" in listed.stderr
+    registry.chmod(0o700)
+    (registry / "planted.json").write_text('{"data_dir": "/"}')
+    (registry / "planted.json").chmod(0o600)
+    listed = natsobj_cli("serve", "--list", env=env)
+    assert listed.returncode == 0 and listed.stdout == "", listed.stderr
+    assert not (registry / "planted.json").exists(), "an entry with no proven server is dropped"
