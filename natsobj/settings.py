@@ -343,6 +343,13 @@ class ConnectionSettings:
                     f"no NATS server given (no url, no NATS_URL) and no embedded server is "
                     f"running for {data_dir}; natsobj starts one only when asked"
                 )
+            if server.credentials is None:
+                raise NoServer(
+                    f"the embedded server running for {data_dir} (pid {server.pid}) was "
+                    "started by an older natsobj, without the key this one signs in with",
+                    hint=f"Restart it: `natsobj serve --stop --data-dir {data_dir}`, then "
+                    "`natsobj serve` (or give the URL 'embedded', which restarts it).",
+                )
         else:
             server = ensure_server(data_dir)
         _announce_embedded(data_dir, server.url, server.pid, started=server.started)

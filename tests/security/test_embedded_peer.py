@@ -19,8 +19,15 @@ from pathlib import Path
 import pytest
 
 from natsobj import aio
-from natsobj.embedded import CREDENTIALS_FILE, ensure_server, stop_server
-from natsobj.settings import ConnectionSettings
+from natsobj.embedded import (
+    CREDENTIALS_FILE,
+    STATE_FILE,
+    NatsServerProcess,
+    ensure_server,
+    stop_server,
+)
+from natsobj.errors import NoServer
+from natsobj.settings import RUNNING_EMBEDDED, ConnectionSettings
 
 WAIT = 20.0
 
@@ -157,19 +164,30 @@ def test_what_an_impostor_captures_is_worthless_to_the_restarted_server(tmp_path
 def test_a_server_an_older_natsobj_started_with_a_password_is_restarted_with_a_key(
     tmp_path: Path,
 ) -> None:
-    """The password an older natsobj generated is replaced, and its server with it."""
+    """The password an older natsobj generated is replaced, and its server with it; until
+    then, a face without a URL says so instead of failing to sign in."""
     data_dir = (tmp_path / "data").resolve()
     data_dir.mkdir(mode=0o700)
     password = secrets.token_urlsafe(32)
     (data_dir / CREDENTIALS_FILE).touch(mode=0o600)
     (data_dir / CREDENTIALS_FILE).write_text(json.dumps({"user": "natsobj", "password": password}))
+    config = f'authorization {{\n  user: "natsobj"\n  password: "{password}"\n}}\n'
+    legacy = NatsServerProcess(data_dir, config=config, detach=True)
+    legacy.start()
+    (data_dir / STATE_FILE).touch(mode=0o600)
+    (data_dir / STATE_FILE).write_text(json.dumps({"pid": legacy.pid, "port": legacy.port}))
     try:
+        with pytest.raises(NoServer, match="started by an older natsobj"):
+            ConnectionSettings.from_url(f"{RUNNING_EMBEDDED}://{data_dir}").resolved()
         server = ensure_server(data_dir)
+        assert server.pid != legacy.pid and legacy.process is not None
+        assert legacy.process.wait(WAIT) is not None
         assert server.credentials is not None and secret_of(data_dir) != password
         with socket.create_connection(("127.0.0.1", server.port), timeout=WAIT) as sock:
             assert b'"nonce"' in sock.recv(4096), "the server asks for a signature"
         assert password not in (data_dir / "server.conf").read_text()
     finally:
+        legacy.kill()
         stop_server(data_dir)
 
 
