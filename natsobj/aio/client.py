@@ -26,6 +26,7 @@ from natsobj.errors import (
     NatsObjError,
     NotConnected,
     PermissionDenied,
+    UnsafeLocalState,
 )
 from natsobj.lifecycle import server_supports_ttl
 from natsobj.model import StreamInfo
@@ -117,7 +118,10 @@ class _Connection(NatsConnection):
         if sock is None or sock.family != socket.AF_INET:
             return False
         local, peer = sock.getsockname(), sock.getpeername()
-        return prove_peer(self._embedded_dir, (local[0], local[1]), (peer[0], peer[1]))
+        try:
+            return prove_peer(self._embedded_dir, (local[0], local[1]), (peer[0], peer[1]))
+        except UnsafeLocalState:  # the directory or its record changed hands: nothing proven
+            return False
 
     def _encrypted(self) -> bool:
         """Mirrors how nats-py 2.x decides to use TLS before CONNECT: a ``wss://`` socket is
