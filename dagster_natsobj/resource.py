@@ -12,12 +12,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from dagster import ConfigurableResource, EnvVar
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 import natsobj
 from natsobj import ConnectionSettings
 from natsobj.errors import BucketNotFound
-from natsobj.settings import SETTINGS, URL_FIELD
+from natsobj.settings import SETTINGS, URL_FIELD, check_options
 from natsobj.shared import SharedClient, shared_client
 from natsobj.store_config import SETTING_FIELDS, StoreConfig
 
@@ -49,13 +49,15 @@ class NatsObjectStoreResource(ConfigurableResource):
     """Connection to the NATS server holding the object stores.
 
     ``url`` takes anything ``natsobj.ConnectionSettings.from_url`` does (several servers,
-    ``?domain=...``, ``embedded``); the other fields override what the URL says. There is one
+    ``?domain=...``, ``embedded``); without it, ``NATS_URL``, else the embedded server
+    already running for this directory (one is started only for ``embedded``). The other
+    fields override what the URL says; a field it does not have is refused. There is one
     field per ``ConnectionSettings`` field (Dagster reads fields from the class body, so they
     are written out; tests/test_one_table.py checks them against the table), and
     ``bucket_settings``, the store settings (``natsobj.store_config``) of buckets it creates.
     """
 
-    url: str = _from_table(URL_CONFIG, "embedded")
+    url: str | None = _from_table(URL_CONFIG)
     user: str | None = _from_table("user")
     password: str | None = _from_table("password")
     token: str | None = _from_table("token")
@@ -73,6 +75,14 @@ class NatsObjectStoreResource(ConfigurableResource):
     cache_dir: str | None = _from_table("cache_dir")
     name_index: bool | None = _from_table("name_index")
     bucket_settings: dict[str, str] | None = Field(default=None, description=BUCKET_SETTINGS_HELP)
+
+    @model_validator(mode="before")
+    @classmethod
+    def refuse_unknown_fields(cls, values: Any) -> Any:
+        """A misspelt field (``server=``) is refused, naming the fields, not ignored."""
+        if isinstance(values, Mapping):
+            check_options(values, cls.model_fields, "field of NatsObjectStoreResource")
+        return values
 
     @field_validator(BUCKET_SETTINGS_CONFIG)
     @classmethod

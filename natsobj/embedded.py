@@ -12,14 +12,22 @@ The record's pid is only a hint: a client connects to ``127.0.0.1:<port>`` of th
 once ``/proc`` shows it is a ``nats-server`` of the current user whose ``--store_dir`` is this
 directory's and which listens on that port (the record's own URL and port are never used), and
 ``stop_server`` signals nothing else. Where there is no ``/proc`` nothing can be proven, so a
-live record is refused rather than trusted. The server requires the user and password
-generated for its data directory on first start, which ``ConnectionSettings.resolved()`` uses.
+live record is refused rather than trusted.
+
+**Authentication.** The server admits only the nkey user generated for its data directory on
+first start (the seed stays in ``credentials.json``, which ``ConnectionSettings.resolved()``
+reads): the server sends a new nonce in each INFO and the client signs it, so what a client
+sends is worthless to anyone else, even to a process of another user that took the port after
+the server stopped. Before sending anything at all, each connect and reconnect also proves
+that its peer is this directory's server (``prove_peer``): the process on the other end of the
+TCP connection is the one the record names, proven as above.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import logging
 import os
@@ -37,6 +45,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import nkeys
+
 from natsobj.errors import NotConnected, UnsafeLocalState
 from natsobj.localfiles import OTHERS_ANY, OTHERS_WRITE, check_private
 
@@ -49,11 +59,11 @@ CONFIG_FILE = "server.conf"
 CREDENTIALS_FILE = "credentials.json"
 STORE_DIR = "jetstream"
 LOOPBACK = "127.0.0.1"
-EMBEDDED_USER = "natsobj"
 PRIVATE_DIR_MODE = 0o700
 PRIVATE_FILE_MODE = 0o600
 _PROC = Path("/proc")
 _TCP_LISTEN = "0A"  # the state column of /proc/<pid>/net/tcp
+_TCP_ESTABLISHED = "01"
 
 
 def server_binary() -> str:
@@ -75,22 +85,27 @@ def server_binary() -> str:
 
 @dataclass(frozen=True)
 class Credentials:
-    """The user and password the embedded server of one data directory requires."""
+    """The nkey user the embedded server of one data directory admits: the seed signs the
+    server's nonce and never leaves this machine's client."""
 
-    user: str
-    password: str = field(repr=False)
+    seed: str = field(repr=False)
+
+    @property
+    def public_key(self) -> str:
+        return nkeys.from_seed(bytearray(self.seed.encode())).public_key.decode()
 
 
 @dataclass(frozen=True)
 class ServerInfo:
     """A proven embedded server. ``credentials`` is None only for a server an older natsobj
-    started without any (``ensure_server`` restarts such a one with credentials)."""
+    started without an nkey (``ensure_server`` restarts such a one with one)."""
 
     url: str
     pid: int
     port: int
     data_dir: Path
     credentials: Credentials | None = field(default=None, compare=False)
+    started: bool = field(default=False, compare=False)  # by the call that returned it
 
 
 def _port_open(port: int, host: str = LOOPBACK) -> bool:
@@ -164,54 +179,55 @@ def _read_private(path: Path, *, secret: bool, fix: str) -> bytes | None:
         return file.read()
 
 
-def _write_private(path: Path, data: bytes, *, overwrite: bool = True) -> None:
+def _write_private(path: Path, data: bytes) -> None:
     """Write ``path`` whole, 0600 from its creation: readers see the old content or the new,
-    never a part. Without ``overwrite`` an existing file is kept (FileExistsError)."""
+    never a part."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.unlink(missing_ok=True)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(data)
-        if overwrite:
-            os.replace(tmp, path)
-        else:
-            os.link(tmp, path)
+        os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
 
 def _load_credentials(data_dir: Path) -> Credentials | None:
+    """The data directory's nkey; None when there is none yet, or only the password an older
+    natsobj wrote (its server is restarted with an nkey)."""
     path = data_dir / CREDENTIALS_FILE
-    fix = f"Remove {path}; the server is restarted with a new password at its next use."
+    fix = f"Remove {path}; the server is restarted with a new key at its next start."
     raw = _read_private(path, secret=True, fix=fix)
     if raw is None:
         return None
     try:
         doc = json.loads(raw)
-        user, password = doc["user"], doc["password"]
-    except (ValueError, TypeError, KeyError):
-        user = password = None
-    if not (isinstance(user, str) and isinstance(password, str) and user and password):
-        raise UnsafeLocalState(f"{path} is not a credentials record natsobj wrote", hint=fix)
-    return Credentials(user, password)
+    except ValueError:
+        doc = None
+    if isinstance(doc, dict) and "password" in doc and "nkey_seed" not in doc:
+        return None
+    seed = doc.get("nkey_seed") if isinstance(doc, dict) else None
+    try:
+        credentials = Credentials(seed) if isinstance(seed, str) else None
+        if credentials is not None and credentials.public_key.startswith("U"):
+            return credentials
+    except (nkeys.NkeysError, ValueError, TypeError):
+        pass
+    raise UnsafeLocalState(f"{path} is not a credentials record natsobj wrote", hint=fix)
 
 
 def _new_credentials(data_dir: Path) -> Credentials:
-    credentials = Credentials(EMBEDDED_USER, secrets.token_urlsafe(32))
-    doc = {"user": credentials.user, "password": credentials.password}
-    _write_private(data_dir / CREDENTIALS_FILE, json.dumps(doc).encode(), overwrite=False)
+    """A new nkey user; called only under ``_starting``'s lock, so it may replace the file."""
+    seed = nkeys.encode_seed(secrets.token_bytes(32), nkeys.PREFIX_BYTE_USER).decode()
+    credentials = Credentials(seed)
+    _write_private(data_dir / CREDENTIALS_FILE, json.dumps({"nkey_seed": seed}).encode())
     return credentials
 
 
 def _auth_config(credentials: Credentials) -> str:
-    """The server's authorization block (token_urlsafe text needs no quoting beyond "...")."""
-    return (
-        "authorization {\n"
-        f'  user: "{credentials.user}"\n'
-        f'  password: "{credentials.password}"\n'
-        "}\n"
-    )
+    """The server's authorization block: the one nkey user, no password anywhere."""
+    return f'authorization {{\n  users: [{{ nkey: "{credentials.public_key}" }}]\n}}\n'
 
 
 def _recorded_pid(data_dir: Path) -> int | None:
@@ -258,14 +274,24 @@ def _uids(proc: Path) -> set[int]:
 
 
 def _listens(proc: Path, port: int) -> bool:
-    """Whether the process itself holds a socket listening on ``127.0.0.1:port``: its network
-    namespace's table names the listening socket's inode, its file descriptors whose it is."""
+    """Whether the process itself holds a socket listening on ``127.0.0.1:port``."""
+    return _holds_socket(proc, (LOOPBACK, port), None, _TCP_LISTEN)
+
+
+def _holds_socket(
+    proc: Path, local: tuple[str, int], remote: tuple[str, int] | None, state: str
+) -> bool:
+    """Whether the process itself holds the TCP socket in ``state`` bound to ``local`` (and
+    connected to ``remote``): its network namespace's table names the socket's inode, its
+    file descriptors whose it is."""
     inodes = set()
     for line in (proc / "net" / "tcp").read_text().splitlines()[1:]:
         columns = line.split()
-        address, _, hex_port = columns[1].partition(":")
-        ip = socket.inet_ntoa(int(address, 16).to_bytes(4, sys.byteorder))
-        if columns[3] == _TCP_LISTEN and ip == LOOPBACK and int(hex_port, 16) == port:
+        if (
+            columns[3] == state
+            and _endpoint(columns[1]) == local
+            and (remote is None or _endpoint(columns[2]) == remote)
+        ):
             inodes.add(f"socket:[{columns[9]}]")
     if not inodes:
         return False
@@ -274,6 +300,12 @@ def _listens(proc: Path, port: int) -> bool:
             if os.readlink(fd) in inodes:
                 return True
     return False
+
+
+def _endpoint(column: str) -> tuple[str, int]:
+    """``0100007F:1F90`` (an address column of /proc/net/tcp) as ``("127.0.0.1", 8080)``."""
+    address, _, hex_port = column.partition(":")
+    return socket.inet_ntoa(int(address, 16).to_bytes(4, sys.byteorder)), int(hex_port, 16)
 
 
 def _proven_port(pid: int, data_dir: Path) -> int | None:
@@ -427,6 +459,20 @@ def running_server(data_dir: str | Path) -> ServerInfo | None:
     return replace(live, credentials=_load_credentials(live.data_dir))
 
 
+def prove_peer(data_dir: Path, local: tuple[str, int], peer: tuple[str, int]) -> bool:
+    """Whether the TCP connection from ``local`` to ``peer`` was accepted by the proven
+    embedded server of ``data_dir``: its process holds the other end. Checked on each connect
+    and reconnect before anything is sent, so a process of another user that took the port
+    after the server stopped gets nothing."""
+    live = _proven_server(data_dir)
+    if live is None or peer != (LOOPBACK, live.port):
+        return False
+    try:
+        return _holds_socket(_PROC / str(live.pid), peer, local, _TCP_ESTABLISHED)
+    except (OSError, ValueError, IndexError):
+        return False  # it exited meanwhile, or /proc says something unexpected: not proven
+
+
 def _proven_server(data_dir: Path) -> ServerInfo | None:
     """``running_server`` without the credentials: stopping a server needs none."""
     if not _private_dir(data_dir, create=False):
@@ -463,8 +509,8 @@ def ensure_server(data_dir: str | Path = ".natsobj", *, port: int | None = None)
             return live
         if live:
             log.warning(
-                "restarting the embedded NATS server of %s (pid %d): it was started without "
-                "credentials, so every local user could read and write its buckets",
+                "restarting the embedded NATS server of %s (pid %d): an older natsobj started it "
+                "without an nkey, so what its clients send could be reused by another local user",
                 data_dir,
                 live.pid,
             )
@@ -481,7 +527,8 @@ def _start(data_dir: Path, port: int | None) -> ServerInfo:
     # the URL is for people reading the file; clients use only the pid, and prove it
     record = {"pid": server.pid, "port": server.port, "url": server.url}
     _write_private(data_dir / STATE_FILE, json.dumps(record).encode())
-    return ServerInfo(server.url, server.pid, server.port, data_dir, credentials)
+    _register(data_dir)
+    return ServerInfo(server.url, server.pid, server.port, data_dir, credentials, started=True)
 
 
 def stop_server(data_dir: str | Path = ".natsobj", timeout: float = 10.0) -> bool:
@@ -489,11 +536,71 @@ def stop_server(data_dir: str | Path = ".natsobj", timeout: float = 10.0) -> boo
     process proven to serve it (see ``running_server``) is signalled; a stale record goes."""
     data_dir = Path(data_dir).resolve()
     live = _proven_server(data_dir)
+    _unregister(data_dir)
     if live is None:
         (data_dir / STATE_FILE).unlink(missing_ok=True)
         return False
     _terminate(live, timeout)
     return True
+
+
+# -- this user's embedded servers ----------------------------------------------------------------
+
+
+def registry_dir() -> Path:
+    """Where each start records its data directory, so ``natsobj serve --list`` and
+    ``--stop-all`` find every embedded server of this user wherever it was started:
+    ``$XDG_STATE_HOME/natsobj/servers`` (default ``~/.local/state``), owner-only like a data
+    directory."""
+    state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(state).resolve() / "natsobj" / "servers"
+
+
+def _entry(data_dir: Path) -> Path:
+    return registry_dir() / (hashlib.sha256(os.fsencode(data_dir)).hexdigest()[:32] + ".json")
+
+
+def _register(data_dir: Path) -> None:
+    """Best effort: a server that could not be recorded (no writable home, a registry another
+    user controls) still serves; only ``serve --list`` will not show it."""
+    try:
+        _private_dir(registry_dir(), create=True)
+        _write_private(_entry(data_dir), json.dumps({"data_dir": str(data_dir)}).encode())
+    except (OSError, UnsafeLocalState) as exc:
+        log.warning(
+            "the embedded server of %s is not listed by `natsobj serve --list`: %s", data_dir, exc
+        )
+
+
+def _unregister(data_dir: Path) -> None:
+    with contextlib.suppress(OSError, UnsafeLocalState):  # as _register: never stops a stop
+        if _private_dir(registry_dir(), create=False):
+            _entry(data_dir).unlink(missing_ok=True)
+
+
+def registered_servers() -> list[ServerInfo]:
+    """This user's running embedded servers, by data directory; entries of servers that are
+    gone are dropped. The registry only names directories: each server is proven as
+    ``running_server`` proves it."""
+    registry = registry_dir()
+    if not _private_dir(registry, create=False):
+        return []
+    found = []
+    for path in sorted(registry.glob("*.json")):
+        fix = f"Remove {path}."
+        try:
+            data_dir = Path(
+                json.loads(_read_private(path, secret=False, fix=fix) or b"")["data_dir"]
+            )
+        except (ValueError, TypeError, KeyError):
+            path.unlink(missing_ok=True)
+            continue
+        live = _proven_server(data_dir) if data_dir.is_absolute() else None
+        if live is None:
+            path.unlink(missing_ok=True)
+        else:
+            found.append(live)
+    return found
 
 
 def _terminate(live: ServerInfo, timeout: float = 10.0) -> None:

@@ -165,6 +165,22 @@ class UnsafeLocalPath(NatsObjError):
     )
 
 
+class NoServer(NotConnected):
+    """Nothing names a NATS server (no URL, no NATS_URL) and no embedded server is running for
+    this directory: natsobj starts one only when asked, with the URL ``embedded``."""
+
+    hint = (
+        "Name a server with NATS_URL, --url or the url option (nats://HOST:4222); or start the "
+        "embedded server for this directory with `natsobj serve` (or give the URL 'embedded', "
+        "which starts one in the background)."
+    )
+
+
+class UnknownOption(NatsObjError, ValueError):
+    """An option, setting or environment variable natsobj does not know (a typo, most often):
+    refused rather than ignored, so it never silently changes which server is used."""
+
+
 class MissingDigest(DigestMismatch):
     """The meta record carries no SHA-256, so the bytes cannot be verified. Every known client
     (Go, JavaScript, nats-py, natsobj) writes one; a record without it was written by hand or

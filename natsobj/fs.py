@@ -4,8 +4,10 @@ ObjectStoragePath read and write NATS object stores.
 Buckets are top-level directories; inside a bucket, ``/`` in object names makes prefix
 "directories" that exist while an object lives under them (as in S3). Connection options are
 the ``ConnectionSettings`` fields (``servers``, ``user``, ``token``, ...) or ``url``; with none
-the ``NATS_*`` environment is used. ``allow_missing_digest=True`` also reads objects whose
-record has no digest (refused by default, as by ``ObjectStore.get``).
+the ``NATS_*`` environment is used (no ``NATS_URL``: the embedded server already running here,
+never a new one). Any other option is refused, naming the known ones.
+``allow_missing_digest=True`` also reads objects whose record has no digest (refused by
+default, as by ``ObjectStore.get``).
 
 Blocking use runs on the facade's one loop thread with the process's shared connection
 (``natsobj.shared``), so pandas, Airflow and Dagster reading ``nats://`` paths add no loop and
@@ -37,7 +39,7 @@ from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound, UnsafeL
 from natsobj.localfiles import local_relative
 from natsobj.model import ObjectInfo
 from natsobj.paths import SCHEME, as_dir, listing_prefix, parse_nats_url, split_level, under
-from natsobj.settings import OPTION_FIELDS, URL_FIELD, ConnectionSettings
+from natsobj.settings import OPTION_FIELDS, URL_FIELD, ConnectionSettings, check_options
 from natsobj.shared import on_shared_loop, shared_aio_client
 from natsobj.store_config import STORE_SETTINGS
 from natsobj.sync import shared_loop
@@ -46,6 +48,12 @@ from natsobj.sync import shared_loop
 # a NATS URL's query and Spark's options (natsobj.settings' table).
 SETTINGS_OPTIONS = {URL_FIELD: URL_FIELD, **OPTION_FIELDS}
 GET_BATCH = 128  # files get() fetches at once unless told: fsspec's default for local files
+# What fsspec's own base classes take (AsyncFileSystem, and the listings cache every
+# filesystem is documented to accept); any other option is refused, naming the known ones.
+FSSPEC_OPTIONS = ("batch_size", "use_listings_cache", "listings_expiry_time", "max_paths")
+KNOWN_OPTIONS = frozenset(
+    ("url", "asynchronous", "loop", "allow_missing_digest", *SETTINGS_OPTIONS, *FSSPEC_OPTIONS)
+)
 _END = object()
 
 
@@ -105,6 +113,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
         allow_missing_digest: bool = False,
         **options: Any,
     ) -> None:
+        check_options(options, KNOWN_OPTIONS, "option of the nats:// filesystem")
         settings_options = {
             SETTINGS_OPTIONS[k]: options.pop(k) for k in list(options) if k in SETTINGS_OPTIONS
         }

@@ -3,20 +3,28 @@ and Spark options all become a ``ConnectionSettings`` and nothing else parses NA
 
 from __future__ import annotations
 
+import difflib
 import logging
 import os
 import ssl
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
+from natsobj.errors import NoServer, UnknownOption
 from natsobj.parsing import parse_bool
 
 log = logging.getLogger("natsobj")
 
 EMBEDDED = "embedded"
+# The server when nothing names one (no URL, no NATS_URL): the embedded server already running
+# for this directory, if there is one; a new one is started only for ``embedded``. Like
+# ``embedded`` it may name its data directory (``embedded-if-running:///dir``): Spark pins it so.
+RUNNING_EMBEDDED = "embedded-if-running"
+DATA_DIR_ENV = "NATSOBJ_DATA_DIR"
+DEFAULT_DATA_DIR = ".natsobj"
 # Read consistency on replicated stores (see docs/production.md, "Consistency").
 STRONG = "strong"  # every read sees every write that has returned, from any node
 EVENTUAL = "eventual"  # reads may be served by a replica that is a few writes behind
@@ -55,11 +63,11 @@ class ConnectionSettings:
     Airflow connection's extras and form, and the Dagster resource's fields."""
 
     servers: list[str] = field(
-        default_factory=lambda: [EMBEDDED],
+        default_factory=lambda: [RUNNING_EMBEDDED],
         metadata=_row(
             "Servers",
             "NATS URL(s), comma-separated (nats://user:pass@h1:4222,h2:4222?domain=hub), or "
-            "'embedded' for the local embedded server.",
+            "'embedded' for the local embedded server (started if it is not running).",
             env="NATS_URL",
             cli=("--url", "-s"),
             metavar="URL",
@@ -229,7 +237,7 @@ class ConnectionSettings:
         to the end. A ``,`` or ``%`` in credentials, and a ``@`` in an option value, must be
         percent-encoded."""
         url = url.strip()
-        if url == EMBEDDED or url.startswith(EMBEDDED + ":"):
+        if _embedded_form(url):
             return cls(servers=[url], **_clean(overrides))
         scheme = url.partition("://")[0] if "://" in url.split(",")[0] else "nats"
         taken: list[tuple[str, dict[str, str]]] = []
@@ -250,11 +258,10 @@ class ConnectionSettings:
                 break
         values: dict[str, Any] = {"servers": [server for server, _ in taken]}
         values.update(_one_set_of_credentials(taken))
-        for key, vals in parse_qs(query, keep_blank_values=False).items():
-            target = OPTION_FIELDS.get(key)
-            if target is None:
-                raise ValueError(f"unknown NATS URL option {key!r}; known: {sorted(OPTION_FIELDS)}")
-            values[target] = vals[-1]
+        options = parse_qs(query, keep_blank_values=False)
+        check_options(options, OPTION_FIELDS, "NATS URL option")
+        for key, vals in options.items():
+            values[OPTION_FIELDS[key]] = vals[-1]
         values.update(_clean(overrides))
         return cls(**values)
 
@@ -263,8 +270,11 @@ class ConnectionSettings:
         cls, environ: Mapping[str, str] | None = None, **overrides: Any
     ) -> ConnectionSettings:
         env = os.environ if environ is None else environ
-        url = env.get("NATS_URL", EMBEDDED)
-        settings = cls.from_url(url)
+        # NATS_* is shared with the nats CLI and other clients; NATSOBJ_* is ours alone
+        ours = [name for name in env if name.startswith(ENV_PREFIX)]
+        check_options(ours, KNOWN_ENV, "environment variable", near_misses_only=True)
+        url = env.get("NATS_URL")
+        settings = cls.from_url(url) if url else cls()
         values: dict[str, Any] = {
             target: env[var]
             for var, target in ENV_VARS.items()
@@ -288,12 +298,13 @@ class ConnectionSettings:
     def embedded_dir(self) -> Path | None:
         """The data directory when this points at the embedded server, else None."""
         server = self.servers[0]
-        if server == EMBEDDED:
-            return Path(os.environ.get("NATSOBJ_DATA_DIR", ".natsobj")).resolve()
-        if server.startswith(EMBEDDED + ":"):
-            path = server.split(":", 1)[1].lstrip("/")
-            return Path("/" + path) if path else Path(".natsobj").resolve()
-        return None
+        form = _embedded_form(server)
+        if form is None:
+            return None
+        if server == form:
+            return Path(os.environ.get(DATA_DIR_ENV, DEFAULT_DATA_DIR)).resolve()
+        path = server.split(":", 1)[1].lstrip("/")
+        return Path("/" + path) if path else Path(DEFAULT_DATA_DIR).resolve()
 
     @property
     def js_api_prefix(self) -> str:
@@ -311,27 +322,42 @@ class ConnectionSettings:
         return "$O"
 
     def resolved(self) -> ConnectionSettings:
-        """Replace ``embedded`` with the running embedded server's real URL, starting it.
+        """Replace ``embedded`` with the embedded server's real URL.
 
-        Every face (Dagster, Spark, fsspec, Airflow, the async core) comes through here, so
-        this is where the embedded-server rule lives: it is the default when nothing names a
-        server, and each process says once, as a warning, where it keeps the data and how to
-        point at a real server, so a worker never writes to its local disk unnoticed. (The
-        CLI alone refuses to start one unless asked: a typo there should not create a
-        server.) The embedded server admits only the user and password generated for its
-        data directory, so they are filled in here unless these settings bring their own."""
+        Every face (Dagster, Spark, fsspec, Airflow, the CLI, the async core) comes through
+        here, so this is where the embedded-server rule lives: with nothing naming a server,
+        the embedded server already running for this directory is used (NoServer when there
+        is none); only ``embedded`` starts one, and the start says, as a warning, where it
+        runs and how to stop it, since it outlives the process. The embedded server admits
+        only the nkey generated for its data directory, so its seed is filled in here unless
+        these settings bring their own credentials."""
         data_dir = self.embedded_dir
         if data_dir is None:
             return self
-        from natsobj.embedded import ensure_server
+        from natsobj.embedded import ensure_server, running_server
 
-        server = ensure_server(data_dir)
-        _warn_embedded_once(data_dir, server.url)
+        if _embedded_form(self.servers[0]) == RUNNING_EMBEDDED:
+            server = running_server(data_dir)
+            if server is None:
+                raise NoServer(
+                    f"no NATS server given (no url, no NATS_URL) and no embedded server is "
+                    f"running for {data_dir}; natsobj starts one only when asked"
+                )
+            if server.credentials is None:
+                raise NoServer(
+                    f"the embedded server running for {data_dir} (pid {server.pid}) was "
+                    "started by an older natsobj, without the key this one signs in with",
+                    hint=f"Restart it: `natsobj serve --stop --data-dir {data_dir}`, then "
+                    "`natsobj serve` (or give the URL 'embedded', which restarts it).",
+                )
+        else:
+            server = ensure_server(data_dir)
+        _announce_embedded(data_dir, server.url, server.pid, started=server.started)
         resolved = replace(self, servers=[server.url])
         own = self.user or self.token or self.nkey_seed or self.creds_file
         if own or server.credentials is None:
             return resolved
-        return replace(resolved, user=server.credentials.user, password=server.credentials.password)
+        return replace(resolved, nkey_seed=server.credentials.seed)
 
     def redacted_url(self) -> str:
         """A URL safe to print: credentials replaced by ***."""
@@ -391,6 +417,11 @@ URL_FIELD = "servers"  # given as a URL (``url``, ``NATS_URL``, ``--url``), not 
 SECRET_FIELDS = tuple(name for name, row in SETTINGS.items() if row.secret)
 # Environment variables read by from_env(), the same names the nats CLI uses where it has one.
 ENV_VARS = {row.env: name for name, row in SETTINGS.items() if row.env}
+# The variables of natsobj's own namespace it reads: a near miss of one is refused.
+ENV_PREFIX = "NATSOBJ_"
+KNOWN_ENV = frozenset(
+    name for name in (*ENV_VARS, DATA_DIR_ENV, "NATSOBJ_SERVER_BIN") if name.startswith(ENV_PREFIX)
+)
 # Option names (URL query parameters, Spark options, ...) and the field each one sets.
 OPTION_FIELDS = {
     option: name
@@ -400,12 +431,21 @@ OPTION_FIELDS = {
 }
 
 
+def _embedded_form(server: str) -> str | None:
+    """``embedded`` or ``embedded-if-running`` when ``server`` is one of them, bare or with
+    its data directory (``embedded:///dir``); None for a real server."""
+    for form in (EMBEDDED, RUNNING_EMBEDDED):
+        if server == form or server.startswith(form + ":"):
+            return form
+    return None
+
+
 def _take_userinfo(server: str) -> tuple[str, dict[str, str]]:
     """Split ``scheme://userinfo@rest`` at the last ``@`` into ``scheme://rest`` and the
     credentials it carried: ``user:password`` or a token."""
     scheme, sep, rest = server.partition("://")
     userinfo, at, hosts = rest.rpartition("@")
-    if not (sep and at) or scheme == EMBEDDED:
+    if not (sep and at) or _embedded_form(scheme):
         return server, {}
     user, colon, password = userinfo.partition(":")
     if colon:
@@ -449,22 +489,50 @@ def _check_server(server: str) -> None:
         )
 
 
-_embedded_warned: set[tuple[int, Path]] = set()
+_embedded_announced: set[tuple[int, Path]] = set()
 
 
-def _warn_embedded_once(data_dir: Path, url: str) -> None:
-    """One warning per process and data directory (a forked worker says it again)."""
+def _announce_embedded(data_dir: Path, url: str, pid: int, *, started: bool) -> None:
+    """A start is a warning (the server outlives this process: how to stop it); using one
+    that runs is said once per process and data directory, at info level."""
+    if started:
+        log.warning(
+            "natsobj started the embedded NATS server at %s (pid %d), keeping its data in %s; "
+            "it keeps running after this process: stop it with `natsobj serve --stop "
+            "--data-dir %s` (or all of yours with `natsobj serve --stop-all`)",
+            url,
+            pid,
+            data_dir,
+            data_dir,
+        )
     key = (os.getpid(), data_dir)
-    if key in _embedded_warned:
+    if key in _embedded_announced:
         return
-    _embedded_warned.add(key)
-    log.warning(
+    _embedded_announced.add(key)
+    log.info(
         "natsobj is using the embedded NATS server at %s; its data is kept on this machine in "
         "%s. To use a real server, set NATS_URL (or the url of the Airflow connection, Dagster "
         "resource, Spark option or fsspec filesystem) to nats://HOST:4222.",
         url,
         data_dir,
     )
+
+
+def check_options(
+    given: Iterable[str], known: Collection[str], what: str, *, near_misses_only: bool = False
+) -> None:
+    """The one rule for options on every face (fsspec, Spark, Dagster, URLs, environment):
+    a name that is not known is refused, naming the known ones, never ignored, so a typo
+    cannot silently change which server is used. ``near_misses_only`` is for a namespace
+    natsobj shares (the environment): only a name close to a known one is refused."""
+    for name in given:
+        if name in known:
+            continue
+        close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.8)
+        if near_misses_only and not close:
+            continue
+        guess = f" (did you mean {close[0]!r}?)" if close else ""
+        raise UnknownOption(f"unknown {what} {name!r}{guess}; known: {', '.join(sorted(known))}")
 
 
 def _clean(overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: the example PySpark pipeline, run by Airflow (`airflow dags test`) and then by
-# Dagster (`dagster asset materialize`), against an embedded NATS server started on demand;
+# Dagster (`dagster asset materialize`), against the embedded NATS server each step asks for
+# explicitly (url "embedded"; natsobj never starts one without being asked);
 # then the watch-driven streaming example (example_dags/streaming_landing.py); it ends by
 # listing the artifacts with the natsobj CLI.
 set -euo pipefail
@@ -24,5 +25,5 @@ PYSPARK_PYTHON="${PYSPARK_PYTHON:-$(command -v python)}" python -m example_dags.
 grep -E "^  (landed|stream|sensor|report):? " .demo/streaming.log
 echo "Streaming log: .demo/streaming.log   |   Reports: natsobj ls $NATSOBJ_DEMO_BUCKET streaming/reports/"
 echo
-echo "== natsobj ls -r $NATSOBJ_DEMO_BUCKET   (the embedded server keeps running: natsobj ls, get, watch ...; natsobj serve --stop ends it)"
+echo "== natsobj ls -r $NATSOBJ_DEMO_BUCKET   (the embedded server the demo asked for keeps running: natsobj ls, get, watch ...; natsobj serve --stop ends it, natsobj serve --list shows yours)"
 natsobj ls -r "$NATSOBJ_DEMO_BUCKET"

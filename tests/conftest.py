@@ -75,6 +75,11 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["NATSOBJ_DATA_DIR"] = str(data_dir)
         config.add_cleanup(functools.partial(shutil.rmtree, data_dir.parent, ignore_errors=True))
         config.add_cleanup(functools.partial(_stop_left_behind, data_dir))
+    # the registry of embedded servers (serve --list/--stop-all) is the run's own, not ~/.local
+    if "XDG_STATE_HOME" not in os.environ:
+        state = tempfile.mkdtemp(prefix="natsobj-state-")
+        os.environ["XDG_STATE_HOME"] = state
+        config.add_cleanup(functools.partial(shutil.rmtree, state, ignore_errors=True))
     # the listings' name indexes (natsobj.name_index) go to a directory of the run, not ~/.cache
     if "NATSOBJ_CACHE_DIR" not in os.environ:
         cache = tempfile.mkdtemp(prefix="natsobj-cache-")

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import ssl
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Unpack
 
 import nats.errors
@@ -17,6 +19,7 @@ from natsobj.aio.jsapi import DEFAULT_FAILOVER_TIMEOUT, JetStreamApi
 from natsobj.aio.ranges import ClientRanges
 from natsobj.aio.socket_reads import enlarge_reads
 from natsobj.aio.store import ObjectStore
+from natsobj.embedded import prove_peer
 from natsobj.errors import (
     BucketExists,
     BucketNotFound,
@@ -24,6 +27,7 @@ from natsobj.errors import (
     NatsObjError,
     NotConnected,
     PermissionDenied,
+    UnsafeLocalState,
 )
 from natsobj.lifecycle import server_supports_ttl
 from natsobj.model import StreamInfo
@@ -52,10 +56,24 @@ class _TlsNotOffered(nats.errors.Error):
         self.server = server
 
 
+class _NotTheEmbeddedServer(nats.errors.Error):
+    """Raised inside nats-py's connect, before CONNECT is written: the peer is not the
+    embedded server of the data directory (another process took its port). A
+    ``nats.errors.Error`` so nats-py treats it as a failed attempt, as ``_TlsNotOffered``."""
+
+    def __init__(self, server: str, data_dir: Path) -> None:
+        super().__init__(
+            f"the process listening at {server} is not the embedded server of {data_dir};"
+            " natsobj sends it nothing"
+        )
+        self.server = server
+
+
 class _Connection(NatsConnection):
-    """nats-py's client with one check per connection attempt: when TLS is configured, the
-    CONNECT line (which carries user/password, token or signature) is written only on an
-    encrypted connection.
+    """nats-py's client with checks per connection attempt, made before the CONNECT line
+    (which carries user/password, token or signature), or anything else, is written: when
+    TLS is configured, the connection is encrypted; for an embedded server, its peer is
+    proven to be the data directory's server (``natsobj.embedded.prove_peer``).
 
     nats-py upgrades to TLS only when the server's INFO sets ``tls_required``; otherwise it
     writes CONNECT in clear even when it was given a TLS context, so an impostor on the
@@ -63,26 +81,48 @@ class _Connection(NatsConnection):
     that write on every attempt; it is private, so ``__init__`` refuses to run (rather than
     silently not checking) on a nats-py that no longer has it."""
 
-    def __init__(self, *, require_tls: bool) -> None:
+    def __init__(self, *, require_tls: bool, embedded_dir: Path | None = None) -> None:
         super().__init__()
         self._require_tls = require_tls
-        if require_tls and not _has_connect_hook(self):
+        self._embedded_dir = embedded_dir
+        if (require_tls or embedded_dir) and not _has_connect_hook(self):
             raise NotConnected(
-                "the installed nats-py no longer has the hook natsobj uses to refuse a"
-                " server that does not offer TLS, so TLS cannot be enforced",
+                "the installed nats-py no longer has the hook natsobj uses to check a server"
+                " before sending it anything, so TLS or the embedded server's identity cannot"
+                " be enforced",
                 hint="Install the nats-py version natsobj declares (pip install natsobj).",
             )
 
     def _connect_command(self) -> bytes:
+        server = self._current_server
+        where = f"{server.uri.hostname}:{server.uri.port}" if server else "the server"
         if self._require_tls and not self._encrypted():
-            # closed at once: nats-py would otherwise flush publishes buffered during a
-            # reconnect into this socket when the client is closed
-            if self._transport is not None:
-                self._transport.close()
-            server = self._current_server
-            where = f"{server.uri.hostname}:{server.uri.port}" if server else "the server"
+            self._drop_transport()
             raise _TlsNotOffered(where)
+        if self._embedded_dir is not None and not self._proven_embedded():
+            self._drop_transport()
+            raise _NotTheEmbeddedServer(where, self._embedded_dir)
         return super()._connect_command()
+
+    def _drop_transport(self) -> None:
+        """Closed at once: nats-py would otherwise flush publishes buffered during a
+        reconnect into this socket when the client is closed."""
+        if self._transport is not None:
+            self._transport.close()
+
+    def _proven_embedded(self) -> bool:
+        """Whether the socket's peer is the embedded server of the data directory (a few
+        reads of /proc, once per connection attempt)."""
+        assert self._embedded_dir is not None
+        writer = getattr(self._transport, "_io_writer", None)
+        sock = writer.get_extra_info("socket") if writer is not None else None
+        if sock is None or sock.family != socket.AF_INET:
+            return False
+        local, peer = sock.getsockname(), sock.getpeername()
+        try:
+            return prove_peer(self._embedded_dir, (local[0], local[1]), (peer[0], peer[1]))
+        except UnsafeLocalState:  # the directory or its record changed hands: nothing proven
+            return False
 
     def _encrypted(self) -> bool:
         """Mirrors how nats-py 2.x decides to use TLS before CONNECT: a ``wss://`` socket is
@@ -135,7 +175,7 @@ class Client:
         options = resolved.nats_options()
         self._tls = "tls" in options
         self._connect_errors = []
-        nc = _Connection(require_tls=self._tls)
+        nc = _Connection(require_tls=self._tls, embedded_dir=self.settings.embedded_dir)
         try:
             # The first connect tries each server twice (nats-py reads 0 as "forever"), so a
             # wrong address or refused credentials is reported at once; reconnects keep trying.
@@ -169,7 +209,7 @@ class Client:
                 raise error
             log.debug("NATS connect attempt failed: %s", type(error).__name__)
             return
-        if isinstance(error, _TlsNotOffered):
+        if isinstance(error, _TlsNotOffered | _NotTheEmbeddedServer):
             log.warning("NATS reconnect refused: %s", error)
             return
         text = str(error)
@@ -338,7 +378,8 @@ def _definitive(error: Exception, *, tls: bool) -> bool:
     creds or seed file. A reset during a TLS connect is a refused client certificate."""
     if _refused_credentials(error):
         return True
-    if isinstance(error, _TlsNotOffered | ssl.SSLError | FileNotFoundError | PermissionError):
+    refused = _TlsNotOffered | _NotTheEmbeddedServer
+    if isinstance(error, refused | ssl.SSLError | FileNotFoundError | PermissionError):
         return True
     return tls and isinstance(error, ConnectionResetError)
 
@@ -346,6 +387,12 @@ def _definitive(error: Exception, *, tls: bool) -> bool:
 def _connect_failure(resolved: ConnectionSettings, errors: list[Exception]) -> NatsObjError:
     where = resolved.redacted_url()
     last = errors[-1]
+    if isinstance(last, _NotTheEmbeddedServer):
+        return NotConnected(
+            str(last),
+            hint="Another process holds the embedded server's port: check `natsobj serve"
+            " --list`, and start the server again (`natsobj serve`).",
+        )
     if isinstance(last, _TlsNotOffered):
         return NotConnected(
             f"TLS is configured for {where}, but {last}",

@@ -3,7 +3,8 @@
 Settings come only from ``ConnectionSettings``: ``--url`` stands in for ``NATS_URL``, the other
 ``NATS_*`` variables still apply, and explicit options win over both. With nothing set, the
 embedded server of this directory is used if it is running; it is never started implicitly,
-so a typo'd environment does not silently spawn a server.
+so a typo'd environment does not silently spawn a server (the rule every face shares:
+``ConnectionSettings.resolved``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from typing import Any
 
 import click
 
-from natsobj.cli.exits import CliError, ExitCode, UsageProblem
-from natsobj.embedded import running_server
+from natsobj.cli.exits import UsageProblem
 from natsobj.settings import SETTINGS, URL_FIELD, ConnectionSettings, Setting
 from natsobj.sync import Client, ObjectStore, connect
 
@@ -25,22 +25,12 @@ def resolve_settings(
     url: str | None, overrides: Mapping[str, Any], environ: Mapping[str, str] | None = None
 ) -> ConnectionSettings:
     env = dict(os.environ if environ is None else environ)
-    explicit = url or env.get("NATS_URL")
     try:
         if url:
             env["NATS_URL"] = url
-        settings = ConnectionSettings.from_env(env, **overrides)
+        return ConnectionSettings.from_env(env, **overrides)
     except ValueError as exc:
         raise UsageProblem(f"bad connection settings: {exc}") from exc
-    if not explicit:
-        data_dir = settings.embedded_dir
-        if data_dir is None or running_server(data_dir) is None:
-            raise CliError(
-                f"no NATS server given and no embedded server is running in {data_dir}: "
-                "pass --url nats://HOST:4222, set NATS_URL, or start one here with `natsobj serve`",
-                ExitCode.CONNECTION,
-            )
-    return settings
 
 
 def connection_options(command: Callable[..., Any]) -> Any:

@@ -46,7 +46,8 @@ def spark_options(
     if settings.embedded_dir is not None:
         # Pin `embedded` to this process's data directory: Spark's workers were started with
         # the environment and working directory the JVM had, which may differ by now.
-        settings = replace(settings, servers=[f"embedded://{settings.embedded_dir}"])
+        form = settings.servers[0].partition(":")[0]  # "embedded" or "embedded-if-running"
+        settings = replace(settings, servers=[f"{form}://{settings.embedded_dir}"])
     out = {**settings_options(settings), "bucket": bucket, "path": prefix}
     out.update({k: _option_text(v) for k, v in options.items() if v is not None})
     return out

@@ -6,7 +6,6 @@ never re-read the environment and a bad option fails before any task is schedule
 
 from __future__ import annotations
 
-import difflib
 import logging
 import warnings
 from collections.abc import Mapping
@@ -14,11 +13,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from natsobj.errors import UnknownOption
 from natsobj.matching import NameMatcher
 from natsobj.names import check_bucket
 from natsobj.parsing import parse_bool, parse_duration
 from natsobj.paths import is_nats_url, parse_nats_url
-from natsobj.settings import OPTION_FIELDS, ConnectionSettings
+from natsobj.settings import OPTION_FIELDS, ConnectionSettings, check_options
 from natsobj.spark.errors import BadSparkOption
 from natsobj.store_config import STORE_SETTINGS, StoreConfig
 
@@ -185,16 +185,19 @@ def _take_deprecated_layout(opts: dict[str, str]) -> None:
 
 def _ignore_unknown(opts: dict[str, str]) -> None:
     """Drop options this source does not know, as Spark's built-in sources do (a copied
-    ``mergeSchema`` must not fail a job); a near miss of a known name is worth a warning."""
-    for name in sorted(set(opts) - KNOWN_OPTIONS):
+    ``mergeSchema`` must not fail a job); a near miss of a known name is a typo, refused
+    naming the known options (``check_options``, the rule every face shares)."""
+    unknown = sorted(set(opts) - KNOWN_OPTIONS)
+    typos = [name for name in unknown if not name.startswith(BUCKET_OPTION_PREFIX)]
+    try:
+        check_options(typos, KNOWN_OPTIONS, "natsobj option", near_misses_only=True)
+    except UnknownOption as exc:
+        raise BadSparkOption(exc.message) from None
+    for name in unknown:
         if name.startswith(BUCKET_OPTION_PREFIX):
             continue  # ours: _bucket_config refuses it, naming the bucket_ options
         del opts[name]
-        close = difflib.get_close_matches(name, sorted(KNOWN_OPTIONS), n=1, cutoff=0.8)
-        if close:
-            log.warning("natsobj: ignoring unknown option %r (did you mean %r?)", name, close[0])
-        else:
-            log.debug("natsobj: ignoring option %r, which this source does not use", name)
+        log.debug("natsobj: ignoring option %r, which this source does not use", name)
 
 
 def _take_bucket_from_url_path(values: dict[str, str]) -> None:

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import pytest
 from cli_support import Invoke
+from click.testing import CliRunner
 
-from natsobj.cli.exits import CliError, ExitCode, UsageProblem
+from natsobj.cli import cli
+from natsobj.cli.exits import ExitCode, UsageProblem
 from natsobj.cli.session import resolve_settings
 from natsobj.embedded import NatsServerProcess
 
@@ -28,10 +30,11 @@ def test_url_option_stands_in_for_nats_url_and_options_win() -> None:
 
 
 def test_nothing_set_and_no_embedded_server_is_an_error(isolated_cwd: Path) -> None:
-    with pytest.raises(CliError, match="natsobj serve") as raised:
-        resolve_settings(None, {}, {})
-    assert raised.value.exit_code == ExitCode.CONNECTION
-    assert str(isolated_cwd / ".natsobj") in str(raised.value)
+    result = CliRunner().invoke(cli, ["ls"], env={"NATS_URL": None}, catch_exceptions=False)
+    assert result.exit_code == ExitCode.CONNECTION
+    assert "natsobj serve" in result.stderr and "NATS_URL" in result.stderr
+    assert str(isolated_cwd / ".natsobj") in result.stderr
+    assert not (isolated_cwd / ".natsobj").exists(), "no server was started"
     with pytest.raises(UsageProblem, match="domain or api_prefix"):
         resolve_settings("nats://h:4222", {"domain": "a", "api_prefix": "b"}, {})
 

@@ -18,6 +18,7 @@ from dagster._core.remote_representation.external_data import RepositorySnap
 
 from dagster_natsobj import NatsObjectStoreIOManager, NatsObjectStoreResource
 from natsobj.errors import BucketNotFound, NotConnected
+from natsobj.settings import RUNNING_EMBEDDED
 
 
 def test_unknown_bucket_with_creation_off_names_the_bucket(nats_resource, bucket_name):
@@ -60,7 +61,7 @@ def test_bad_url_gives_a_clear_error(url, error, text):
         materialize([thing], resources={"io_manager": manager})
 
 
-def test_resource_fields_override_the_url(nats_url):
+def test_resource_fields_override_the_url(nats_url, monkeypatch):
     resource = NatsObjectStoreResource(
         url=f"{nats_url}?domain=hub", user="u", password="p", connect_timeout=2
     )
@@ -68,7 +69,16 @@ def test_resource_fields_override_the_url(nats_url):
     assert settings.servers == [nats_url]
     assert (settings.domain, settings.user, settings.password) == ("hub", "u", "p")
     assert settings.connect_timeout == 2.0
-    assert NatsObjectStoreResource().settings().servers == ["embedded"]
+    # no url: NATS_URL, else the embedded server already running here, never a new one
+    monkeypatch.delenv("NATS_URL", raising=False)
+    assert NatsObjectStoreResource().settings().servers == [RUNNING_EMBEDDED]
+    monkeypatch.setenv("NATS_URL", nats_url)
+    assert NatsObjectStoreResource().settings().servers == [nats_url]
+
+
+def test_a_misspelt_field_is_refused_naming_the_fields() -> None:
+    with pytest.raises(ValueError, match=r"unknown field .*'server'.*known: .*\burl\b"):
+        NatsObjectStoreResource(server="nats://elsewhere:4222")
 
 
 def test_secrets_from_env_vars_stay_out_of_config_and_repr(monkeypatch, nats_url):

@@ -328,27 +328,34 @@ def test_the_embedded_server_admits_only_its_own_credentials(tmp_path: Path) -> 
         for name in (CREDENTIALS_FILE, STATE_FILE, "server.conf"):
             assert mode(data_dir / name) == 0o600, name
         doc = json.loads((data_dir / CREDENTIALS_FILE).read_text())
-        assert started.credentials is not None
-        assert started.credentials.password == doc["password"] and len(doc["password"]) >= 32
-        assert_no_secret(repr(started), [doc["password"]])
+        seed = doc["nkey_seed"]
+        assert started.credentials is not None and started.credentials.seed == seed
+        assert (
+            seed.startswith("SU")
+            and f'nkey: "{started.credentials.public_key}"'
+            in (data_dir / "server.conf").read_text()
+        )
+        assert_no_secret(repr(started), [seed])
 
         with pytest.raises(NatsError, match=r"[Aa]uthorization"):
             connect_raw(started.url)
+        other = embedded._new_credentials(tmp_path)  # a key of the right kind, not its own
         with pytest.raises(NatsError, match=r"[Aa]uthorization"):
-            connect_raw(started.url, user=doc["user"], password="guess")
-        connect_raw(started.url, user=doc["user"], password=doc["password"])
+            connect_raw(started.url, nkeys_seed_str=other.seed)
+        connect_raw(started.url, nkeys_seed_str=seed)
 
         resolved = ConnectionSettings.from_url(f"embedded://{data_dir}").resolved()
-        assert (resolved.user, resolved.password) == (doc["user"], doc["password"])
-        assert_no_secret(repr(resolved) + resolved.redacted_url(), [doc["password"]])
+        assert resolved.nkey_seed == seed and resolved.user is None
+        assert_no_secret(repr(resolved) + resolved.redacted_url(), [seed])
         own = ConnectionSettings.from_url(f"embedded://{data_dir}", user=USER, password=PASSWORD)
         assert (own.resolved().user, own.resolved().password) == (USER, PASSWORD)
+        assert own.resolved().nkey_seed is None
 
         reading = subprocess.run(
             [*AS_NOBODY, "cat", str(data_dir / CREDENTIALS_FILE)],
             capture_output=True, check=False,
         )  # fmt: skip
-        assert reading.returncode != 0 and doc["password"].encode() not in reading.stdout
+        assert reading.returncode != 0 and seed.encode() not in reading.stdout
     finally:
         stop_server(data_dir)
     again = ensure_server(data_dir)  # a restart keeps the data directory's credentials

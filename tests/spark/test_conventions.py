@@ -1,6 +1,7 @@
 """Spark's own conventions: the layout option (``mode`` is its deprecated alias), unknown
-options ignored as built-in sources do, ``nats://bucket/prefix`` paths, and
-``write_dataframe`` defaulting to ``errorifexists`` like ``df.write``."""
+options ignored as built-in sources do (a near miss of one of ours is refused),
+``nats://bucket/prefix`` paths, and ``write_dataframe`` defaulting to ``errorifexists``
+like ``df.write``."""
 
 from __future__ import annotations
 
@@ -33,11 +34,12 @@ def test_deprecated_mode_still_reads_binary_through_spark(spark, options, store)
     assert [r.name for r in df.select("name").collect()] == ["blobs/a"]
 
 
-def test_unknown_options_are_ignored_and_near_misses_are_logged(spark, options, caplog) -> None:
-    with caplog.at_level(logging.WARNING, logger="natsobj.spark"):
-        opts = SourceOptions.parse({**options, "path": "p", "rows_per_objects": "5"})
-    assert opts.rows_per_object == 1_000_000
-    assert "did you mean 'rows_per_object'" in caplog.text
+def test_unknown_options_are_ignored_and_near_misses_are_refused(spark, options) -> None:
+    # a typo of one of ours is refused naming the known options (issue 28): never ignored
+    with pytest.raises(
+        BadSparkOption, match=r"'rows_per_objects' \(did you mean 'rows_per_object'\?\); known: "
+    ):
+        SourceOptions.parse({**options, "path": "p", "rows_per_objects": "5"})
     spark.range(4).write.format("natsobj").mode("overwrite").options(**options).save("snip")
     df = (
         spark.read.format("natsobj")

@@ -1,8 +1,10 @@
 """``natsobj serve``: the embedded JetStream server in the foreground, for local work.
 
 The single server is registered for its data directory, so other ``natsobj`` commands (and
-``embedded`` URLs in pipelines) run from the same place find it without any setting, and use the
-user and password generated for that directory (the server admits no one else). With
+pipelines without a URL) run from the same place find it without any setting, and sign in with
+the nkey generated for that directory (the server admits no one else). Each start is also
+listed in this user's registry of embedded servers: ``--list`` shows the running ones,
+``--stop-all`` stops them (a pipeline given the URL ``embedded`` starts one that outlives it). With
 ``--cluster N`` it runs N clustered nodes instead, so failover can be tried on a laptop: their
 URL is printed for ``--url`` / ``NATS_URL``, and each node's PID for ``kill -9``.
 """
@@ -21,6 +23,7 @@ from natsobj.embedded import (
     CREDENTIALS_FILE,
     NatsCluster,
     ensure_server,
+    registered_servers,
     running_server,
     stop_server,
 )
@@ -63,9 +66,28 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     help="Stop the embedded server of --data-dir instead: also the one a pipeline started in "
     "the background for an 'embedded' URL.",
 )
-def serve(data_dir: Path, port: int | None, nodes: int | None, stop: bool) -> None:
+@click.option(
+    "--list",
+    "list_all",
+    is_flag=True,
+    help="List your running embedded servers (data directory, URL, pid) instead.",
+)
+@click.option(
+    "--stop-all", is_flag=True, help="Stop every embedded server of yours that --list shows."
+)
+def serve(
+    data_dir: Path, port: int | None, nodes: int | None, stop: bool, list_all: bool, stop_all: bool
+) -> None:
     """Run the embedded nats-server (or a cluster of them) in the foreground until Ctrl-C."""
     data_dir = data_dir.resolve()
+    if list_all:
+        for live in registered_servers():
+            click.echo(f"{live.data_dir}\t{live.url}\tpid {live.pid}")
+        return
+    if stop_all:
+        for live in registered_servers():
+            _stop(live.data_dir)
+        return
     if stop:
         _stop(data_dir)
         return
@@ -102,8 +124,8 @@ def _serve_one(data_dir: Path, port: int | None) -> None:
         server = ensure_server(data_dir, port=port)
         click.echo(server.url)
         click.echo(
-            f"serving {data_dir} (pid {server.pid}); other clients need the user and password "
-            f"in {data_dir / CREDENTIALS_FILE}; Ctrl-C to stop",
+            f"serving {data_dir} (pid {server.pid}); other clients need the nkey seed in "
+            f"{data_dir / CREDENTIALS_FILE}; Ctrl-C to stop",
             err=True,
         )
         while running_server(data_dir) is not None:
