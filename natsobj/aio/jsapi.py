@@ -552,7 +552,7 @@ class JetStreamApi:
         doing = f" while calling {subject!r}" if subject else ""
         if self._lost_reason:
             return ProtocolViolation(
-                f"{self.server} {self._lost_reason}{doing}; natsobj closed the connection"
+                f"{self.server} {self._lost_reason}, so natsobj closed the connection{doing}"
             )
         return NotConnected(f"lost the connection to {self.server}{doing}")
 
