@@ -21,6 +21,7 @@ import pytest
 
 import natsobj
 import natsobj.aio
+from natsobj.aio.client import CLOSE_GRACE_SECONDS, RECONNECT_ATTEMPTS
 from natsobj.embedded import NatsServerProcess
 
 API_TIMEOUT = 2.0
@@ -61,9 +62,15 @@ class Face:
             return value
         return asyncio.run_coroutine_threadsafe(value, self._loop).result()
 
+    def start(self, operation: Callable[[], Any]) -> concurrent.futures.Future:
+        """``operation()`` started in the worker thread."""
+        return self._worker.submit(lambda: self.run(operation()))
+
     def call(self, operation: Callable[[], Any], what: str) -> Any:
         """``operation()`` in the worker thread, failing the test if it outlives GUARD."""
-        future = self._worker.submit(lambda: self.run(operation()))
+        return self.outcome(self.start(operation), what)
+
+    def outcome(self, future: concurrent.futures.Future, what: str) -> Any:
         try:
             return future.result(GUARD)
         except concurrent.futures.TimeoutError:
@@ -233,7 +240,8 @@ def test_changes_killed_at_a_random_moment(face, own_server, filled):
 def test_watch_killed_at_a_random_moment(face, own_server):
     """A watch outlives an outage while the client reconnects (a restart must not end a
     sensor), so its bound is the caller's: ``next(timeout)`` returns by its timeout, before
-    and after the kill, and a closed client ends it with NotConnected."""
+    and after the kill; closing the client ends a watch blocked without a timeout with
+    NotConnected, within close()'s own bound."""
     store = face.run(face.client.create_store("faults"))
     watcher = store.watch()
     face.run(watcher.start()) if face.kind == "aio" else None
@@ -262,8 +270,31 @@ def test_watch_killed_at_a_random_moment(face, own_server):
                 assert time.monotonic() - began <= wait + MARGIN
     finally:
         writing.set()
-    face.run(face.client.close())
+    blocked = face.start(lambda: watcher.next(None))
     began = time.monotonic()
+    face.run(face.client.close())  # from the test's thread while the worker waits
     with pytest.raises(natsobj.NotConnected):
-        face.call(lambda: watcher.next(wait), "watch.next after close")
-    assert time.monotonic() - began <= wait + MARGIN
+        face.outcome(blocked, "watch.next(None) across close()")
+    assert time.monotonic() - began <= API_TIMEOUT + CLOSE_GRACE_SECONDS + MARGIN
+
+
+@pytest.mark.slow
+def test_watch_ends_when_the_client_stops_reconnecting(own_server):
+    """The other end of a watch's bound: with the server gone for good, the client gives up
+    after RECONNECT_ATTEMPTS attempts 0.5 s apart and the watch raises NotConnected."""
+    client = natsobj.connect(own_server.url, api_timeout=API_TIMEOUT)
+    store = client.create_store("faults")
+    watcher = store.watch()
+    assert watcher.next(1.0) is None
+    worker = concurrent.futures.ThreadPoolExecutor(1)
+    blocked = worker.submit(watcher.next, None)
+    own_server.kill()
+    killed = time.monotonic()
+    bound = RECONNECT_ATTEMPTS * 0.5 + 2 * API_TIMEOUT + MARGIN
+    try:
+        with pytest.raises(natsobj.NotConnected):
+            blocked.result(bound + GUARD)
+        assert time.monotonic() - killed <= bound
+    finally:
+        worker.shutdown(wait=False)
+        client.close()
