@@ -345,7 +345,7 @@ async def _close_now(nc: NatsConnection) -> None:
         async with asyncio.timeout(CLOSE_GRACE_SECONDS):
             await nc.close()
     except Exception:  # OSError: the socket is gone already; TimeoutError: see above
-        writer = getattr(nc._transport, "_io_writer", None)
+        writer = getattr(getattr(nc, "_transport", None), "_io_writer", None)
         if writer is not None:
             writer.transport.abort()
 

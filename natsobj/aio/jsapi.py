@@ -539,7 +539,7 @@ class JetStreamApi:
 
     @property
     def server(self) -> str:
-        """``host:port`` of the server this connection talks (or last talked) to, for errors:
+        """The server this connection talks (or last talked) to, by ``host:port``, for errors:
         never its URL, which may carry credentials."""
         uri = getattr(getattr(self.nc, "_current_server", None), "uri", None)
         if uri is None or not uri.hostname:
