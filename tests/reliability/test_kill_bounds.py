@@ -1,9 +1,9 @@
-"""SIGKILL the only server at a random moment during put, get, ranged read, list, changes and
-watch, on both faces, and hold each call to the bound docs/production.md states: a typed error
-naming the server within the API timeout of the loss (a watch's ``next(timeout)`` returns by
-its timeout instead). A put that fails leaves the previous version intact, or stored the new
-one whole. Each run draws its kill delay from a seed it prints (``NATSOBJ_FAULT_SEED`` replays
-one)."""
+"""SIGKILL the only server at a random moment during put, get, ranged read, list, iter_list,
+get_info, changes and watch, on both faces, and hold each call to the bound docs/production.md
+states: a typed error naming the server within the API timeout of the loss (a watch's
+``next(timeout)`` returns by its timeout instead). A put that fails leaves the previous version
+intact, or stored the new one whole. Each run draws its kill delay from a seed it prints
+(``NATSOBJ_FAULT_SEED`` replays one)."""
 
 from __future__ import annotations
 
@@ -224,6 +224,30 @@ def test_list_killed_at_a_random_moment(face, own_server, filled):
         assert len(infos) == LISTED + 1
 
     kill_during(face, own_server, lambda: store.list(), "list", on_success=listed)
+
+
+def test_iter_list_killed_at_a_random_moment(face, own_server, filled):
+    store, _ = filled
+
+    async def collect() -> list:
+        return [info async for info in store.iter_list()]
+
+    def listing() -> Any:
+        return collect() if face.kind == "aio" else list(store.iter_list())
+
+    def listed(infos: list) -> None:
+        assert len(infos) == LISTED + 1
+
+    kill_during(face, own_server, listing, "iter_list", on_success=listed)
+
+
+def test_get_info_killed_at_a_random_moment(face, own_server, filled):
+    store, _ = filled
+
+    def found(info: Any) -> None:
+        assert info.size == BIG
+
+    kill_during(face, own_server, lambda: store.get_info("big"), "get_info", on_success=found)
 
 
 def test_changes_killed_at_a_random_moment(face, own_server, filled):
