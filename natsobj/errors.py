@@ -123,6 +123,16 @@ class ClusterUnavailable(NotConnected):
     )
 
 
+class ProtocolViolation(NotConnected):
+    """The server sent what no NATS server sends: a frame larger than its own max_payload, a
+    malformed message, a reply that is not JSON. The connection is not trusted further."""
+
+    hint = (
+        "Check that the address is your NATS server (and not another service or an"
+        " impostor on its port), and that client and server versions are supported."
+    )
+
+
 class ObjectTooLarge(NatsObjError):
     hint = "Stream it to a file instead of loading it into memory."
 

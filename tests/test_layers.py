@@ -103,6 +103,8 @@ THIRD_PARTY_PRIVATES: dict[tuple[str, str], str] = {
             "_maybe_resume_transport",
         )
     },
+    ("natsobj.aio.socket_reads", "_max_payload"): "nats-py Client: the server's max_payload"
+    " from its INFO, past which a frame closes the connection (socket_reads.frame_violation)",
 }
 
 # Public API of named tuples (``urlparse(...)._replace``), underscored only so that it cannot

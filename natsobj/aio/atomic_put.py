@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import stat
 from collections import deque
@@ -401,7 +400,7 @@ class AtomicPut:
         status = status_of(reply)
         if status == "503":  # no stream (or, in a cluster, no leader yet): nothing was stored
             raise GoTodaysWay("no stream answered the batch")
-        response = json.loads(reply.data)
+        response = self.api.reply_json(reply, meta_subject(self.bucket, self.name))
         error = response.get("error")
         if error is None:
             return int(response["seq"])

@@ -41,6 +41,8 @@ log = logging.getLogger("natsobj")
 DEFAULT_PUT_WINDOW = 8 * 1024 * 1024
 DEFAULT_READ_WINDOW = 8 * 1024 * 1024
 RECONNECT_ATTEMPTS = 120  # with 0.5 s between attempts: ride out a restart of about a minute
+# close(): drain for up to the API timeout, then this long at most to close the socket.
+CLOSE_GRACE_SECONDS = 1.0
 
 
 class _TlsNotOffered(nats.errors.Error):
@@ -165,6 +167,7 @@ class Client:
         self.api: JetStreamApi = None  # type: ignore[assignment]
         self._connect_errors: list[Exception] | None = None  # set while the first connect runs
         self._tls = False
+        self._violation: str | None = None  # why natsobj cut the connection (socket_reads)
 
     def __repr__(self) -> str:
         return f"Client({self.settings.redacted_url()!r})"
@@ -182,6 +185,7 @@ class Client:
             await nc.connect(
                 **options,
                 error_cb=self._on_error,
+                disconnected_cb=self._on_disconnected,
                 max_reconnect_attempts=1,
                 reconnect_time_wait=0.5,  # type: ignore[arg-type]  # nats-py says int, sleeps a float
             )
@@ -192,13 +196,21 @@ class Client:
         finally:
             self._connect_errors = None
         nc.options["max_reconnect_attempts"] = RECONNECT_ATTEMPTS
-        enlarge_reads(nc)
+        enlarge_reads(nc, self._on_violation)
         self.nc = nc
         self.api = JetStreamApi(
             self.nc, resolved, timeout=self.api_timeout, failover_timeout=self.failover_timeout
         )
         await self.api.start()
         return self
+
+    def _on_violation(self, text: str) -> None:
+        self._violation = text
+
+    async def _on_disconnected(self) -> None:
+        if self.api is not None:
+            self.api.connection_lost(self._violation)
+        self._violation = None
 
     async def _on_error(self, error: Exception) -> None:
         if self._connect_errors is not None:
@@ -348,24 +360,38 @@ class Client:
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def close(self) -> None:
-        """Drain and close the connection; closing twice is a no-op."""
-        if self.nc is None:
+        """Drain and close the connection, within the API timeout plus a second whatever the
+        server does (nats-py's drain alone waits up to 30 s on a server that stopped
+        answering); closing twice is a no-op."""
+        nc, self.nc = self.nc, None
+        if nc is None:
             return
-        if self.api is not None:
-            await self.api.close()
-        if not self.nc.is_closed:
-            try:
-                await self.nc.drain()
-            except Exception:
-                with contextlib.suppress(OSError):  # the socket is gone already: it is closed
-                    await self.nc.close()
-        self.nc = None
+        try:
+            async with asyncio.timeout(self.api_timeout):
+                if self.api is not None:
+                    await self.api.close()
+                if not nc.is_closed:
+                    await nc.drain()
+        except Exception:
+            await _close_now(nc)
 
     async def __aenter__(self) -> Client:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+async def _close_now(nc: NatsConnection) -> None:
+    """Close without draining, bounded: nats-py's close still flushes what is pending into a
+    socket the server may not read; past the grace the socket is dropped unflushed."""
+    try:
+        async with asyncio.timeout(CLOSE_GRACE_SECONDS):
+            await nc.close()
+    except Exception:  # OSError: the socket is gone already; TimeoutError: see above
+        writer = getattr(getattr(nc, "_transport", None), "_io_writer", None)
+        if writer is not None:
+            writer.transport.abort()
 
 
 def _refused_credentials(error: Exception) -> bool:

@@ -94,19 +94,20 @@ class _Delivery:
 
 class _Inbox:
     """What reached the consumer's inbox, in order: deliveries, filled straight from the
-    connection's read loop, or the PermissionDenied of a refused publish."""
+    connection's read loop, the PermissionDenied of a refused publish, or the NotConnected
+    of a lost connection."""
 
     def __init__(self) -> None:
-        self._items: deque[_Delivery | PermissionDenied] = deque()
+        self._items: deque[_Delivery | NatsObjError] = deque()
         self._waiter: asyncio.Future[None] | None = None
 
-    def put(self, item: _Delivery | PermissionDenied) -> None:
+    def put(self, item: _Delivery | NatsObjError) -> None:
         self._items.append(item)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    def take(self) -> _Delivery | PermissionDenied | None:
+    def take(self) -> _Delivery | NatsObjError | None:
         return self._items.popleft() if self._items else None
 
     def empty(self) -> bool:
@@ -262,7 +263,14 @@ class OrderedConsumer:
             if self.pull
             else flow_control_prefix(self.stream, self._name)
         )
-        self._stop_listening = self.api.listen_for_denial(refusable, self._inbox_items.put)
+        stop_denial = self.api.listen_for_denial(refusable, self._inbox_items.put)
+        stop_loss = self.api.listen_for_loss(self._inbox_items.put)
+
+        def stop_listening() -> None:
+            stop_denial()
+            stop_loss()
+
+        self._stop_listening = stop_listening
 
     async def _create_named(self, inbox: str) -> dict[str, Any]:
         """CONSUMER.CREATE, under a new name for each attempt: in a cluster an unanswered
@@ -307,12 +315,24 @@ class OrderedConsumer:
                     if deadline is not None and time.monotonic() >= deadline:
                         return None
                     continue
-            if isinstance(item, PermissionDenied):
+            if isinstance(item, NotConnected):
+                await self._on_loss(item)
+                continue
+            if isinstance(item, NatsObjError):  # PermissionDenied
                 raise item
             result = await self._handle(item)
             if result is not None:
                 return result
         return None
+
+    async def _on_loss(self, error: NotConnected) -> None:
+        """The connection was lost: a read recreates its consumer once reconnected (within
+        the bound wait_connected keeps from the loss) or raises; a watch waits on, as through
+        any outage, until the client gives up reconnecting."""
+        if self.api.nc.is_closed:
+            raise error
+        if self.stop_when_idle:
+            await self._reset()
 
     async def _pull(self) -> None:
         """A no-wait request: the messages there are, up to a batch, then 404 (dry)."""

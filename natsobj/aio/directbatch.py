@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from natsobj.aio.jsapi import JetStreamApi, raw_status
-from natsobj.errors import NatsObjError, NotConnected, PermissionDenied
+from natsobj.errors import NatsObjError, NotConnected
 from natsobj.wire import direct_get_batch_subject
 
 RawMsg = tuple[bytes, bytes]  # a direct-get reply's header block and payload
@@ -107,7 +107,14 @@ class DirectBatches:
         self._stop_listening = lambda: None
 
     async def open(self) -> None:
-        self._stop_listening = self.api.listen_for_denial(self.subject, self._on_denied)
+        stop_denial = self.api.listen_for_denial(self.subject, self._on_denied)
+        stop_loss = self.api.listen_for_loss(self._on_denied)  # no answer can come any more
+
+        def stop_listening() -> None:
+            stop_denial()
+            stop_loss()
+
+        self._stop_listening = stop_listening
         self._unsubscribe = await self.api.subscribe_raw(self._inbox + ".*", self._on_msg)
 
     def _on_msg(self, subject: bytes, headers: bytes, data: bytes) -> None:
@@ -115,7 +122,7 @@ class DirectBatches:
         if batch is not None:
             batch.add(headers, data)
 
-    def _on_denied(self, error: PermissionDenied) -> None:
+    def _on_denied(self, error: NatsObjError) -> None:
         for batch in self._open.values():
             batch.fail(error)
 

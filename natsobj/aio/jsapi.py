@@ -30,6 +30,7 @@ from natsobj.errors import (
     ObjectChanged,
     ObjectNotFound,
     PermissionDenied,
+    ProtocolViolation,
     StoreFull,
     StoreSealed,
 )
@@ -277,7 +278,7 @@ def publish_denied(subject: str) -> PermissionDenied:
     )
 
 
-def _fail(future: asyncio.Future[Msg], error: PermissionDenied) -> None:
+def _fail(future: asyncio.Future[Msg], error: NatsObjError) -> None:
     if not future.done():
         future.set_exception(error)
         future.exception()  # its waiter may be gone (a failed put stops awaiting later acks)
@@ -387,6 +388,12 @@ class JetStreamApi:
         # by registration: several readers may listen on one prefix at once
         self._denial_listeners: dict[int, tuple[str, Callable[[PermissionDenied], None]]] = {}
         self._listener_ids = itertools.count()
+        # Told when the connection is lost (consumers waiting for deliveries).
+        self._loss_listeners: dict[int, Callable[[NotConnected], None]] = {}
+        # When the connection was last lost (loop time), and why when natsobj cut it: the
+        # patience of wait_connected runs from then, not from each call.
+        self._lost_at: float | None = None
+        self._lost_reason: str | None = None
         self._raw_handlers: dict[int, DeliveryHandler] = {}
         self._raw_routed = False  # set by start() when this nats-py has what routing needs
         self._direct_publish = internals_present("direct publish", nc, DIRECT_PUBLISH_INTERNALS)
@@ -507,6 +514,64 @@ class JetStreamApi:
 
         return stop
 
+    def listen_for_loss(self, listener: Callable[[NotConnected], None]) -> Callable[[], None]:
+        """Call ``listener`` with the error each time the connection is lost; returns the
+        undo (of this listener only)."""
+        key = next(self._listener_ids)
+        self._loss_listeners[key] = listener
+
+        def stop() -> None:
+            self._loss_listeners.pop(key, None)
+
+        return stop
+
+    def connection_lost(self, reason: str | None = None) -> None:
+        """The connection dropped (nats-py's disconnected callback; ``reason`` when natsobj
+        cut it for a protocol violation). No reply to a request sent before can come (the
+        server answers on the connection it was asked on, and a dead server not at all), so
+        every waiting request fails now rather than at its timeout, and ``wait_connected``
+        counts its patience from this moment: a call's bound runs from the loss."""
+        self._lost_at = asyncio.get_running_loop().time()
+        self._lost_reason = reason
+        for future, subject in list(self._waiting.values()):
+            _fail(future, self.lost(subject))
+        error = self.lost(None)
+        for listener in list(self._loss_listeners.values()):
+            listener(error)
+
+    @property
+    def server(self) -> str:
+        """The server this connection talks (or last talked) to, by ``host:port``, for errors:
+        never its URL, which may carry credentials."""
+        uri = getattr(getattr(self.nc, "_current_server", None), "uri", None)
+        if uri is None or not uri.hostname:
+            return "the NATS server"
+        return f"the NATS server at {uri.hostname}:{uri.port}"
+
+    def lost(self, subject: str | None) -> NotConnected:
+        """The error for a call the lost connection cut short, naming the server, and what
+        it broke when natsobj closed the connection for a protocol violation."""
+        doing = f" while calling {subject!r}" if subject else ""
+        if self._lost_reason:
+            return ProtocolViolation(
+                f"{self.server} {self._lost_reason}, so natsobj closed the connection{doing}"
+            )
+        return NotConnected(f"lost the connection to {self.server}{doing}")
+
+    def reply_json(self, reply: Msg, subject: str) -> dict[str, Any]:
+        """A JetStream reply's JSON body. One that is not a JSON object is the server breaking
+        the protocol: ProtocolViolation naming it, never a raw JSONDecodeError."""
+        try:
+            body = json.loads(reply.data)
+        except ValueError:  # JSONDecodeError, UnicodeDecodeError
+            body = None
+        if not isinstance(body, dict) or not isinstance(body.get("error", {}), dict):
+            raise ProtocolViolation(
+                f"{self.server} answered {subject!r} with {len(reply.data)} bytes that are not"
+                " a JetStream reply (a JSON object)"
+            )
+        return body
+
     async def send(
         self, subject: str, payload: bytes, headers: dict[str, str] | None = None
     ) -> asyncio.Future[Msg]:
@@ -570,9 +635,23 @@ class JetStreamApi:
         nc.stats["out_msgs"] += 1
         nc.stats["out_bytes"] += len(payload)
         if 0 < nc._max_pending_size < nc._pending_data_size:
-            await nc._flush_pending(force_flush=True)  # nats-py's _send_command does the same
+            await self._force_flush(subject)  # nats-py's _send_command does the same, unbounded
         elif nc._flush_queue is not None and nc._flush_queue.empty():
             await nc._flush_pending()
+
+    async def _force_flush(self, subject: str) -> None:
+        """nats-py's forced flush waits for its flusher task with no bound, and a flusher that
+        a reconnect cancels never answers (a put blocked for minutes on a killed server): here
+        it is bounded by the API timeout. Cut short by a lost connection it is no error yet:
+        the window acts on the chunk's acknowledgement, which will not come; while still
+        connected the server has stopped reading."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                await self.nc._flush_pending(force_flush=True)
+        except TimeoutError:
+            if self.nc.is_connected:
+                raise self.unreachable(subject) from None
+            await self.wait_connected(subject)
 
     async def _publish(
         self,
@@ -602,16 +681,18 @@ class JetStreamApi:
         a server that stays away is a NotConnected error."""
         if self.nc.is_connected:
             return
+        loop = asyncio.get_running_loop()
         patience = self.failover_timeout if self.in_cluster else self.timeout
-        deadline = asyncio.get_running_loop().time() + patience
+        deadline = (self._lost_at if self._lost_at is not None else loop.time()) + patience
         while not self.nc.is_connected:
-            if self.nc.is_closed or asyncio.get_running_loop().time() > deadline:
-                raise NotConnected(
-                    f"not connected to NATS (while sending to {subject!r}); no server of the"
-                    f" cluster could be reached within {patience:g}s"
-                    if self.in_cluster
-                    else f"not connected to NATS (while sending to {subject!r})"
-                )
+            if self.nc.is_closed or loop.time() > deadline:
+                if self.in_cluster:
+                    raise NotConnected(
+                        f"not connected to NATS (while sending to {subject!r}); no server of"
+                        f" the cluster could be reached within {patience:g}s of losing"
+                        f" {self.server}"
+                    )
+                raise self.lost(subject)
             await asyncio.sleep(0.05)
 
     async def request(
@@ -635,7 +716,7 @@ class JetStreamApi:
 
     def unreachable(self, subject: str) -> NatsObjError:
         if not self.nc.is_connected:
-            return NotConnected(f"lost the connection to the NATS server while calling {subject!r}")
+            return self.lost(subject)
         if self.in_cluster:
             return ClusterUnavailable(
                 f"no reply from the JetStream cluster for {subject!r} within {self.timeout:g}s:"
@@ -645,7 +726,8 @@ class JetStreamApi:
         if self.prefix != "$JS.API":
             hint += f" Across accounts: {ACCOUNT_IMPORTS}"
         return NotConnected(
-            f"no reply from JetStream for {subject!r} within {self.timeout:g}s", hint=hint
+            f"no reply from JetStream for {subject!r} within {self.timeout:g}s ({self.server})",
+            hint=hint,
         )
 
     def undeliverable(self, what: str, bucket: str | None) -> NotConnected:
@@ -712,7 +794,7 @@ class JetStreamApi:
                     hint="Check that JetStream is enabled and the domain / API prefix is right.",
                 )
             )
-        response = json.loads(reply.data)
+        response = self.reply_json(reply, subject)
         if "error" in response:
             error = api_error(response["error"], bucket=bucket, name=name)
             if int(response["error"].get("err_code") or 0) == CLUSTER_NOT_AVAILABLE:
@@ -790,7 +872,7 @@ async def cluster_unavailable(
         )
     try:
         reply = await api.request(f"{api.prefix}.INFO", b"", timeout=FAILOVER_ATTEMPT_TIMEOUT)
-        meta_ok = status_of(reply) != "503" and "error" not in json.loads(reply.data)
+        meta_ok = status_of(reply) != "503" and "error" not in api.reply_json(reply, api.prefix)
     except NatsObjError:
         meta_ok = False
     if not meta_ok:

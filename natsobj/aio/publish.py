@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from natsobj.aio.jsapi import (
     cluster_unavailable,
     status_of,
 )
-from natsobj.errors import BucketNotFound, NatsObjError
+from natsobj.errors import BucketNotFound, NatsObjError, NotConnected
 from natsobj.wire import MSG_ID, chunk_msg_id
 
 MAX_RETRIES = 6  # outside a cluster; in one, recovery lasts up to the failover timeout
@@ -129,8 +128,10 @@ class PublishWindow:
         try:
             async with asyncio.timeout(timeout):
                 return await asyncio.shield(entry.reply)
-        except TimeoutError:
+        except (TimeoutError, NotConnected) as exc:  # NotConnected: the connection was lost
             if not self.api.in_cluster:
+                if isinstance(exc, NotConnected):
+                    raise
                 raise self.api.unreachable(self.subject) from None
             raise RetryableError(UNANSWERED, bucket=self.bucket, name=self.name) from None
 
@@ -138,7 +139,7 @@ class PublishWindow:
         status = status_of(reply)
         if status == "503":
             raise RetryableError(NO_RESPONDERS, bucket=self.bucket, name=self.name)
-        response = json.loads(reply.data)
+        response = self.api.reply_json(reply, self.subject)
         if "error" in response:
             raise api_error(response["error"], bucket=self.bucket, name=self.name)
         return int(response["seq"])
@@ -150,7 +151,7 @@ class PublishWindow:
             await asyncio.wait(pending, timeout=min(self.ack_timeout, FAILOVER_ATTEMPT_TIMEOUT))
         outcomes: list[int | str] = []
         for entry in self._inflight:
-            if not entry.reply.done():
+            if not entry.reply.done() or _lost(entry.reply):
                 outcomes.append(UNANSWERED)
                 continue
             try:
@@ -215,7 +216,8 @@ class PublishWindow:
                 f"{self.api.prefix}.STREAM.INFO.{self.stream}",
                 timeout=FAILOVER_ATTEMPT_TIMEOUT,
             )
-            error = json.loads(reply.data).get("error") if status_of(reply) is None else None
+            body = self.api.reply_json(reply, self.stream)
+            error = body.get("error") if status_of(reply) is None else None
             if error is not None and isinstance(
                 api_error(error, bucket=self.bucket), BucketNotFound
             ):
@@ -231,6 +233,11 @@ class PublishWindow:
             await asyncio.wait(pending, timeout=self.api.timeout)
         self._inflight.clear()
         self._bytes = 0
+
+
+def _lost(reply: asyncio.Future[Msg]) -> bool:
+    """Whether the acknowledgement was cut off by a lost connection (so never came)."""
+    return reply.cancelled() or isinstance(reply.exception(), NotConnected)
 
 
 def _ascending(sequences: list[int]) -> bool:

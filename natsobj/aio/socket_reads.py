@@ -19,19 +19,31 @@ kernel and take it again on the next read (two ``brk`` calls per message, depend
 heap's layout: docs/performance.md). The socket is read instead into one buffer the
 connection keeps (``ReceiveBuffer``, an asyncio ``BufferedProtocol`` in front of the stream's
 own protocol), so a read allocates nothing.
+
+Because the read is ours, so is the check nats-py's parser lacks: it buffers whatever size a
+message's control line announces. A frame larger than the server's own ``max_payload`` (from
+its INFO, plus room for the headers a server adds), or one whose header block is announced
+larger than the whole message, closes the connection (``frame_violation``) before more of it
+is read: a broken or hostile server cannot make the client hold its bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, SupportsIndex, overload
 
 from nats.aio.transport import TcpTransport
+from nats.errors import ProtocolError
+from nats.protocol.parser import AWAITING_MSG_PAYLOAD
 
 from natsobj.aio.nats_internals import internals_present
 
 READ_BYTES = 1024 * 1024
 RECEIVE_BYTES = 256 * 1024  # one socket read at most (asyncio's own limit per read)
+# Beyond max_payload, what a server may add to a stored message it delivers (a direct get's
+# Nats-Stream, Nats-Subject, Nats-Sequence and Nats-Time-Stamp headers, for one).
+HEADER_ROOM = 64 * 1024
 # The internals the read below uses, of nats-py (connection, transport) and of asyncio's
 # StreamReader; without any of them the connection keeps nats-py's own read.
 CONNECTION_INTERNALS = ("_ps", "_transport")
@@ -45,6 +57,8 @@ STREAM_INTERNALS = (
     "_maybe_resume_transport",
     "_transport",
 )
+# What frame_violation reads of nats-py's parser.
+PARSER_INTERNALS = ("buf", "state", "needed", "header_needed")
 
 
 class PayloadBuffer(bytearray):
@@ -110,12 +124,35 @@ def receive_into_one_buffer(stream: asyncio.StreamReader) -> None:
         transport.set_protocol(ReceiveBuffer(protocol))
 
 
-def enlarge_reads(nc: Any) -> None:
+def frame_violation(parser: Any, max_payload: object) -> str | None:
+    """What is wrong with the message the parser is reading, or None: a size larger than the
+    server's ``max_payload`` allows, or a header block announced larger than the message."""
+    if parser.state != AWAITING_MSG_PAYLOAD:
+        return None
+    if parser.header_needed > parser.needed:
+        return (
+            f"sent a malformed message (a {parser.header_needed}-byte header block in a"
+            f" {parser.needed}-byte message)"
+        )
+    limit = (max_payload if type(max_payload) is int else 0) + HEADER_ROOM
+    if parser.needed > limit:
+        return (
+            f"announced a {parser.needed}-byte message, more than its own max_payload"
+            f" ({max_payload}) allows"
+        )
+    return None
+
+
+def enlarge_reads(nc: Any, on_violation: Callable[[str], None] | None = None) -> None:
     """Make ``nc``'s read loop take up to ``READ_BYTES`` per pass, and hand the parser what
     arrived without copying it out of the stream first. The transport object outlives
     reconnects (each makes a new stream, which gets the larger limit on its first read; the
     parser's reset makes a plain buffer, replaced on the next read). WebSocket transports
-    already read whole frames and are left alone."""
+    already read whole frames and are left alone.
+
+    Each read first checks the message being parsed (``frame_violation``): a bad one is
+    told to ``on_violation`` and raised as nats-py's ProtocolError, on which nats-py closes
+    the connection, drops what its parser holds and reconnects."""
     if not internals_present("socket reads", nc, CONNECTION_INTERNALS):
         return
     transport = nc._transport
@@ -135,6 +172,11 @@ def enlarge_reads(nc: Any) -> None:
             stream._limit = max(stream._limit, READ_BYTES)
             receive_into_one_buffer(stream)
         parser = nc._ps
+        violation = frame_violation(parser, nc._max_payload)
+        if violation is not None:
+            if on_violation is not None:
+                on_violation(violation)
+            raise ProtocolError(violation)
         if type(parser.buf) is bytearray:
             parser.buf = PayloadBuffer(parser.buf)
         # StreamReader.read, taking the whole buffer rather than copying it out (twice)
@@ -156,5 +198,6 @@ def _patchable(nc: Any, transport: TcpTransport) -> bool:
     return (
         internals_present("socket reads", transport, TRANSPORT_INTERNALS)
         and internals_present("socket reads", transport._io_reader, STREAM_INTERNALS)
-        and internals_present("socket reads", nc._ps, ("buf",))
+        and internals_present("socket reads", nc._ps, PARSER_INTERNALS)
+        and internals_present("socket reads", nc, ("_max_payload",))
     )

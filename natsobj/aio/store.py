@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import sys
@@ -438,7 +437,7 @@ class ObjectStore:
             return None
         if status_of(reply) is not None:
             return None
-        response = json.loads(reply.data)
+        response = self.api.reply_json(reply, subject)
         if "error" in response:
             return None
         return replaced, int(response["seq"])

@@ -415,7 +415,7 @@ class BucketStream:
             await failover.wait(
                 NotConnected("no stream accepted the publish", bucket=self.bucket, name=name)
             )
-        response = json.loads(reply.data)
+        response = self.api.reply_json(reply, outgoing)
         if "error" in response:
             if int(response["error"].get("err_code") or 0) == WRONG_LAST_SEQUENCE:
                 raise SequenceConflict(
