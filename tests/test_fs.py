@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import traceback
 
 import fsspec
 import pandas as pd
 import pytest
 
+from natsobj.errors import BucketNotFound
 from natsobj.fs import NatsObjectFileSystem
 
 
@@ -141,3 +143,13 @@ def test_a_second_event_loop_gets_its_own_connection(fs, bucket_name: str) -> No
     worker.join(30)
     assert results == [b"v"]
     assert fs.cat(f"{bucket_name}/k") == b"v"
+
+
+def test_a_missing_bucket_keeps_its_hint(fs: NatsObjectFileSystem) -> None:
+    """Issue 28: ``raise ... from None`` dropped the BucketNotFound, and its hint, that the
+    FileNotFoundError was made from."""
+    with pytest.raises(FileNotFoundError) as caught:
+        fs.ls("nosuchbucket28/")
+    assert isinstance(caught.value.__cause__, BucketNotFound)
+    shown = "".join(traceback.format_exception(caught.value))
+    assert "nosuchbucket28" in shown and BucketNotFound.hint in shown
