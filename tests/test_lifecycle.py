@@ -554,3 +554,16 @@ def test_a_rule_made_here_is_checked_when_made(pattern: str, ttl: float) -> None
         LifecycleRule(pattern, ttl)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="at least 1 second"):
         resolve_ttl(1e300, [], "a")  # a put's own TTL too
+
+
+def test_a_catastrophic_rule_does_not_stall_a_put(ttl_store) -> None:
+    """Issue 28, point 6: a 43-character rule (``**/`` twelve times) made one put take
+    16.9 s with the event loop stalled; the glob is matched in linear time."""
+    rule = LifecycleRule("**/" * 12 + "*.tmp/x", timedelta(hours=1))
+    assert len(rule.pattern) == 43
+    ttl_store.set_lifecycle_rules([rule])
+    name = "a/" * 40 + "y.bin"
+    started = time.monotonic()
+    assert ttl_store.put(name, b"data").expires is None  # the rule does not match it
+    assert time.monotonic() - started < 2
+    assert ttl_store.put("a/" * 40 + "y.tmp/x", b"data").expires is not None
