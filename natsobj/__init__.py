@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from natsobj.errors import (
     BadBucketName,
+    BadLifecycleRule,
     BadObjectMeta,
     BadObjectName,
     BucketExists,
@@ -61,6 +62,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "BadBucketName",
+    "BadLifecycleRule",
     "BadObjectMeta",
     "BadObjectName",
     "BucketExists",

@@ -263,6 +263,16 @@ class SequenceConflict(ObjectChanged):
     hint = "Another writer replaced it; read it again and retry."
 
 
+class BadLifecycleRule(NatsObjError, ValueError):
+    """A lifecycle rule that cannot be used: a glob that is none (``[]``) or a TTL no put
+    could give (below a second, past ``natsobj.lifecycle.MAX_TTL``, not a number). Given
+    here it is refused; read from a bucket, only the puts it matches are refused."""
+
+    hint = (
+        "Set the rules again: natsobj store lifecycle BUCKET --set GLOB=DURATION ... (or --clear)."
+    )
+
+
 class ExpiryNotEnabled(NatsObjError):
     """A put with a TTL (or under a lifecycle rule) on a bucket whose stream does not allow
     per-message TTLs (``allow_msg_ttl``), or on a server older than 2.11, which has none."""

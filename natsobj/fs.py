@@ -161,7 +161,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
             try:
                 store = await client.store(bucket)
             except BucketNotFound as exc:
-                raise _not_found(bucket, exc) from None
+                raise _not_found(bucket, exc) from exc
             self._stores[bucket] = store
         return store
 

@@ -16,12 +16,14 @@ unless the put names one itself. Pure values and arithmetic only; the async side
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 
+from natsobj.errors import BadLifecycleRule
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo
 from natsobj.parsing import NEVER, format_duration, parse_duration
@@ -35,78 +37,152 @@ DEFAULT_DELETE_MARKER_TTL = timedelta(minutes=5)
 # record still has to read them. At least the marker TTL (see ``chunk_ttl``), at most this.
 MAX_CHUNK_GRACE = 60
 MIN_SERVER_VERSION = (2, 11)  # the first nats-server with per-message TTLs
+# The longest TTL a rule, a put or a stored header may give (longer is what "never" is for):
+# an expiry past it could not be a date, and one stored header past it broke whole listings.
+MAX_TTL = timedelta(days=36525)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class LifecycleRule:
     """Objects whose names match ``pattern`` (a path-aware glob, ``natsobj.matching``)
     expire ``ttl`` after they are written; ``ttl=None`` keeps them (``reports/** -> never``),
-    which also stops later rules from applying."""
+    which also stops later rules from applying.
+
+    A rule read from a bucket that cannot be used (``problem`` says why: its glob or its TTL)
+    is kept in its place rather than failing the bucket: a glob that is none matches no name;
+    a put its glob matches is refused (``BadLifecycleRule``), as guessing its TTL could expire
+    what it meant to keep. A rule made here is checked and refused (``BadLifecycleRule``)."""
 
     pattern: str
     ttl: timedelta | None = None
+    problem: str = ""
 
     def __post_init__(self) -> None:
-        ttl = self.ttl
-        if ttl is not None and not isinstance(ttl, timedelta):
-            ttl = parse_duration(ttl, what=f"the TTL of rule {self.pattern!r}")
-        if ttl is not None and ttl < timedelta(seconds=1):
-            if ttl != timedelta(0):
-                raise ValueError(f"a lifecycle TTL is at least 1s, not {ttl} ({self.pattern!r})")
-            ttl = None
+        if self.problem:
+            return
+        try:
+            ttl = _rule_ttl(self.ttl, self.pattern)
+            _ = self._matcher  # a bad pattern fails here, not at the first put
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise BadLifecycleRule(f"lifecycle rule {self.pattern!r}: {exc}") from None
         object.__setattr__(self, "ttl", ttl)
-        _ = self._matcher  # a bad pattern fails here, not at the first put
+
+    @classmethod
+    def unusable(cls, pattern: object, problem: str) -> LifecycleRule:
+        """A rule a bucket holds that cannot be used, kept to be shown and to refuse puts."""
+        return cls(pattern if isinstance(pattern, str) else repr(pattern), None, problem)
 
     @cached_property
-    def _matcher(self) -> NameMatcher:
-        return NameMatcher(self.pattern, "glob")
+    def _matcher(self) -> NameMatcher | None:
+        try:
+            return NameMatcher(self.pattern, "glob")
+        except ValueError:
+            if self.problem:
+                return None  # a glob that is none: it names no object
+            raise
 
     def matches(self, name: str) -> bool:
-        return self._matcher.matches(name)
+        matcher = self._matcher
+        return matcher is not None and matcher.matches(name)
+
+    def refuse(self, bucket: str | None, name: str) -> BadLifecycleRule:
+        """The error of a put this unusable rule matches."""
+        return BadLifecycleRule(
+            f"its lifecycle rule {self.pattern!r} cannot be used ({self.problem}), so its"
+            " expiry is unknown",
+            bucket=bucket,
+            name=name,
+        )
 
     @classmethod
     def parse(cls, text: str) -> LifecycleRule:
         """``tmp/**=7d`` or ``reports/**=never``: the CLI's form (the last ``=`` splits)."""
         pattern, sep, ttl = text.rpartition("=")
         if not sep or not pattern.strip():
-            raise ValueError(f"a lifecycle rule is GLOB=DURATION (tmp/**=7d), not {text!r}")
+            raise BadLifecycleRule(f"a lifecycle rule is GLOB=DURATION (tmp/**=7d), not {text!r}")
         ttl = ttl.strip()
-        return cls(pattern.strip(), None if ttl.lower() == NEVER else parse_duration(ttl))
+        return cls(pattern.strip(), None if ttl.lower() == NEVER else ttl)  # type: ignore[arg-type]
 
     def __str__(self) -> str:
+        if self.problem:
+            return f"{self.pattern} (unusable: {self.problem})"
         return f"{self.pattern}={format_duration(self.ttl) if self.ttl else NEVER}"
 
     def to_json(self) -> dict[str, object]:
-        return {"pattern": self.pattern, "ttl": self.ttl.total_seconds() if self.ttl else None}
+        doc: dict[str, object] = {
+            "pattern": self.pattern,
+            "ttl": self.ttl.total_seconds() if self.ttl else None,
+        }
+        if self.problem:
+            doc["problem"] = self.problem
+        return doc
+
+
+def _rule_ttl(value: object, pattern: str) -> timedelta | None:
+    """A rule's TTL: None or zero keep (never), else between 1s and ``MAX_TTL``."""
+    if value is None:
+        return None
+    what = f"a lifecycle TTL ({pattern!r})"
+    try:
+        ttl = parse_duration(value, what=what)
+    except OverflowError:  # infinite, or more seconds than a timedelta holds
+        raise ValueError(f"{what} is between 1s and {MAX_TTL.days}d, not {value!r}") from None
+    return None if ttl == timedelta(0) else checked_ttl(ttl, what)
+
+
+def checked_ttl(ttl: timedelta, what: str) -> timedelta:
+    """``ttl`` when a TTL can be it: at least the server's second, at most ``MAX_TTL``."""
+    if not timedelta(seconds=1) <= ttl <= MAX_TTL:
+        raise ValueError(f"{what} is between 1s and {MAX_TTL.days}d, not {ttl}")
+    return ttl
 
 
 def encode_rules(rules: Iterable[LifecycleRule]) -> str:
-    """The stream-metadata value (metadata values are strings): a JSON list, in order."""
+    """The stream-metadata value (metadata values are strings): a JSON list, in order. An
+    unusable rule is refused: kept again, it would stay unusable."""
+    rules = list(rules)
+    for rule in rules:
+        if rule.problem:
+            raise BadLifecycleRule(f"lifecycle rule {rule.pattern!r}: {rule.problem}")
     return json.dumps([rule.to_json() for rule in rules], separators=(",", ":"))
 
 
 def decode_rules(metadata: Mapping[str, str] | None) -> list[LifecycleRule]:
-    """The rules a stream's metadata holds ([] when none). A value natsobj did not write is
-    refused rather than half-read: guessing could expire what a rule meant to keep."""
+    """The rules a stream's metadata holds ([] when none), in order. A row that is not a
+    usable rule is kept as ``LifecycleRule.unusable`` in its place, so the others still
+    apply; a value that is not a list of rows at all is refused rather than half-read
+    (ValueError): guessing could expire what a rule meant to keep."""
     text = (metadata or {}).get(LIFECYCLE_METADATA_KEY)
     if not text:
         return []
     try:
         rows = json.loads(text)
-        return [LifecycleRule(row["pattern"], _ttl_of_row(row.get("ttl"))) for row in rows]
-    except (ValueError, TypeError, KeyError) as exc:
+    except ValueError as exc:
+        rows = exc
+    if not isinstance(rows, list):
         raise ValueError(
             f"the bucket's lifecycle rules ({LIFECYCLE_METADATA_KEY} in its stream metadata)"
-            f" cannot be read: {exc}"
-        ) from exc
+            f" cannot be read: {rows if isinstance(rows, ValueError) else 'not a list'}"
+        )
+    return [_rule_of_row(row) for row in rows]
 
 
-def _ttl_of_row(value: object) -> timedelta | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"a rule's ttl is seconds or null, not {value!r}")
-    return timedelta(seconds=value)
+def _rule_of_row(row: object) -> LifecycleRule:
+    if not isinstance(row, dict):
+        return LifecycleRule.unusable(row, "not a pattern and a ttl")
+    pattern, ttl = row.get("pattern"), row.get("ttl")
+    if not isinstance(pattern, str) or not pattern:
+        return LifecycleRule.unusable(pattern, "its pattern is not a glob")
+    try:
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float)):
+            raise BadLifecycleRule(f"its ttl is seconds or null, not {ttl!r}")
+        return LifecycleRule(pattern, ttl)  # type: ignore[arg-type]  # read in __post_init__
+    except BadLifecycleRule as exc:
+        return LifecycleRule.unusable(
+            pattern, exc.message.removeprefix(f"lifecycle rule {pattern!r}: ")
+        )
 
 
 def coerce_ttl(ttl: float | timedelta | None) -> timedelta | None:
@@ -114,21 +190,35 @@ def coerce_ttl(ttl: float | timedelta | None) -> timedelta | None:
     or not) or at least a second (the server's granularity)."""
     if ttl is None:
         return None
-    value = ttl if isinstance(ttl, timedelta) else timedelta(seconds=float(ttl))
-    if value < timedelta(0) or timedelta(0) < value < timedelta(seconds=1):
-        raise ValueError(f"ttl is 0 (never expire) or at least 1 second, not {ttl!r}")
+    try:
+        value = ttl if isinstance(ttl, timedelta) else timedelta(seconds=float(ttl))
+    except OverflowError:
+        value = timedelta.max
+    if value == timedelta(0):
+        return value
+    if value < timedelta(0) or not timedelta(seconds=1) <= value <= MAX_TTL:
+        raise ValueError(
+            f"ttl is 0 (never expire) or at least 1 second (at most {MAX_TTL.days} days),"
+            f" not {ttl!r}"
+        )
     return value
 
 
 def resolve_ttl(
-    explicit: float | timedelta | None, rules: Iterable[LifecycleRule], name: str
+    explicit: float | timedelta | None,
+    rules: Iterable[LifecycleRule],
+    name: str,
+    *,
+    bucket: str | None = None,
 ) -> timedelta | None:
     """The TTL a put of ``name`` gets: its own ``ttl=`` if given (0: never), else the first
-    matching rule's, else none."""
+    matching rule's, else none; BadLifecycleRule when that rule is unusable."""
     ttl = coerce_ttl(explicit)
     if ttl is not None:
         return ttl or None
     rule = next((rule for rule in rules if rule.matches(name)), None)
+    if rule is not None and rule.problem:
+        raise rule.refuse(bucket, name)
     return rule.ttl if rule is not None else None
 
 
@@ -165,19 +255,30 @@ def meta_ttl(meta_seconds: int, elapsed: float, marker_ttl: timedelta | None) ->
 
 def ttl_of_header(value: str | None) -> timedelta | None:
     """A stored ``Nats-TTL`` header (whole seconds, or a Go duration where the server wrote
-    it), None when absent, "never" or unreadable."""
+    it), None when absent, "never" or zero; ValueError when it is no TTL a put could give
+    (any publisher can write one: it is checked like a record field)."""
     if not value or value.strip().lower() == NEVER:
         return None
     try:
-        ttl = parse_duration(value)
-    except ValueError:
+        ttl = parse_duration(value, what="a Nats-TTL header")
+    except OverflowError:
+        raise ValueError(f"a Nats-TTL header is a duration, not {value!r}") from None
+    if ttl == timedelta(0):
         return None
-    return ttl if ttl > timedelta(0) else None
+    return checked_ttl(ttl, "a Nats-TTL header")
 
 
-def expires_at(stored: datetime | None, ttl_header: str | None) -> datetime | None:
-    """When a message stored at ``stored`` with this ``Nats-TTL`` header expires."""
-    ttl = ttl_of_header(ttl_header)
+def expires_at(
+    stored: datetime | None, ttl_header: str | None, *, subject: str = ""
+) -> datetime | None:
+    """When a message stored at ``stored`` with this ``Nats-TTL`` header expires. An
+    unusable header costs only this record its expiry: None (shown as none), with a warning
+    naming the record's ``subject``, never an error for the listing or watch reading it."""
+    try:
+        ttl = ttl_of_header(ttl_header)
+    except ValueError as exc:
+        log.warning("%s: the record's expiry is unknown (listed without one): %s", subject, exc)
+        return None
     return stored + ttl if stored is not None and ttl is not None else None
 
 
@@ -199,11 +300,13 @@ _KEPT_EXPIRES = b',"' + KEPT_EXPIRES_FIELD.encode() + b'":'
 
 def record_to_keep(data: bytes, expires: datetime | None) -> bytes:
     """A meta record as the name index keeps it: with ``expires`` (microseconds since the
-    epoch) in ``KEPT_EXPIRES_FIELD`` when it has one."""
-    if expires is None or not data.endswith(b"}") or data.endswith(b"{}"):
+    epoch, or null) in ``KEPT_EXPIRES_FIELD`` as its last field, so a field of that name
+    the publisher wrote into the record is overridden, never read as an expiry."""
+    data = data.rstrip(b" \t\r\n")
+    if not data.endswith(b"}") or data.endswith(b"{}"):
         return data
-    micros = int(expires.timestamp() * 1_000_000)
-    return data[:-1] + _KEPT_EXPIRES + str(micros).encode() + b"}"
+    value = b"null" if expires is None else str(int(expires.timestamp() * 1_000_000)).encode()
+    return data[:-1] + _KEPT_EXPIRES + value + b"}"
 
 
 def kept_expires(doc: bytes | Mapping[str, object]) -> datetime | None:
@@ -218,7 +321,10 @@ def kept_expires(doc: bytes | Mapping[str, object]) -> datetime | None:
         micros = doc.get(KEPT_EXPIRES_FIELD)
     if type(micros) is not int:
         return None
-    return datetime.fromtimestamp(micros / 1_000_000, tz=UTC)
+    try:
+        return datetime.fromtimestamp(micros / 1_000_000, tz=UTC)
+    except (OverflowError, ValueError, OSError):
+        return None  # an index another process wrote: not a date, so no expiry
 
 
 def server_supports_ttl(version: tuple[int, int] | None) -> bool:
@@ -229,6 +335,7 @@ def server_supports_ttl(version: tuple[int, int] | None) -> bool:
 __all__ = [
     "DEFAULT_DELETE_MARKER_TTL",
     "LIFECYCLE_METADATA_KEY",
+    "MAX_TTL",
     "LifecycleRule",
     "coerce_ttl",
     "decode_rules",

@@ -455,17 +455,21 @@ def _take_userinfo(server: str) -> tuple[str, dict[str, str]]:
 
 def _one_set_of_credentials(taken: list[tuple[str, dict[str, str]]]) -> dict[str, str]:
     """natsobj authenticates to every server of a list the same way, so servers that carry
-    different credentials are a mistake to report, not one to guess at (which set wins)."""
+    different credentials are a mistake to report, not one to guess at (which set wins).
+    They come with the first server: a later one carrying some when the first does not is
+    what a raw ``,`` in a password makes (``u:se,cret@host``: server ``u:se``, token
+    ``cret``), so it is refused too, and the message names no server, as each may hold a
+    piece of that password."""
     distinct: list[dict[str, str]] = []
     for _, credentials in taken:
         if credentials and credentials not in distinct:
             distinct.append(credentials)
-    if len(distinct) > 1:
-        servers = ", ".join(server for server, _ in taken)
+    if len(distinct) > 1 or (distinct and taken and not taken[0][1]):
         raise ValueError(
-            f"the servers {servers} carry {len(distinct)} different sets of credentials; "
-            "natsobj uses one set for every server of a list: give the same user/password or "
-            "token on each server (or on the first only), or set them separately"
+            "the servers of the list carry different credentials, or only a later one carries"
+            " any; natsobj uses one set for every server of a list: give the user/password or"
+            " token on the first server (the same on the others, if at all), or set them"
+            " separately. A ',' in a user, password or token must be percent-encoded (%2C)"
         )
     return distinct[0] if distinct else {}
 

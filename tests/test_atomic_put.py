@@ -4,9 +4,11 @@ when they fall back to today's put, and that conflicts stay typed errors."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import json
 import os
+import warnings
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from natsobj.aio.atomic_put import (
     ATOMIC_MAX_BYTES,
     ATOMIC_MAX_BYTES_REPLICATED,
     AtomicPut,
+    GoTodaysWay,
     Replayable,
     default_max_bytes,
 )
@@ -220,3 +223,31 @@ def test_default_store_puts_today_way(store, raw_js):
     store.aio.atomic_max_bytes = 0
     info = store.put("obj", b"x" * 1000)
     assert "Nats-Batch-Id" not in _chunk_headers(raw_js, store.bucket, info.nuid)
+
+
+def test_a_put_that_keeps_meeting_conflicts_leaves_no_lookup_unawaited(nats_url, bucket_name):
+    """Issue 28: after its last conflict the put started one more lookup of the current
+    version and gave up without awaiting it ("coroutine ... was never awaited")."""
+
+    async def body() -> None:
+        client = await natsobj.aio.connect(nats_url)
+        store = await client.create_store(bucket_name)
+        stale = await store.put("obj", b"one")
+        await store.put("obj", b"racer")
+
+        async def always_stale():
+            return stale
+
+        template = ObjectInfo(name="obj", bucket=bucket_name, nuid="N" * 22, chunk_size=CHUNK)
+        put = AtomicPut(store.bucket_stream, template, window_bytes=CHUNK)
+        replay = Replayable(lambda: iter_chunks(b"data", CHUNK))
+        with pytest.raises(GoTodaysWay, match="kept replacing"):
+            await put.run(replay, always_stale(), always_stale, None)
+        await client.delete_store(bucket_name)
+        await client.close()
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run(body())
+        gc.collect()
+    assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []

@@ -6,12 +6,13 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import traceback
 
 import fsspec
 import pandas as pd
 import pytest
 
-from natsobj.errors import UnsafeLocalPath
+from natsobj.errors import BucketNotFound, UnsafeLocalPath
 from natsobj.fs import NatsObjectFileSystem
 from natsobj.names import meta_subject
 
@@ -204,3 +205,13 @@ def test_get_recursive_refuses_dot_dot_in_a_name_whatever_fsspec_does(
         not (tmp_path / "escape.txt").exists() and not (tmp_path / "deep" / "escape.txt").exists()
     )
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["deep", "dest", "ok.txt", "payload"]
+
+
+def test_a_missing_bucket_keeps_its_hint(fs: NatsObjectFileSystem) -> None:
+    """Issue 28: ``raise ... from None`` dropped the BucketNotFound, and its hint, that the
+    FileNotFoundError was made from."""
+    with pytest.raises(FileNotFoundError) as caught:
+        fs.ls("nosuchbucket28/")
+    assert isinstance(caught.value.__cause__, BucketNotFound)
+    shown = "".join(traceback.format_exception(caught.value))
+    assert "nosuchbucket28" in shown and BucketNotFound.hint in shown

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -20,8 +21,15 @@ import natsobj
 import natsobj.aio
 from natsobj.aio import listing, restamp
 from natsobj.aio.expiry import BucketExpiry
-from natsobj.errors import BucketExists, ExpiryNotEnabled, NatsObjError, ObjectNotFound
+from natsobj.errors import (
+    BadLifecycleRule,
+    BucketExists,
+    ExpiryNotEnabled,
+    NatsObjError,
+    ObjectNotFound,
+)
 from natsobj.lifecycle import (
+    KEPT_EXPIRES_FIELD,
     LifecycleRule,
     chunk_ttl,
     decode_rules,
@@ -30,7 +38,7 @@ from natsobj.lifecycle import (
     server_supports_ttl,
 )
 from natsobj.model import ObjectInfo
-from natsobj.names import all_chunks_subject
+from natsobj.names import all_chunks_subject, meta_subject
 from natsobj.parsing import parse_duration, parse_ttl
 from natsobj.store_config import StoreConfig
 from natsobj.sync import run
@@ -452,3 +460,110 @@ def test_create_store_stays_idempotent_for_a_bucket_made_before_expiry(
                 sync_client.create_store(bucket_name, **{"description": "artifacts", **different})
     finally:
         sync_client.delete_store(bucket_name)
+
+
+def _republish_with_ttl(raw, bucket: str, name: str, ttl: str) -> None:
+    """Another writer of the bucket publishes the object's record again with its own
+    ``Nats-TTL`` (the server stores any whole number of seconds)."""
+    subject = meta_subject(bucket, name)
+    record = raw.last_msg(subject, bucket)
+    raw.publish(subject, record.data, {"Nats-TTL": ttl, "Nats-Rollup": "sub"})
+    assert raw.last_msg(subject, bucket).headers["Nats-TTL"] == ttl  # the server kept it
+
+
+@pytest.mark.parametrize("header", ["1000000000000", "9223372036854775807"])
+def test_one_records_unusable_ttl_header_costs_only_its_expiry(
+    ttl_store, raw, header: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 28, point 3: one record with ``Nats-TTL: 1000000000000`` made list(),
+    iter_list(), changes() and watch() of the whole bucket raise OverflowError. The object
+    is listed, read and watched as usual, without an expiry, with a warning naming it."""
+    bucket = ttl_store.bucket
+    ttl_store.put("odd.bin", b"odd")
+    ttl_store.put("fine.bin", b"fine", ttl=3600)
+    _republish_with_ttl(raw, bucket, "odd.bin", header)
+    names = ["fine.bin", "odd.bin"]
+    for _ in range(2):  # the second listing is answered from the name index
+        listed = {info.name: info for info in ttl_store.list()}
+        assert sorted(listed) == names
+        assert listed["odd.bin"].expires is None and listed["fine.bin"].expires is not None
+    assert sorted(i.name for i in ttl_store.iter_list()) == names
+    assert sorted(i.name for i in ttl_store.changes() if not i.deleted) == names
+    assert ttl_store.get_info("odd.bin").expires is None
+    assert ttl_store.get_bytes("odd.bin") == b"odd"
+
+    with ttl_store.watch() as watcher:  # each name's latest record, then live ones
+        watched = [watcher.next(timeout=5), watcher.next(timeout=5)]
+    assert sorted(i.name for i in watched if i is not None) == names
+    warned = [r.getMessage() for r in caplog.records if "Nats-TTL header" in r.getMessage()]
+    assert warned and all(meta_subject(bucket, "odd.bin") in m or "odd.bin" in m for m in warned)
+
+
+def test_a_record_cannot_forge_the_expiry_the_name_index_keeps(ttl_store, raw) -> None:
+    """The name index keeps each record's expiry as one more JSON field; a record that
+    carries a field of that name itself (here: long expired) is not hidden by it."""
+    ttl_store.put("kept.bin", b"kept")
+    subject = meta_subject(ttl_store.bucket, "kept.bin")
+    doc = json.loads(raw.last_msg(subject, ttl_store.bucket).data)
+    doc[KEPT_EXPIRES_FIELD] = 1_000_000
+    raw.publish(subject, json.dumps(doc).encode(), {"Nats-Rollup": "sub"})
+    for _ in range(2):  # fetched records, then the name index's copies
+        [info] = ttl_store.list()
+        assert (info.name, info.expires) == ("kept.bin", None)
+
+
+def test_unusable_rules_in_the_metadata_cost_only_the_puts_they_match(ttl_store) -> None:
+    """Issue 28, point 3: a rule TTL of 1e300 made client.store() raise OverflowError and a
+    pattern ``[]`` made every put raise a raw re.error. Each bad rule is kept in its place as
+    unusable (one warning): the others apply, a put a bad TTL's glob matches is refused with
+    BadLifecycleRule naming the rule, and a glob that is none matches no name."""
+    rows = [
+        {"pattern": "[]", "ttl": 60},
+        {"pattern": "huge/**", "ttl": 1e300},
+        {"pattern": "inf/**", "ttl": float("inf")},
+        {"pattern": "tmp/**", "ttl": 3600},
+    ]
+    metadata = {"natsobj.lifecycle": json.dumps(rows)}  # Infinity: Python's JSON writes it
+    run(ttl_store.aio.bucket_stream.update(metadata=metadata))
+    fresh = run(ttl_store.aio.client.store(ttl_store.bucket))
+    rules = run(fresh.lifecycle_rules())
+    assert [(r.pattern, bool(r.problem)) for r in rules] == [
+        ("[]", True),
+        ("huge/**", True),
+        ("inf/**", True),
+        ("tmp/**", False),
+    ]
+    assert run(fresh.put("tmp/a.bin", b"a")).expires is not None  # the good rule applies
+    assert run(fresh.put("other.bin", b"b")).expires is None  # matches nothing bad
+    for name in ("huge/x.bin", "inf/x.bin"):
+        with pytest.raises(BadLifecycleRule, match=rf"{name}.*lifecycle rule '{name[:3]}"):
+            run(fresh.put(name, b"c"))
+    assert run(fresh.put("huge/y.bin", b"d", ttl=60)).expires is not None  # its own TTL
+    with pytest.raises(BadLifecycleRule, match=r"lifecycle rule '\[\]'"):
+        run(fresh.set_lifecycle_rules(rules))  # an unusable rule is not written back
+    run(fresh.set_lifecycle_rules([rule for rule in rules if not rule.problem]))
+    assert [str(r) for r in run(fresh.lifecycle_rules())] == ["tmp/**=1h"]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "ttl"),
+    [("[]", 60), ("x/[z-a]", 60), ("a", float("inf")), ("a", 1e300), ("a", 0.5), ("a", -1)],
+)
+def test_a_rule_made_here_is_checked_when_made(pattern: str, ttl: float) -> None:
+    with pytest.raises(BadLifecycleRule, match=re.escape(repr(pattern))):
+        LifecycleRule(pattern, ttl)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="at least 1 second"):
+        resolve_ttl(1e300, [], "a")  # a put's own TTL too
+
+
+def test_a_catastrophic_rule_does_not_stall_a_put(ttl_store) -> None:
+    """Issue 28, point 6: a 43-character rule (``**/`` twelve times) made one put take
+    16.9 s with the event loop stalled; the glob is matched in linear time."""
+    rule = LifecycleRule("**/" * 12 + "*.tmp/x", timedelta(hours=1))
+    assert len(rule.pattern) == 43
+    ttl_store.set_lifecycle_rules([rule])
+    name = "a/" * 40 + "y.bin"
+    started = time.monotonic()
+    assert ttl_store.put(name, b"data").expires is None  # the rule does not match it
+    assert time.monotonic() - started < 2
+    assert ttl_store.put("a/" * 40 + "y.tmp/x", b"data").expires is not None

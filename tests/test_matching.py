@@ -4,6 +4,7 @@ and against properties that must hold for any name."""
 from __future__ import annotations
 
 import re
+import time
 import warnings
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from natsobj.deprecation import warn_deprecated
-from natsobj.matching import NameMatcher, legacy_matcher
+from natsobj.matching import NameMatcher, _Glob, legacy_matcher
 
 # (pattern, matches, does not match): the README's table, row by row
 GLOB_TABLE = [
@@ -111,3 +112,106 @@ def test_a_glob_agrees_with_the_regex_it_documents(pattern: str, name: str) -> N
         warnings.simplefilter("error")
         deep = NameMatcher(pattern + "/**", "glob").matches(name)
     assert deep == bool(re.fullmatch(re.escape(pattern) + "/.*", name))
+
+
+def _glob_as_regex_before(pattern: str) -> str:
+    """The translation every glob went through before issue 28 (its semantics are kept; its
+    ``fullmatch`` backtracked exponentially in the number of stars)."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if ch == "*":
+            out.append("[^/]*")
+        elif ch == "?":
+            out.append("[^/]")
+        elif ch == "[":
+            end = pattern.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape(ch))
+            else:
+                body = pattern[i + 1 : end].replace("\\", "\\\\")
+                if body.startswith("!"):
+                    body = "^" + body[1:]
+                out.append(f"[{body}]")
+                i = end
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out)
+
+
+ADVERSARIAL = [  # (pattern, a long name it almost matches, what it needs to match)
+    ("**/" * 12 + "*.tmp/x", "a/" * 40 + "y.bin", "y.tmp/x"),  # the issue's 43-character rule
+    ("**/" * 12 + "*.csv", "a/" * 30 + "y.bin", "y.csv"),
+    ("*a" * 12 + "b", "a" * 200, "b"),
+    ("**a" * 20 + "b", "a" * 2000, "b"),
+    ("?*" * 30 + "x", "a" * 5000, "x"),
+    ("**/*" * 20 + "x", "a/" * 5000, "x"),
+    ("[a]*" * 20 + "/**" * 10 + "x", "a" * 3000 + "/" * 3000, "x"),
+    ("**" + "*/" * 15 + "**x", "/" * 20000, "x"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "name", "tail"), ADVERSARIAL, ids=range(len(ADVERSARIAL)))
+def test_a_catastrophic_glob_matches_in_time_linear_in_name_and_pattern(
+    pattern: str, name: str, tail: str
+) -> None:
+    """Issue 28, point 6: ``**/`` twelve times made one lifecycle put take 16.9 s. Each of
+    these patterns (many stars that can trade characters) on a long name that almost
+    matches is answered within a bound that holds for any glob of this size."""
+    matcher = NameMatcher(pattern, "glob")
+    started = time.perf_counter()
+    assert matcher.matches(name) is False
+    assert time.perf_counter() - started < 0.25, pattern
+    assert matcher.matches(name[: -len(tail)] + tail) is True
+    assert time.perf_counter() - started < 0.5, pattern
+
+
+glob_patterns = st.text(alphabet="ab/.*?[]!-", min_size=1, max_size=14)
+plain_names = st.text(alphabet="ab/.-]", min_size=0, max_size=24)
+
+
+@given(glob_patterns, plain_names)
+def test_a_glob_means_what_it_meant_before(pattern: str, name: str) -> None:
+    """The linear matcher agrees with the old regex translation on every pattern it took,
+    and refuses (ValueError, at construction) the ones the old one could not compile. An
+    empty class (``[]``, ``[!]``) is refused too: the old translation read it as the start
+    of a class that ran on into the rest of the pattern when a ``]`` followed."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # ``[--]``: Python's set-syntax warning
+        try:
+            before = re.compile(_glob_as_regex_before(pattern))
+        except re.error:
+            with pytest.raises(ValueError, match="invalid glob"):
+                NameMatcher(pattern, "glob")
+            return
+        try:
+            matcher = NameMatcher(pattern, "glob")
+        except ValueError:
+            assert "[]" in pattern or "[!]" in pattern
+            return
+    assert matcher.matches(name) == bool(before.fullmatch(name))
+
+
+@given(glob_patterns, plain_names.map(lambda name: name * 6))
+def test_both_ways_of_matching_a_glob_agree(pattern: str, name: str) -> None:
+    """A glob is matched by its regex while that cannot backtrack far, else by simulating
+    its positions: the two give the same answer on any name."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        try:
+            glob = _Glob(pattern)
+        except ValueError:
+            return
+    assert glob._simulate(name) == (glob._regex.fullmatch(name) is not None)
+
+
+def test_a_bad_glob_is_refused_when_made_not_at_its_first_name() -> None:
+    for pattern in ("[]", "[!]", "x/[z-a]"):
+        with pytest.raises(ValueError, match=re.escape(f"invalid glob {pattern!r}")):
+            NameMatcher(pattern, "glob")

@@ -293,10 +293,12 @@ class AtomicPut:
         after a conflict. ``required``: the put's compare-and-swap sequence; another one
         there is SequenceConflict and nothing is stored. Raises GoTodaysWay when the server
         turns the batch away for a limit."""
-        replaced: Awaitable[ObjectInfo | None] = first_current
+        # the lookup of each later attempt starts only when that attempt needs it: one
+        # started after the last attempt would never be awaited
+        lookup: Callable[[], Awaitable[ObjectInfo | None]] = lambda: first_current  # noqa: E731
         for _ in range(CONFLICT_ATTEMPTS):
             try:
-                return await self._publish(replay, replaced, required)
+                return await self._publish(replay, lookup, required)
             except SequenceConflict:
                 if required is not None:
                     raise
@@ -308,7 +310,7 @@ class AtomicPut:
                         sequence = int(landed.sequence or 0)
                         return Committed(silence.info, silence.replaced, sequence)
                 raise GoTodaysWay("the cluster did not answer the batch") from None
-            replaced = current()
+            lookup = current
         raise GoTodaysWay("another writer kept replacing the object")
 
     def _conflict(self, required: int) -> SequenceConflict:
@@ -319,7 +321,7 @@ class AtomicPut:
     async def _publish(
         self,
         replay: Replayable,
-        replacing: Awaitable[ObjectInfo | None],
+        replacing: Callable[[], Awaitable[ObjectInfo | None]],
         required: int | None,
     ) -> Committed:
         batch = _nuid.next().decode()
@@ -345,7 +347,7 @@ class AtomicPut:
                     reply, sent = acks.popleft()
                     self._staged(await self._answer(reply, self.api.timeout, chunks_out))
                     unacked -= sent
-            replaced = await replacing
+            replaced = await replacing()
             expected = replaced.sequence if replaced is not None else 0
             if required is not None and required != expected:
                 raise self._conflict(required)

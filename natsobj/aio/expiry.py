@@ -5,6 +5,7 @@ rules and the arithmetic; this module the reading, caching and the TTL headers).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,6 +31,8 @@ from natsobj.wire import MSG_TTL
 # How long a store trusts the rules it read: another process's set_lifecycle_rules reaches
 # this one's puts within this time (a store made by client.store() reads them fresh).
 REFRESH_SECONDS = 30.0
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -102,11 +105,23 @@ class BucketExpiry:
         self.stream = stream
         self.bucket = stream.bucket
         self._server_version = server_version
-        self._snapshot = _snapshot(info.config)
+        self._snapshot = _Snapshot([], allow_msg_ttl=False, marker_ttl=None, read_at=0.0)
+        self.note(info)
 
     def note(self, info: StreamInfo) -> None:
-        """Take the settings of a stream info read for another reason."""
+        """Take the settings of a stream info read for another reason; an unusable rule is
+        warned about once, when it first shows up."""
+        before = {rule for rule in self._snapshot.rules if rule.problem}
         self._snapshot = _snapshot(info.config)
+        for rule in self._snapshot.rules:
+            if rule.problem and rule not in before:
+                log.warning(
+                    "bucket %r: lifecycle rule %r cannot be used (%s): the other rules still"
+                    " apply, and a put it matches is refused until the rules are set again",
+                    self.bucket,
+                    rule.pattern,
+                    rule.problem,
+                )
 
     async def _current(self, *, fresh: bool = False) -> _Snapshot:
         if fresh or time.monotonic() - self._snapshot.read_at > REFRESH_SECONDS:
@@ -134,7 +149,7 @@ class BucketExpiry:
         should expire and the bucket cannot."""
         snapshot = await self._current()
         rules = snapshot.rules if ttl is not None else snapshot.checked_rules(self.bucket)
-        resolved = resolve_ttl(ttl, rules, name)
+        resolved = resolve_ttl(ttl, rules, name, bucket=self.bucket)
         if resolved is None:
             return None
         if not snapshot.allow_msg_ttl:

@@ -456,7 +456,7 @@ class _SubjectStateListing:
             info = _parse_meta(self.store, doc, mtime, sequence, subject[skip:])
             if info is None:
                 continue
-            info.expires = expires_at(mtime, raw_header(headers, _MSG_TTL))
+            info.expires = expires_at(mtime, raw_header(headers, _MSG_TTL), subject=subject)
             if learned is not None and subject.startswith(self.meta_prefix):
                 kept_data = record_to_keep(data, info.expires)
                 learned.append(

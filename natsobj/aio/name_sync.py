@@ -281,10 +281,9 @@ async def _read_meta_after(
             msg = await consumer.next()
             if msg is None:
                 break
-            data = msg.data
-            if msg.headers:  # an expiring record is kept with its expiry
-                ttl = raw_header(msg.headers, _MSG_TTL)
-                data = record_to_keep(data, expires_at(msg.time, ttl))
+            # every record is kept with its expiry (or none), whatever the record says
+            ttl = raw_header(msg.headers, _MSG_TTL) if msg.headers else None
+            data = record_to_keep(msg.data, expires_at(msg.time, ttl, subject=msg.subject))
             tokens.append((msg.subject[skip:], msg.sequence, msg.nanos // 1000, data))
             if len(tokens) >= WRITE_EVERY or msg.pending == 0:
                 reached = msg.sequence

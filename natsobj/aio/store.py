@@ -223,7 +223,11 @@ class ObjectStore:
             name=name,
             token=encode_name(name),
         )
-        info.expires = expires_at(found.time, found.headers.get(MSG_TTL))
+        info.expires = expires_at(
+            found.time,
+            found.headers.get(MSG_TTL),
+            subject=f"bucket {self.bucket!r}, object {name!r}",
+        )
         return info
 
     async def _current(self, name: str) -> ObjectInfo | None:

@@ -60,7 +60,7 @@ def info_from_msg(store: WatchedBucket, msg: StreamMsg) -> ObjectInfo | None:
         log.warning("skipping unreadable meta record at sequence %s: %s", msg.sequence, exc)
         return None
     if headers:
-        info.expires = expires_at(msg.time, raw_header(headers, _MSG_TTL))
+        info.expires = expires_at(msg.time, raw_header(headers, _MSG_TTL), subject=msg.subject)
     return info
 
 

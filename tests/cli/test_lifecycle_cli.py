@@ -12,6 +12,8 @@ import pytest
 from cli_support import Invoke
 
 from natsobj.cli.exits import ExitCode
+from natsobj.names import meta_subject
+from natsobj.sync import run
 
 
 @pytest.fixture
@@ -128,3 +130,38 @@ def test_store_options_turn_expiry_on(invoke: Invoke, sync_client, bucket_name: 
         assert "per-object TTLs, delete markers 5m" in updated.stdout
     finally:
         sync_client.delete_store(bucket_name)
+
+
+@pytest.mark.parametrize("rule", ["[]=7d", "x/[z-a]=7d", "a=1e300", "a=inf", "a=0.5s"])
+def test_a_rule_that_cannot_be_used_is_refused_with_usage(
+    invoke: Invoke, bucket: str, sync_client, rule: str
+) -> None:
+    """Issue 28, point 3: ``--set '[]=7d'`` was kept, and every later put raised re.error."""
+    refused = invoke("store", "lifecycle", bucket, "--set", rule)
+    assert refused.exit_code == ExitCode.USAGE, refused.output
+    assert repr(rule.rpartition("=")[0]) in refused.stderr
+    assert sync_client.store(bucket).lifecycle_rules() == []  # nothing was written
+
+
+def test_ls_and_the_rules_survive_what_another_writer_stored(
+    invoke: Invoke, bucket: str, sync_client, raw
+) -> None:
+    """A record with ``Nats-TTL: 1000000000000`` made ``natsobj ls`` of the bucket fail with
+    OverflowError; an unusable rule in the metadata is shown as such, the others as ever."""
+    store = sync_client.store(bucket)
+    store.put("odd.bin", b"odd")
+    store.put("fine.bin", b"fine")
+    subject = meta_subject(bucket, "odd.bin")
+    record = raw.last_msg(subject, bucket)
+    raw.publish(subject, record.data, {"Nats-TTL": "1000000000000", "Nats-Rollup": "sub"})
+    listed = invoke("ls", bucket)
+    assert listed.exit_code == 0, listed.stderr
+    assert "odd.bin" in listed.stdout and "fine.bin" in listed.stdout
+
+    rows = [{"pattern": "[]", "ttl": 60}, {"pattern": "tmp/**", "ttl": 60}]
+    run(store.aio.bucket_stream.update(metadata={"natsobj.lifecycle": json.dumps(rows)}))
+    shown = invoke("store", "lifecycle", bucket)
+    assert shown.exit_code == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[2].split()[:3] == ["1", "[]", "unusable:"]
+    assert lines[3].split() == ["2", "tmp/**", "1m"]

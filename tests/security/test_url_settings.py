@@ -8,14 +8,17 @@ userinfo ends at its last ``@``; the options start at the first ``?`` after it. 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from urllib.parse import quote, urlencode
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from natsobj import ConnectionSettings
+from natsobj.cli import cli
 from natsobj.settings import CONSISTENCY_LEVELS
 from tests.security.support import exception_text
 
@@ -135,7 +138,7 @@ def test_different_credentials_per_server_are_refused_without_a_secret(case: Cas
     first = case.url(on_every_server=True).split("?")[0].split(",")[0]
     second = Case(case.scheme, [("other", 4222)], {**case.credentials, key: other}).url()
     for url in (f"{first},{second}", f"{second},{first}"):
-        with pytest.raises(ValueError, match="different sets of credentials") as err:
+        with pytest.raises(ValueError, match="different credentials") as err:
             ConnectionSettings.from_url(url)
         assert_hidden(exception_text(err.value), [*case.secrets, other])
     with pytest.raises(ValueError) as err:
@@ -176,3 +179,27 @@ def test_a_raw_question_mark_in_a_password_does_not_cut_the_url():
 def test_a_comma_in_an_option_value_stays_in_the_option():
     parsed = ConnectionSettings.from_url("nats://h1:4222?name=a,b")
     assert (parsed.servers, parsed.name) == (["nats://h1:4222"], "a,b")
+
+
+RAW_COMMA_URLS = [
+    "nats://alice:Sx9q,Zk7w@host:4222",  # server "alice:Sx9q", token "Zk7w"
+    "nats://alice:Sx9q,Zk7w@h1:4222,h2:4222",
+    "nats://alice:Sx9q,Zk7w:Wm3v@host",  # user "Zk7w", password "Wm3v"
+    "nats://alice:Sx9q,4222@host",  # a piece that reads as a port
+    "nats://alice:Sx9q@Zk7w,Wm3v@host",  # a piece that reads as a host
+]
+
+
+@pytest.mark.parametrize("url", RAW_COMMA_URLS)
+def test_a_raw_comma_in_a_password_shows_no_piece_of_it(url: str) -> None:
+    """Issue 28: a raw ``,`` in a password split it into a server and a token, so a piece of
+    it appeared in ``repr``, the redacted URL and the CLI's error. The URL is refused, and
+    neither the error nor the CLI shows any piece."""
+    password = url.partition("alice:")[2].rpartition("@")[0]
+    pieces = [p for p in re.split(r"[,:@]", password) if len(p) >= 4 and not p.isdigit()]
+    with pytest.raises(ValueError, match="percent-encoded") as err:
+        ConnectionSettings.from_url(url)
+    assert_hidden(exception_text(err.value), pieces)
+    result = CliRunner().invoke(cli, ["--url", url, "ls"])
+    assert result.exit_code != 0
+    assert_hidden(result.output + result.stderr, pieces)

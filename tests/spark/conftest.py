@@ -9,6 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.spark.gateway import stop_spark_gateway
+
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator:
@@ -27,6 +29,12 @@ def spark() -> Iterator:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+    stop_spark_gateway()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A SparkSession made elsewhere in the run (the Dagster tests make one) is stopped too."""
+    stop_spark_gateway()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from natsobj.cli.commands.stores import store_group
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.params import json_option
 from natsobj.cli.session import Session, pass_session
+from natsobj.errors import BadLifecycleRule
 from natsobj.lifecycle import LifecycleRule
 from natsobj.parsing import format_duration
 from natsobj.sync import ObjectStore, run
@@ -19,8 +20,8 @@ from natsobj.sync import ObjectStore, run
 def _rules(texts: tuple[str, ...]) -> list[LifecycleRule]:
     try:
         return [LifecycleRule.parse(text) for text in texts]
-    except ValueError as exc:
-        raise UsageProblem(str(exc)) from None
+    except BadLifecycleRule as exc:
+        raise UsageProblem(exc.message) from None
 
 
 def _show_rules(bucket: str, rules: list[LifecycleRule]) -> None:
@@ -29,12 +30,15 @@ def _show_rules(bucket: str, rules: list[LifecycleRule]) -> None:
         return
     render.table(
         ["#", "PATTERN", "EXPIRE AFTER"],
-        (
-            [str(n), rule.pattern, format_duration(rule.ttl) if rule.ttl else "never"]
-            for n, rule in enumerate(rules, 1)
-        ),
+        ([str(n), rule.pattern, _expire_after(rule)] for n, rule in enumerate(rules, 1)),
         right={"#"},
     )
+
+
+def _expire_after(rule: LifecycleRule) -> str:
+    if rule.problem:
+        return f"unusable: {rule.problem}"
+    return format_duration(rule.ttl) if rule.ttl else "never"
 
 
 def _apply(store: ObjectStore, execute: bool, as_json: bool) -> list[dict[str, object]]:
