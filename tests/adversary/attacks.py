@@ -26,7 +26,7 @@ from natsobj.model import digest_of
 from natsobj.names import chunk_subject, encode_name, meta_subject
 from tests.adversary.world import World, random_bytes
 
-HONEST_NAMES = ["h/0", "h/1", "h/d/" + "a/" * 14 + "z"]  # a deep name for glob matching
+HONEST_NAMES = ["h/0", "h/1", "h/d/" + "a/" * 31 + "z"]  # deep: a glob must match it in linear time
 ADVERSARY_NAMES = ["x/a", "x/b", "x/c/d"]
 B_NAMES = ["payroll.csv", "b/secret"]
 _counter = itertools.count()
@@ -70,13 +70,18 @@ def _fresh_nuid() -> str:
 
 
 def _layout(data: st.DataObject) -> list[int]:
-    """Chunk sizes: uniform at some chunk size, or any sizes in any order."""
-    if data.draw(st.booleans(), label="uniform layout"):
-        chunk = data.draw(st.sampled_from([1, 7, 100, 1000, 4096]), label="chunk size")
-        total = data.draw(st.integers(0, min(chunk * 40, 20_000)), label="size")
-        sizes = [chunk] * (total // chunk) + ([total % chunk] if total % chunk else [])
-        return sizes
-    return data.draw(st.lists(st.integers(0, 5000), max_size=6), label="chunk sizes")
+    """Chunk sizes: uniform at some chunk size, uniform but for one middle chunk (what a
+    reader trusting the declared chunk size gets wrong), or any sizes in any order."""
+    kind = data.draw(st.sampled_from(["uniform", "broken middle", "any"]), label="layout")
+    if kind == "any":
+        return data.draw(st.lists(st.integers(0, 5000), max_size=6), label="chunk sizes")
+    chunk = data.draw(st.sampled_from([1, 7, 100, 1000, 4096]), label="chunk size")
+    total = data.draw(st.integers(0, min(chunk * 40, 20_000)), label="size")
+    sizes = [chunk] * (total // chunk) + ([total % chunk] if total % chunk else [])
+    if kind == "broken middle" and len(sizes) >= 3:
+        middle = data.draw(st.integers(1, len(sizes) - 2), label="broken chunk")
+        sizes[middle] = data.draw(st.integers(0, 2 * chunk), label="its size")
+    return sizes
 
 
 def _publish_chunks(world: World, nuid: str, sizes: list[int], seed: int, rollup: bool) -> None:
@@ -232,7 +237,10 @@ def forge_object(world: World, data: st.DataObject) -> None:
         "chunks": len(sizes),
         "digest": digest_of(whole),
     }
-    claim = data.draw(st.sampled_from([None, 1, 7, 1000, 4096, 2**20]), label="max_chunk_size")
+    first = sizes[0] if sizes else None
+    claim = data.draw(
+        st.sampled_from([first, first, None, 1, 7, 1000, 4096, 2**20]), label="max_chunk_size"
+    )
     if claim is not None:
         record["options"] = {"max_chunk_size": claim}
     if data.draw(st.booleans(), label="claims a restatement"):
@@ -247,7 +255,8 @@ def forge_object(world: World, data: st.DataObject) -> None:
     world.adversary_nuids.add(nuid)
     if seq is not None and (content := world.verified_content(record, seq)) is not None:
         world.content[seq] = content
-        world.must_report.add(seq)  # new bytes: a new version, whatever it claims
+        if claim is None or claim > 0:  # a valid record of new bytes: a new version
+            world.must_report.add(seq)
     behind = data.draw(st.sampled_from(["nothing", "appended", "replaced"]), label="behind")
     if behind != "nothing":
         later = sizes if behind == "replaced" else _layout(data)

@@ -25,6 +25,7 @@ hostile input to ``attacks``): each feature so far reopened this class of defect
 from __future__ import annotations
 
 import contextlib
+import functools
 import uuid
 from collections.abc import Callable
 
@@ -100,7 +101,7 @@ class Adversary(RuleBasedStateMachine):
             raise Violation(f"bucket B now lists {[info.name for info in infos]}")
         for name, data in world.b_objects.items():
             ok, got = world.call(
-                f"B get_bytes({name!r})", lambda name=name: world.b.get_bytes(name)
+                f"B get_bytes({name!r})", functools.partial(world.b.get_bytes, name)
             )
             if not ok or got != data:
                 raise Violation(f"bucket B's {name!r} is no longer intact: {got!r:.200}")
@@ -110,7 +111,7 @@ class Adversary(RuleBasedStateMachine):
         """Every honest object of A the adversary did not touch reads back exactly."""
         world = self.world
         for name in world.intact():
-            ok, got = world.call(f"get_bytes({name!r})", lambda name=name: world.a.get_bytes(name))
+            ok, got = world.call(f"get_bytes({name!r})", functools.partial(world.a.get_bytes, name))
             if not ok or got != world.honest[name].data:
                 raise Violation(
                     f"{name!r}, which nothing touched, no longer reads back: {got!r:.200}"
@@ -129,7 +130,8 @@ def _as_rule(step: Operation | Attack) -> Callable[[Adversary, st.DataObject], N
     return rule(data=st.data())(run_step)
 
 
-for _step in (*OPERATIONS, *WRITER_ATTACKS, *ADMIN_ATTACKS):
+_steps: list[Operation | Attack] = [*OPERATIONS, *WRITER_ATTACKS, *ADMIN_ATTACKS]
+for _step in _steps:
     setattr(Adversary, _step.name, _as_rule(_step))
 
 
@@ -138,10 +140,12 @@ def _run(nats_url: str, profile: settings) -> None:
     run_state_machine_as_test(Adversary, settings=profile)
 
 
+@pytest.mark.timeout(1200)  # room for hypothesis to shrink and report a failure
 def test_adversary_short(nats_url: str) -> None:
     _run(nats_url, SHORT)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(3600)
 def test_adversary_long(nats_url: str) -> None:
     _run(nats_url, LONG)
