@@ -70,7 +70,7 @@ def _fresh_nuid() -> str:
 
 
 def _layout(data: st.DataObject) -> list[int]:
-    """Chunk sizes: uniform at some chunk size, uniform but for one middle chunk (what a
+    """Chunk sizes: uniform at some chunk size, uniform but for two middle chunks (what a
     reader trusting the declared chunk size gets wrong), or any sizes in any order."""
     kind = data.draw(st.sampled_from(["uniform", "broken middle", "any"]), label="layout")
     if kind == "any":
@@ -78,9 +78,14 @@ def _layout(data: st.DataObject) -> list[int]:
     chunk = data.draw(st.sampled_from([1, 7, 100, 1000, 4096]), label="chunk size")
     total = data.draw(st.integers(0, min(chunk * 40, 20_000)), label="size")
     sizes = [chunk] * (total // chunk) + ([total % chunk] if total % chunk else [])
-    if kind == "broken middle" and len(sizes) >= 3:
-        middle = data.draw(st.integers(1, len(sizes) - 2), label="broken chunk")
-        sizes[middle] = data.draw(st.integers(0, 2 * chunk), label="its size")
+    if kind == "broken middle" and len(sizes) >= 5:
+        # bytes moved between two middle chunks with a chunk of the declared size between
+        # them: the size, the count, the edges and that chunk's own length all look right
+        one = data.draw(st.integers(1, len(sizes) - 4), label="shorter chunk")
+        other = data.draw(st.integers(one + 2, len(sizes) - 2), label="longer chunk")
+        moved = data.draw(st.integers(1, sizes[one]), label="bytes moved")
+        sizes[one] -= moved
+        sizes[other] += moved
     return sizes
 
 
