@@ -1,0 +1,498 @@
+"""Every read and write path natsobj offers, each with the checks its results are held to.
+
+``OPERATIONS`` is the table the machine draws from: one row per path (the async core, the
+fsspec filesystem, the CLI). **A new read or write path must be added here**, with a checker
+that says what it may return; the invariants every call is held to (its bound, its memory,
+typed errors only) come with ``World.call``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import fsspec
+from click.testing import CliRunner
+from hypothesis import strategies as st
+
+from natsobj.aio import restamp
+from natsobj.aio.copy import copy_object
+from natsobj.aio.ranges import byte_range
+from natsobj.cli import cli
+from natsobj.model import ObjectInfo
+from tests.adversary.attacks import HONEST_NAMES, pool
+from tests.adversary.world import FS_ERRORS, TRANSFER_BOUND, Violation, World, random_bytes
+
+# A copy, restamp or put stores at least this many bytes per chunk (a foreign record's
+# max_chunk_size must not multiply storage; issue 28 point 7).
+SANE_MIN_CHUNK = 512
+
+
+@dataclass(frozen=True)
+class Operation:
+    name: str
+    run: Callable[[World, st.DataObject], None]
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def _name(world: World, data: st.DataObject) -> str:
+    return data.draw(st.sampled_from(pool(world)), label="name")
+
+
+def _bounds(data: st.DataObject) -> tuple[int | None, int | None]:
+    """fsspec's [start, end): either may be None or negative; often a short span, which
+    touches one or two chunks (those whose neighbours' sizes a reader may not have read)."""
+    point = st.one_of(st.none(), st.integers(-300, 25_000))
+    start = data.draw(point, label="start")
+    if start is not None and start >= 0 and data.draw(st.booleans(), label="short span"):
+        return start, start + data.draw(st.integers(0, 300), label="length")
+    return start, data.draw(point, label="end")
+
+
+def _fs(world: World) -> Any:
+    return fsspec.filesystem("nats", url=world.url)
+
+
+def check_read(
+    world: World,
+    label: str,
+    name: str,
+    outcome: tuple[bool, Any],
+    known: bytes | None,
+    whole: bytes | None,
+    span: tuple[int | None, int | None] | None = None,
+) -> None:
+    """Bytes read of ``name`` (all of it, or ``span``) are the verified object's: the
+    version's known content when there is one, and what a whole read of the same version
+    returned; an object nothing touched is read, and read exactly."""
+    ok, result = outcome
+    if not ok:
+        if name in world.intact():
+            raise Violation(f"{label} of {name!r}, which nothing touched, failed: {result!r}")
+        return
+    world.check_bytes(label, result)
+    for reference, what in ((known, "the version's verified content"), (whole, "a whole read")):
+        if reference is None:
+            continue
+        start, end = byte_range(len(reference), *span) if span else (0, len(reference))
+        if result != reference[start:end]:
+            raise Violation(
+                f"{label} of {name!r} {span or ''} returned {len(result)} bytes that are not"
+                f" {what} [{start}:{end}]: {result[:24]!r} vs {reference[start : start + 24]!r}"
+            )
+
+
+def _whole(world: World, name: str) -> bytes | None:
+    ok, result = world.call(f"get_bytes({name!r})", lambda: world.a.get_bytes(name))
+    check_read(world, "get_bytes", name, (ok, result), world.known_content(name), None)
+    return result if ok else None
+
+
+# -- reads -------------------------------------------------------------------------------------
+
+
+def get_bytes(world: World, data: st.DataObject) -> None:
+    _whole(world, _name(world, data))
+
+
+def get_range(world: World, data: st.DataObject) -> None:
+    name, span = _name(world, data), _bounds(data)
+    known, whole = world.known_content(name), _whole(world, name)
+    outcome = world.call(f"get_range({name!r}, {span})", lambda: world.a.get_range(name, *span))
+    check_read(world, "get_range", name, outcome, known, whole, span)
+
+
+def open_range(world: World, data: st.DataObject) -> None:
+    """The core's seekable reader: seek, then read n bytes."""
+    name = _name(world, data)
+    offset = data.draw(st.integers(0, 20_000), label="offset")
+    count = data.draw(st.integers(-1, 300) | st.integers(-1, 20_000), label="count")
+    known, whole = world.known_content(name), _whole(world, name)
+
+    async def seek_read() -> bytes:
+        reader = await world.a.open_range(name)
+        try:
+            reader.seek(offset)
+            return await reader.read(count)
+        finally:
+            await reader.close()
+
+    outcome = world.call(f"open_range({name!r}).seek({offset}).read({count})", seek_read)
+    span = (offset, None if count < 0 else offset + count)
+    check_read(world, "open_range/seek/read", name, outcome, known, whole, span)
+
+
+def fs_open_seek_read(world: World, data: st.DataObject) -> None:
+    name = _name(world, data)
+    offset = data.draw(st.integers(0, 20_000), label="offset")
+    count = data.draw(st.integers(0, 300) | st.integers(0, 20_000), label="count")
+    known, whole = world.known_content(name), _whole(world, name)
+
+    def seek_read() -> bytes:
+        with _fs(world).open(f"{world.bucket}/{name}", "rb") as handle:
+            handle.seek(offset)
+            return handle.read(count)
+
+    outcome = world.call_blocking(f"fs.open({name!r}).seek({offset}).read({count})", seek_read)
+    check_read(
+        world, "fsspec open/seek/read", name, outcome, known, whole, (offset, offset + count)
+    )
+
+
+def fs_cat_file(world: World, data: st.DataObject) -> None:
+    name, span = _name(world, data), _bounds(data)
+    known, whole = world.known_content(name), _whole(world, name)
+    outcome = world.call_blocking(
+        f"fs.cat_file({name!r}, {span})",
+        lambda: _fs(world).cat_file(f"{world.bucket}/{name}", *span),
+    )
+    check_read(world, "fsspec cat_file", name, outcome, known, whole, span)
+
+
+def fs_cat_ranges(world: World, data: st.DataObject) -> None:
+    names = data.draw(st.lists(st.sampled_from(pool(world)), min_size=1, max_size=4), label="names")
+    spans = [_bounds(data) for _ in names]
+    known = {name: world.known_content(name) for name in names}
+    whole = {name: _whole(world, name) for name in set(names)}
+    paths = [f"{world.bucket}/{name}" for name in names]
+    ok, results = world.call_blocking(
+        f"fs.cat_ranges({names}, {spans})",
+        lambda: _fs(world).cat_ranges(
+            paths, [s for s, _ in spans], [e for _, e in spans], on_error="return"
+        ),
+    )
+    if not ok:
+        raise Violation(f"fs.cat_ranges with on_error='return' raised {results!r}")
+    for name, span, result in zip(names, spans, results, strict=True):
+        allowed = isinstance(result, (bytes, *FS_ERRORS))
+        if not allowed:
+            raise Violation(
+                f"fs.cat_ranges returned {type(result).__name__} for {name!r}: {result!r}"
+            )
+        outcome = (isinstance(result, bytes), result)
+        check_read(world, "fsspec cat_ranges", name, outcome, known[name], whole[name], span)
+
+
+def get_info(world: World, data: st.DataObject) -> None:
+    name = _name(world, data)
+    ok, info = world.call(f"get_info({name!r})", lambda: world.a.get_info(name))
+    if not ok:
+        if name in world.intact():
+            raise Violation(f"get_info of {name!r}, which nothing touched, failed: {info!r}")
+        return
+    world.check_info("get_info", info)
+    if info.as_dict()["bucket"] != world.bucket:
+        raise Violation(f"get_info({name!r}).as_dict() names bucket {info.as_dict()['bucket']!r}")
+
+
+def list_objects(world: World, data: st.DataObject) -> None:
+    ok, infos = world.call("list()", lambda: world.a.list())
+    if not ok:
+        raise Violation(f"list() of the bucket failed: {infos!r}")
+    world.check_listing("list", infos)
+
+
+def iter_list(world: World, data: st.DataObject) -> None:
+    async def collect() -> list[ObjectInfo]:
+        return [info async for info in world.a.iter_list()]
+
+    ok, infos = world.call("iter_list()", collect)
+    if not ok:
+        raise Violation(f"iter_list() of the bucket failed: {infos!r}")
+    world.check_listing("iter_list", infos)
+
+
+def fs_find(world: World, data: st.DataObject) -> None:
+    ok, found = world.call_blocking("fs.find", lambda: _fs(world).find(world.bucket, detail=True))
+    if not ok:
+        raise Violation(f"fs.find of the bucket failed: {found!r}")
+    prefix = f"{world.bucket}/"
+    for path, entry in found.items():
+        if not path.startswith(prefix):
+            raise Violation(f"fs.find({world.bucket!r}) listed {path!r}, outside the bucket")
+        world.check_bytes("fs.find", str(entry).encode())
+    missing = [name for name in world.intact() if prefix + name not in found]
+    if missing:
+        raise Violation(f"fs.find left out {missing}, objects nothing touched")
+
+
+def status(world: World, data: st.DataObject) -> None:
+    world.call("status(count_offloaded=True)", lambda: world.a.status(count_offloaded=True))
+
+
+# -- change feeds ------------------------------------------------------------------------------
+
+
+def changes(world: World, data: st.DataObject) -> None:
+    since = world.changes_cursor
+    ok, result = world.call(f"changes({since})", lambda: world.a.changes(since, limit=100_000))
+    if not ok:
+        raise Violation(f"changes({since}) of the bucket failed: {result!r}")
+    for info in result:
+        world.check_info("changes", info)
+    world.check_reported("changes", list(result), since)
+    world.changes_cursor = result.last_sequence
+
+
+def watch_initial(world: World, data: st.DataObject) -> None:
+    """A new watch's initial replay: each name's latest record."""
+
+    async def replay() -> list[ObjectInfo]:
+        watcher = world.a.watch()
+        seen = []
+        try:
+            await watcher.start()
+            while not watcher.initial_done:
+                info = await watcher.next(1.0)
+                if info is None:
+                    break
+                seen.append(info)
+        finally:
+            await watcher.stop()
+        return seen
+
+    ok, infos = world.call("watch() initial replay", replay)
+    if not ok:
+        raise Violation(f"a watch of the bucket failed: {infos!r}")
+    latest: dict[str, ObjectInfo] = {}
+    for info in infos:
+        world.check_info("watch", info)
+        latest[info.name] = info
+    for name in world.intact():
+        if name not in latest or latest[name].nuid != world.honest[name].nuid:
+            raise Violation(f"a watch's replay did not end on the current version of {name!r}")
+
+
+def watch_live(world: World, data: st.DataObject) -> None:
+    """The live watch opened with the bucket: every new version since the last drain."""
+    since = world.watch_cursor
+    last = world.wire.last_seq(world.bucket)
+
+    async def drain() -> list[ObjectInfo]:
+        seen = []
+        while (info := await world.watcher.next(0.3)) is not None:
+            seen.append(info)
+        return seen
+
+    ok, infos = world.call("live watch", drain)
+    if not ok:
+        raise Violation(f"the live watch failed: {infos!r}")
+    for info in infos:
+        world.check_info("live watch", info)
+    world.check_reported("live watch", infos, since)
+    world.watch_cursor = last
+
+
+# -- transfers -----------------------------------------------------------------------------------
+
+
+def _check_tree(world: World, label: str, root: Path, dest: Path, complete: bool) -> None:
+    """A download of A writes only below ``dest``, no byte of B, and (when it reported
+    success) every object nothing touched, exactly."""
+    if sorted(p.name for p in root.iterdir()) not in ([], [dest.name]):
+        raise Violation(f"{label} wrote outside its destination: {list(root.iterdir())}")
+    for path in dest.rglob("*") if dest.exists() else []:
+        if path.is_file():
+            world.check_bytes(f"{label} ({path.relative_to(dest)})", path.read_bytes())
+    if complete:
+        for name in world.intact():
+            target = dest / name
+            if not target.is_file() or target.read_bytes() != world.honest[name].data:
+                raise Violation(f"{label} reported success without {name!r} intact at {target}")
+
+
+@contextlib.contextmanager
+def _tree() -> Any:
+    root = Path(tempfile.mkdtemp(prefix="adversary-"))
+    try:
+        yield root, root / "dest"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def cli_sync(world: World, data: st.DataObject) -> None:
+    with _tree() as (root, dest):
+        args = ["--url", world.url, "sync", f"nats://{world.bucket}", str(dest)]
+        ok, result = world.call_blocking(
+            "natsobj sync", lambda: CliRunner().invoke(cli, args), bound=TRANSFER_BOUND
+        )
+        assert ok
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise Violation(f"natsobj sync crashed: {result.exception!r}")
+        if "unexpected" in result.output:
+            raise Violation(f"natsobj sync failed with an untyped error: {result.output}")
+        _check_tree(world, "natsobj sync", root, dest, complete=result.exit_code == 0)
+
+
+def fs_get_recursive(world: World, data: st.DataObject) -> None:
+    with _tree() as (root, dest):
+        ok, _ = world.call_blocking(
+            "fs.get(recursive=True)",
+            lambda: _fs(world).get(f"{world.bucket}/", str(dest) + "/", recursive=True),
+            bound=TRANSFER_BOUND,
+        )
+        _check_tree(world, "fs.get(recursive=True)", root, dest, complete=ok)
+
+
+def copy(world: World, data: st.DataObject) -> None:
+    name = _name(world, data)
+    target = f"copies/{data.draw(st.integers(0, 2), label='copy')}"
+    whole = _whole(world, name)
+    ok, info = world.call(
+        f"copy({name!r} -> {target!r})", lambda: copy_object(world.a, name, world.a, target)
+    )
+    if not ok:
+        if name in world.intact():
+            raise Violation(f"copy of {name!r}, which nothing touched, failed: {info!r}")
+        return
+    if whole is None:
+        raise Violation(f"copy of {name!r} succeeded where a whole verified read fails")
+    world.check_info("copy", info)
+    _check_chunks("copy", info)
+    world.remember_put(target, whole, info)
+    check_read(
+        world,
+        "copy read back",
+        target,
+        world.call("get", lambda: world.a.get_bytes(target)),
+        whole,
+        None,
+    )
+
+
+def _check_chunks(label: str, info: ObjectInfo) -> None:
+    if info.chunks > max(1, math.ceil(info.size / SANE_MIN_CHUNK)):
+        raise Violation(
+            f"{label} stored {info.size} bytes of {info.name!r} in {info.chunks} chunks"
+        )
+
+
+# -- writes and maintenance ----------------------------------------------------------------------
+
+
+def honest_put(world: World, data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(HONEST_NAMES), label="honest name")
+    size = data.draw(st.sampled_from([0, 1, 100, 5000, 70_000, 300_000]), label="size")
+    chunk_size = data.draw(st.sampled_from([None, 4096, 65536]), label="chunk size")
+    payload = random_bytes(size, data.draw(st.integers(0, 2**30), label="seed"))
+    # a fresh handle reads the bucket's settings and rules now, as another process would
+    fresh = data.draw(st.booleans(), label="fresh handle")
+
+    async def put() -> ObjectInfo:
+        store = await world.client.store(world.bucket) if fresh else world.a
+        return await store.put(name, payload, chunk_size=chunk_size)
+
+    ok, info = world.call(f"put({name!r}, {size} bytes, fresh handle: {fresh})", put)
+    if not ok:
+        if not world.rules_attacked:
+            raise Violation(f"put of {name!r} failed: {info!r}")
+        return
+    world.check_info("put", info)
+    world.remember_put(name, payload, info)
+
+
+def fs_pipe(world: World, data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(HONEST_NAMES), label="honest name")
+    payload = random_bytes(data.draw(st.integers(0, 9000)), data.draw(st.integers(0, 2**30)))
+    ok, info = world.call_blocking(
+        f"fs.pipe_file({name!r})", lambda: _fs(world).pipe_file(f"{world.bucket}/{name}", payload)
+    )
+    if not ok:
+        if not world.rules_attacked:
+            raise Violation(f"fs.pipe_file of {name!r} failed: {info!r}")
+        return
+    ok, info = world.call("get_info", lambda: world.a.get_info(name))
+    assert ok, info
+    world.remember_put(name, payload, info)
+
+
+def delete(world: World, data: st.DataObject) -> None:
+    name = _name(world, data)
+    ok, tombstone = world.call(f"delete({name!r})", lambda: world.a.delete(name))
+    if not ok:
+        if name in world.intact():
+            raise Violation(f"delete of {name!r}, which nothing touched, failed: {tombstone!r}")
+        return
+    world.check_info("delete", tombstone, server_time=False)  # it keeps the version's mtime
+    world.honest.pop(name, None)
+
+
+def fs_rm_recursive(world: World, data: st.DataObject) -> None:
+    prefix = data.draw(st.sampled_from(["x", "b", "payroll.csv"]), label="rm prefix")
+    path = f"{world.bucket}/{prefix}".rstrip("/")
+    world.call_blocking(
+        f"fs.rm({path!r}, recursive=True)", lambda: _fs(world).rm(path, recursive=True)
+    )
+    for name in list(world.honest):
+        if name.startswith(prefix):
+            world.honest.pop(name)  # gone or not, no longer a promise of the model
+
+
+def compact(world: World, data: st.DataObject) -> None:
+    world.call("compact(min_age=0)", lambda: world.a.compact(min_age=0))
+
+
+def lifecycle_apply(world: World, data: st.DataObject) -> None:
+    """Restamp what the rules say should expire: each restamp is a verified copy of the
+    version it replaces, in sane chunks."""
+
+    async def plan_and_apply() -> list[restamp.Restamp]:
+        return await restamp.apply(world.a, await restamp.plan(world.a))
+
+    ok, done = world.call("lifecycle apply", plan_and_apply)
+    if not ok:
+        return  # a typed refusal (rules it cannot read, a version that fails to verify)
+    for item in done:
+        name = item.info.name
+        if not item.done:
+            continue
+        ok, info = world.call("get_info", functools.partial(world.a.get_info, name))
+        if not ok:
+            continue
+        world.check_info("lifecycle apply", info)
+        _check_chunks("lifecycle apply", info)
+        known = world.content.get(item.info.sequence or 0)
+        if known is not None:
+            world.content[info.sequence] = known
+        if name in world.intact():
+            world.remember_put(name, world.honest[name].data, info)
+            world.must_report.discard(info.sequence)  # a restamp may keep the version's identity
+
+
+OPERATIONS = [
+    Operation(f.__name__, f)
+    for f in (
+        get_bytes,
+        get_range,
+        open_range,
+        fs_open_seek_read,
+        fs_cat_file,
+        fs_cat_ranges,
+        get_info,
+        list_objects,
+        iter_list,
+        fs_find,
+        status,
+        changes,
+        watch_initial,
+        watch_live,
+        cli_sync,
+        fs_get_recursive,
+        copy,
+        honest_put,
+        fs_pipe,
+        delete,
+        fs_rm_recursive,
+        compact,
+        lifecycle_apply,
+    )
+]
