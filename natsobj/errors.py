@@ -282,3 +282,11 @@ class ExpiryNotEnabled(NatsObjError):
         " `natsobj store update BUCKET --allow-msg-ttl true` (needs nats-server 2.11 or later;"
         " it cannot be turned off again)."
     )
+
+
+def costs_only_its_object(error: NatsObjError) -> bool:
+    """Whether a failure belongs to one object (its record, its bytes, its local path, a race
+    with its writer) rather than to the connection or the bucket. A call over many objects
+    (get -r, sync, a lifecycle restamp) reports such a failure and goes on with the rest, so
+    one bad record never costs another object; a lost server or bucket ends the call."""
+    return not isinstance(error, (NotConnected, BucketNotFound))

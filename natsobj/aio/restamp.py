@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from natsobj.aio.store import ObjectStore
-from natsobj.errors import ObjectChanged, ObjectNotFound
+from natsobj.errors import NatsObjError, ObjectChanged, ObjectNotFound, costs_only_its_object
 from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ObjectInfo, kept_chunk_size
 
@@ -30,13 +30,15 @@ from natsobj.model import ObjectInfo, kept_chunk_size
 @dataclass
 class Restamp:
     """One object a rule says should expire and that does not: its rule and the TTL the
-    restamp gives it; ``done`` once restamped, ``skipped`` (why) when it changed meanwhile."""
+    restamp gives it; ``done`` once restamped, ``skipped`` (why) when it changed meanwhile,
+    ``failed`` (the error) when it could not be restamped (its bytes do not verify, ...)."""
 
     info: ObjectInfo
     rule: LifecycleRule
     ttl: timedelta
     done: bool = False
     skipped: str = ""
+    failed: str = ""
 
 
 def _due(info: ObjectInfo, rules: list[LifecycleRule], now: datetime) -> Restamp | None:
@@ -69,7 +71,9 @@ async def plan(store: ObjectStore) -> list[Restamp]:
 
 
 async def apply(store: ObjectStore, restamps: list[Restamp]) -> list[Restamp]:
-    """Restamp each planned object (see the module's docstring); returns them, marked."""
+    """Restamp each planned object (see the module's docstring); returns them, marked. One
+    object that fails is marked and the rest are restamped: only a lost server or bucket ends
+    the run."""
     for restamp in restamps:
         info = restamp.info
         headers: dict[str, list[str] | str] = dict(info.headers)
@@ -87,6 +91,10 @@ async def apply(store: ObjectStore, restamps: list[Restamp]) -> list[Restamp]:
             restamp.done = True
         except (ObjectChanged, ObjectNotFound) as exc:
             restamp.skipped = f"changed meanwhile ({exc.message})"
+        except NatsObjError as exc:
+            if not costs_only_its_object(exc):
+                raise
+            restamp.failed = str(exc)
     return restamps
 
 

@@ -3,6 +3,7 @@ listing with sizes, and ``put -r`` / ``get -r`` mirror a local tree."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -11,7 +12,7 @@ from pathlib import Path
 import click
 
 from natsobj.cli.exits import CliError
-from natsobj.errors import UnsafeLocalPath
+from natsobj.errors import NatsObjError, costs_only_its_object
 from natsobj.localfiles import local_relative
 from natsobj.model import ObjectInfo
 from natsobj.paths import SEP, as_dir, split_level
@@ -85,11 +86,19 @@ class LocalPlan:
         for problem in self.problems:
             click.echo(f"natsobj: {problem}", err=True)
 
-    def refused(self, error: UnsafeLocalPath) -> None:
-        """An object found unsafe to write while the transfer runs (a symlink in the
-        destination leads out of it): said now, counted by ``check``."""
-        click.echo(f"natsobj: {error}", err=True)
-        self.problems.append(str(error))
+    @contextlib.contextmanager
+    def one_object(self) -> Iterator[None]:
+        """Transfer one object: a failure that is that object's alone (a record or bytes that
+        do not verify, a symlink in the destination leading out of it, a writer racing it) is
+        said now, counted by ``check``, and the transfer goes on with the next object; a lost
+        server or bucket ends it."""
+        try:
+            yield
+        except NatsObjError as error:
+            if not costs_only_its_object(error):
+                raise
+            click.echo(f"natsobj: {error}", err=True)
+            self.problems.append(str(error))
 
     def check(self) -> None:
         """After the rest was transferred: a non-zero exit, so a script notices."""

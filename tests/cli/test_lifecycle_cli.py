@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from cli_support import Invoke
+from cli_support import Invoke, publish_raw
 
 from natsobj.cli.exits import ExitCode
 from natsobj.names import meta_subject
@@ -115,6 +115,28 @@ def test_apply_is_a_dry_run_until_yes(
     assert store.get_bytes("tmp/old.bin") == b"o" * 1000
     again = invoke("store", "lifecycle", bucket, "--apply")
     assert "nothing to restamp" in again.stdout
+
+
+def test_apply_goes_on_past_an_object_that_does_not_verify(
+    invoke: Invoke, bucket: str, sync_client, nats_url: str
+) -> None:
+    """Issue 28: an object whose bytes do not verify (a chunk another writer added after its
+    record) is not restamped and is reported, and the objects after it are restamped; the
+    exit is non-zero. The first such object used to end the run with a traceback-free error
+    and leave the rest unrestamped."""
+    store = sync_client.store(bucket)
+    bad = store.put("tmp/a-bad.bin", b"b" * 1000)
+    store.put("tmp/b-ok.bin", b"o" * 1000)
+    publish_raw(nats_url, f"$O.{bucket}.C.{bad.nuid}", b"appended by another writer")
+    invoke("store", "lifecycle", bucket, "--set", "tmp/**=1d")
+
+    result = invoke("store", "lifecycle", bucket, "--apply", "--yes")
+
+    assert result.exit_code == ExitCode.FAILED, result.stdout + result.stderr
+    assert "not restamped" in result.stderr and "'tmp/a-bad.bin'" in result.stderr
+    assert "restamped tmp/b-ok.bin" in result.stdout
+    assert store.get_info("tmp/b-ok.bin").expires is not None
+    assert store.get_info("tmp/a-bad.bin").sequence == bad.sequence
 
 
 def test_store_options_turn_expiry_on(invoke: Invoke, sync_client, bucket_name: str) -> None:

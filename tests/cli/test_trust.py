@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import Invoke, cli_env
+from cli_support import Invoke, cli_env, publish_raw
 
 from natsobj.cli.exits import ExitCode
 from natsobj.cli.render import shell_escape
@@ -143,6 +143,34 @@ def test_a_planted_symlink_carries_nothing_out_of_the_destination(
         )
     assert (dest / "ok.txt").read_bytes() == b"fine"
     assert not (dest / "link.txt").is_symlink() and (dest / "link.txt").read_bytes() == b"replaced"
+
+
+@pytest.mark.parametrize("command", ["get", "sync"])
+def test_an_object_that_does_not_verify_costs_only_itself(
+    invoke: Invoke, bucket_name: str, store, nats_url: str, tmp_path: Path, command: str
+) -> None:
+    """Issue 28: one object whose bytes do not verify (a writer added a chunk after its record)
+    is reported, naming it, and the transfer goes on with the rest, exiting non-zero; the
+    first such object used to end ``get -r`` and ``sync`` there, the later objects never
+    fetched."""
+    bad = store.put("r/a-bad.bin", b"b" * 1000)
+    store.put("r/b-ok.txt", b"fine")
+    store.put("r/c-ok.txt", b"also fine")
+    publish_raw(nats_url, f"$O.{bucket_name}.C.{bad.nuid}", b"appended by another writer")
+    dest = tmp_path / "dest"
+    dest.mkdir()
+
+    if command == "sync":
+        result = invoke("sync", f"nats://{bucket_name}/r", str(dest))
+    else:
+        result = invoke("get", bucket_name, "r", str(dest), "-r")
+
+    assert result.exit_code == ExitCode.FAILED, result.stdout + result.stderr
+    reported = [line for line in result.stderr.splitlines() if "'r/a-bad.bin'" in line]
+    assert len(reported) == 1 and bucket_name in reported[0], result.stderr
+    assert (dest / "b-ok.txt").read_bytes() == b"fine"
+    assert (dest / "c-ok.txt").read_bytes() == b"also fine"
+    assert sorted(p.name for p in dest.iterdir()) == ["b-ok.txt", "c-ok.txt"]
 
 
 # -- point 14: rm -r from the top of a bucket ----------------------------------------------------

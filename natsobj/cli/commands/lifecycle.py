@@ -8,7 +8,7 @@ import click
 from natsobj.aio import restamp
 from natsobj.cli import render
 from natsobj.cli.commands.stores import store_group
-from natsobj.cli.exits import UsageProblem
+from natsobj.cli.exits import CliError, UsageProblem
 from natsobj.cli.params import json_option
 from natsobj.cli.session import Session, pass_session
 from natsobj.errors import BadLifecycleRule
@@ -52,6 +52,7 @@ def _apply(store: ObjectStore, execute: bool, as_json: bool) -> list[dict[str, o
             "ttl_seconds": int(r.ttl.total_seconds()),
             "restamped": r.done,
             "skipped": r.skipped,
+            "failed": r.failed,
         }
         for r in planned
     ]
@@ -59,6 +60,9 @@ def _apply(store: ObjectStore, execute: bool, as_json: bool) -> list[dict[str, o
         return rows
     verb = "restamped" if execute else "would restamp"
     for r in planned:
+        if r.failed:
+            click.echo(f"natsobj: not restamped: {render.shell_escape(r.failed)}", err=True)
+            continue
         state = f"skipped: {r.skipped}" if r.skipped else verb
         click.echo(
             f"{state} {render.shell_escape(r.info.name)} (rule {r.rule}: expires in"
@@ -129,6 +133,12 @@ def lifecycle(
         render.emit_json(doc)
     elif not apply:
         _show_rules(bucket, rules)
+    failed = sum(1 for row in restamps or () if row["failed"])
+    if failed:
+        raise CliError(
+            f"bucket {bucket!r}: {failed} object(s) could not be restamped (said above); the"
+            " rest were restamped"
+        )
 
 
 COMMANDS = ()  # a sub-command of ``natsobj store``

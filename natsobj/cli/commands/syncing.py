@@ -19,7 +19,6 @@ from natsobj.cli.exits import UsageProblem
 from natsobj.cli.params import allow_missing_digest_option, progress_option
 from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.session import Session, pass_session
-from natsobj.errors import UnsafeLocalPath
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, format_digest
 from natsobj.paths import is_nats_url, nats_url, parse_nats_url
@@ -199,17 +198,14 @@ def _download(
         source = nats_url(info.bucket, render.shell_escape(info.name))
         _say(dry_run, f"download: {source} to {render.shell_escape(str(target))}")
         if not dry_run:
-            with bar.task(relative, info.size) as advance:
-                try:
-                    store.get_file(
-                        info.name,
-                        target,
-                        progress=advance,
-                        allow_missing_digest=allow_missing_digest,
-                        within=root,
-                    )
-                except UnsafeLocalPath as refused:
-                    plan.refused(refused)
+            with bar.task(relative, info.size) as advance, plan.one_object():
+                store.get_file(
+                    info.name,
+                    target,
+                    progress=advance,
+                    allow_missing_digest=allow_missing_digest,
+                    within=root,
+                )
     if delete:
         for relative in sorted(set(local) - plan.claimed):
             _say(dry_run, f"delete: {render.shell_escape(str(local[relative]))}")

@@ -38,7 +38,7 @@ from natsobj.cli.params import (
 )
 from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.session import Session, pass_session
-from natsobj.errors import ObjectNotFound, UnsafeLocalPath
+from natsobj.errors import ObjectNotFound
 from natsobj.localfiles import replacement_mode
 from natsobj.model import ObjectInfo
 from natsobj.sync import ObjectStore, run
@@ -299,14 +299,11 @@ def get(
         plan.warn()
         for relative, info in plan.targets.items():
             target = plan.path(destination, relative)
-            try:
+            with plan.one_object():
                 got = _get_to_file(
                     store, info.name, target, bar, allow_missing_digest, within=destination
                 )
-            except UnsafeLocalPath as refused:
-                plan.refused(refused)
-                continue
-            click.echo(f"{_summary('got', got)} -> {target}")
+                click.echo(f"{_summary('got', got)} -> {target}")
         plan.check()
 
 
