@@ -352,7 +352,8 @@ def copy(world: World, data: st.DataObject) -> None:
         f"copy({name!r} -> {target!r})", lambda: copy_object(world.a, name, world.a, target)
     )
     if not ok:
-        if name in world.intact():
+        # a copy is a put: while the rules are unreadable, puts are refused (typed)
+        if name in world.intact() and not world.rules_attacked:
             raise Violation(f"copy of {name!r}, which nothing touched, failed: {info!r}")
         return
     if whole is None:
