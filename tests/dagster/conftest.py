@@ -11,6 +11,7 @@ import pytest
 from dagster import DagsterInstance, instance_for_test
 
 from dagster_natsobj import NatsObjectStoreIOManager, NatsObjectStoreResource
+from tests.spark.gateway import stop_spark_gateway
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -72,4 +73,4 @@ def spark() -> Iterator:
         .getOrCreate()
     )
     yield session
-    session.stop()
+    stop_spark_gateway()

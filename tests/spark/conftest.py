@@ -28,7 +28,6 @@ def spark() -> Iterator:
     )
     session.sparkContext.setLogLevel("ERROR")
     yield session
-    session.stop()
     stop_spark_gateway()
 
 

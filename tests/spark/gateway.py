@@ -14,17 +14,23 @@ import sys
 
 
 def stop_spark_gateway() -> None:
-    """Stop the active SparkContext, if any, and shut its py4j gateway down (idempotent)."""
+    """Stop the SparkSession (or bare SparkContext) there is, and shut its py4j gateway down.
+    Idempotent, and the one teardown of every fixture that makes a session: the Spark and
+    Dagster tests share one session (``getOrCreate``), and a second ``session.stop()`` after
+    the gateway is gone fails with ConnectionRefusedError."""
     if "pyspark" not in sys.modules:
         return
     from pyspark import SparkContext
+    from pyspark.sql import SparkSession
 
-    active = SparkContext._active_spark_context
-    if active is not None:
-        active.stop()
     gateway = SparkContext._gateway
     if gateway is None:
         return
+    session = SparkSession._instantiatedSession
+    if session is not None:
+        session.stop()
+    elif SparkContext._active_spark_context is not None:
+        SparkContext._active_spark_context.stop()
     gateway.shutdown()
     SparkContext._gateway = None
     SparkContext._jvm = None
