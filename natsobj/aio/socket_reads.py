@@ -21,10 +21,11 @@ connection keeps (``ReceiveBuffer``, an asyncio ``BufferedProtocol`` in front of
 own protocol), so a read allocates nothing.
 
 Because the read is ours, so is the check nats-py's parser lacks: it buffers whatever size a
-message's control line announces. A frame larger than the server's own ``max_payload`` (from
-its INFO, plus room for the headers a server adds), or one whose header block is announced
-larger than the whole message, closes the connection (``frame_violation``) before more of it
-is read: a broken or hostile server cannot make the client hold its bytes.
+message's control line announces. A frame larger than both the server's own ``max_payload``
+(from its INFO, plus room for the headers a server adds) and the largest reply the JetStream
+API sends (a page of subject state, which max_payload does not bound), or one whose header
+block is announced larger than the whole message, closes the connection (``frame_violation``)
+before more of it is read: a broken or hostile server cannot make the client hold more.
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ RECEIVE_BYTES = 256 * 1024  # one socket read at most (asyncio's own limit per r
 # Beyond max_payload, what a server may add to a stored message it delivers (a direct get's
 # Nats-Stream, Nats-Subject, Nats-Sequence and Nats-Time-Stamp headers, for one).
 HEADER_ROOM = 64 * 1024
+# The largest reply the JetStream API itself may send, which max_payload does not bound: a
+# STREAM.INFO page lists up to 100,000 subjects (nats-server's JSMaxSubjectDetails), each at
+# most a control line long (4 KiB, max_control_line's default), with its count.
+API_REPLY_CEILING = 100_000 * (4096 + 32)
 # The internals the read below uses, of nats-py (connection, transport) and of asyncio's
 # StreamReader; without any of them the connection keeps nats-py's own read.
 CONNECTION_INTERNALS = ("_ps", "_transport")
@@ -134,11 +139,11 @@ def frame_violation(parser: Any, max_payload: object) -> str | None:
             f"sent a malformed message (a {parser.header_needed}-byte header block in a"
             f" {parser.needed}-byte message)"
         )
-    limit = (max_payload if type(max_payload) is int else 0) + HEADER_ROOM
+    limit = max((max_payload if type(max_payload) is int else 0) + HEADER_ROOM, API_REPLY_CEILING)
     if parser.needed > limit:
         return (
             f"announced a {parser.needed}-byte message, more than its own max_payload"
-            f" ({max_payload}) allows"
+            f" ({max_payload}) or any JetStream reply ({API_REPLY_CEILING}) allows"
         )
     return None
 
