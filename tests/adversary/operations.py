@@ -244,7 +244,12 @@ def changes(world: World, data: st.DataObject) -> None:
 
 
 def watch_initial(world: World, data: st.DataObject) -> None:
-    """A new watch's initial replay: each name's latest record."""
+    """A new watch's initial replay: each name's latest record.
+
+    The replay is read until the watch says its initial values are done, within the call's
+    bound: a pause between two records (a loaded machine) is no reason to stop early. It
+    polls because a replay that ends on a record the watch skips (unreadable, a restatement)
+    turns ``initial_done`` without returning anything."""
 
     async def replay() -> list[ObjectInfo]:
         watcher = world.a.watch()
@@ -252,10 +257,9 @@ def watch_initial(world: World, data: st.DataObject) -> None:
         try:
             await watcher.start()
             while not watcher.initial_done:
-                info = await watcher.next(1.0)
-                if info is None:
-                    break
-                seen.append(info)
+                info = await watcher.next(0.2)
+                if info is not None:
+                    seen.append(info)
         finally:
             await watcher.stop()
         return seen

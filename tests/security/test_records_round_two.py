@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import tracemalloc
 from datetime import timedelta
 
@@ -342,3 +343,41 @@ def test_a_restamp_is_a_new_version_every_watcher_sees_once_with_the_same_digest
         assert (info.name, info.digest) == ("old.csv", first.digest)
         assert info.sequence > first.sequence and info.stands_for is None
     assert store.get_info("old.csv").expires is not None
+
+
+def test_a_new_watch_replays_each_restamped_name_s_current_version_past_records_it_skips(
+    store, raw, nats_url
+):
+    """The sequence the adversary's long profile flagged (a watch's replay said to miss the
+    restamped version of an object nothing else touched), replayed deterministically: an
+    oversized record on an undecodable subject and a nameless one (both skipped), the
+    objects restamped under a lifecycle rule, then a nameless record last. A new watch's
+    initial values are each name's restamped version, and ``initial_done`` turns even though
+    the replay ends on a record the watch skips (so no record is returned with it)."""
+    infos = {
+        name: store.put(name, name.encode() * 5000, chunk_size=4096) for name in ("h/0", "h/1")
+    }
+    big = {"name": "h/0", "bucket": store.bucket, "metadata": {"k": "v" * (MAX_RECORD_BYTES * 6)}}
+    raw.publish(f"$O.{store.bucket}.M.not-base64!", json.dumps(big).encode())
+    nameless = {"name": "", "bucket": store.bucket, "nuid": "ADV1", "size": 0, "chunks": 0}
+    publish_record(raw, store.bucket, "x/a", nameless)
+    store.set_lifecycle_rules([LifecycleRule("h/**", timedelta(days=7))])
+
+    async def restamped() -> list[restamp.Restamp]:
+        async with await natsobj.aio.connect(nats_url) as client:
+            aio_store = await client.store(store.bucket)
+            return await restamp.apply(aio_store, await restamp.plan(aio_store))
+
+    assert [(r.info.name, r.done) for r in run(restamped())] == [("h/0", True), ("h/1", True)]
+    current = {name: store.get_info(name) for name in infos}
+    assert all(current[n].nuid != infos[n].nuid for n in infos)  # a restamp is a new version
+    publish_record(raw, store.bucket, "x/b", nameless)
+
+    seen = {}
+    deadline = time.monotonic() + 10
+    with store.watch() as watcher:
+        while not watcher.initial_done:
+            assert time.monotonic() < deadline, f"the replay stalled after {seen}"
+            if (info := watcher.next(0.2)) is not None:
+                seen[info.name] = (info.sequence, info.nuid)
+    assert seen == {n: (current[n].sequence, current[n].nuid) for n in infos}
