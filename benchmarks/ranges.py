@@ -19,12 +19,12 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from benchmarks.archive import CREDENTIALS, _Moto
+from benchmarks.before import Checkout
 from benchmarks.figures import (
     LOWER,
     KiB,
@@ -36,6 +36,7 @@ from benchmarks.figures import (
     timed,
     value_target,
 )
+from benchmarks.parquet_reads import ReaderProcess, cases
 from natsobj import aio
 from natsobj.aio.socket_reads import enlarge_reads
 from natsobj.embedded import NatsCluster, NatsServerProcess
@@ -62,6 +63,7 @@ def measure(
     repeats: int,
     put_sizes: dict[str, int],
     parquet_rows: tuple[int, int],
+    before: Checkout | None = None,
 ) -> list[Section]:
     """The sections; ``parquet_rows`` is (row groups, rows per group). The replicated
     atomic puts stop at 16 MiB (a 256 MiB R3 put is the cluster group's matter)."""
@@ -69,7 +71,7 @@ def measure(
     return [
         atomic_puts(url, repeats, put_sizes),
         atomic_puts_replicated(work, repeats, replicated),
-        parquet_reads(url, work, repeats, *parquet_rows),
+        parquet_reads(url, work, repeats, *parquet_rows, before=before),
         ttl_puts(url, repeats),
     ]
 
@@ -192,7 +194,9 @@ def ttl_puts(url: str, repeats: int) -> Section:
     return figures
 
 
-def parquet_reads(url: str, work: Path, repeats: int, groups: int, rows: int) -> Section:
+def parquet_reads(
+    url: str, work: Path, repeats: int, groups: int, rows: int, before: Checkout | None = None
+) -> Section:
     import fsspec
     import pyarrow.parquet as pq
 
@@ -216,21 +220,33 @@ def parquet_reads(url: str, work: Path, repeats: int, groups: int, rows: int) ->
         " bytes at all. *One range at a time* is that floor fetching each range only when the"
         " one before has come, as pyarrow reads through any fsspec filesystem (a `PythonFile`"
         " serves one read at a time), while for fsspec's local filesystem pyarrow swaps in its"
-        " own native one.",
-        PARQUET,
-        [("nats", "local"), ("nats", "s3fs"), ("nats", "floor"), ("nats", "serial")],
+        " own native one. With `--before`, natsobj of that commit makes the same reads in a"
+        " process of its own, taking turns with today's in every repeat.",
+        {**PARQUET, **({"before": before.label} if before else {})},
+        [
+            ("nats", "local"),
+            ("nats", "s3fs"),
+            ("nats", "floor"),
+            ("nats", "serial"),
+            *([("nats", "before")] if before else []),
+        ],
     )
     moto = _Moto(work)
     proxy = CountingProxy(url)
     floor: RawChunkReads | None = None
+    earlier: ReaderProcess | None = None
     try:
         with timed(figures):
             readers = _readers(url, moto, path)
             floor = RawChunkReads(url, readers["nats"][1], _case_ranges(path, pq))
-            samples = _read_turns(readers, repeats, pq, floor)
+            if before:
+                earlier = ReaderProcess(str(before.directory), url, readers["nats"][1])
+            samples = _read_turns(readers, repeats, pq, floor, earlier)
             counted = fsspec.filesystem("nats", url=proxy.url, skip_instance_cache=True)
             fetched = _bytes_per_case(counted, readers["nats"][1], proxy, pq)
     finally:
+        if earlier is not None:
+            earlier.stop()
         if floor is not None:
             floor.stop()
         proxy.stop()
@@ -292,14 +308,19 @@ def _readers(url: str, moto: _Moto, path: Path) -> dict[str, tuple[Any, str]]:
 
 
 def _read_turns(
-    readers: dict[str, tuple[Any, str]], repeats: int, pq: Any, floor: RawChunkReads
+    readers: dict[str, tuple[Any, str]],
+    repeats: int,
+    pq: Any,
+    floor: RawChunkReads,
+    earlier: ReaderProcess | None,
 ) -> dict[str, Any]:
-    cases = _cases(pq)
+    reads = cases(pq)
+    columns = [*readers, "floor", "serial", *(["before"] if earlier else [])]
     samples: dict[str, dict[str, list[float]]] = {
-        case: {column: [] for column in [*readers, "floor", "serial"]} for case in cases
+        case: {column: [] for column in columns} for case in reads
     }
     for _ in range(repeats):
-        for case, read in cases.items():
+        for case, read in reads.items():
             for column, (fs, path) in readers.items():
                 start = time.perf_counter()
                 read(fs, path)
@@ -308,6 +329,8 @@ def _read_turns(
                 start = time.perf_counter()
                 floor.read(case, one_range_at_a_time=one_at_a_time)
                 samples[case][column].append((time.perf_counter() - start) * 1000)
+            if earlier is not None:
+                samples[case]["before"].append(earlier.read(case))
     return samples
 
 
@@ -330,29 +353,16 @@ def _case_ranges(path: Path, pq: Any) -> dict[str, list[tuple[int, int]]]:
     return {"footer": [footer], "column": column, "table": [*groups, footer]}
 
 
-def _cases(pq: Any) -> dict[str, Callable[[Any, str], object]]:
-    return {
-        "footer": lambda fs, p: _footer(fs, p, pq),
-        "column": lambda fs, p: pq.read_table(p, filesystem=fs, columns=["c3"]),
-        "table": lambda fs, p: pq.read_table(p, filesystem=fs),
-    }
-
-
 def _bytes_per_case(fs: Any, path: str, proxy: CountingProxy, pq: Any) -> dict[str, int]:
     """What each read received from the server, counted on the wire (protocol and the meta
     lookup included) by reading once more through the counting proxy, untimed."""
     fs.info(path)  # connect and look the bucket up first: not part of any read
     counts = {}
-    for case, read in _cases(pq).items():
+    for case, read in cases(pq).items():
         before = proxy.received
         read(fs, path)
         counts[case] = proxy.received - before
     return counts
-
-
-def _footer(fs: Any, path: str, pq: Any) -> object:
-    with fs.open(path, "rb") as handle:
-        return pq.ParquetFile(handle).metadata
 
 
 class RawChunkReads:

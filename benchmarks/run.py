@@ -199,7 +199,9 @@ def _on_one_server(
         ("listing", lambda: scale.measure(url, plan.scale_counts, plan.repeats, before=before)),
         (
             "ranges",
-            lambda: ranges.measure(url, work, plan.repeats, plan.atomic_sizes, plan.parquet),
+            lambda: ranges.measure(
+                url, work, plan.repeats, plan.atomic_sizes, plan.parquet, before=before
+            ),
         ),
     ]
 
@@ -272,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         "--before",
         metavar="REF",
         help="also measure natsobj at this git commit, in the same run (transfer, small-ops,"
-        " listing)",
+        " listing, Parquet ranged reads)",
     )
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     parser.add_argument("--results", default=str(report.RESULTS), help="the history directory")
