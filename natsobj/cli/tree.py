@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from natsobj.cli.exits import CliError
+from natsobj.cli.exits import CliError, ExitCode, exit_code_for
 from natsobj.errors import NatsObjError, costs_only_its_object
 from natsobj.localfiles import local_relative
 from natsobj.model import ObjectInfo
@@ -77,6 +77,7 @@ class LocalPlan:
     targets: dict[str, ObjectInfo] = field(default_factory=dict)
     claimed: set[str] = field(default_factory=set)
     problems: list[str] = field(default_factory=list)
+    failures: list[ExitCode] = field(default_factory=list)  # of the objects that failed
 
     def path(self, root: Path, relative: str) -> Path:
         return root.joinpath(*relative.split(SEP))
@@ -99,14 +100,21 @@ class LocalPlan:
                 raise
             click.echo(f"natsobj: {error}", err=True)
             self.problems.append(str(error))
+            self.failures.append(exit_code_for(error))
 
     def check(self) -> None:
-        """After the rest was transferred: a non-zero exit, so a script notices."""
+        """After the rest was transferred: a non-zero exit, so a script notices; the code of
+        the failures when they all have one (4 when every one was data that did not verify),
+        else 1."""
         if self.problems:
             count = len(self.problems)
+            codes = set(self.failures)
+            if len(self.failures) < count:  # names the plan left out
+                codes.add(ExitCode.FAILED)
             raise CliError(
                 f"bucket {self.bucket!r}: {count} problem{'' if count == 1 else 's'} reported "
-                "above; those objects were skipped and the rest went ahead"
+                "above; those objects were skipped and the rest went ahead",
+                codes.pop() if len(codes) == 1 else ExitCode.FAILED,
             )
 
 

@@ -165,7 +165,7 @@ def test_an_object_that_does_not_verify_costs_only_itself(
     else:
         result = invoke("get", bucket_name, "r", str(dest), "-r")
 
-    assert result.exit_code == ExitCode.FAILED, result.stdout + result.stderr
+    assert result.exit_code == ExitCode.DIGEST_MISMATCH, result.stdout + result.stderr
     reported = [line for line in result.stderr.splitlines() if "'r/a-bad.bin'" in line]
     assert len(reported) == 1 and bucket_name in reported[0], result.stderr
     assert (dest / "b-ok.txt").read_bytes() == b"fine"
