@@ -67,6 +67,36 @@ def parse_duration(value: object, *, what: str = "duration") -> timedelta:
     return timedelta(seconds=sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts))
 
 
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+
+
+def parse_size(value: object, *, what: str = "size") -> int:
+    """``100MB``, ``1.5GiB``, ``4096``: decimal (kB, MB, GB, TB) or binary (KiB, MiB...)
+    units, as the sizes ``natsobj ls`` prints, or a whole number of bytes."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    text = str(value).strip().lower().replace(" ", "").replace("_", "")
+    number = text.rstrip("kmgtib")
+    try:
+        size = float(number) * _SIZE_UNITS[text[len(number) :]]
+    except (KeyError, ValueError):
+        size = -1
+    if not math.isfinite(size) or size < 0:
+        raise ValueError(f"{what} must be a size like 100MB, 1.5GiB or 4096, not {value!r}")
+    return int(size)
+
+
 NEVER = "never"
 
 

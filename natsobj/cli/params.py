@@ -10,7 +10,7 @@ import click
 
 from natsobj.errors import BadChunkSize
 from natsobj.model import check_chunk_size
-from natsobj.parsing import NEVER, parse_duration, parse_ttl
+from natsobj.parsing import NEVER, parse_duration, parse_size, parse_ttl
 
 
 def _split(value: str, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, str]:
@@ -111,31 +111,14 @@ def progress_option() -> Any:
 
 
 class ByteSize(click.ParamType):
-    """``100MB``, ``1.5GiB``, ``4096``: decimal (kB, MB, GB, TB) or binary (KiB, MiB...)
-    units, as the sizes ``natsobj ls`` prints."""
+    """A size (``parse_size``): ``100MB``, ``1.5GiB``, ``4096``."""
 
     name = "size"
-    UNITS = {
-        "": 1,
-        "b": 1,
-        "kb": 10**3,
-        "mb": 10**6,
-        "gb": 10**9,
-        "tb": 10**12,
-        "kib": 2**10,
-        "mib": 2**20,
-        "gib": 2**30,
-        "tib": 2**40,
-    }
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
-        if isinstance(value, int):
-            return value
-        text = str(value).strip().lower().replace(" ", "")
-        number = text.rstrip("kmgtib")
         try:
-            return int(float(number) * self.UNITS[text[len(number) :]])
-        except (KeyError, ValueError):
+            return parse_size(value)
+        except ValueError:
             self.fail(f"{value!r} is not a size like 100MB or 2GiB", param, ctx)
 
 
