@@ -38,6 +38,7 @@ from natsobj.aio.copy import copy_object
 from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound, UnsafeLocalPath
 from natsobj.localfiles import local_relative
 from natsobj.model import ObjectInfo
+from natsobj.operation_options import GET, Face
 from natsobj.paths import SCHEME, as_dir, listing_prefix, parse_nats_url, split_level, under
 from natsobj.settings import OPTION_FIELDS, URL_FIELD, ConnectionSettings, check_options
 from natsobj.shared import on_shared_loop, shared_aio_client
@@ -110,7 +111,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
         *,
         asynchronous: bool = False,
         loop: Any = None,
-        allow_missing_digest: bool = False,
+        allow_missing_digest: bool | str | None = None,
         **options: Any,
     ) -> None:
         check_options(options, KNOWN_OPTIONS, "option of the nats:// filesystem")
@@ -121,7 +122,9 @@ class NatsObjectFileSystem(AsyncFileSystem):
             loop = shared_loop()  # no second loop thread beside the blocking facade's
         super().__init__(asynchronous=asynchronous, loop=loop, **options)
         self.settings = ConnectionSettings.coerce(url, **settings_options)
-        self.allow_missing_digest = allow_missing_digest
+        row = GET["allow_missing_digest"]  # storage options often arrive as text: "false"
+        given = row.parse(allow_missing_digest)
+        self.allow_missing_digest: bool = row.default_for(Face.FSSPEC) if given is None else given
         self._client: aio.Client | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._stores: dict[str, aio.ObjectStore] = {}

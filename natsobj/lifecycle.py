@@ -26,7 +26,7 @@ from functools import cached_property
 from natsobj.errors import BadLifecycleRule
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo
-from natsobj.parsing import NEVER, format_duration, parse_duration
+from natsobj.parsing import NEVER, format_duration, parse_duration, parse_ttl
 
 LIFECYCLE_METADATA_KEY = "natsobj.lifecycle"
 # The stream's subject_delete_marker_ttl when natsobj turns expiry on: how long the marker
@@ -128,14 +128,18 @@ def _rule_ttl(value: object, pattern: str) -> timedelta | None:
     try:
         ttl = parse_duration(value, what=what)
     except OverflowError:  # infinite, or more seconds than a timedelta holds
-        raise ValueError(f"{what} is between 1s and {MAX_TTL.days}d, not {value!r}") from None
+        raise ValueError(
+            f"{what} must be at least 1 second and at most {MAX_TTL.days} days, not {value!r}"
+        ) from None
     return None if ttl == timedelta(0) else checked_ttl(ttl, what)
 
 
 def checked_ttl(ttl: timedelta, what: str) -> timedelta:
     """``ttl`` when a TTL can be it: at least the server's second, at most ``MAX_TTL``."""
     if not timedelta(seconds=1) <= ttl <= MAX_TTL:
-        raise ValueError(f"{what} is between 1s and {MAX_TTL.days}d, not {ttl}")
+        raise ValueError(
+            f"{what} must be at least 1 second and at most {MAX_TTL.days} days, not {ttl}"
+        )
     return ttl
 
 
@@ -185,23 +189,19 @@ def _rule_of_row(row: object) -> LifecycleRule:
         )
 
 
-def coerce_ttl(ttl: float | timedelta | None) -> timedelta | None:
-    """A put's ``ttl=`` as a timedelta: None (the bucket's rules decide), zero (never, rules
-    or not) or at least a second (the server's granularity)."""
+def coerce_ttl(ttl: object) -> timedelta | None:
+    """A put's ``ttl=`` as every face gives it (seconds, a timedelta, ``2d``, ``never``:
+    ``parsing.parse_ttl``) as a timedelta: None (the bucket's rules decide), zero (never,
+    rules or not) or a TTL the server can keep (``checked_ttl``)."""
     if ttl is None:
         return None
     try:
-        value = ttl if isinstance(ttl, timedelta) else timedelta(seconds=float(ttl))
+        value = parse_ttl(ttl)
     except OverflowError:
         value = timedelta.max
     if value == timedelta(0):
         return value
-    if value < timedelta(0) or not timedelta(seconds=1) <= value <= MAX_TTL:
-        raise ValueError(
-            f"ttl is 0 (never expire) or at least 1 second (at most {MAX_TTL.days} days),"
-            f" not {ttl!r}"
-        )
-    return value
+    return checked_ttl(value, "ttl (0 or never: never expire)")
 
 
 def resolve_ttl(

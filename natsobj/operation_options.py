@@ -198,7 +198,9 @@ FOLLOW = _rows(
         " or the meta sequence to start at.",
         faces={
             Face.PYTHON: SAME,
-            Face.CLI: SAME,
+            Face.CLI: FaceRule(
+                default=LATEST, why="like tail -f, a live view shows what happens from now on"
+            ),
             Face.AIRFLOW: FaceRule(
                 spelling="start_at",
                 default=LATEST,

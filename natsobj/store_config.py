@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import timedelta
 from typing import Any, TypedDict
 
-from natsobj.lifecycle import DEFAULT_DELETE_MARKER_TTL
+from natsobj.lifecycle import DEFAULT_DELETE_MARKER_TTL, checked_ttl
 from natsobj.names import all_chunks_subject, all_meta_subject, check_bucket, stream_name
 from natsobj.parsing import parse_bool, parse_duration
 
@@ -172,8 +172,8 @@ class StoreConfig:
         for name, value in normalized.items():
             object.__setattr__(self, name, value)
         marker = self.delete_marker_ttl
-        if marker is not None and marker < timedelta(seconds=1):
-            raise ValueError(f"delete_marker_ttl must be at least 1 second, not {marker}")
+        if marker is not None:
+            checked_ttl(marker, "delete_marker_ttl")
         if marker is not None and self.allow_msg_ttl is False:
             raise ValueError("delete_marker_ttl needs allow_msg_ttl (per-object expiry)")
 

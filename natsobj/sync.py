@@ -183,6 +183,14 @@ class ObjectWatcher:
         return self._watcher.initial_done
 
     @property
+    def position(self) -> str | int:
+        return self._watcher.position
+
+    @property
+    def include_deletes(self) -> bool:
+        return self._watcher.include_deletes
+
+    @property
     def cursor(self) -> ChangeCursor:
         return self._watcher.cursor
 
@@ -479,20 +487,25 @@ class ObjectStore:
         )
 
     @_mirrors(_core.ObjectStore.watch)
+    @_mirrors(_core.ObjectStore.watch)
     def watch(
         self,
         *,
+        start: str | int | None = None,
+        include_deletes: bool | str | None = None,
+        after_sequence: int | ChangeCursor | None = None,
         include_history: bool = False,
         updates_only: bool = False,
         ignore_deletes: bool = False,
-        after_sequence: int | ChangeCursor | None = None,
     ) -> ObjectWatcher:
         return ObjectWatcher(
             self._store.watch(
+                start=start,
+                include_deletes=include_deletes,
+                after_sequence=after_sequence,
                 include_history=include_history,
                 updates_only=updates_only,
                 ignore_deletes=ignore_deletes,
-                after_sequence=after_sequence,
             )
         )
 

@@ -89,7 +89,7 @@ def test_an_old_bare_cursor_is_refused_past_the_end_and_pinned_otherwise(
 def test_watch_refuses_a_cursor_of_a_recreated_bucket(sync_client, store, new_objects) -> None:
     for index in range(5):
         store.put(f"old/{index}", b"o")
-    with store.watch(include_history=True) as watcher:
+    with store.watch(start="earliest") as watcher:
         for _ in range(5):
             watcher.next(timeout=5)
         taken = watcher.cursor
@@ -114,7 +114,7 @@ def test_a_running_watch_ends_when_its_bucket_is_recreated_under_it(
             store = await client.create_store(bucket_name)
             for index in range(5):
                 await store.put(f"old/{index}", b"o")
-            async with ObjectWatcher(store, include_history=True, heartbeat=0.3) as watcher:
+            async with ObjectWatcher(store, start="earliest", heartbeat=0.3) as watcher:
                 for _ in range(5):
                     assert await watcher.next(timeout=5) is not None
                 await client.delete_store(bucket_name)

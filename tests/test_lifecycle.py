@@ -229,7 +229,7 @@ def test_overwrite_restarts_the_clock_and_update_meta_keeps_it(ttl_store) -> Non
 
 def test_a_watcher_and_changes_see_each_expiry_once(ttl_store) -> None:
     start = ttl_store.status().last_sequence
-    with ttl_store.watch(updates_only=True) as watcher:
+    with ttl_store.watch(start="latest") as watcher:
         ttl_store.put("w/a.bin", b"a", ttl=1)
         ttl_store.put("w/b.bin", b"b", ttl=2)
         seen = []

@@ -230,22 +230,47 @@ def test_watch_history_updates_only_and_ignore_deletes(store):
     store.put("h", b"1")
     store.put("h", b"22")
     store.put("i", b"333")
-    with store.watch(include_history=True) as watcher:
+    with store.watch(start="earliest") as watcher:
         # the meta rollup keeps one record per name, so history is every name's latest record
         assert [(i.name, i.size) for i in (watcher.next(5), watcher.next(5))] == [
             ("h", 2),
             ("i", 3),
         ]
         assert watcher.next(0.3) is None
-    with store.watch(updates_only=True) as watcher:
+    with store.watch(start="latest") as watcher:
         assert watcher.initial_done
         assert watcher.next(0.3) is None
         store.put("new", b"n")
         assert watcher.next(5).name == "new"
-    with store.watch(updates_only=True, ignore_deletes=True) as watcher:
+    with store.watch(start="latest", include_deletes=False) as watcher:
         store.delete("new")
         store.put("after", b"a")
         assert watcher.next(5).name == "after"
+
+
+def test_watch_takes_the_table_spellings_and_the_old_ones_with_a_warning(store):
+    """follow.start and follow.include_deletes read as on every face (a sequence, synonyms,
+    "off"); the ADR-20 spellings still work for a release, with a DeprecationWarning."""
+    store.put("a", b"1")
+    second = store.put("b", b"2")
+    store.delete("a")
+    with store.watch(start=second.sequence, include_deletes="off") as watcher:
+        assert watcher.next(5).name == "b"
+        assert watcher.next(0.3) is None  # the delete of "a" is not reported
+    with store.watch(start="history") as watcher:
+        assert watcher.next(5).name == "b"
+        assert watcher.next(5).deleted
+    with pytest.warns(DeprecationWarning, match="start="):
+        old = store.watch(updates_only=True)
+    with old as watcher:
+        assert watcher.initial_done
+    with pytest.warns(DeprecationWarning, match="include_deletes=False"):
+        old = store.watch(ignore_deletes=True, start="earliest")
+    with old as watcher:
+        assert watcher.next(5).name == "b"
+        assert watcher.next(0.3) is None
+    with pytest.raises(ValueError, match="start"):
+        store.watch(start="soon")
 
 
 def test_watch_on_empty_bucket_is_initially_done(store):

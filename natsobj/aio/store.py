@@ -830,25 +830,31 @@ class ObjectStore:
     def watch(
         self,
         *,
+        start: str | int | None = None,
+        include_deletes: bool | str | None = None,
+        after_sequence: int | ChangeCursor | None = None,
         include_history: bool = False,
         updates_only: bool = False,
         ignore_deletes: bool = False,
-        after_sequence: int | ChangeCursor | None = None,
     ) -> ObjectWatcher:
-        """Changes as they happen: by default each name's latest record first, then live ones.
-
-        ``include_history`` replays every record kept, ``updates_only`` starts at the end,
-        ``after_sequence`` resumes after a meta-stream sequence or a ``ChangeCursor``;
-        ``ignore_deletes`` skips tombstones and expiries (a delete with ``expired`` set). The
-        watch survives server restarts, but not the bucket's: one deleted and created again
-        under it, or a cursor taken on an earlier bucket of this name, ends it with
-        ``BucketRecreated`` (see ``ChangeCursor``)."""
+        """Changes as they happen, from ``start`` (``natsobj.operation_options``' follow.start:
+        ``current``, the default, is each name's latest record first, then live ones;
+        ``earliest`` replays every record kept; ``latest`` starts at the end; a number is the
+        meta sequence to start at); ``after_sequence`` resumes after a meta-stream sequence or
+        a ``ChangeCursor``. ``include_deletes=False`` skips tombstones and expiries (a delete
+        with ``expired`` set); ``include_history``, ``updates_only`` and ``ignore_deletes`` are
+        the deprecated spellings of ``start`` and ``include_deletes``. The watch survives
+        server restarts, but not the bucket's: one deleted and created again under it, or a
+        cursor taken on an earlier bucket of this name, ends it with ``BucketRecreated`` (see
+        ``ChangeCursor``)."""
         return ObjectWatcher(
             self,
+            start=start,
+            include_deletes=include_deletes,
+            after_sequence=after_sequence,
             include_history=include_history,
             updates_only=updates_only,
             ignore_deletes=ignore_deletes,
-            after_sequence=after_sequence,
         )
 
     async def _scan_meta(

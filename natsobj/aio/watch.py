@@ -10,11 +10,13 @@ from natsobj.aio.consumer import OrderedConsumer, StreamMsg
 from natsobj.aio.jsapi import JetStreamApi, raw_header
 from natsobj.aio.restatement import proven
 from natsobj.aio.stream import BucketStream
+from natsobj.deprecation import warn_deprecated
 from natsobj.errors import BadObjectMeta
 from natsobj.lifecycle import expired_record, expires_at
 from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus
 from natsobj.name_index import decoded
 from natsobj.names import all_meta_subject
+from natsobj.operation_options import CURRENT, EARLIEST, FOLLOW, LATEST, Face
 from natsobj.wire import MARKER_REASON, MSG_TTL
 
 _MARKER_REASON = MARKER_REASON.encode()
@@ -64,6 +66,36 @@ def info_from_msg(store: WatchedBucket, msg: StreamMsg) -> ObjectInfo | None:
     return info
 
 
+_DELIVER_POLICIES = {EARLIEST: "all", CURRENT: "last_per_subject", LATEST: "new"}
+
+
+def _position(start: str | int | None, *, include_history: bool, updates_only: bool) -> str | int:
+    """Where a watch starts, as the table's ``follow.start`` reads it; ``include_history`` and
+    ``updates_only`` are its ADR-20 spellings of earliest and latest, kept for a release."""
+    row = FOLLOW["start"]
+    if include_history:
+        warn_deprecated("watch(include_history=True)", 'watch(start="earliest")', stacklevel=4)
+        start = EARLIEST if start is None else start
+    if updates_only:
+        warn_deprecated("watch(updates_only=True)", 'watch(start="latest")', stacklevel=4)
+        start = LATEST if start is None else start
+    position: str | int = row.default_for(Face.PYTHON) if start is None else row.parse(start)
+    return position
+
+
+def _include_deletes(include_deletes: bool | str | None, *, ignore_deletes: bool) -> bool:
+    """Whether a watch reports deletes, as the table's ``follow.include_deletes`` reads it;
+    ``ignore_deletes`` is its older, inverted spelling, kept for a release."""
+    row = FOLLOW["include_deletes"]
+    if ignore_deletes:
+        warn_deprecated("watch(ignore_deletes=True)", "watch(include_deletes=False)", stacklevel=4)
+        include_deletes = False if include_deletes is None else include_deletes
+    value: bool = (
+        row.parse(include_deletes) if include_deletes is not None else row.default_for(Face.PYTHON)
+    )
+    return value
+
+
 class ObjectWatcher:
     """Async iterator of changes; ``initial_done`` turns True after the initial values.
 
@@ -76,26 +108,28 @@ class ObjectWatcher:
         self,
         store: WatchedStore,
         *,
+        start: str | int | None = None,
+        include_deletes: bool | str | None = None,
+        after_sequence: int | ChangeCursor | None = None,
+        heartbeat: float = 5.0,
         include_history: bool = False,
         updates_only: bool = False,
         ignore_deletes: bool = False,
-        after_sequence: int | ChangeCursor | None = None,
-        heartbeat: float = 5.0,
     ) -> None:
         self.store = store
-        self.ignore_deletes = ignore_deletes
-        self.updates_only = updates_only
+        position = _position(start, include_history=include_history, updates_only=updates_only)
+        self.include_deletes = _include_deletes(include_deletes, ignore_deletes=ignore_deletes)
+        self.position = position  # where this watch started: a table position or a sequence
+        self.updates_only = position == LATEST
         resume = None if after_sequence is None else ChangeCursor.parse(after_sequence)
+        if resume is None and isinstance(position, int):
+            resume = ChangeCursor(position - 1)
         self._seen_through = resume.sequence if resume else 0
         self._created = resume.stream_created if resume else None
         if resume is not None:
-            policy, start = "by_start_sequence", resume.sequence + 1
-        elif updates_only:
-            policy, start = "new", None
-        elif include_history:
-            policy, start = "all", None
+            policy, first = "by_start_sequence", resume.sequence + 1
         else:
-            policy, start = "last_per_subject", None
+            policy, first = _DELIVER_POLICIES[str(position)], None
         # only a watch of the current values starts past the versions restatements stand for
         self._current_values = policy == "last_per_subject"
         self._consumer = OrderedConsumer(
@@ -103,7 +137,7 @@ class ObjectWatcher:
             store.stream,
             all_meta_subject(store.bucket),
             deliver_policy=policy,
-            start_sequence=start,
+            start_sequence=first,
             heartbeat=heartbeat,
             bucket=store.bucket,
             on_created=self._pin,
@@ -145,7 +179,7 @@ class ObjectWatcher:
             if msg.pending == 0:
                 self.initial_done = True
             info = info_from_msg(self.store, msg)
-            if info is None or (self.ignore_deletes and info.deleted):
+            if info is None or (info.deleted and not self.include_deletes):
                 continue
             if info.stands_for is not None:
                 info = await proven(self.store.bucket_stream, info)

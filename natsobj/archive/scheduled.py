@@ -3,15 +3,15 @@ or Dagster op runs."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from natsobj.archive.archiver import Archiver
 from natsobj.archive.target import ArchiveTarget
 from natsobj.archive.targets import ArchiveTargets
 from natsobj.archive.tiering import OffloadPolicy
+from natsobj.operation_options import ARCHIVE, Face
 from natsobj.settings import ConnectionSettings
-
-DEFAULT_GIVE_UP_AFTER = 300.0
 
 
 def archive_pass(
@@ -19,11 +19,14 @@ def archive_pass(
     bucket: str,
     target: ArchiveTarget | ArchiveTargets,
     *,
-    give_up_after: float = DEFAULT_GIVE_UP_AFTER,
+    give_up_after: float | str | timedelta | None = None,
     **archiver_options: Any,
 ) -> dict[str, Any]:
     """Archive everything new in ``bucket`` and return a JSON-safe summary. Failures are
-    retried with backoff for ``give_up_after`` seconds, then raised to fail the task."""
+    retried with backoff for ``give_up_after`` (any spelling of the table's row; None: its
+    default), then raised to fail the task."""
+    row = ARCHIVE["give_up_after"]
+    limit: timedelta = row.parse(give_up_after) or row.default_for(Face.PYTHON)
     from natsobj import aio
     from natsobj.sync import run
 
@@ -31,7 +34,7 @@ def archive_pass(
         async with await aio.connect(settings) as client:
             store = await client.store(bucket)
             archiver = Archiver(store, target, **archiver_options)
-            totals = await archiver.run(once=True, give_up_after=give_up_after)
+            totals = await archiver.run(once=True, give_up_after=limit.total_seconds())
             return {
                 "bucket": bucket,
                 "target": target.url,

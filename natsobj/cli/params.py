@@ -10,7 +10,8 @@ import click
 
 from natsobj.errors import BadChunkSize
 from natsobj.model import check_chunk_size
-from natsobj.parsing import NEVER, parse_duration, parse_size, parse_ttl
+from natsobj.operation_options import Face, Kind, Option, for_face, render_default
+from natsobj.parsing import parse_duration, parse_size
 
 
 def _split(value: str, param: click.Parameter | None, ctx: click.Context | None) -> tuple[str, str]:
@@ -91,15 +92,47 @@ def json_option() -> Any:
     )
 
 
+class TableValue(click.ParamType):
+    """A value of one row of the operation options table, read by the row's one parser
+    (``Option.parse``): the CLI accepts every spelling every other face does."""
+
+    def __init__(self, option: Option) -> None:
+        self.option = option
+        self.name = option.kind.name.lower()
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return self.option.parse(value)
+        except (ValueError, OverflowError) as exc:
+            self.fail(str(exc), param, ctx)
+
+
+def table_option(operation: str, name: str, *, help_text: str | None = None) -> Any:
+    """The CLI face of one row of ``natsobj.operation_options``: its flag, help, values and
+    default come from the row (a true/false row is a ``--x/--no-x`` switch)."""
+    option = for_face(Face.CLI, operation)[name]
+    flag = option.spelled(Face.CLI)
+    default = option.default_for(Face.CLI)
+    text = help_text or option.help
+    if option.kind is Kind.BOOL:
+        return click.option(
+            f"{flag}/--no-{flag[2:]}", name, default=default, show_default=True, help=text
+        )
+    return click.option(
+        flag,
+        name,
+        type=TableValue(option),
+        default=default,
+        metavar=option.kind.name,
+        help=text,
+        show_default=False if default is None else render_default(default),
+    )
+
+
 def allow_missing_digest_option() -> Any:
     """The CLI face of ``allow_missing_digest``: refusing is the default, so reading an object
     nothing can verify is always the user's explicit choice."""
-    return click.option(
-        "--allow-missing-digest",
-        is_flag=True,
-        help="Also read objects whose record has no SHA-256 digest (from a client that writes "
-        "none): only their size and chunk count are checked.",
-    )
+    return table_option("get", "allow_missing_digest")
 
 
 def progress_option() -> Any:
@@ -116,6 +149,8 @@ class ByteSize(click.ParamType):
     name = "size"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):  # a default such as max_bytes' -1 (unlimited)
+            return value
         try:
             return parse_size(value)
         except ValueError:
@@ -175,19 +210,6 @@ def range_option() -> Any:
         " Only the chunks holding them are fetched; a range is not checked against the"
         " object's SHA-256.",
     )
-
-
-class Ttl(Duration):
-    """A put's ``--ttl``: a duration, or ``never`` (0: no expiry, whatever the rules say)."""
-
-    name = "ttl"
-
-    def convert(
-        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
-    ) -> timedelta:
-        if isinstance(value, str) and value.strip().lower() == NEVER:
-            return parse_ttl(value)
-        return super().convert(value, param, ctx)
 
 
 class ChunkSize(click.ParamType):

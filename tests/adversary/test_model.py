@@ -76,7 +76,7 @@ class Adversary(RuleBasedStateMachine):
         for name, seed in (("h/0", 1), ("h/1", 2)):
             payload = random_bytes(20_000 * seed, seed)
             self.world.remember_put(name, payload, run(a.put(name, payload, chunk_size=4096)))
-        self.world.watcher = a.watch(updates_only=True)
+        self.world.watcher = a.watch(start="latest")
         run(self.world.watcher.start())
         self.world.watch_cursor = self.world.wire.last_seq(a.bucket)
 

@@ -130,7 +130,7 @@ def test_watches_and_changes_do_not_see_offload_or_rehydrate_as_versions(
 
     async def body(aio_store):
         cursor = first.sequence
-        watcher = aio_store.watch(updates_only=True)
+        watcher = aio_store.watch(start="latest")
         await watcher.start()
         target = ArchiveTarget(archive_url)
         await Archiver(aio_store, target, small_object=SMALL).run(once=True)

@@ -23,7 +23,7 @@ def test_history_with_glob_as_text_and_json(invoke: Invoke, bucket_name: str, st
     assert "watching" in text.stderr
 
     as_json = invoke(
-        "watch", bucket_name, "--history", "--ignore-deletes", "--json", "--count", "2"
+        "watch", bucket_name, "--history", "--no-include-deletes", "--json", "--count", "2"
     )
     docs = [json.loads(line) for line in as_json.stdout.splitlines()]
     assert [d["name"] for d in docs] == ["logs/a.log", "data/c.csv"]

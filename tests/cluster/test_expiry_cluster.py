@@ -31,7 +31,7 @@ def test_expiry_happens_once_and_followers_read_not_found(
         # eventual reads: direct gets answered by the follower's own replica
         reader = connect_node(follower, consistency="eventual").store(bucket)
         start = writer.status().last_sequence
-        with reader.watch(updates_only=True) as watcher:
+        with reader.watch(start="latest") as watcher:
             put = writer.put("scratch.bin", DATA, ttl=4)
             assert reader.get_bytes("scratch.bin", min_sequence=put.sequence) == DATA
             seen = []

@@ -88,7 +88,7 @@ def test_leader_killed_mid_watch_misses_nothing_and_repeats_nothing(
     leader = cluster.leader_of(stream_name(r3_bucket))
     node = leader if connected_to == "leader" else node_other_than(cluster, r3_bucket)
     store = connect_node(node).store(r3_bucket)
-    with store.watch(updates_only=True) as watcher:
+    with store.watch(start="latest") as watcher:
         writer = write_killing(cluster, r3_bucket, lambda: cluster.kill(leader))
         seen = watched(watcher)
         join_writer(writer)
@@ -101,7 +101,7 @@ def test_follower_killed_mid_watch_changes_nothing(cluster, r3_bucket, connect_n
     leader = cluster.leader_of(stream_name(r3_bucket))
     follower = node_other_than(cluster, r3_bucket)
     store = connect_node(leader).store(r3_bucket)
-    with store.watch(updates_only=True) as watcher:
+    with store.watch(start="latest") as watcher:
         writer = write_killing(cluster, r3_bucket, lambda: cluster.kill(follower))
         seen = watched(watcher)
         join_writer(writer)

@@ -89,7 +89,7 @@ def test_client_reconnects_after_restart_between_operations(own_server, own_clie
 def test_watch_survives_a_server_restart(own_server, own_client):
     store = own_client.create_store("watched")
     store.put("first", b"1")
-    with store.watch(include_history=True) as watcher:
+    with store.watch(start="earliest") as watcher:
         assert watcher.next(5).name == "first"
         own_server.restart()
         wait_until_usable(own_client, "watched")

@@ -113,7 +113,7 @@ def test_worker_uses_its_bucket(connect):
     with store.get("seeded") as reader:
         assert b"".join(reader) == BIG
     assert store.update_meta("runs/1/data.bin", description="ok").description == "ok"
-    with store.watch(include_history=True) as watcher:
+    with store.watch(start="earliest") as watcher:
         assert watcher.next(5) is not None
     assert store.put("runs/1/data.bin", b"smaller").size == 7  # overwrite purges old chunks
     store.delete("runs/1/data.bin")

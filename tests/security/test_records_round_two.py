@@ -282,7 +282,7 @@ def test_a_forged_restatement_is_a_new_version_with_the_server_s_time(store, raw
     data = json.dumps(record).encode()
     subject = meta_subject(store.bucket, "model.bin")
 
-    with store.watch(updates_only=True) as watcher:
+    with store.watch(start="latest") as watcher:
         sequence = raw.publish(subject, data, {"Nats-Rollup": "sub"} if rollup else None)
         live = watcher.next(5)
     assert live is not None and (live.sequence, live.size) == (sequence, 12)
@@ -304,7 +304,7 @@ def test_a_restatement_of_the_same_bytes_kept_above_its_version_is_proven(store,
     first = store.get_info("same.bin")
     record = {**stored_record(raw, store.bucket, "same.bin"), TIERING: {"replaces": first.sequence}}
     subject = meta_subject(store.bucket, "same.bin")
-    with store.watch(updates_only=True) as watcher:
+    with store.watch(start="latest") as watcher:
         raw.publish(subject, json.dumps(record).encode())
         store.put("other", b"a real new version")
         assert watcher.next(5).name == "other"
@@ -334,7 +334,7 @@ def test_a_restamp_is_a_new_version_every_watcher_sees_once_with_the_same_digest
             aio_store = await client.store(store.bucket)
             return await restamp.apply(aio_store, await restamp.plan(aio_store))
 
-    with store.watch(updates_only=True) as watcher:
+    with store.watch(start="latest") as watcher:
         (done,) = run(restamped())
         seen = watcher.next(5)
     assert done.done and seen is not None

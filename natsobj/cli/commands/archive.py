@@ -22,7 +22,7 @@ import click
 from natsobj import aio
 from natsobj.cli import render
 from natsobj.cli.exits import CliError, ExitCode, UsageProblem
-from natsobj.cli.params import ByteSize, Duration, json_option, progress_option
+from natsobj.cli.params import json_option, progress_option, table_option
 from natsobj.cli.progress import meter
 from natsobj.cli.session import Session, pass_session
 
@@ -128,6 +128,12 @@ def archive() -> None:
 @click.argument("bucket")
 @target_option(required=True)
 @click.option("--once", is_flag=True, help="Catch up, then exit (for schedulers).")
+@table_option(
+    "archive",
+    "give_up_after",
+    help_text="With --once, fail after this long of S3 or NATS errors (a follower without"
+    " --once retries until stopped).",
+)
 @click.option(
     "--small-object",
     type=click.IntRange(min=0),
@@ -152,15 +158,15 @@ def run(
     bucket: str,
     urls: tuple[str, ...],
     once: bool,
+    give_up_after: timedelta,
     small_object: int,
     pack_age: float,
     progress: bool | None,
     **s3: str | None,
 ) -> None:
     """Archive every version of BUCKET to the target: follows until stopped (Ctrl-C, SIGTERM),
-    or with --once catches up and exits (failing after 5 minutes of S3 or NATS errors)."""
+    or with --once catches up and exits (failing after --give-up-after of S3 or NATS errors)."""
     from natsobj.archive import Archiver
-    from natsobj.archive.scheduled import DEFAULT_GIVE_UP_AFTER
 
     session: Session = ctx.obj
     target = _target(urls, **s3)
@@ -182,8 +188,8 @@ def run(
             for signum in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(signum, stop.set)
             # a scheduled --once pass fails after a while; a follower retries until stopped
-            give_up_after = DEFAULT_GIVE_UP_AFTER if once else None
-            totals = await archiver.run(once=once, stop=stop, give_up_after=give_up_after)
+            limit = give_up_after.total_seconds() if once else None
+            totals = await archiver.run(once=once, stop=stop, give_up_after=limit)
             return totals, archiver.committed
 
         totals, cursor = _with_client(session, work)
@@ -308,17 +314,11 @@ def verify(urls: tuple[str, ...], progress: bool | None, **s3: str | None) -> No
 @archive.command("offload")
 @click.argument("bucket")
 @target_option(required=False)
-@click.option("--older-than", type=Duration(), help="Not written for this long (30d, 12h).")
-@click.option("--larger-than", type=ByteSize(), help="Only objects over this size (100MB).")
+@table_option("offload", "older_than", help_text="Not written for this long (30d, 12h).")
+@table_option("offload", "larger_than", help_text="Only objects over this size (100MB).")
 @click.option("--glob", help="Only names matching this path-aware glob (raw/**/*.parquet).")
 @click.option("--name", "names", multiple=True, help="Only this object (repeatable).")
-@click.option(
-    "--expiry-margin",
-    type=Duration(),
-    default="1d",
-    show_default=True,
-    help="Never offload an object whose TTL runs out sooner than this.",
-)
+@table_option("offload", "expiry_margin")
 @click.option("--dry-run", is_flag=True, help="Report what would be offloaded; change nothing.")
 @s3_options
 @json_option()

@@ -21,7 +21,7 @@ from natsobj.store_config import SETTING_FIELDS, STORAGE_TYPES, STORE_SETTINGS, 
 # How a store setting reads on the command line, beyond its name and help (from the table);
 # a setting not listed here is a plain --text option.
 _OPTION_KINDS: dict[str, dict[str, Any]] = {
-    "ttl": {"type": click.FloatRange(min=0, min_open=True), "metavar": "SECONDS"},
+    "ttl": {"type": Duration(), "metavar": "DURATION"},
     "max_bytes": {"type": ByteSize(), "metavar": "BYTES"},
     "storage": {"type": click.Choice(STORAGE_TYPES)},
     "replicas": {"type": click.IntRange(1, 5)},

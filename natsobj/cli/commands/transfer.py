@@ -29,12 +29,12 @@ from natsobj.cli import render, tree
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.params import (
     ChunkSize,
-    Ttl,
     allow_missing_digest_option,
     header_option,
     metadata_option,
     progress_option,
     range_option,
+    table_option,
 )
 from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.session import Session, pass_session
@@ -86,12 +86,11 @@ def _summary(verb: str, info: ObjectInfo) -> str:
 @click.option(
     "--chunk-size", type=ChunkSize(), metavar="BYTES", help="Chunk size (at least 512 bytes)."
 )
-@click.option(
-    "--ttl",
-    type=Ttl(),
-    metavar="DURATION",
-    help="Expire the object this long after the put (7d, 12h, 90s), on the server; 'never'"
-    " keeps it whatever the bucket's lifecycle rules say. Default: the rules.",
+@table_option(
+    "put",
+    "ttl",
+    help_text="Expire the object this long after the put (7d, 12h, 90s), on the server;"
+    " 'never' keeps it whatever the bucket's lifecycle rules say. Default: the rules.",
 )
 @progress_option()
 @pass_session

@@ -5,10 +5,11 @@ from __future__ import annotations
 import click
 
 from natsobj.cli import render
-from natsobj.cli.params import json_option
+from natsobj.cli.params import json_option, table_option
 from natsobj.cli.session import Session, pass_session
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo
+from natsobj.operation_options import EARLIEST
 
 
 def _event(info: ObjectInfo) -> str:
@@ -26,7 +27,12 @@ def _line(info: ObjectInfo) -> str:
 
 @click.command("watch")
 @click.argument("bucket")
-@click.option("--history", is_flag=True, help="Replay every recorded change first, then follow.")
+@table_option("follow", "start")
+@click.option(
+    "--history",
+    is_flag=True,
+    help="Replay every recorded change first, then follow (--start earliest).",
+)
 @click.option(
     "--glob",
     "globs",
@@ -42,16 +48,24 @@ def _line(info: ObjectInfo) -> str:
     metavar="REGEX",
     help="Only names this regular expression matches in full, repeatable.",
 )
-@click.option("--ignore-deletes", is_flag=True, help="Do not report deletions.")
+@table_option("follow", "include_deletes")
+@click.option(
+    "--ignore-deletes",
+    is_flag=True,
+    hidden=True,
+    help="Deprecated spelling of --no-include-deletes.",
+)
 @click.option("--count", type=click.IntRange(min=1), metavar="N", help="Exit after N changes.")
 @json_option()
 @pass_session
 def watch(
     session: Session,
     bucket: str,
+    start: str | int,
     history: bool,
     globs: tuple[str, ...],
     regexes: tuple[str, ...],
+    include_deletes: bool,
     ignore_deletes: bool,
     count: int | None,
     as_json: bool,
@@ -63,10 +77,17 @@ def watch(
         ]
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--regex") from None
+    if ignore_deletes:
+        click.echo(
+            "natsobj: warning: --ignore-deletes is deprecated and will be removed in the next"
+            " release; use --no-include-deletes",
+            err=True,
+        )
+        include_deletes = False
     store = session.store(bucket)
     seen = 0
     with store.watch(
-        include_history=history, updates_only=not history, ignore_deletes=ignore_deletes
+        start=EARLIEST if history else start, include_deletes=include_deletes
     ) as watcher:
         click.echo(f"watching {bucket} (Ctrl-C to stop)", err=True)
         try:

@@ -1,0 +1,57 @@
+"""The fsspec face of the operation options table: storage options and write keywords arrive
+as text as often as not (``storage_options`` from a URL, a YAML config, pandas), so each row
+the filesystem takes must read every spelling to the table's value, against a real server:
+a put's ``ttl`` (``"2d"`` failed in ``float()``), and ``allow_missing_digest`` (the text
+``"false"`` was truthy, and read an object nothing could verify)."""
+
+from __future__ import annotations
+
+import pytest
+
+from natsobj.errors import MissingDigest
+from natsobj.fs import NatsObjectFileSystem
+from natsobj.operation_options import OPERATIONS, Face, for_face
+from tests.contract.cases import Case, cases, defaults
+from tests.contract.reached import ttl_of
+from tests.security.test_missing_digest_faces import strip_digest
+
+
+def filesystem(nats_url: str, **options) -> NatsObjectFileSystem:
+    return NatsObjectFileSystem(nats_url, skip_instance_cache=True, **options)
+
+
+def test_the_operations_fsspec_takes() -> None:
+    assert {op for op in OPERATIONS if for_face(Face.FSSPEC, op)} == {"put", "get"}
+
+
+@pytest.mark.parametrize("case", cases(Face.FSSPEC, "put"), ids=lambda c: c.id)
+def test_put(case: Case, nats_url, sync_client, bucket_name) -> None:
+    sync_client.create_store(bucket_name, delete_marker_ttl=1)
+    fs = filesystem(nats_url)
+    fs.pipe_file(f"nats://{bucket_name}/o", b"x", **{case.option.spelled(Face.FSSPEC): case.given})
+    assert ttl_of(sync_client.store(bucket_name).get_info("o")) == case.expected
+
+
+@pytest.fixture
+def digestless(store, raw) -> str:
+    store.put("plain", b"bytes nothing vouches for")
+    strip_digest(raw, store.bucket, "plain")
+    return f"nats://{store.bucket}/plain"
+
+
+@pytest.mark.parametrize("case", cases(Face.FSSPEC, "get"), ids=lambda c: c.id)
+def test_get(case: Case, nats_url, digestless) -> None:
+    fs = filesystem(nats_url, **{case.option.spelled(Face.FSSPEC): case.given})
+    assert fs.allow_missing_digest is case.expected
+    if case.expected:
+        assert fs.cat_file(digestless) == b"bytes nothing vouches for"
+    else:
+        with pytest.raises(MissingDigest):
+            fs.cat_file(digestless)
+
+
+def test_get_default(nats_url, digestless) -> None:
+    fs = filesystem(nats_url)
+    assert fs.allow_missing_digest is defaults(Face.FSSPEC, "get")["allow_missing_digest"]
+    with pytest.raises(MissingDigest):
+        fs.cat_file(digestless)
