@@ -170,7 +170,7 @@ def _watch_commits(store, committed: dict[str, float], stop: threading.Event) ->
     """Note when each object's row first appears in a committed generation."""
     seen_parts: set[str] = set()
     target = manifest_name(DATASET)
-    with store.watch(updates_only=True) as watcher:
+    with store.watch(start="latest") as watcher:
         while not stop.is_set():
             info = watcher.next(timeout=0.5)
             if info is None or info.name != target:
