@@ -23,6 +23,7 @@ from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus, StreamInfo, Tiering
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
+from natsobj.wire import DEFAULT_API_TIMEOUT
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -575,7 +576,7 @@ class Client:
 def connect(
     url_or_settings: str | ConnectionSettings | None = None,
     *,
-    api_timeout: float = 5.0,
+    api_timeout: float = DEFAULT_API_TIMEOUT,
     put_window_bytes: int = DEFAULT_PUT_WINDOW,
     read_window_bytes: int = DEFAULT_READ_WINDOW,
     failover_timeout: float = DEFAULT_FAILOVER_TIMEOUT,

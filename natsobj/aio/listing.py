@@ -69,11 +69,14 @@ from natsobj.matching import NameMatcher
 from natsobj.model import MAX_RECORD_BYTES, ObjectInfo, StreamInfo, parse_server_time
 from natsobj.name_index import Entry, IndexRow, NameIndex
 from natsobj.names import all_meta_subject, decode_name
-from natsobj.wire import MARKER_REASON, MSG_TTL
+from natsobj.wire import MARKER_REASON, MSG_TTL, NATS_SEQUENCE, NATS_SUBJECT, NATS_TIME_STAMP
 
 log = logging.getLogger(__name__)
 _MARKER_REASON = MARKER_REASON.encode()
 _MSG_TTL = MSG_TTL.encode()
+_NATS_SUBJECT = NATS_SUBJECT.encode()
+_NATS_SEQUENCE = NATS_SEQUENCE.encode()
+_NATS_TIME_STAMP = NATS_TIME_STAMP.encode()
 
 MULTI_LAST_LIMIT = 1024  # subjects per batched direct get; nats-server answers 413 above it
 IN_FLIGHT = 4  # batched direct gets outstanding at once: enough to hide the round trip
@@ -488,7 +491,7 @@ class _SubjectStateListing:
         """Indexed names the single replica no longer has (a purge): forgotten at the end.
         Only on one replica, whose answer is at least as new as ``last_seq``; a lagging
         replica's silence proves nothing."""
-        found = {raw_header(headers, b"Nats-Subject") for headers, _ in messages}
+        found = {raw_header(headers, _NATS_SUBJECT) for headers, _ in messages}
         skip = len(self.meta_prefix)
         self._absent += [s[skip:] for s in subjects if s not in found]
 
@@ -599,8 +602,10 @@ class _BatchedDirectGets:
 
 # nats-server writes a direct get's headers in this order: one search finds all three
 _SUBJECT_SEQUENCE_TIME = re.compile(
-    rb"\r\nNats-Subject: *([^\r]+)\r\nNats-Sequence: *(\d+)\r\nNats-Time-Stamp: *([^\r]+)"
+    rb"\r\n%s: *([^\r]+)\r\n%s: *(\d+)\r\n%s: *([^\r]+)"
+    % tuple(re.escape(name) for name in (_NATS_SUBJECT, _NATS_SEQUENCE, _NATS_TIME_STAMP))
 )
+_SUBJECT_LINE = b"\r\n" + _NATS_SUBJECT + b":"  # where the server's own headers start
 
 
 def _decode_all(payloads: list[bytes]) -> list[Any]:
@@ -624,13 +629,13 @@ def _direct_get_headers(headers: bytes) -> tuple[str, int, datetime]:
     """Subject, sequence and server time of a direct-get reply (ValueError when missing).
     The server appends these after the headers the message was published with, which may
     carry their own (any writer can add them): the last occurrence is the server's."""
-    found = _SUBJECT_SEQUENCE_TIME.match(headers, max(headers.rfind(b"\r\nNats-Subject:"), 0))
+    found = _SUBJECT_SEQUENCE_TIME.match(headers, max(headers.rfind(_SUBJECT_LINE), 0))
     if found:
         subject, sequence, stamp = (value.decode() for value in found.groups())
     else:  # headers in another order: look for each
-        subject = raw_header(headers, b"Nats-Subject") or ""
-        sequence = raw_header(headers, b"Nats-Sequence") or ""
-        stamp = raw_header(headers, b"Nats-Time-Stamp") or ""
+        subject = raw_header(headers, _NATS_SUBJECT) or ""
+        sequence = raw_header(headers, _NATS_SEQUENCE) or ""
+        stamp = raw_header(headers, _NATS_TIME_STAMP) or ""
     return subject, int(sequence), parse_server_time(stamp)
 
 
