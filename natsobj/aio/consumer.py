@@ -6,8 +6,8 @@ Two ways to be delivered to, chosen per connection:
 - **Pull** for one-off reads (chunks, listings, changes) within the account's own JetStream
   (the default API prefix): the reader asks for a batch as it consumes (for object reads, two
   requests of half of ``read_window_bytes`` each, the next asked for while the previous one
-  arrives), which keeps more data in flight than push flow control allows and measured
-  faster (BENCHMARKS.md).
+  arrives), which keeps more data in flight than push flow control allows
+  (docs/performance.md).
 - **Push** for watches, and for everything through an API prefix (another account, another
   domain): the server delivers to an inbox subject, so nothing beyond the inbox-prefix stream
   import is needed; a pull request's many-message reply would need ``response_type: stream``

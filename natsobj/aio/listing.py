@@ -21,9 +21,10 @@ A consumer scan of every meta record costs the whole bucket, even for a 500-obje
 With the name index, a listing that would fetch a large share of a single-replica bucket
 (``CACHED_SHARE``, at least ``CACHED_MIN`` names) first proves that the index holds exactly
 the bucket's meta subjects (``name_sync.names_complete``), then takes the meta records the
-index kept (from its catch-up and from earlier listings' gets) instead of fetching them: the
-per-message cost of a million batched-get replies was most of a full listing. Records it does
-not have are fetched as above, and what any listing fetches is kept for the next one.
+index kept (from its catch-up and from earlier listings' gets) instead of fetching them: a
+kept record costs no message, and a large listing's time goes per message
+(docs/performance.md). Records it does not have are fetched as above, and what any listing
+fetches is kept for the next one.
 
 Where the server or a permission set does not allow this (stream without ``allow_direct``,
 ``STREAM.INFO`` or ``DIRECT.GET`` denied, a server without batched direct gets), the listing
@@ -315,8 +316,8 @@ class _SubjectStateListing:
     def _wants_every_record(self) -> bool:
         """A listing of the whole of a single-replica bucket, which needs every meta record:
         one read of every meta message builds the index with the records (each subject holds
-        one message), where pages of names and then a batched get for each cost about twice
-        as much per name."""
+        one message), where pages of names and then a batched get for each go over every
+        name twice: once in the server's subject walk, once as a reply."""
         everything = not self.name_filter.prefix and not self.name_filter.glob
         return everything and self.store.replicas == 1
 
@@ -473,9 +474,8 @@ class _SubjectStateListing:
 
     def _write_learned(self) -> None:
         """Keep the fetched records in the index, in one transaction on the loop's thread:
-        written from a worker thread, the per-row handing back and forth of the GIL stalled
-        the loop's socket calls for milliseconds each (cold listings took half again as
-        long). An error costs only the keeping."""
+        written from a worker thread, the per-row handing back and forth of the GIL stalls
+        the loop's socket calls (docs/performance.md). An error costs only the keeping."""
         rows, self._learned = self._learned, []
         if rows and self._index is not None:
             try:
@@ -610,7 +610,7 @@ _SUBJECT_LINE = b"\r\n" + _NATS_SUBJECT + b":"  # where the server's own headers
 
 def _decode_all(payloads: list[bytes]) -> list[Any]:
     """The JSON of every payload, parsed as one array: a single ``orjson.loads`` call per batch
-    instead of one per record (its per-call overhead was most of the parsing time). Any
+    instead of one per record, so its per-call overhead is paid once per batch. Any
     record that is not exactly one JSON value makes the count differ or the parse fail; then
     each is handed on raw, for ``from_json`` to parse (and to report) on its own. So is a
     batch with a record above ``MAX_RECORD_BYTES``, which ``from_json`` refuses unparsed."""
