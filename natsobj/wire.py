@@ -75,8 +75,8 @@ MARKER_REASON = "Nats-Marker-Reason"
 BATCH_ID = "Nats-Batch-Id"
 BATCH_SEQUENCE = "Nats-Batch-Sequence"
 BATCH_COMMIT = "Nats-Batch-Commit"
-# What the server adds to a message it returns (a direct get's reply, a STREAM.MSG.GET): where
-# it was stored, under which sequence, when.
+# What the server adds to a direct get's reply (ADR-31): the message's subject, its sequence in
+# the stream and when it was stored.
 NATS_SUBJECT = "Nats-Subject"
 NATS_SEQUENCE = "Nats-Sequence"
 NATS_TIME_STAMP = "Nats-Time-Stamp"
@@ -118,7 +118,7 @@ def direct_get_batch_subject(api_prefix: str, stream: str) -> str:
 
 def consumer_create_api(stream: str, consumer: str, filter_subject: str) -> str:
     """``CONSUMER.CREATE`` of a named consumer on one filter subject, to be put under the API
-    prefix (the filter in the subject lets the server check it without parsing the body)."""
+    prefix: with the filter in the request subject, subject permissions can see it."""
     return f"CONSUMER.CREATE.{stream}.{consumer}.{filter_subject}"
 
 
