@@ -566,12 +566,11 @@ class NatsObjectFile(AbstractBufferedFile):
     so a reader never sees one version's size with another's bytes); writes stream into one
     put that is published when the file closes cleanly and abandoned (no object) otherwise.
 
-    Reads go through ``ExactReadAhead`` with a block of one default chunk (128 KiB): a
-    columnar reader (pyarrow, DuckDB) asks for the footer and then for exactly the column
-    chunks it needs, which a large read-ahead only inflates (fsspec's default 4 MiB block
-    fetches several times what reading without a cache does, one chunk a little more: see
-    BENCHMARKS.md), while a reader of small pieces (``readline``, CSV parsers) still gets
-    whole chunks per request.
+    Reads go through ``ExactReadAhead`` with a block of one default chunk (128 KiB): a columnar
+    reader (pyarrow, DuckDB) asks for the footer and then for exactly the column chunks it needs,
+    which a large read-ahead only inflates (fsspec's default 4 MiB block fetches bytes nobody asked
+    for: docs/random-access.md), while a reader of small pieces (``readline``, CSV parsers) still
+    gets whole chunks per request.
     ``block_size`` and ``cache_type`` of ``open`` override it.
     """
 

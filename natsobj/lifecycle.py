@@ -27,6 +27,7 @@ from natsobj.errors import BadLifecycleRule
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo
 from natsobj.parsing import NEVER, format_duration, parse_duration, parse_ttl
+from natsobj.wire import MSG_TTL
 
 LIFECYCLE_METADATA_KEY = "natsobj.lifecycle"
 # The stream's subject_delete_marker_ttl when natsobj turns expiry on: how long the marker
@@ -260,12 +261,12 @@ def ttl_of_header(value: str | None) -> timedelta | None:
     if not value or value.strip().lower() == NEVER:
         return None
     try:
-        ttl = parse_duration(value, what="a Nats-TTL header")
+        ttl = parse_duration(value, what=f"a {MSG_TTL} header")
     except OverflowError:
-        raise ValueError(f"a Nats-TTL header is a duration, not {value!r}") from None
+        raise ValueError(f"a {MSG_TTL} header is a duration, not {value!r}") from None
     if ttl == timedelta(0):
         return None
-    return checked_ttl(ttl, "a Nats-TTL header")
+    return checked_ttl(ttl, f"a {MSG_TTL} header")
 
 
 def expires_at(

@@ -36,8 +36,8 @@ class _Glob:
     """A glob compiled for matching in time linear in the name and the pattern.
 
     Python's regex engine backtracks: with two or more stars a hostile pattern (``**/``
-    repeated) or name costs time exponential in the number of stars, which froze a put for
-    seconds on one lifecycle rule. So a glob is read into tokens and matched two ways with
+    repeated) or name costs time exponential in the number of stars, and a put checks the
+    lifecycle rules' globs on its name. So a glob is read into tokens and matched two ways with
     the same answer: by its regex while the backtracking it can do on a name of that length
     stays within ``_REGEX_STEPS`` (always for one star or none: a single backtracking point),
     else by simulating all its positions at once, one step per character of the name, with

@@ -7,6 +7,7 @@ import binascii
 import re
 
 from natsobj.errors import BadBucketName, BadObjectName
+from natsobj.wire import OBJECT_STREAM_PREFIX, OBJECT_SUBJECT_PREFIX
 
 _BUCKET_RE = re.compile(r"[A-Za-z0-9_-]+")
 # nats-server's default max_control_line: a protocol line (PUB, HPUB) longer than this closes
@@ -81,7 +82,7 @@ _URLSAFE = bytes.maketrans(b"+/", b"-_")
 def is_token_of(name: str, token: str) -> bool:
     """Whether ``token`` is ``name``'s meta subject token: a record read from a subject must
     be that name's, or a delete or an overwrite of it would write to another object. (binascii
-    directly: listings check every record, and this is a third of ``encode_name``'s cost.)"""
+    directly, comparing bytes without decoding them: listings check every record.)"""
     encoded = binascii.b2a_base64(name.encode("utf-8"), newline=False).translate(_URLSAFE)
     return encoded == token.encode("utf-8", "surrogateescape")
 
@@ -93,20 +94,20 @@ def decode_name(token: str) -> str:
 
 
 def stream_name(bucket: str) -> str:
-    return f"OBJ_{bucket}"
+    return f"{OBJECT_STREAM_PREFIX}{bucket}"
 
 
 def chunk_subject(bucket: str, nuid: str) -> str:
-    return f"$O.{bucket}.C.{nuid}"
+    return f"{OBJECT_SUBJECT_PREFIX}.{bucket}.C.{nuid}"
 
 
 def meta_subject(bucket: str, name: str) -> str:
-    return f"$O.{bucket}.M.{encode_name(name)}"
+    return f"{OBJECT_SUBJECT_PREFIX}.{bucket}.M.{encode_name(name)}"
 
 
 def all_chunks_subject(bucket: str) -> str:
-    return f"$O.{bucket}.C.>"
+    return f"{OBJECT_SUBJECT_PREFIX}.{bucket}.C.>"
 
 
 def all_meta_subject(bucket: str) -> str:
-    return f"$O.{bucket}.M.>"
+    return f"{OBJECT_SUBJECT_PREFIX}.{bucket}.M.>"

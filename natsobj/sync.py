@@ -23,6 +23,7 @@ from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus, StreamInfo, Tiering
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
+from natsobj.wire import DEFAULT_API_TIMEOUT
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -131,6 +132,11 @@ class RangeReader(io.RawIOBase):
     def bytes_fetched(self) -> int:
         return self._reader.bytes_fetched
 
+    def _check_open(self) -> None:
+        """What io's own files raise when used closed (io's check of it is private)."""
+        if self.closed:
+            raise ValueError("I/O operation on closed file.")
+
     def readable(self) -> bool:
         return True
 
@@ -139,7 +145,7 @@ class RangeReader(io.RawIOBase):
 
     @_mirrors(_core.RangeReader.read)
     def read(self, n: int = -1) -> bytes:
-        self._checkClosed()
+        self._check_open()
         return run(self._reader.read(-1 if n is None else n))
 
     def readall(self) -> bytes:
@@ -152,17 +158,17 @@ class RangeReader(io.RawIOBase):
 
     @_mirrors(_core.RangeReader.read_range)
     def read_range(self, start: int | None, end: int | None = None) -> bytes:
-        self._checkClosed()
+        self._check_open()
         return run(self._reader.read_range(start, end))
 
     @_mirrors(_core.RangeReader.seek)
     def seek(self, offset: int, whence: int = 0) -> int:
-        self._checkClosed()
+        self._check_open()
         return self._reader.seek(offset, whence)
 
     @_mirrors(_core.RangeReader.tell)
     def tell(self) -> int:
-        self._checkClosed()
+        self._check_open()
         return self._reader.tell()
 
     @_mirrors(_core.RangeReader.close)
@@ -588,7 +594,7 @@ class Client:
 def connect(
     url_or_settings: str | ConnectionSettings | None = None,
     *,
-    api_timeout: float = 5.0,
+    api_timeout: float = DEFAULT_API_TIMEOUT,
     put_window_bytes: int = DEFAULT_PUT_WINDOW,
     read_window_bytes: int = DEFAULT_READ_WINDOW,
     failover_timeout: float = DEFAULT_FAILOVER_TIMEOUT,

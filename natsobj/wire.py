@@ -41,6 +41,17 @@ ATOMIC_BATCH_TOO_LARGE = 10199
 ATOMIC_TOO_MANY_INFLIGHT = 10210
 ATOMIC_BATCH_INCOMPLETE = 10176
 
+# The API prefix of the account's own JetStream (another domain's or account's is configured).
+DEFAULT_API_PREFIX = "$JS.API"
+# How long an API request waits for its reply unless the caller says otherwise.
+DEFAULT_API_TIMEOUT = 5.0
+STREAM_NAMES = "STREAM.NAMES"  # the API operation listing streams (paged, filtered by subject)
+
+# ADR-20: bucket ``b`` is stream ``OBJ_b``; its chunks are on ``$O.b.C.<nuid>``, its meta
+# records on ``$O.b.M.<encoded name>``.
+OBJECT_STREAM_PREFIX = "OBJ_"
+OBJECT_SUBJECT_PREFIX = "$O"
+
 # Headers.
 STATUS = "Status"
 DESCRIPTION = "Description"
@@ -64,6 +75,11 @@ MARKER_REASON = "Nats-Marker-Reason"
 BATCH_ID = "Nats-Batch-Id"
 BATCH_SEQUENCE = "Nats-Batch-Sequence"
 BATCH_COMMIT = "Nats-Batch-Commit"
+# What the server adds to a direct get's reply (ADR-31): the message's subject, its sequence in
+# the stream and when it was stored.
+NATS_SUBJECT = "Nats-Subject"
+NATS_SEQUENCE = "Nats-Sequence"
+NATS_TIME_STAMP = "Nats-Time-Stamp"
 
 
 def header_block(headers: dict[str, str]) -> bytes:
@@ -98,6 +114,12 @@ def direct_get_subject(api_prefix: str, stream: str, subject: str) -> str:
 def direct_get_batch_subject(api_prefix: str, stream: str) -> str:
     """Where a batched direct get (ADR-31 ``multi_last`` / ``batch`` in the body) is sent."""
     return f"{api_prefix}.DIRECT.GET.{stream}"
+
+
+def consumer_create_api(stream: str, consumer: str, filter_subject: str) -> str:
+    """``CONSUMER.CREATE`` of a named consumer on one filter subject, to be put under the API
+    prefix: with the filter in the request subject, subject permissions can see it."""
+    return f"CONSUMER.CREATE.{stream}.{consumer}.{filter_subject}"
 
 
 def consumer_delete_subject(api_prefix: str, stream: str, consumer: str) -> str:

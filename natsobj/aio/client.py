@@ -31,10 +31,10 @@ from natsobj.errors import (
 )
 from natsobj.lifecycle import server_supports_ttl
 from natsobj.model import StreamInfo
-from natsobj.names import check_bucket, stream_name
+from natsobj.names import all_meta_subject, check_bucket, stream_name
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import STORE_SETTINGS, StoreConfig, StoreSettings
-from natsobj.wire import stream_api
+from natsobj.wire import DEFAULT_API_TIMEOUT, OBJECT_STREAM_PREFIX, STREAM_NAMES, stream_api
 
 log = logging.getLogger("natsobj")
 
@@ -150,7 +150,7 @@ class Client:
         self,
         settings: ConnectionSettings,
         *,
-        api_timeout: float = 5.0,
+        api_timeout: float = DEFAULT_API_TIMEOUT,
         put_window_bytes: int = DEFAULT_PUT_WINDOW,
         read_window_bytes: int = DEFAULT_READ_WINDOW,
         failover_timeout: float = DEFAULT_FAILOVER_TIMEOUT,
@@ -350,9 +350,15 @@ class Client:
         names: list[str] = []
         offset = 0
         while True:
-            page = await self.api.call("STREAM.NAMES", {"offset": offset, "subject": "$O.*.M.>"})
+            page = await self.api.call(
+                STREAM_NAMES, {"offset": offset, "subject": all_meta_subject("*")}
+            )
             batch = page.get("streams") or []
-            names += [n[4:] for n in batch if n.startswith("OBJ_")]
+            names += [
+                n.removeprefix(OBJECT_STREAM_PREFIX)
+                for n in batch
+                if n.startswith(OBJECT_STREAM_PREFIX)
+            ]
             offset += len(batch)
             if not batch or offset >= int(page.get("total", 0)):
                 return sorted(names)
@@ -450,7 +456,7 @@ def _connect_failure(resolved: ConnectionSettings, errors: list[Exception]) -> N
 async def connect(
     url_or_settings: str | ConnectionSettings | None = None,
     *,
-    api_timeout: float = 5.0,
+    api_timeout: float = DEFAULT_API_TIMEOUT,
     put_window_bytes: int = DEFAULT_PUT_WINDOW,
     read_window_bytes: int = DEFAULT_READ_WINDOW,
     failover_timeout: float = DEFAULT_FAILOVER_TIMEOUT,

@@ -6,8 +6,8 @@ Two ways to be delivered to, chosen per connection:
 - **Pull** for one-off reads (chunks, listings, changes) within the account's own JetStream
   (the default API prefix): the reader asks for a batch as it consumes (for object reads, two
   requests of half of ``read_window_bytes`` each, the next asked for while the previous one
-  arrives), which keeps more data in flight than push flow control allows and measured
-  faster (BENCHMARKS.md).
+  arrives), which keeps more data in flight than push flow control allows
+  (docs/performance.md).
 - **Push** for watches, and for everything through an API prefix (another account, another
   domain): the server delivers to an inbox subject, so nothing beyond the inbox-prefix stream
   import is needed; a pull request's many-message reply would need ``response_type: stream``
@@ -45,8 +45,10 @@ from natsobj.errors import BucketRecreated, NatsObjError, NotConnected, Permissi
 from natsobj.model import time_from_nanos
 from natsobj.wire import (
     CONSUMER_STALLED,
+    DEFAULT_API_PREFIX,
     DESCRIPTION,
     LAST_CONSUMER_SEQUENCE,
+    consumer_create_api,
     consumer_delete_subject,
     flow_control_prefix,
     pull_subject,
@@ -57,7 +59,6 @@ _NANOS = 1_000_000_000
 # Stalled heartbeats on one flow-control subject, each answered, before we conclude that our
 # answers cannot reach the server (across accounts: no '$JS.FC.>' import).
 STALLED_HEARTBEATS = 3
-DEFAULT_API_PREFIX = "$JS.API"
 # In a cluster a pull can reach its node before the new consumer's interest has: the server
 # answers 503 (no responders). Ask again shortly; after this many in a row, recreate it.
 PULL_RETRY_SECONDS = 0.05
@@ -281,7 +282,7 @@ class OrderedConsumer:
             self._rename()
             try:
                 return await self.api.call_once(
-                    f"CONSUMER.CREATE.{self.stream}.{self._name}.{self.filter_subject}",
+                    consumer_create_api(self.stream, self._name, self.filter_subject),
                     {"stream_name": self.stream, "config": self._config(inbox)},
                     bucket=self.bucket,
                     timeout=failover.attempt_timeout,

@@ -21,9 +21,10 @@ A consumer scan of every meta record costs the whole bucket, even for a 500-obje
 With the name index, a listing that would fetch a large share of a single-replica bucket
 (``CACHED_SHARE``, at least ``CACHED_MIN`` names) first proves that the index holds exactly
 the bucket's meta subjects (``name_sync.names_complete``), then takes the meta records the
-index kept (from its catch-up and from earlier listings' gets) instead of fetching them: the
-per-message cost of a million batched-get replies was most of a full listing. Records it does
-not have are fetched as above, and what any listing fetches is kept for the next one.
+index kept (from its catch-up and from earlier listings' gets) instead of fetching them: a
+kept record costs no message, and a large listing's time goes per message
+(docs/performance.md). Records it does not have are fetched as above, and what any listing
+fetches is kept for the next one.
 
 Where the server or a permission set does not allow this (stream without ``allow_direct``,
 ``STREAM.INFO`` or ``DIRECT.GET`` denied, a server without batched direct gets), the listing
@@ -69,11 +70,14 @@ from natsobj.matching import NameMatcher
 from natsobj.model import MAX_RECORD_BYTES, ObjectInfo, StreamInfo, parse_server_time
 from natsobj.name_index import Entry, IndexRow, NameIndex
 from natsobj.names import all_meta_subject, decode_name
-from natsobj.wire import MARKER_REASON, MSG_TTL
+from natsobj.wire import MARKER_REASON, MSG_TTL, NATS_SEQUENCE, NATS_SUBJECT, NATS_TIME_STAMP
 
 log = logging.getLogger(__name__)
 _MARKER_REASON = MARKER_REASON.encode()
 _MSG_TTL = MSG_TTL.encode()
+_NATS_SUBJECT = NATS_SUBJECT.encode()
+_NATS_SEQUENCE = NATS_SEQUENCE.encode()
+_NATS_TIME_STAMP = NATS_TIME_STAMP.encode()
 
 MULTI_LAST_LIMIT = 1024  # subjects per batched direct get; nats-server answers 413 above it
 IN_FLIGHT = 4  # batched direct gets outstanding at once: enough to hide the round trip
@@ -312,8 +316,8 @@ class _SubjectStateListing:
     def _wants_every_record(self) -> bool:
         """A listing of the whole of a single-replica bucket, which needs every meta record:
         one read of every meta message builds the index with the records (each subject holds
-        one message), where pages of names and then a batched get for each cost about twice
-        as much per name."""
+        one message), where pages of names and then a batched get for each go over every
+        name twice: once in the server's subject walk, once as a reply."""
         everything = not self.name_filter.prefix and not self.name_filter.glob
         return everything and self.store.replicas == 1
 
@@ -470,9 +474,8 @@ class _SubjectStateListing:
 
     def _write_learned(self) -> None:
         """Keep the fetched records in the index, in one transaction on the loop's thread:
-        written from a worker thread, the per-row handing back and forth of the GIL stalled
-        the loop's socket calls for milliseconds each (cold listings took half again as
-        long). An error costs only the keeping."""
+        written from a worker thread, the per-row handing back and forth of the GIL stalls
+        the loop's socket calls (docs/performance.md). An error costs only the keeping."""
         rows, self._learned = self._learned, []
         if rows and self._index is not None:
             try:
@@ -488,7 +491,7 @@ class _SubjectStateListing:
         """Indexed names the single replica no longer has (a purge): forgotten at the end.
         Only on one replica, whose answer is at least as new as ``last_seq``; a lagging
         replica's silence proves nothing."""
-        found = {raw_header(headers, b"Nats-Subject") for headers, _ in messages}
+        found = {raw_header(headers, _NATS_SUBJECT) for headers, _ in messages}
         skip = len(self.meta_prefix)
         self._absent += [s[skip:] for s in subjects if s not in found]
 
@@ -599,13 +602,15 @@ class _BatchedDirectGets:
 
 # nats-server writes a direct get's headers in this order: one search finds all three
 _SUBJECT_SEQUENCE_TIME = re.compile(
-    rb"\r\nNats-Subject: *([^\r]+)\r\nNats-Sequence: *(\d+)\r\nNats-Time-Stamp: *([^\r]+)"
+    rb"\r\n%s: *([^\r]+)\r\n%s: *(\d+)\r\n%s: *([^\r]+)"
+    % tuple(re.escape(name) for name in (_NATS_SUBJECT, _NATS_SEQUENCE, _NATS_TIME_STAMP))
 )
+_SUBJECT_LINE = b"\r\n" + _NATS_SUBJECT + b":"  # where the server's own headers start
 
 
 def _decode_all(payloads: list[bytes]) -> list[Any]:
     """The JSON of every payload, parsed as one array: a single ``orjson.loads`` call per batch
-    instead of one per record (its per-call overhead was most of the parsing time). Any
+    instead of one per record, so its per-call overhead is paid once per batch. Any
     record that is not exactly one JSON value makes the count differ or the parse fail; then
     each is handed on raw, for ``from_json`` to parse (and to report) on its own. So is a
     batch with a record above ``MAX_RECORD_BYTES``, which ``from_json`` refuses unparsed."""
@@ -624,13 +629,13 @@ def _direct_get_headers(headers: bytes) -> tuple[str, int, datetime]:
     """Subject, sequence and server time of a direct-get reply (ValueError when missing).
     The server appends these after the headers the message was published with, which may
     carry their own (any writer can add them): the last occurrence is the server's."""
-    found = _SUBJECT_SEQUENCE_TIME.match(headers, max(headers.rfind(b"\r\nNats-Subject:"), 0))
+    found = _SUBJECT_SEQUENCE_TIME.match(headers, max(headers.rfind(_SUBJECT_LINE), 0))
     if found:
         subject, sequence, stamp = (value.decode() for value in found.groups())
     else:  # headers in another order: look for each
-        subject = raw_header(headers, b"Nats-Subject") or ""
-        sequence = raw_header(headers, b"Nats-Sequence") or ""
-        stamp = raw_header(headers, b"Nats-Time-Stamp") or ""
+        subject = raw_header(headers, _NATS_SUBJECT) or ""
+        sequence = raw_header(headers, _NATS_SEQUENCE) or ""
+        stamp = raw_header(headers, _NATS_TIME_STAMP) or ""
     return subject, int(sequence), parse_server_time(stamp)
 
 

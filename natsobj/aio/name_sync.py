@@ -114,7 +114,7 @@ def rebuild_needed(index: NameIndex, info: StreamInfo) -> bool:
 def start_rebuild(index: NameIndex) -> int:
     """The generation a rebuild records its progress under; an index that knew something is
     emptied first (what vanished from it is unknowable). A new index is the moment to remove
-    the files of the bucket's earlier incarnations on this machine."""
+    the local files of the bucket's earlier incarnations."""
     complete_seq, generation = index.progress()
     if complete_seq:
         return index.restart()

@@ -1,10 +1,11 @@
 """The nats-py and asyncio internals natsobj's fast paths use, checked before they are used.
 
-Two paths go under nats-py's public API because its own costs most of a large transfer: the
-raw deliveries and direct publishes of ``jsapi`` and the whole-buffer socket reads of
-``socket_reads``. pyproject.toml bounds nats-py to the minor versions they are tested on;
-should one of the names they need be gone anyway (a nats-py patched or released later, another
-Python), that path is left out and nats-py's own is used: slower, never wrong.
+Two paths go under nats-py's public API because its own copies and builds objects per message, which
+a large transfer pays on every chunk (docs/performance.md): the raw deliveries and direct publishes
+of ``jsapi`` and the whole-buffer socket reads of ``socket_reads``. pyproject.toml bounds nats-py to
+the minor versions they are tested on; should one of the names they need be gone anyway (a nats-py
+patched or released later, another Python), that path is left out and nats-py's own is used: slower,
+never wrong.
 """
 
 from __future__ import annotations

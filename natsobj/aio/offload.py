@@ -6,14 +6,12 @@ socket reads and message parsing that must stay on the loop: a get runs at the s
 slower of the two instead of their sum. The queue is bounded in bytes, so a slow disk holds
 back the reader (and, through flow control, the server) instead of filling memory.
 
-The thread needs a core of its own, beside the event loop's and nats-server's. On the 2-core
-benchmark machine there is none: the thread then only competes for the GIL and the cores
-(each hashed or written chunk gives up the GIL and takes it back, and the loop waits for it
-after every socket read). Once the loop's copies were cut (``natsobj.aio.socket_reads``),
-hashing and writing inline measured faster there for get_file and no slower for put
-(docs/performance.md), so the thread is used from three CPUs on: ``chunk_sink`` chooses by
-the CPUs this process may use. A small object, under one batch in all, never starts the
-thread: starting one costs more than hashing it.
+The thread needs a core of its own, beside the event loop's and nats-server's. Without one it only
+competes for the GIL and the cores (each hashed or written chunk gives up the GIL and takes it back,
+and the loop waits for it after every socket read), and hashing and writing inline does no worse
+(docs/performance.md), so the thread is used from three CPUs on: ``chunk_sink`` chooses by the CPUs
+this process may use. A small object, under one batch in all, never starts the thread: starting one
+costs more than hashing it.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ nats-py's read loop asks its stream for 32 KiB at a time, and the stream stops r
 socket once 64 KiB wait in it. A 128 KiB chunk then takes four or more passes of the read
 loop and the protocol parser, each appending to and slicing from their buffers: for large
 objects that per-read cost is a large part of what the event loop spends. Reading up to
-``READ_BYTES`` per pass (whatever has arrived; a read never waits for more) cuts the passes
-by about ten and costs nothing for small messages. Measured in BENCHMARKS.md.
+``READ_BYTES`` per pass (whatever has arrived; a read never waits for more) makes the number
+of passes follow what has arrived instead of a fixed 32 KiB, and costs nothing for small
+messages (docs/performance.md).
 
 Each byte of a large message was also copied six times on the event loop: into the stream's
 buffer, twice out of it (``StreamReader.read`` slices a bytearray, then makes bytes of the

@@ -78,8 +78,8 @@ def parquet_stream(
     Dictionary encoding is off by default (option ``dictionary``): Arrow's writer gives up
     a column's dictionary once it passes 1 MiB, so on high-cardinality columns (ids, amounts,
     names) it builds one for nothing, and on low-cardinality ones zstd over plain pages stores
-    about as little. Off, encoding costs less CPU and the file is smaller on the benchmark's
-    columns (BENCHMARKS.md). Statistics stay on for every column: pushdown prunes with them."""
+    about as little (docs/performance.md). Statistics stay on for every column: pushdown
+    prunes with them."""
     sink = _ByteSink()
     writer: pq.ParquetWriter | None = None
     pending: list[pa.RecordBatch] = []

@@ -2,8 +2,8 @@
 
 Every task reaches the server from the pickled options, through the process's shared
 connection (``natsobj.shared``): Spark reuses its Python workers for task after task, and a
-connection per task cost a TCP and NATS handshake each time, a tenth of a one-million-row
-part's read. Stores are bound per use (one stream info), so a bucket deleted or recreated
+connection per task would cost a TCP and NATS handshake per part (docs/performance.md). Stores
+are bound per use (one stream info), so a bucket deleted or recreated
 between queries is seen as it is now.
 """
 
