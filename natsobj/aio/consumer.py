@@ -66,6 +66,8 @@ MAX_UNANSWERED_PULLS = 40
 # Idle heartbeats of a one-off read (chunks, listings): how soon vanished messages or a dead
 # server are noticed.
 READ_HEARTBEAT = 1.0
+# Idle heartbeats of a long-lived consumer (a watch): how soon a lost leader is noticed.
+FOLLOW_HEARTBEAT = 5.0
 
 
 @dataclass
@@ -149,7 +151,7 @@ class OrderedConsumer:
         deliver_policy: str = "all",
         start_sequence: int | None = None,
         stop_when_idle: bool = False,
-        heartbeat: float = 5.0,
+        heartbeat: float = FOLLOW_HEARTBEAT,
         batch: int = 256,
         pulls_ahead: int = 1,
         bucket: str | None = None,

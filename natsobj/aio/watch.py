@@ -6,7 +6,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from natsobj.aio.consumer import OrderedConsumer, StreamMsg
+from natsobj.aio.consumer import FOLLOW_HEARTBEAT, OrderedConsumer, StreamMsg
 from natsobj.aio.jsapi import JetStreamApi, raw_header
 from natsobj.aio.restatement import proven
 from natsobj.aio.stream import BucketStream
@@ -111,7 +111,7 @@ class ObjectWatcher:
         start: str | int | None = None,
         include_deletes: bool | str | None = None,
         after_sequence: int | ChangeCursor | None = None,
-        heartbeat: float = 5.0,
+        heartbeat: float = FOLLOW_HEARTBEAT,
         include_history: bool = False,
         updates_only: bool = False,
         ignore_deletes: bool = False,
