@@ -18,7 +18,7 @@ import pytest
 
 from natsobj import localfiles
 from natsobj.errors import UnsafeLocalPath
-from natsobj.localfiles import open_target
+from natsobj.localfiles import open_target, replacing
 
 
 @pytest.fixture
@@ -95,9 +95,8 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_followed(
     with open_target(target, dest, bucket="b", name="cfg/authorized_keys") as place:
         (dest / "cfg").rename(dest / "moved")
         (dest / "cfg").symlink_to(ssh)
-        with place.part() as handle:
+        with replacing(place) as handle:
             handle.write(b"the attacker's key\n")
-            place.commit(handle)
 
     _untouched(ssh)
     assert (dest / "moved" / "authorized_keys").read_bytes() == b"the attacker's key\n"
@@ -130,9 +129,8 @@ def test_without_proc_no_symlink_below_the_directory_is_followed(
         open_target(dest / "alias" / "f", dest, bucket="b", name="alias/f"),
     ):
         pass
-    with open_target(dest / "real" / "new" / "f", dest) as place, place.part() as handle:
+    with open_target(dest / "real" / "new" / "f", dest) as place, replacing(place) as handle:
         handle.write(b"ok")
-        place.commit(handle)
 
     assert (dest / "real" / "new" / "f").read_bytes() == b"ok"
     assert list((dest / "real").iterdir()) == [dest / "real" / "new"]
