@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 
 from natsobj import localfiles
-from natsobj.errors import UnsafeLocalPath
+from natsobj.errors import DigestMismatch, UnsafeLocalPath
 from natsobj.localfiles import open_target, replacing
+from tests.raw import FORGED_DIGEST, rewrite_record
+
+PRECIOUS = b"the user's own file, which no failed get may touch\n"
 
 
 @pytest.fixture
@@ -134,3 +137,28 @@ def test_without_proc_no_symlink_below_the_directory_is_followed(
 
     assert (dest / "real" / "new" / "f").read_bytes() == b"ok"
     assert list((dest / "real").iterdir()) == [dest / "real" / "new"]
+
+
+def test_get_file_replaces_the_target_only_with_a_verified_copy_keeping_its_mode(
+    store, raw, tmp_path: Path
+) -> None:
+    """The rule every face writes a fetched file by (``localfiles.replacing``), on the core's
+    ``get_file``: the CLI's ranged get (tests/cli/test_ranges_cli.py) and the Airflow
+    download (tests/airflow/test_get_destination.py) are held to the same."""
+    content = os.urandom(300_000)  # several chunks: the part is written before the check fails
+    store.put("obj", content)
+    target = tmp_path / "obj"
+    target.write_bytes(PRECIOUS)
+    target.chmod(0o640)
+    kept = rewrite_record(raw, store.bucket, "obj", digest=FORGED_DIGEST)
+
+    with pytest.raises(DigestMismatch):
+        store.get_file("obj", target)
+    assert target.read_bytes() == PRECIOUS
+    assert [p.name for p in tmp_path.iterdir()] == ["obj"]  # no part left beside it
+
+    rewrite_record(raw, store.bucket, "obj", digest=kept["digest"])
+    store.get_file("obj", target)
+    assert target.read_bytes() == content
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["obj"]
