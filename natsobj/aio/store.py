@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -35,7 +34,6 @@ from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
 from natsobj.wire import direct_get_subject
 
-log = logging.getLogger(__name__)
 READ_ATTEMPTS = 3
 T = TypeVar("T")
 WRITE_BUFFER = 64 * 1024  # get_file: smaller than a chunk, so a chunk is written, not copied
