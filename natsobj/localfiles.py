@@ -3,6 +3,8 @@
 * **Mode** (``replacement_mode``): what any program's new file would get, or the mode of the
   file being replaced, so a fetch neither hides a file from the user's group nor widens a
   private one.
+* **Replacement** (``replacing``): a fetched file is written beside its target and renamed
+  over it only once verified, whatever filesystem holds it; a local one keeps its mode.
 * **Place** (``local_relative``, ``open_target``): an object's name below a prefix maps to a
   path below the local directory being filled, and the file is written only there. A name
   with ``..`` has no such path, and a symlink already in the directory (``dest/cfg ->
@@ -23,7 +25,7 @@ import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from natsobj.errors import UnsafeLocalPath, UnsafeLocalState
 
@@ -104,10 +106,58 @@ def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(SEP) + SEP)
 
 
+class PartPlace(Protocol):
+    """Where ``replacing`` writes a file: beside its target, through the filesystem that
+    holds it (a local directory, ``LocalTarget``; or another, such as an fsspec one)."""
+
+    file_name: str
+    """The target's name in its directory, which the part's name is made from."""
+
+    def create_part(self, part_name: str, buffering: int) -> BinaryIO:
+        """A new file ``part_name`` beside the target, open for writing; FileExistsError
+        when one of that name is there already."""
+        ...
+
+    def commit_part(self, part_name: str, handle: BinaryIO) -> None:
+        """Rename the written part over the target (the mode the target keeps is this
+        place's to give)."""
+        ...
+
+    def remove_part(self, part_name: str) -> None:
+        """Remove the part, if it is there."""
+        ...
+
+
+@contextlib.contextmanager
+def replacing(place: PartPlace, buffering: int = -1) -> Iterator[BinaryIO]:
+    """The one rule every face writes a fetched file by: into a new hidden file beside the
+    target (``.<name>.<random>.part``), renamed over the target only when the block ends
+    without raising, that is once the caller has every byte and verified them. No reader
+    ever sees a partial file under the target's name, and a failed or refused read leaves
+    the target as it was and no part behind."""
+    while True:
+        part_name = f".{place.file_name}.{secrets.token_hex(4)}.part"
+        try:
+            handle = place.create_part(part_name, buffering)
+            break
+        except FileExistsError:
+            continue
+    committed = False
+    try:
+        with handle:
+            yield handle
+            place.commit_part(part_name, handle)
+            committed = True
+    finally:
+        if not committed:
+            place.remove_part(part_name)
+
+
 class LocalTarget:
-    """The directory a file goes in, held open, and the file's name in it. ``part`` and
-    ``commit`` write beside the file and rename over it, both relative to the open directory:
-    the rename replaces a symlink at the file's name rather than following it."""
+    """The directory a file goes in, held open, and the file's name in it: the ``PartPlace``
+    of a local file. Parts are made and renamed relative to the open directory, so the
+    rename replaces a symlink at the file's name rather than following it, and the file
+    keeps the mode of the one it replaces (``replacement_mode``)."""
 
     def __init__(
         self, directory_fd: int, file_name: str, path: Path, root: str | None, refuse: _Refusal
@@ -117,31 +167,16 @@ class LocalTarget:
         self.path = path
         self._root = root  # the real path of the directory being filled, when there is one
         self._refuse = refuse
-        self._part = ""  # the temporary file being written
 
-    @contextlib.contextmanager
-    def part(self, buffering: int = -1) -> Iterator[BinaryIO]:
-        """A new temporary file (0600, never an existing one) beside the target; removed on
-        exit unless ``commit`` renamed it over the target first."""
+    def create_part(self, part_name: str, buffering: int) -> BinaryIO:
+        """A new file (0600, never an existing one, never through a symlink)."""
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-        while True:
-            part_name = f".{self.file_name}.{secrets.token_hex(4)}.part"
-            try:
-                fd = os.open(part_name, flags, 0o600, dir_fd=self.directory_fd)
-                break
-            except FileExistsError:
-                continue
-        self._part = part_name
-        try:
-            with os.fdopen(fd, "wb", buffering=buffering) as handle:
-                yield handle
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(part_name, dir_fd=self.directory_fd)
+        fd = os.open(part_name, flags, 0o600, dir_fd=self.directory_fd)
+        return os.fdopen(fd, "wb", buffering=buffering)
 
-    def commit(self, handle: BinaryIO) -> None:
-        """Give the part being written (``handle``) the target's mode and rename it over the
-        target, once the open directory is proven still inside the directory being filled."""
+    def commit_part(self, part_name: str, handle: BinaryIO) -> None:
+        """Give the part the target's mode and rename it over the target, once the open
+        directory is proven still inside the directory being filled."""
         handle.flush()
         os.fchmod(handle.fileno(), replacement_mode(self.file_name, dir_fd=self.directory_fd))
         if self._root is not None:
@@ -149,8 +184,12 @@ class LocalTarget:
             if now is not None and not _inside(now, self._root):
                 raise self._refuse(f"{self.path.parent} now leads to {now}, outside {self._root}")
         os.replace(
-            self._part, self.file_name, src_dir_fd=self.directory_fd, dst_dir_fd=self.directory_fd
+            part_name, self.file_name, src_dir_fd=self.directory_fd, dst_dir_fd=self.directory_fd
         )
+
+    def remove_part(self, part_name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(part_name, dir_fd=self.directory_fd)
 
 
 class _Refusal:

@@ -16,9 +16,10 @@ from typing import Any, TypeVar, Unpack, cast
 from natsobj import aio
 from natsobj.aio import listing
 from natsobj.aio.client import DEFAULT_PUT_WINDOW, DEFAULT_READ_WINDOW
+from natsobj.aio.compaction import CompactResult
 from natsobj.aio.jsapi import DEFAULT_FAILOVER_TIMEOUT
+from natsobj.aio.scans import Changes
 from natsobj.aio.sources import PutSource
-from natsobj.aio.store import Changes, CompactResult
 from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus, StreamInfo, Tiering
 from natsobj.settings import ConnectionSettings

@@ -9,6 +9,7 @@ from typing import Any
 
 import nats
 
+from natsobj.names import meta_subject
 from natsobj.sync import run
 
 
@@ -61,3 +62,16 @@ class RawJetStream:
 
     def close(self) -> None:
         run(self.nc.close())
+
+
+FORGED_DIGEST = "SHA-256=" + base64.urlsafe_b64encode(b"\0" * 32).decode()
+"""A well-formed digest no data has: what a writer forging a record would put there."""
+
+
+def rewrite_record(raw: RawJetStream, bucket: str, name: str, **fields: Any) -> dict[str, Any]:
+    """Republish ``name``'s meta record with ``fields`` changed, as any writer to the bucket
+    can (the chunks stay); returns the record as it was."""
+    subject = meta_subject(bucket, name)
+    record = json.loads(raw.last_msg(subject, bucket).data)
+    raw.publish(subject, json.dumps({**record, **fields}).encode(), {"Nats-Rollup": "sub"})
+    return record

@@ -1,9 +1,11 @@
 """The async core: ``client = await natsobj.aio.connect(url)``."""
 
 from natsobj.aio.client import Client, connect
+from natsobj.aio.compaction import CompactResult
 from natsobj.aio.ranges import RangeReader
 from natsobj.aio.reader import ObjectReader
-from natsobj.aio.store import Changes, CompactResult, ObjectStore
+from natsobj.aio.scans import Changes
+from natsobj.aio.store import ObjectStore
 from natsobj.aio.watch import ObjectWatcher
 
 __all__ = [

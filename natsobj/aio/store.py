@@ -2,103 +2,41 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import logging
 import os
-import sys
-import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol, Unpack
+from typing import Any, Protocol, TypeVar, Unpack
 
-from nats.nuid import NUID
-
-from natsobj.aio import listing
-from natsobj.aio.atomic_put import put_atomic
+from natsobj.aio import compaction, links, listing, meta_update, put_pipeline, records, scans
+from natsobj.aio.compaction import CompactResult
 from natsobj.aio.expiry import BucketExpiry
-from natsobj.aio.jsapi import JetStreamApi, raw_header, status_of
-from natsobj.aio.offload import chunk_sink
-from natsobj.aio.publish import PublishWindow
+from natsobj.aio.jsapi import JetStreamApi
 from natsobj.aio.ranges import ClientRanges, RangeReader
 from natsobj.aio.reader import ObjectReader, check_digest
 from natsobj.aio.restatement import proven
-from natsobj.aio.sources import PutSource, iter_chunks
-from natsobj.aio.stream import BucketStream, LastMsg
-from natsobj.aio.watch import ObjectWatcher, info_from_msg
-from natsobj.errors import (
-    BadObjectMeta,
-    BucketNotFound,
-    ChunkTooLarge,
-    LinkError,
-    NatsObjError,
-    ObjectChanged,
-    ObjectExists,
-    ObjectNotFound,
-    ObjectTooLarge,
-    SequenceConflict,
-)
-from natsobj.lifecycle import LifecycleRule, expired_record, expires_at
-from natsobj.localfiles import open_target
-from natsobj.model import (
-    DEFAULT_CHUNK_SIZE,
-    ChangeCursor,
-    ObjectInfo,
-    ObjectLink,
-    StoreStatus,
-    StreamInfo,
-    Tiering,
-    check_chunk_size,
-    check_metadata,
-    format_digest,
-    trusted_nuid,
-)
-from natsobj.name_index import decoded
+from natsobj.aio.scans import Changes
+from natsobj.aio.sources import PutSource
+from natsobj.aio.stream import BucketStream
+from natsobj.aio.watch import ObjectWatcher
+from natsobj.errors import BucketNotFound, LinkError, ObjectChanged, ObjectNotFound, ObjectTooLarge
+from natsobj.lifecycle import LifecycleRule
+from natsobj.localfiles import open_target, replacing
+from natsobj.model import ChangeCursor, ObjectInfo, ObjectLink, StoreStatus, StreamInfo, Tiering
 from natsobj.names import (
-    all_chunks_subject,
-    all_meta_subject,
     check_object_name,
     check_subjects_fit,
     chunk_subject,
-    encode_name,
     meta_subject,
     names_that_always_fit,
 )
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
-from natsobj.wire import (
-    EXPECTED_LAST_MSG_ID,
-    EXPECTED_LAST_SUBJECT_SEQ,
-    MARKER_REASON,
-    MSG_ID,
-    MSG_TTL,
-    ROLLUP,
-    direct_get_subject,
-    meta_msg_id,
-)
+from natsobj.wire import direct_get_subject
 
-log = logging.getLogger(__name__)
-_nuid = NUID()
 READ_ATTEMPTS = 3
+T = TypeVar("T")
 WRITE_BUFFER = 64 * 1024  # get_file: smaller than a chunk, so a chunk is written, not copied
-META_ATTEMPTS = 20
-
-
-class Changes(list[ObjectInfo]):
-    """A batch of changes; resume after ``last_sequence``, which counts skipped ones too, or
-    from ``cursor`` when the batch was asked for with a ``ChangeCursor``."""
-
-    last_sequence: int = 0
-    cursor: ChangeCursor | None = None
-
-
-@dataclass
-class CompactResult:
-    purged_subjects: list[str] = field(default_factory=list)
-    purged_messages: int = 0
-    reclaimed_bytes: int = 0
-    skipped_recent: int = 0
 
 
 class StoreClient(Protocol):
@@ -135,8 +73,8 @@ class ObjectStore:
             self.bucket_stream, stream_info, getattr(client.nc, "connected_server_version", None)
         )
         # puts of objects up to this size go as one atomic batch where the stream allows it
-        # (natsobj.aio.atomic_put; 0: never; None: the size measured best for the stream's
-        # replica count, atomic_put.default_max_bytes)
+        # (natsobj.aio.atomic_put; 0: never; None: atomic_put.default_max_bytes for the
+        # stream's replica count, chosen in BENCHMARKS.md, "Atomic puts")
         self.atomic_max_bytes: int | None = None
         no_token = meta_subject(bucket, "")
         self._names_that_fit = names_that_always_fit(
@@ -192,9 +130,9 @@ class ObjectStore:
         ``expires`` is when the server removes an expiring object (its record's time plus
         its ``Nats-TTL``); an expired one is ObjectNotFound, or with ``include_deleted`` a
         deleted record with ``expired`` set while the server's delete marker is there."""
-        info = await proven(
-            self.bucket_stream, self._parse_meta(name, await self._read_meta(name, min_sequence))
-        )
+        self._check_name(name)
+        found = await records.read(self.bucket_stream, name, min_sequence)
+        info = await proven(self.bucket_stream, records.parse(self.bucket, name, found))
         if not include_deleted:
             if info.expired or (info.expires is not None and info.expires <= datetime.now(UTC)):
                 raise ObjectNotFound("object expired", bucket=self.bucket, name=name)
@@ -202,49 +140,10 @@ class ObjectStore:
                 raise ObjectNotFound("object was deleted", bucket=self.bucket, name=name)
         return info
 
-    async def _read_meta(self, name: str, min_sequence: int | None = None) -> LastMsg:
-        self._check_name(name)
-        found = await self.bucket_stream.last(
-            meta_subject(self.bucket, name), name=name, min_sequence=min_sequence
-        )
-        if found is None:
-            raise ObjectNotFound("object does not exist", bucket=self.bucket, name=name)
-        return found
-
-    def _parse_meta(self, name: str, found: LastMsg) -> ObjectInfo:
-        """The record, or what the server's delete marker in its place stands for."""
-        if MARKER_REASON in found.headers:
-            return expired_record(name, self.bucket, mtime=found.time, sequence=found.sequence)
-        info = ObjectInfo.from_json(
-            found.data,
-            mtime=found.time,
-            sequence=found.sequence,
-            bucket=self.bucket,
-            name=name,
-            token=encode_name(name),
-        )
-        info.expires = expires_at(
-            found.time,
-            found.headers.get(MSG_TTL),
-            subject=f"bucket {self.bucket!r}, object {name!r}",
-        )
-        return info
-
     async def _current(self, name: str) -> ObjectInfo | None:
-        """The version a write replaces (deleted or not), or None. A record that fails
-        validation is still a version to replace: what can be trusted of it (its name,
-        sequence and a nuid that is one subject token) is enough, so ``put`` and ``delete``
-        get rid of it without purging anything by a nuid it does not validly name."""
-        try:
-            found = await self._read_meta(name)
-        except ObjectNotFound:
-            return None
-        try:
-            return self._parse_meta(name, found)
-        except BadObjectMeta as exc:
-            log.warning("replacing an invalid meta record: %s", exc)
-            nuid = trusted_nuid(found.data) or ""
-            return ObjectInfo(name, self.bucket, nuid, mtime=found.time, sequence=found.sequence)
+        """The version a write to ``name`` replaces (``natsobj.aio.records.current``)."""
+        self._check_name(name)
+        return await records.current(self.bucket_stream, name)
 
     async def publish_meta(
         self,
@@ -257,11 +156,9 @@ class ObjectStore:
         """Publish a meta record as a per-subject rollup; returns its stream sequence
         (SequenceConflict when ``expected_sequence`` is not where the name is). For records
         this client builds (puts, updates, tiering's restatements of a version)."""
-        return await self.bucket_stream.publish_rollup(
-            meta_subject(self.bucket, info.name),
-            info.encode(),
-            rollup=info.rolls_up,
-            name=info.name,
+        return await records.publish(
+            self.bucket_stream,
+            info,
             expected_sequence=expected_sequence,
             msg_id=msg_id,
             headers=headers,
@@ -299,197 +196,23 @@ class ObjectStore:
         say. Every put is a new version with a clock of its own. ExpiryNotEnabled when the
         bucket does not allow per-object TTLs."""
         self._check_name(name)
-        metadata = check_metadata(metadata, bucket=self.bucket, name=name)
-        chunk_size = _chunk_size(chunk_size, self.client.nc.max_payload, self.bucket, name)
-        expiry = await self.expiry.plan(name, ttl)
-        template = ObjectInfo(
-            name=name,
-            bucket=self.bucket,
-            description=description or "",
-            headers=_normalize_headers(headers),
+        return await put_pipeline.put(
+            self.bucket_stream,
+            self.expiry,
+            self._current,
+            name,
+            source,
+            window_bytes=self.client.put_window_bytes,
+            max_payload=self.client.nc.max_payload,
+            atomic_max_bytes=self.atomic_max_bytes,
+            description=description,
+            headers=headers,
             metadata=metadata,
             chunk_size=chunk_size,
+            expected_sequence=expected_sequence,
             tiering=tiering,
+            ttl=ttl,
         )
-        template.check_size()
-        if self.bucket_stream.allow_atomic:  # one ADR-50 batch when it fits and is faster
-            atomic, source = await put_atomic(
-                self.bucket_stream,
-                template,
-                source,
-                chunk_size=chunk_size,
-                window_bytes=self.client.put_window_bytes,
-                max_bytes=self.atomic_max_bytes,
-                current=lambda: self._current(name),
-                required=expected_sequence,
-                chunk_headers=expiry.chunk_headers if expiry is not None else None,
-                meta_headers=(
-                    (lambda: expiry.meta_headers(self.bucket, name)) if expiry is not None else None
-                ),
-            )
-            if atomic is not None:
-                atomic.info.expires = expiry.expires if expiry is not None else None
-                return await self._purge_replaced(atomic.info, atomic.replaced, atomic.sequence)
-        nuid = _nuid.next().decode()
-        local_chunks = chunk_subject(self.bucket, nuid)
-        window = PublishWindow(
-            self.api,
-            self.bucket_stream.publish_subject(local_chunks),
-            self.stream,
-            nuid=nuid,
-            max_bytes=self.client.put_window_bytes,
-            bucket=self.bucket,
-            name=name,
-            ack_timeout=2 * self.api.timeout,
-            headers=expiry.chunk_headers if expiry is not None else None,
-        )
-        hasher = chunk_sink(self.client.put_window_bytes)  # SHA-256 beside the publishing
-        digest = b""
-        size = chunks = 0
-        published = False
-        # the version we replace is looked up while the chunks upload: one round trip fewer
-        current = asyncio.ensure_future(self._current(name))
-        try:
-            async for chunk in iter_chunks(source, chunk_size):
-                await hasher.put(chunk)
-                size += len(chunk)
-                chunks += 1
-                await window.publish(chunk)
-            digest = await hasher.digest()
-            await window.drain(keep_last=True)
-            meta_headers = expiry.meta_headers(self.bucket, name) if expiry is not None else None
-            # the template is this put's own: filled in rather than copied (a copy of the
-            # dataclass is a measurable part of a small put)
-            info = template
-            info.nuid, info.size, info.chunks = nuid, size, chunks
-            info.digest = format_digest(digest)
-            committed = await self._commit_behind_last_chunk(
-                info, window, current, expected_sequence, meta_headers
-            )
-            if committed is None:
-                await window.drain()
-                if expiry is not None:  # the wait for the chunks counts against the TTL
-                    meta_headers = expiry.meta_headers(self.bucket, name)
-                committed = await self._replace_meta(
-                    info, await current, expected_sequence, meta_headers
-                )
-            else:
-                current.cancel()
-            replaced, sequence = committed
-            published = True
-            info.expires = expiry.expires if expiry is not None else None
-        finally:
-            if not digest:
-                await hasher.abandon()
-            if not published:
-                current.cancel()
-                await asyncio.shield(self._discard_chunks(window, local_chunks))
-        return await self._purge_replaced(info, replaced, sequence)
-
-    async def _purge_replaced(
-        self, info: ObjectInfo, replaced: ObjectInfo | None, sequence: int
-    ) -> ObjectInfo:
-        """A put's last step: drop the chunks of the version it replaced."""
-        if replaced is not None and not replaced.deleted and replaced.nuid and not replaced.is_link:
-            await self.bucket_stream.purge(chunk_subject(self.bucket, replaced.nuid))
-        info.mtime = datetime.now(UTC)
-        info.sequence = sequence
-        return info
-
-    async def _commit_behind_last_chunk(
-        self,
-        info: ObjectInfo,
-        window: PublishWindow,
-        current: asyncio.Future[ObjectInfo | None],
-        required: int | None,
-        meta_headers: dict[str, str] | None = None,
-    ) -> tuple[ObjectInfo | None, int] | None:
-        """Publish the meta record right behind the last chunk, without waiting for that
-        chunk's acknowledgement: one round trip fewer per put, half of a small put's.
-
-        Two expectations keep it as safe as waiting. ``Nats-Expected-Last-Msg-Id`` (the last
-        chunk's id, every earlier chunk being acknowledged) stores the record only if that
-        chunk was stored and nothing came between; ``Nats-Expected-Last-Subject-Sequence``
-        is the version replaced, as in ``_replace_meta``: the one looked up if the lookup is
-        back already, else none (a new name, the common case of a small put). Returns
-        (replaced, sequence), or None when the server refused either way or did not answer:
-        the caller then waits for the chunks and goes the usual way (``_replace_meta``). Only
-        on a single replica: in a cluster the last message may not be applied yet when the
-        record arrives, and the refusal would cost a round trip instead of saving one."""
-        last_msg_id = window.last_msg_id()
-        if last_msg_id is None or self.bucket_stream.replicas > 1:
-            return None
-        replaced = None
-        if current.done():
-            if current.cancelled() or current.exception() is not None:
-                return None
-            replaced = current.result()
-        expected = replaced.sequence if replaced is not None else 0
-        if required is not None and required != expected:
-            return None
-        headers = {
-            **(meta_headers or {}),
-            **(ROLLUP if info.rolls_up else {}),
-            EXPECTED_LAST_SUBJECT_SEQ: str(expected),
-            EXPECTED_LAST_MSG_ID: last_msg_id,
-            MSG_ID: meta_msg_id(info.nuid),
-        }
-        subject = self.bucket_stream.publish_subject(meta_subject(self.bucket, info.name))
-        try:
-            reply = await self.api.request(subject, info.encode(), headers=headers)
-        except NatsObjError:
-            return None
-        if status_of(reply) is not None:
-            return None
-        response = self.api.reply_json(reply, subject)
-        if "error" in response:
-            return None
-        return replaced, int(response["seq"])
-
-    async def _replace_meta(
-        self,
-        info: ObjectInfo,
-        current: ObjectInfo | None,
-        required: int | None,
-        meta_headers: dict[str, str] | None = None,
-    ) -> tuple[ObjectInfo | None, int]:
-        """Publish meta only over the version we read, so we always purge exactly what we
-        replaced: concurrent writers to one name then leave no orphaned chunks. With
-        ``required``, anything but that version is a conflict for the caller."""
-        replaced = current
-        for attempt in range(META_ATTEMPTS):
-            if attempt:
-                current = await self._current(info.name)
-                if current is not None and current.nuid == info.nuid and current.sequence:
-                    # our record landed, but its acknowledgement was lost to a failover
-                    return replaced, current.sequence
-                replaced = current
-            expected = current.sequence if current else 0
-            if required is not None and required != expected:
-                raise SequenceConflict(
-                    f"it is no longer at sequence {required}", bucket=self.bucket, name=info.name
-                )
-            try:
-                sequence = await self.publish_meta(
-                    info,
-                    expected_sequence=expected,
-                    msg_id=meta_msg_id(info.nuid),
-                    headers=meta_headers,
-                )
-                return current, sequence
-            except SequenceConflict:
-                if required is not None:
-                    raise
-                continue
-        raise NatsObjError("too many concurrent writers", bucket=self.bucket, name=info.name)
-
-    async def _discard_chunks(self, window: PublishWindow, local_chunks: str) -> None:
-        """Best effort and bounded, so a failed put reports promptly: chunks left behind (the
-        cluster lost its quorum, say) are orphans no meta record names; compact() drops them."""
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(2 * self.api.timeout):
-                await window.abandon()
-                await self.bucket_stream.purge(local_chunks)
 
     # -- get --------------------------------------------------------------------------------------
 
@@ -497,26 +220,11 @@ class ObjectStore:
         self, name: str, min_sequence: int | None = None
     ) -> tuple[ObjectStore, ObjectInfo]:
         info = await self.get_info(name, min_sequence=min_sequence)
-        if info.link is None:
-            if not info.nuid and info.chunks:
-                raise BadObjectMeta(
-                    "meta record has chunks but no nuid", bucket=self.bucket, name=name
-                )
-            return self, info
-        if info.link.is_bucket_link:
-            raise LinkError(
-                f"is a link to bucket {info.link.bucket!r}, not to an object",
-                bucket=self.bucket,
-                name=name,
-                hint=f"Open store({info.link.bucket!r}) instead.",
-            )
-        target = (
-            self if info.link.bucket == self.bucket else await self.client.store(info.link.bucket)
-        )
-        target_info = await target.get_info(info.link.name)
-        if target_info.is_link:
-            raise LinkError("links to links are not allowed", bucket=self.bucket, name=name)
-        return target, target_info
+        return await links.follow(self, info, self._store_of)
+
+    async def _store_of(self, bucket: str) -> ObjectStore:
+        """This store, or the client's store of another bucket (a link's)."""
+        return self if bucket == self.bucket else await self.client.store(bucket)
 
     @contextlib.asynccontextmanager
     async def get(
@@ -557,22 +265,20 @@ class ObjectStore:
         """The whole object, verified; ``max_size`` refuses (ObjectTooLarge) before reading an
         object bigger than that. A read that raced an overwrite is retried. ``min_sequence``
         as for ``get_info``, ``allow_missing_digest`` as for ``get``."""
-        for attempt in range(READ_ATTEMPTS):
-            try:
-                async with self.get(
-                    name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
-                ) as reader:
-                    if max_size is not None and reader.info.size > max_size:
-                        raise ObjectTooLarge(
-                            f"object is {reader.info.size} bytes, over the {max_size} byte cap",
-                            bucket=self.bucket,
-                            name=name,
-                        )
-                    return await reader.read()
-            except ObjectChanged:
-                if attempt == READ_ATTEMPTS - 1:
-                    raise
-        raise AssertionError("unreachable")
+
+        async def read() -> bytes:
+            async with self.get(
+                name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+            ) as reader:
+                if max_size is not None and reader.info.size > max_size:
+                    raise ObjectTooLarge(
+                        f"object is {reader.info.size} bytes, over the {max_size} byte cap",
+                        bucket=self.bucket,
+                        name=name,
+                    )
+                return await reader.read()
+
+        return await _reread(read)
 
     async def get_file(
         self,
@@ -591,22 +297,16 @@ class ObjectStore:
         out of it (a symlink planted there) is refused with ``UnsafeLocalPath``
         (``natsobj.localfiles.open_target``)."""
         with open_target(path, within, bucket=self.bucket, name=name) as target:
-            for attempt in range(READ_ATTEMPTS):
-                try:
-                    with target.part(WRITE_BUFFER) as handle:
-                        async with self.get(
-                            name,
-                            min_sequence=min_sequence,
-                            allow_missing_digest=allow_missing_digest,
-                        ) as reader:
-                            await reader.copy_to(handle.write, progress)
-                            info = reader.info
-                        target.commit(handle)
-                    return info
-                except ObjectChanged:
-                    if attempt == READ_ATTEMPTS - 1:
-                        raise
-        raise AssertionError("unreachable")
+
+            async def read() -> ObjectInfo:
+                with replacing(target, WRITE_BUFFER) as handle:
+                    async with self.get(
+                        name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+                    ) as reader:
+                        await reader.copy_to(handle.write, progress)
+                return reader.info
+
+            return await _reread(read)
 
     # -- ranges ----------------------------------------------------------------------------------
 
@@ -626,18 +326,17 @@ class ObjectStore:
         the whole read's bytes, though a range cannot be checked against the SHA-256.
         A read that raced an overwrite reads the new version; ``min_sequence`` as for
         ``get_info``, ``allow_missing_digest`` as for ``get``."""
-        for attempt in range(READ_ATTEMPTS):
+
+        async def read() -> bytes:
             reader = await self.open_range(
                 name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
             )
             try:
                 return await reader.read_range(start, end)
-            except ObjectChanged:
-                if attempt == READ_ATTEMPTS - 1:
-                    raise
             finally:
                 await reader.close()
-        raise AssertionError("unreachable")
+
+        return await _reread(read)
 
     async def open_range(
         self, name: str, *, min_sequence: int | None = None, allow_missing_digest: bool = False
@@ -698,38 +397,17 @@ class ObjectStore:
         info = await self.get_info(name)
         target = new_name if new_name is not None else name
         self._check_name(target)
-        expected = info.sequence
-        if target != name:
-            existing = await self._current(target)
-            if existing is not None and not existing.deleted:
-                raise ObjectExists(
-                    "cannot rename onto an existing object", bucket=self.bucket, name=target
-                )
-            expected = existing.sequence if existing else 0
-        updated = info.evolve(
-            tiering=info.tiering and info.tiering.evolve_for_update(),
-            name=target,
-            description=info.description if description is None else description,
-            headers=info.headers if headers is None else _normalize_headers(headers),
-            metadata=(
-                info.metadata
-                if metadata is None
-                else check_metadata(metadata, bucket=self.bucket, name=target)
-            ),
+        existing = await self._current(target) if target != name else None
+        return await meta_update.update_meta(
+            self.bucket_stream,
+            self.ttl_left,
+            info,
+            target,
+            existing,
+            description=description,
+            headers=headers,
+            metadata=metadata,
         )
-        left = await self.ttl_left(info)
-        ttl_headers = None if left is None else {MSG_TTL: str(left)}
-        try:
-            updated.sequence = await self.publish_meta(
-                updated, expected_sequence=expected, headers=ttl_headers
-            )
-        except SequenceConflict:
-            raise ObjectChanged(
-                "changed by another writer during update_meta", bucket=self.bucket, name=target
-            ) from None
-        if target != name:
-            await self.bucket_stream.purge(meta_subject(self.bucket, name))
-        return updated
 
     async def delete(self, name: str) -> ObjectInfo:
         """Leave a tombstone meta record and purge the chunks; deleting twice is a no-op.
@@ -750,40 +428,16 @@ class ObjectStore:
         """Make ``name`` a link to the object ``target`` (in any bucket); reads of ``name`` then
         return the target's data. Links to links and to deleted objects are refused."""
         self._check_name(name)
-        if target.deleted:
-            raise LinkError("cannot link to a deleted object", bucket=self.bucket, name=name)
-        if target.is_link:
-            raise LinkError("cannot link to a link", bucket=self.bucket, name=name)
-        target_store = (
-            self if target.bucket == self.bucket else await self.client.store(target.bucket)
-        )
-        try:
-            await target_store.get_info(target.name)
-        except ObjectNotFound as exc:
-            raise LinkError(
-                f"link target {target.bucket}/{target.name} does not exist",
-                bucket=self.bucket,
-                name=name,
-            ) from exc
-        return await self._put_link(name, ObjectLink(bucket=target.bucket, name=target.name))
+        link = await links.to_object(self.bucket, name, target, self._store_of)
+        return await links.publish(self.bucket_stream, name, link, await self._current(name))
 
     async def add_bucket_link(self, name: str, target_bucket: str | ObjectStore) -> ObjectInfo:
         """Make ``name`` a link to a whole bucket (an ADR-20 bucket link), not readable as data."""
         self._check_name(name)
         bucket = target_bucket.bucket if isinstance(target_bucket, ObjectStore) else target_bucket
         await self.client.store(bucket)
-        return await self._put_link(name, ObjectLink(bucket=bucket))
-
-    async def _put_link(self, name: str, link: ObjectLink) -> ObjectInfo:
         existing = await self._current(name)
-        if existing is not None and not existing.deleted and not existing.is_link:
-            raise ObjectExists("a regular object has this name", bucket=self.bucket, name=name)
-        info = ObjectInfo(name=name, bucket=self.bucket, nuid=_nuid.next().decode(), link=link)
-        info.sequence = await self.publish_meta(info)
-        info.mtime = datetime.now(UTC)
-        if existing is not None and not existing.deleted and existing.nuid:
-            await self.bucket_stream.purge(chunk_subject(self.bucket, existing.nuid))
-        return info
+        return await links.publish(self.bucket_stream, name, ObjectLink(bucket=bucket), existing)
 
     # -- bucket ---------------------------------------------------------------------------------
 
@@ -857,50 +511,6 @@ class ObjectStore:
             ignore_deletes=ignore_deletes,
         )
 
-    async def _scan_meta(
-        self, *, deliver_policy: str, start: int | None, limit: int
-    ) -> tuple[list[Any], int]:
-        """Read meta records through an ordered consumer. The consumer may live on a replica
-        that is behind; with strong reads, a scan that ends before the leader's last meta
-        record (and before ``limit``) came from such a replica and is read again."""
-        stream = self.bucket_stream
-        floor = await stream.leader_floor(all_meta_subject(self.bucket))
-
-        def complete(scan: tuple[list[Any], int]) -> bool:
-            messages, last_sequence = scan
-            # a scan that starts after the floor has nothing to miss
-            return max(last_sequence, (start or 1) - 1) >= floor or len(messages) >= limit
-
-        return await stream.until_caught_up(
-            lambda: self._scan_meta_once(deliver_policy=deliver_policy, start=start, limit=limit),
-            complete,
-            what="the meta records",
-            floor=floor,
-        )
-
-    async def _scan_meta_once(
-        self, *, deliver_policy: str, start: int | None, limit: int
-    ) -> tuple[list[Any], int]:
-        consumer = self.bucket_stream.consumer(
-            all_meta_subject(self.bucket),
-            deliver_policy=deliver_policy,
-            start_sequence=start,
-            batch=min(max(limit, 1), 1024),
-        )
-        messages: list[Any] = []
-        try:
-            pending = await consumer.start()
-            while pending and len(messages) < limit:
-                msg = await consumer.next()
-                if msg is None:
-                    break
-                messages.append(msg)
-                if msg.pending == 0:
-                    break
-        finally:
-            await consumer.close()
-        return messages, consumer.last_sequence
-
     async def list(
         self,
         *,
@@ -951,121 +561,30 @@ class ObjectStore:
         With a ``ChangeCursor`` the batch is refused with ``BucketRecreated`` when the cursor
         was taken on an earlier bucket of this name (a bare sequence cannot tell), and
         ``result.cursor`` is where to resume."""
-        cursor, since = (
-            (after_sequence, after_sequence.sequence)
-            if isinstance(after_sequence, ChangeCursor)
-            else (None, after_sequence)
+        return await scans.changes(
+            self.bucket_stream, after_sequence, limit=limit, include_deletes=include_deletes
         )
-        messages, last = await self._scan_meta(
-            deliver_policy="by_start_sequence", start=since + 1, limit=limit
-        )
-        result = Changes()
-        reported: dict[int | None, int] = {}  # sequence -> place in the result
-        for msg in messages:
-            info = info_from_msg(self, msg)
-            if info is None or (info.deleted and not include_deletes):
-                continue
-            if info.stands_for is not None:
-                info = await proven(self.bucket_stream, info)
-                if info.stands_for is not None:
-                    # restates a version the caller saw before, or that this batch reports:
-                    # then it takes that version's place, saying where its bytes are now
-                    if (place := reported.get(info.stands_for)) is not None:
-                        result[place] = info
-                    continue
-            reported[info.sequence] = len(result)
-            result.append(info)
-        result.last_sequence = max(last, since)
-        if cursor is not None:
-            # Read after the scan: a stream that is still the cursor's now is the one scanned.
-            pinned = cursor.check(await self.status())
-            result.cursor = ChangeCursor(result.last_sequence, pinned.stream_created)
-        return result
 
     # -- maintenance ------------------------------------------------------------------------------
 
     async def compact(self, *, min_age: float = 3600.0) -> CompactResult:
         """Purge chunk subjects no meta record references (left by interrupted puts). Chunks
         written within ``min_age`` seconds are left alone: they may belong to a put in progress.
-        Every record counts, valid or not (see ``_referenced_chunks``)."""
-        before = await self.bucket_stream.info(subjects_filter=all_chunks_subject(self.bucket))
-        chunk_subjects = set(before.state.subjects)
-        referenced = await self._referenced_chunks()
-        result = CompactResult()
-        now = time.time()
-        for subject in sorted(chunk_subjects - referenced):
-            last = await self.bucket_stream.last(subject)
-            if last is None:
-                continue
-            if now - last.time.timestamp() < min_age:
-                result.skipped_recent += 1
-                continue
-            result.purged_messages += await self.bucket_stream.purge(subject)
-            result.purged_subjects.append(subject)
-        after = await self.bucket_stream.info()
-        result.reclaimed_bytes = max(0, before.state.bytes - after.state.bytes)
-        return result
-
-    async def _referenced_chunks(self) -> set[str]:
-        """The chunk subject every current meta record names, read raw rather than through a
-        listing, which skips records that fail validation: their chunks are data too. A
-        record whose nuid cannot be told (not JSON, or no single subject token) refuses the
-        compaction: guessing could purge the chunks of an object that is still there."""
-        messages, _ = await self._scan_meta(
-            deliver_policy="last_per_subject", start=None, limit=sys.maxsize
-        )
-        referenced = set()
-        for msg in messages:
-            if msg.headers and raw_header(msg.headers, MARKER_REASON.encode()) is not None:
-                continue  # an expiry's delete marker: no chunks
-            try:
-                info = ObjectInfo.from_json(msg.data, bucket=self.bucket)
-                nuid: str | None = "" if info.deleted else info.nuid  # a tombstone's are garbage
-            except BadObjectMeta:
-                nuid = trusted_nuid(msg.data)
-            if nuid is None:
-                token = msg.subject.rsplit(".", 1)[-1]
-                raise BadObjectMeta(
-                    f"the meta record at sequence {msg.sequence} has no readable nuid, so the"
-                    " chunks it names are unknown; compaction refused",
-                    bucket=self.bucket,
-                    name=decoded(token) or token,
-                    hint="Delete that object (`natsobj rm`) or rewrite it, then compact again.",
-                )
-            if nuid:
-                referenced.add(chunk_subject(self.bucket, nuid))
-        return referenced
+        Every record counts, valid or not: a record that fails validation still names its
+        chunks, and one whose nuid cannot be told refuses the compaction (BadObjectMeta)."""
+        return await compaction.compact(self.bucket_stream, min_age=min_age)
 
 
-def _normalize_headers(headers: Mapping[str, list[str] | str] | None) -> dict[str, list[str]]:
-    if not headers:
-        return {}
-    return {
-        str(k): [str(v)] if isinstance(v, str) else [str(x) for x in v] for k, v in headers.items()
-    }
+async def _reread(read: Callable[[], Awaitable[T]]) -> T:
+    """``read`` of an object's current version, read again while it raced an overwrite
+    (ObjectChanged), at most ``READ_ATTEMPTS`` times in all: each try reads the version
+    current when it starts, and the last one's ObjectChanged is the caller's."""
+    for _ in range(READ_ATTEMPTS - 1):
+        try:
+            return await read()
+        except ObjectChanged:
+            continue
+    return await read()
 
 
-# Room kept in a message for a chunk's headers (its Nats-Msg-Id, about 70 bytes), which count
-# against the server's max_payload as much as the chunk does.
-CHUNK_HEADER_ROOM = 256
-
-
-def _chunk_size(requested: int | None, max_payload: int, bucket: str, name: str) -> int:
-    """The chunk size to put with: the one asked for if the server can take it, else the
-    default, shrunk to fit a server with a small max_payload."""
-    limit = max_payload - CHUNK_HEADER_ROOM
-    if not requested:
-        return min(DEFAULT_CHUNK_SIZE, limit)
-    chunk_size = check_chunk_size(requested, bucket=bucket, name=name)
-    if chunk_size > limit:
-        raise ChunkTooLarge(
-            f"a chunk size of {chunk_size} bytes is more than the server takes: its max_payload"
-            f" is {max_payload} bytes, {CHUNK_HEADER_ROOM} of them kept for each chunk's"
-            f" headers, so chunks may be at most {limit} bytes",
-            bucket=bucket,
-            name=name,
-        )
-    return chunk_size
-
-
-__all__ = ["BucketNotFound", "Changes", "CompactResult", "ObjectStore"]
+__all__ = ["BucketNotFound", "ObjectStore"]

@@ -41,7 +41,8 @@ from natsobj.errors import (
 from natsobj.model import ObjectInfo
 
 if TYPE_CHECKING:
-    from natsobj.aio.store import Changes, ObjectStore
+    from natsobj.aio.scans import Changes
+    from natsobj.aio.store import ObjectStore
 
 log = logging.getLogger("natsobj.archive")
 

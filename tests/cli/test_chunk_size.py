@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 import natsobj
-from natsobj.aio.store import CHUNK_HEADER_ROOM
+from natsobj.aio.put_pipeline import CHUNK_HEADER_ROOM
 from natsobj.cli import cli
 from natsobj.embedded import NatsServerProcess
 from natsobj.errors import ChunkTooLarge

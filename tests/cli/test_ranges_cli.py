@@ -4,12 +4,14 @@ included, ``START-``, ``-SUFFIX``) on a real server, to files and to stdout."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import pytest
 from cli_support import Invoke
 
 from natsobj.cli.exits import ExitCode
+from tests.raw import rewrite_record
 
 DATA = os.urandom(300_001)
 
@@ -61,6 +63,31 @@ def test_get_range_to_a_file_and_to_stdout(
     piped = invoke("get", bucket_name, "data.bin", "-", "--range", "-4")
     assert piped.exit_code == 0, piped.stderr
     assert piped.stdout_bytes == chunked[-4:]
+
+
+def test_get_range_replaces_a_file_only_once_every_byte_arrived_keeping_its_mode(
+    invoke: Invoke, bucket_name: str, chunked: bytes, raw, tmp_path: Path
+) -> None:
+    """The core's rule for a fetched file (``localfiles.replacing``, tested on ``get_file`` in
+    tests/security/test_local_files.py), on ``get --range``: a read that fails (a record
+    claiming a byte more than its chunks hold) leaves the user's file and no part."""
+    target = tmp_path / "part.bin"
+    target.write_bytes(b"the user's own file")
+    target.chmod(0o640)
+    kept = rewrite_record(raw, bucket_name, "data.bin", size=len(chunked) + 1)
+
+    failed = invoke("get", bucket_name, "data.bin", str(target), "--range", "0-")
+    assert failed.exit_code != 0
+    assert "its chunks hold 300001 bytes, the record says 300002" in failed.stderr
+    assert target.read_bytes() == b"the user's own file"
+    assert [p.name for p in tmp_path.iterdir()] == ["part.bin"]
+
+    rewrite_record(raw, bucket_name, "data.bin", size=kept["size"])
+    result = invoke("get", bucket_name, "data.bin", str(target), "--range", "100-")
+    assert result.exit_code == 0, result.stderr
+    assert target.read_bytes() == chunked[100:]
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["part.bin"]
 
 
 @pytest.mark.parametrize("spec", ["10", "a-b", "5-2", "-0", "-", "1-2-3"])

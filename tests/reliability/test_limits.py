@@ -112,9 +112,9 @@ def test_a_refused_last_chunk_keeps_out_the_meta_record_sent_behind_it(
     sync_client, bucket_name, name
 ):
     """A put sends its meta record right behind the last chunk, before that chunk is
-    acknowledged (ObjectStore._commit_behind_last_chunk). A chunk the stream refuses (over
-    its max_msg_size here) while the small record behind it would fit must still leave no
-    object, and the previous version intact."""
+    acknowledged (``natsobj.aio.put_pipeline._commit_behind_last_chunk``). A chunk the stream
+    refuses (over its max_msg_size here) while the small record behind it would fit must
+    still leave no object, and the previous version intact."""
     store = sync_client.create_store(bucket_name)
     kept = store.put("kept", b"previous")
     api = store.aio.api

@@ -17,8 +17,11 @@ from pathlib import Path
 import pytest
 
 from natsobj import localfiles
-from natsobj.errors import UnsafeLocalPath
-from natsobj.localfiles import open_target
+from natsobj.errors import DigestMismatch, UnsafeLocalPath
+from natsobj.localfiles import open_target, replacing
+from tests.raw import FORGED_DIGEST, rewrite_record
+
+PRECIOUS = b"the user's own file, which no failed get may touch\n"
 
 
 @pytest.fixture
@@ -95,9 +98,8 @@ def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_followed(
     with open_target(target, dest, bucket="b", name="cfg/authorized_keys") as place:
         (dest / "cfg").rename(dest / "moved")
         (dest / "cfg").symlink_to(ssh)
-        with place.part() as handle:
+        with replacing(place) as handle:
             handle.write(b"the attacker's key\n")
-            place.commit(handle)
 
     _untouched(ssh)
     assert (dest / "moved" / "authorized_keys").read_bytes() == b"the attacker's key\n"
@@ -130,9 +132,33 @@ def test_without_proc_no_symlink_below_the_directory_is_followed(
         open_target(dest / "alias" / "f", dest, bucket="b", name="alias/f"),
     ):
         pass
-    with open_target(dest / "real" / "new" / "f", dest) as place, place.part() as handle:
+    with open_target(dest / "real" / "new" / "f", dest) as place, replacing(place) as handle:
         handle.write(b"ok")
-        place.commit(handle)
 
     assert (dest / "real" / "new" / "f").read_bytes() == b"ok"
     assert list((dest / "real").iterdir()) == [dest / "real" / "new"]
+
+
+def test_get_file_replaces_the_target_only_with_a_verified_copy_keeping_its_mode(
+    store, raw, tmp_path: Path
+) -> None:
+    """The rule every face writes a fetched file by (``localfiles.replacing``), on the core's
+    ``get_file``: the CLI's ranged get (tests/cli/test_ranges_cli.py) and the Airflow
+    download (tests/airflow/test_get_destination.py) are held to the same."""
+    content = os.urandom(300_000)  # several chunks: the part is written before the check fails
+    store.put("obj", content)
+    target = tmp_path / "obj"
+    target.write_bytes(PRECIOUS)
+    target.chmod(0o640)
+    kept = rewrite_record(raw, store.bucket, "obj", digest=FORGED_DIGEST)
+
+    with pytest.raises(DigestMismatch):
+        store.get_file("obj", target)
+    assert target.read_bytes() == PRECIOUS
+    assert [p.name for p in tmp_path.iterdir()] == ["obj"]  # no part left beside it
+
+    rewrite_record(raw, store.bucket, "obj", digest=kept["digest"])
+    store.get_file("obj", target)
+    assert target.read_bytes() == content
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["obj"]

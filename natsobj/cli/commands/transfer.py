@@ -13,7 +13,6 @@ import functools
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
@@ -39,7 +38,7 @@ from natsobj.cli.params import (
 from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.session import Session, pass_session
 from natsobj.errors import ObjectNotFound
-from natsobj.localfiles import replacement_mode
+from natsobj.localfiles import open_target, replacing
 from natsobj.model import ObjectInfo
 from natsobj.sync import ObjectStore, run
 
@@ -206,20 +205,13 @@ def _range_to_file(
     bar: Meter,
     allow_missing_digest: bool,
 ) -> tuple[ObjectInfo, int, int]:
-    """Like the core's get_file: written beside ``destination``, renamed once complete."""
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    fd, part = tempfile.mkstemp(
-        prefix=f".{destination.name}.", suffix=".part", dir=destination.parent
-    )
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            got = _copy_range(store, name, requested, handle, bar, allow_missing_digest)
-        os.chmod(part, replacement_mode(destination))
-        os.replace(part, destination)
-        return got
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(part)
+    """Written as the core's get_file writes (``natsobj.localfiles.replacing``): beside
+    ``destination``, renamed over it, with its mode, once every byte of the range arrived."""
+    with (
+        open_target(destination, bucket=store.bucket, name=name) as target,
+        replacing(target) as handle,
+    ):
+        return _copy_range(store, name, requested, handle, bar, allow_missing_digest)
 
 
 def _range_summary(info: ObjectInfo, first: int, last: int) -> str:

@@ -10,11 +10,10 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
-import uuid
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.sdk import BaseOperator, ObjectStoragePath
@@ -28,6 +27,7 @@ from natsobj.errors import (
     ObjectNotFound,
     ObjectTooLarge,
 )
+from natsobj.localfiles import replacing
 from natsobj.model import ObjectInfo
 from natsobj.parsing import parse_ttl
 from natsobj.settings import ConnectionSettings
@@ -290,13 +290,13 @@ class NatsGetObjectOperator(_NatsOperator):
         with self.hook() as hook:
             if self.destination is None:
                 return self._to_xcom(hook)
-            if _is_storage_path(self.destination):
+            if _is_storage_path(self.destination) and not _is_local(self.destination):
                 info = self._to_storage_path(hook, self.destination)  # type: ignore[arg-type]
             else:
                 info = hook.get_file(
                     self.bucket,
                     self.name,
-                    Path(str(self.destination)).expanduser(),
+                    _local_path(self.destination),
                     min_sequence=self._known_sequence(),
                     allow_missing_digest=self.allow_missing_digest,
                 )
@@ -339,30 +339,58 @@ class NatsGetObjectOperator(_NatsOperator):
     def _to_storage_path(
         self, hook: NatsObjectStoreHook, destination: ObjectStoragePath
     ) -> ObjectInfo:
-        """Stream chunk by chunk into a sibling temporary path and move it over
-        ``destination`` only once the whole object was read and its digest matched (as
-        ``get_file`` does for a local path): the user's file there is never truncated, and a
-        failed get (no such object, digest mismatch, lost connection) leaves it as it was."""
-        partial = destination.parent / f".{destination.name}.{uuid.uuid4().hex}.part"
-        try:
-            with (
-                hook.open_reader(
-                    self.bucket,
-                    self.name,
-                    min_sequence=self._known_sequence(),
-                    allow_missing_digest=self.allow_missing_digest,
-                ) as reader,
-                partial.open("wb") as out,
-            ):
-                for chunk in reader:
-                    out.write(chunk)
-            # fs.mv, not ObjectStoragePath.move, which would report the temporary path as lineage
-            partial.fs.mv(partial.path, destination.path)
-            return reader.info
-        except BaseException:
-            with contextlib.suppress(Exception):
-                partial.unlink(missing_ok=True)
-            raise
+        """Stream chunk by chunk into a part beside ``destination`` on its filesystem, moved
+        over it only once the whole object was read and its digest matched: the rule
+        ``get_file`` writes a local path by (``natsobj.localfiles.replacing``). The user's
+        object there is never truncated, and a failed get (no such object, digest mismatch,
+        lost connection) leaves it as it was, with no part beside it."""
+        with (
+            replacing(_StoragePlace(destination)) as out,
+            hook.open_reader(
+                self.bucket,
+                self.name,
+                min_sequence=self._known_sequence(),
+                allow_missing_digest=self.allow_missing_digest,
+            ) as reader,
+        ):
+            for chunk in reader:
+                out.write(chunk)
+        return reader.info
+
+
+def _is_local(destination: ObjectStoragePath) -> bool:
+    """A ``file://`` path: written as a local path is, keeping the mode of the file it replaces."""
+    return destination.protocol in ("file", "local")
+
+
+def _local_path(destination: str | Path | ObjectStoragePath) -> Path:
+    if isinstance(destination, ObjectStoragePath):
+        return Path(destination.path)
+    return Path(str(destination)).expanduser()
+
+
+class _StoragePlace:
+    """Where ``replacing`` writes an ObjectStoragePath on a remote filesystem: the part is a
+    sibling path of that filesystem, moved over the destination with ``fs.mv`` (not
+    ``ObjectStoragePath.move``, which would report the part as lineage)."""
+
+    def __init__(self, destination: ObjectStoragePath) -> None:
+        self.destination = destination
+        self.file_name = destination.name
+
+    def _part(self, part_name: str) -> ObjectStoragePath:
+        return self.destination.parent / part_name
+
+    def create_part(self, part_name: str, buffering: int) -> BinaryIO:
+        return cast(BinaryIO, self._part(part_name).open("wb"))
+
+    def commit_part(self, part_name: str, handle: BinaryIO) -> None:
+        handle.close()  # the filesystem holds the part only once it is closed
+        self.destination.fs.mv(self._part(part_name).path, self.destination.path)
+
+    def remove_part(self, part_name: str) -> None:
+        with contextlib.suppress(Exception):
+            self._part(part_name).unlink(missing_ok=True)
 
 
 class NatsDeleteObjectsOperator(_NatsOperator):
