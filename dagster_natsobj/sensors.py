@@ -124,7 +124,9 @@ def make_nats_object_sensor(
             except BucketNotFound:
                 return SkipReason(f"bucket {bucket!r} does not exist yet; waiting for it")
             if not context.cursor and feed["start"] != EARLIEST:
-                return _first_tick(store, feed["start"], matcher, where, run_config_fn)
+                cursor = _start(store, feed["start"], where)
+                if feed["start"] == CURRENT:
+                    return _current(store, cursor, matcher, run_config_fn)
             try:
                 changes = store.changes(cursor, limit=batch_size)
             except BucketRecreated as exc:
@@ -151,37 +153,39 @@ def make_nats_object_sensor(
     return _nats_object_sensor
 
 
-def _first_tick(
-    store: Any,
-    start: str | int,
-    matcher: NameMatcher | None,
-    where: str,
-    run_config_fn: RunConfigFn | None,
-) -> SensorResult:
-    """The first tick of a sensor not starting at the earliest change: its cursor, and for
-    ``current`` a run per object there now. The cursor is the bucket's end, read before the
-    listing, so an object put meanwhile is listed and reported again under the same run key,
-    which Dagster starts once."""
+def _start(store: Any, start: str | int, where: str) -> ChangeCursor:
+    """The cursor of a sensor's first tick when it does not start at the earliest change:
+    the bucket's end (``latest``, ``current``), or just before a meta sequence."""
     status = store.status()
     cursor = ChangeCursor.end_of(status)
-    requests: list[RunRequest] = []
-    if start == CURRENT:
-        listed = store.list(prefix=matcher.literal_prefix if matcher else "")
-        requests = [
-            _run_request(store.bucket, info, run_config_fn)
-            for info in sorted(listed, key=lambda i: i.sequence or 0)
-            if matcher is None or matcher.matches(info.name)
-        ]
-    elif start != LATEST:  # a meta sequence: the cursor is the one before it
-        if start - 1 > status.last_sequence:
-            raise ValueError(
-                f"{where}: start={start}, but bucket {store.bucket!r} ends at meta sequence "
-                f"{status.last_sequence}"
-            )
-        cursor = replace(cursor, sequence=start - 1)
+    if start in (LATEST, CURRENT):
+        return cursor
+    if start - 1 > status.last_sequence:
+        raise ValueError(
+            f"{where}: start={start}, but bucket {store.bucket!r} ends at meta sequence "
+            f"{status.last_sequence}"
+        )
+    return replace(cursor, sequence=start - 1)
+
+
+def _current(
+    store: Any,
+    cursor: ChangeCursor,
+    matcher: NameMatcher | None,
+    run_config_fn: RunConfigFn | None,
+) -> SensorResult:
+    """The first tick of a sensor starting at ``current``: a run per object there now, and
+    ``cursor``, the bucket's end read before the listing, so an object put meanwhile is
+    listed and reported again under the same run key, which Dagster starts once."""
+    listed = store.list(prefix=matcher.literal_prefix if matcher else "")
+    requests = [
+        _run_request(store.bucket, info, run_config_fn)
+        for info in sorted(listed, key=lambda i: i.sequence or 0)
+        if matcher is None or matcher.matches(info.name)
+    ]
     if requests:
         return SensorResult(run_requests=requests, cursor=str(cursor))
-    reason = f"starting at {start} in {store.bucket!r}: after meta sequence {cursor.sequence}"
+    reason = f"no objects in {store.bucket!r} yet"
     return SensorResult(skip_reason=SkipReason(reason), cursor=str(cursor))
 
 
