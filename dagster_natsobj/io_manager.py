@@ -83,9 +83,12 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
     )
     # The options of put, get and Parquet writes: named, described, checked and defaulted by
     # their rows of natsobj.operation_options (tests/contract/test_dagster.py holds them to it).
-    # An output's natsobj/ttl definition metadata overrides ttl; ttl is not applied to PySpark
-    # DataFrames (docs/lifecycle.md).
-    ttl: str | None = config_field("put", "ttl")
+    ttl: str | None = config_field(
+        "put",
+        "ttl",
+        "An output's natsobj/ttl definition metadata overrides it. Not applied to PySpark "
+        "DataFrames.",
+    )
     allow_missing_digest: bool | None = config_field("get", "allow_missing_digest")
     compression: str | None = config_field("write_parquet", "compression")
     dictionary: bool | None = config_field("write_parquet", "dictionary")

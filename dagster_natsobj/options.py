@@ -29,15 +29,15 @@ def option(operation: str, name: str) -> Option:
     return row
 
 
-def config_field(operation: str, name: str) -> Any:
+def config_field(operation: str, name: str, note: str = "") -> Any:
     """The config field of an option: default None (the table's Dagster default), and the
-    row's help, values and default as its description."""
+    row's help, values and default (then ``note``, what this field adds) as its description."""
     row = option(operation, name)
-    default = render_default(row.default_for(FACE))
-    return Field(
-        default=None,
-        description=f"{row.help} Takes {row.describe()}. Unset: {default} (docs/options.md).",
-    )
+    default = row.default_for(FACE)
+    text = f"{row.help} Takes {row.describe()}."
+    if default is not None:
+        text += f" Unset: {render_default(default)} (docs/options.md)."
+    return Field(default=None, description=f"{text} {note}".strip())
 
 
 def as_config(row: Option, value: object) -> Any:
