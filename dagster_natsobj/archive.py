@@ -4,13 +4,19 @@ tiering (one offload pass).
 The S3 endpoint and credentials come from the AWS environment of the run worker
 (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``..., ``AWS_PROFILE``), or from the op config's
 ``endpoint``/``region``. The run's output metadata shows the cursor and totals, never keys.
+
+``give_up_after`` and the offload policy's ``older_than``, ``larger_than`` and ``expiry_margin``
+are rows of ``natsobj.operation_options``: text fields taking the table's durations and sizes
+("5m", "30d", "100MB"; a number is seconds or bytes), unset meaning the table's default.
 """
 
 from typing import Any  # no "from __future__ import annotations": Dagster reads the config type
 
 from dagster import Config, JobDefinition, MetadataValue, OpExecutionContext, Output, job, op
 
+from dagster_natsobj.options import config_field, option, resolved, table_validator
 from dagster_natsobj.resource import NatsObjectStoreResource
+from natsobj.deprecation import warn_deprecated
 
 
 class _ArchiveTargetConfig(Config):
@@ -36,7 +42,14 @@ class _ArchiveTargetConfig(Config):
 
 
 class NatsArchiveConfig(_ArchiveTargetConfig):
-    give_up_after: float = 300.0
+    give_up_after: str | None = config_field("archive", "give_up_after")
+
+    _check_options = table_validator("archive")
+
+    def give_up_seconds(self) -> float:
+        """How long the pass retries a target that does not answer, in seconds."""
+        seconds: float = resolved("archive", self)["give_up_after"].total_seconds()
+        return seconds
 
 
 def make_nats_archive_job(
@@ -51,7 +64,10 @@ def make_nats_archive_job(
 
         resource: NatsObjectStoreResource = getattr(context.resources, resource_key)
         summary: dict[str, Any] = archive_pass(
-            resource.settings(), config.bucket, config.targets(), give_up_after=config.give_up_after
+            resource.settings(),
+            config.bucket,
+            config.targets(),
+            give_up_after=config.give_up_seconds(),
         )
         for sequence in summary["skipped"]:
             context.log.warning(f"sequence {sequence} was gone from NATS before it was archived")
@@ -74,13 +90,41 @@ def make_nats_archive_job(
 
 
 class NatsOffloadConfig(_ArchiveTargetConfig):
-    older_than_days: float | None = None  # from the version's mtime
-    larger_than: int | None = None  # bytes
+    older_than: str | None = config_field("offload", "older_than")  # from the version's mtime
+    larger_than: str | None = config_field("offload", "larger_than")
     glob: str | None = None  # path-aware, as natsobj.matching
     names: list[str] | None = None
-    # never offload an object whose TTL runs out sooner; None: the archive's default, a day
-    expiry_margin_hours: float | None = None
+    expiry_margin: str | None = config_field("offload", "expiry_margin")
     dry_run: bool = False
+    # Deprecated for one release: older_than and expiry_margin ("30d", "12h") replace them.
+    older_than_days: float | None = None
+    expiry_margin_hours: float | None = None
+
+    _check_options = table_validator("offload")
+
+    def policy(self) -> Any:
+        """The ``natsobj.archive.tiering.OffloadPolicy`` these fields name."""
+        from natsobj.archive.tiering import OffloadPolicy
+
+        given: dict[str, object] = {
+            name: getattr(self, name) for name in ("older_than", "larger_than", "expiry_margin")
+        }
+        for old, new, unit in (
+            ("older_than_days", "older_than", "d"),
+            ("expiry_margin_hours", "expiry_margin", "h"),
+        ):
+            value = getattr(self, old)
+            if value is None:
+                continue
+            warn_deprecated(f"NatsOffloadConfig.{old}", f'{new} (a duration, like "3{unit}")')
+            if given[new] is not None:
+                raise ValueError(f"NatsOffloadConfig: give {new} or {old}, not both")
+            given[new] = option("offload", new).parse(f"{value}{unit}")
+        return OffloadPolicy(
+            **resolved("offload", given, where="NatsOffloadConfig"),
+            glob=self.glob,
+            names=frozenset(self.names) if self.names is not None else None,
+        )
 
 
 def make_nats_offload_job(
@@ -91,25 +135,15 @@ def make_nats_offload_job(
 
     @op(name=f"{name}_pass", required_resource_keys={resource_key})
     def offload_op(context: OpExecutionContext, config: NatsOffloadConfig) -> Output[dict]:
-        from datetime import timedelta
-
         from natsobj.archive.scheduled import offload_pass
-        from natsobj.archive.tiering import DEFAULT_EXPIRY_MARGIN, OffloadPolicy
 
         resource: NatsObjectStoreResource = getattr(context.resources, resource_key)
-        policy = OffloadPolicy(
-            older_than=timedelta(days=config.older_than_days)
-            if config.older_than_days is not None
-            else None,
-            larger_than=config.larger_than,
-            glob=config.glob,
-            names=frozenset(config.names) if config.names is not None else None,
-            expiry_margin=DEFAULT_EXPIRY_MARGIN
-            if config.expiry_margin_hours is None
-            else timedelta(hours=config.expiry_margin_hours),
-        )
         summary: dict[str, Any] = offload_pass(
-            resource.settings(), config.bucket, config.targets(), policy, dry_run=config.dry_run
+            resource.settings(),
+            config.bucket,
+            config.targets(),
+            config.policy(),
+            dry_run=config.dry_run,
         )
         for skipped in summary["skipped"]:
             context.log.info(f"not offloaded: {skipped['name']} ({skipped['reason']})")

@@ -24,6 +24,7 @@ from dagster import TableColumn, TableSchema
 
 from natsobj import ConnectionSettings, ObjectInfo
 from natsobj.errors import UntrustedPickle
+from natsobj.operation_options import PUT, Face, resolve
 
 FORMAT_KEY = "natsobj.format"
 TYPE_KEY = "natsobj.type"
@@ -31,9 +32,34 @@ SIGNATURE_KEY = "natsobj.hmac"  # "hmac-sha256=<base64url>" of the pickle's exac
 _SIGNATURE_SCHEME = "hmac-sha256="
 _MAC_BLOCK = 1 << 20
 CONTENT_TYPE = "Content-Type"  # in the metadata passed to save(): becomes the header
-# In the metadata passed to save(): the object's time to live in seconds, becomes put's ``ttl``
-# (so a custom handler that builds its put with ``object_meta`` honours the IO manager's ttl).
+# In the metadata passed to save(): the object's time to live (seconds, or any TTL the options
+# table reads: "2d", "never"), becomes put's ``ttl`` (so a custom handler that builds its put
+# with ``object_meta`` honours the IO manager's ttl).
 TTL = "natsobj.ttl"
+
+
+@dataclass(frozen=True)
+class ParquetWrite:
+    """How the table handlers write Parquet: the options table's ``write_parquet`` row
+    (``natsobj.operation_options``), as the IO manager resolved it. By default the same file
+    layout as the Spark data source writes, whatever each library's own default is."""
+
+    compression: str
+    dictionary: bool
+    row_group_rows: int
+
+    @classmethod
+    def default(cls) -> ParquetWrite:
+        """The table's Dagster defaults."""
+        return cls(**resolve(Face.DAGSTER, "write_parquet", {}))
+
+    def pyarrow_options(self) -> dict[str, Any]:
+        """The keywords of ``pyarrow.parquet.write_table`` that say the same."""
+        return {
+            "compression": None if self.compression == "none" else self.compression,
+            "use_dictionary": self.dictionary,
+            "row_group_size": self.row_group_rows,
+        }
 
 
 @dataclass
@@ -52,6 +78,8 @@ class Target:
     # The columns a downstream input asks for (input metadata {"columns": [...]}): table
     # handlers then fetch only those column chunks through ranged reads; None loads it all.
     columns: tuple[str, ...] | None = None
+    # How table handlers write Parquet (the IO manager's write_parquet options).
+    parquet: ParquetWrite = field(default_factory=ParquetWrite.default)
 
     @property
     def uri(self) -> str:
@@ -95,8 +123,7 @@ class Handler:
 
     def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
         """Store ``value``; ``metadata`` may carry "Content-Type" to override the default and
-        ``TTL`` (seconds) for an object that expires; ``object_meta`` turns both into put's
-        keywords."""
+        ``TTL`` for an object that expires; ``object_meta`` turns both into put's keywords."""
         raise NotImplementedError
 
     def load(self, target: Target) -> Any:
@@ -104,7 +131,8 @@ class Handler:
 
     def object_meta(self, metadata: Mapping[str, str]) -> dict[str, Any]:
         """Keyword arguments for ``put``: the format travels with the object, and so does the
-        expiry the IO manager asked for (``ttl``, only when it asked)."""
+        expiry the IO manager asked for (``ttl``, only when it asked, read by the options
+        table's parser)."""
         meta = dict(metadata)
         content_type = meta.pop(CONTENT_TYPE, None) or self.content_type
         ttl = meta.pop(TTL, None)
@@ -113,7 +141,7 @@ class Handler:
             "headers": {"Content-Type": [content_type]},
         }
         if ttl is not None:
-            kwargs["ttl"] = float(ttl)
+            kwargs["ttl"] = PUT["ttl"].parse(ttl)
         return kwargs
 
 
@@ -155,7 +183,7 @@ class FileHandler(Handler):
     def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
         with tempfile.TemporaryDirectory(prefix="natsobj-dagster-") as tmp:
             path = Path(tmp) / "value"
-            row_count, schema = self.write_file(value, path)
+            row_count, schema = self.write(target, value, path)
             info = target.store.put(target.name, path, **self.object_meta(metadata))
             return Stored(info, row_count, schema)
 
@@ -166,6 +194,12 @@ class FileHandler(Handler):
                 target.name, path, allow_missing_digest=target.allow_missing_digest
             )
             return self.read_file(path)
+
+    def write(
+        self, target: Target, value: Any, path: Path
+    ) -> tuple[int | None, TableSchema | None]:
+        """Write ``value`` to ``path`` for ``target`` (whose settings a format may follow)."""
+        return self.write_file(value, path)
 
     def write_file(self, value: Any, path: Path) -> tuple[int | None, TableSchema | None]:
         """Write ``value`` to ``path``; return its row count and schema when it is a table."""
@@ -179,10 +213,21 @@ class ParquetHandler(FileHandler):
     """A table stored as Parquet. A load that names its columns (``Target.columns``) reads the
     footer and those columns' chunks through a ranged reader instead of downloading the whole
     object; a ranged read cannot be checked against the object's SHA-256 (that covers every
-    byte), a whole load is."""
+    byte), a whole load is. Every table is written with the target's ``ParquetWrite``."""
 
     format = "parquet"
     content_type = "application/vnd.apache.parquet"
+
+    def write(
+        self, target: Target, value: Any, path: Path
+    ) -> tuple[int | None, TableSchema | None]:
+        return self.write_parquet(value, path, target.parquet)
+
+    def write_parquet(
+        self, value: Any, path: Path, settings: ParquetWrite
+    ) -> tuple[int | None, TableSchema | None]:
+        """Write the table ``value`` to ``path`` as ``settings`` say; its row count and schema."""
+        raise NotImplementedError
 
     def load(self, target: Target) -> Any:
         if target.columns is None:
@@ -204,10 +249,12 @@ class ArrowHandler(ParquetHandler):
         cls = loaded_class("pyarrow", "Table")
         return (cls,) if cls else ()
 
-    def write_file(self, value: Any, path: Path) -> tuple[int | None, TableSchema | None]:
+    def write_parquet(
+        self, value: Any, path: Path, settings: ParquetWrite
+    ) -> tuple[int | None, TableSchema | None]:
         import pyarrow.parquet as pq
 
-        pq.write_table(value, path)
+        pq.write_table(value, path, **settings.pyarrow_options())
         return value.num_rows, arrow_table_schema(value.schema)
 
     def read_file(self, path: Path) -> Any:
@@ -228,8 +275,10 @@ class PandasHandler(ParquetHandler):
         cls = loaded_class("pandas", "DataFrame")
         return (cls,) if cls else ()
 
-    def write_file(self, value: Any, path: Path) -> tuple[int | None, TableSchema | None]:
-        value.to_parquet(path, engine="pyarrow")
+    def write_parquet(
+        self, value: Any, path: Path, settings: ParquetWrite
+    ) -> tuple[int | None, TableSchema | None]:
+        value.to_parquet(path, engine="pyarrow", **settings.pyarrow_options())
         schema = TableSchema(
             columns=[TableColumn(name=str(c), type=str(t)) for c, t in value.dtypes.items()]
         )
@@ -253,8 +302,18 @@ class PolarsHandler(ParquetHandler):
         cls = loaded_class("polars", "DataFrame")
         return (cls,) if cls else ()
 
-    def write_file(self, value: Any, path: Path) -> tuple[int | None, TableSchema | None]:
-        value.write_parquet(path)
+    def write_parquet(
+        self, value: Any, path: Path, settings: ParquetWrite
+    ) -> tuple[int | None, TableSchema | None]:
+        # polars' own writer cannot turn dictionary encoding off: pyarrow's can
+        options = settings.pyarrow_options()
+        value.write_parquet(
+            path,
+            use_pyarrow=True,
+            compression=options.pop("compression") or "uncompressed",
+            row_group_size=options.pop("row_group_size"),
+            pyarrow_options=options,
+        )
         schema = TableSchema(
             columns=[TableColumn(name=name, type=str(t)) for name, t in value.schema.items()]
         )

@@ -19,12 +19,14 @@ from dagster_natsobj import naming
 from dagster_natsobj.handlers import (
     CONTENT_TYPE,
     TTL,
+    ParquetWrite,
     PickleHandler,
     Target,
     is_mapping_annotation,
     unwrap_annotation,
 )
 from dagster_natsobj.metadata import output_metadata
+from dagster_natsobj.options import config_field, resolved, table_validator
 from dagster_natsobj.registry import handler_for_stored, handler_for_type, handler_for_value
 from dagster_natsobj.resource import (
     SECRET_HINT,
@@ -33,7 +35,6 @@ from dagster_natsobj.resource import (
     resolve_value,
 )
 from natsobj.errors import ObjectNotFound, UntrustedPickle
-from natsobj.parsing import parse_ttl
 
 PICKLE_KEY_ENV = "NATSOBJ_PICKLE_KEY"
 
@@ -80,19 +81,20 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         "when the stored object says it is a pickle. Unpickling runs code: only for a bucket "
         "whose every writer you trust.",
     )
-    ttl: str | None = Field(
-        default=None,
-        description="How long each stored output lives before the server deletes it, for "
-        "intermediate assets nobody needs next week: seconds or a duration like 1h, 2d. An "
-        "output's natsobj/ttl definition metadata overrides it. Unset: the bucket's lifecycle "
-        "rules decide (docs/lifecycle.md). Not applied to PySpark DataFrames.",
+    # The options of put, get and Parquet writes: named, described, checked and defaulted by
+    # their rows of natsobj.operation_options (tests/contract/test_dagster.py holds them to it).
+    ttl: str | None = config_field(
+        "put",
+        "ttl",
+        "An output's natsobj/ttl definition metadata overrides it. Not applied to PySpark "
+        "DataFrames.",
     )
-    allow_missing_digest: bool = Field(
-        default=False,
-        description="Also load objects whose record has no SHA-256 digest (from a client that "
-        "writes none); by default they fail with MissingDigest. Only their size and chunk "
-        "count are checked.",
-    )
+    allow_missing_digest: bool | None = config_field("get", "allow_missing_digest")
+    compression: str | None = config_field("write_parquet", "compression")
+    dictionary: bool | None = config_field("write_parquet", "dictionary")
+    row_group_rows: int | None = config_field("write_parquet", "row_group_rows")
+
+    _check_options = table_validator("put", "get", "write_parquet")
 
     # -- names -------------------------------------------------------------------------------
 
@@ -118,8 +120,16 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
     def _ttl(self, context: OutputContext) -> timedelta | None:
         """The output's ``natsobj/ttl`` metadata, else the IO manager's ``ttl``, parsed here so
         a typo fails the step before anything is stored."""
-        text = naming.pinned_ttl(context) or self.ttl
-        return None if text is None else parse_ttl(text)
+        given = naming.pinned_ttl(context) or self.ttl
+        where = f"output {context.name!r}"
+        ttl: timedelta | None = resolved("put", {"ttl": given}, where=where)["ttl"]
+        return ttl
+
+    def _parquet(self) -> ParquetWrite:
+        return ParquetWrite(**resolved("write_parquet", self))
+
+    def _allow_missing_digest(self) -> bool:
+        return bool(resolved("get", self)["allow_missing_digest"])
 
     def _pickle_key(self) -> bytes | None:
         """The configured signing key, else the environment's; None when neither is set."""
@@ -157,7 +167,9 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
                 missing_hint=_NO_CREATE,
                 settings=self.resource.bucket_settings,
             )
-            target = Target(store, settings, bucket, name, self._pickle_key())
+            target = Target(
+                store, settings, bucket, name, self._pickle_key(), parquet=self._parquet()
+            )
             stored = handler.save(target, obj, object_meta)
         context.add_output_metadata(output_metadata(target, handler, stored))
         context.log.debug(f"stored {handler.type_name} at {target.uri}")
@@ -184,7 +196,7 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
                     bucket,
                     name,
                     pickle_key,
-                    self.allow_missing_digest,
+                    self._allow_missing_digest(),
                     columns=columns,
                 )
                 try:

@@ -8,12 +8,17 @@ moves the cursor to the batch's end, so nothing is skipped; run keys are
 only once. A bucket deleted and created again since the cursor was taken fails the tick with
 ``BucketRecreated`` (or, with ``on_recreated="restart"``, starts over from the new bucket's
 beginning): docs/dagster.md, "A recreated bucket".
+
+Where a new sensor starts (``start``), whether it reports deletes and what a recreated bucket
+means are the change-feed options of ``natsobj.operation_options``, read with its Dagster
+defaults (docs/options.md).
 """
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from dagster import (
@@ -26,17 +31,14 @@ from dagster import (
     sensor,
 )
 
+from dagster_natsobj.options import resolved
 from dagster_natsobj.resource import NatsObjectStoreResource
 from natsobj import ObjectInfo
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import BucketNotFound, BucketRecreated
 from natsobj.matching import NameMatcher
-from natsobj.model import (
-    ChangeCursor,
-    OnRecreated,
-    check_on_recreated,
-    cursor_after_recreation,
-)
+from natsobj.model import ChangeCursor, cursor_after_recreation
+from natsobj.operation_options import CURRENT, EARLIEST, LATEST
 
 TAG_PREFIX = "natsobj"
 RunConfigFn = Callable[[ObjectInfo], Mapping[str, Any]]
@@ -51,7 +53,7 @@ def make_nats_object_sensor(
     asset_selection: Any = None,
     glob: str | None = None,
     regex: str | None = None,
-    include_deletes: bool = False,
+    include_deletes: bool | str | None = None,
     minimum_interval_seconds: int = 30,
     run_config_fn: RunConfigFn | None = None,
     batch_size: int = 100,
@@ -59,7 +61,8 @@ def make_nats_object_sensor(
     default_status: DefaultSensorStatus = DefaultSensorStatus.STOPPED,
     description: str | None = None,
     name_glob: str | None = None,
-    on_recreated: OnRecreated = "fail",
+    on_recreated: str | None = None,
+    start: str | int | None = None,
 ) -> SensorDefinition:
     """Build a sensor requesting one run per object put (and delete, if asked) in ``bucket``.
 
@@ -70,11 +73,23 @@ def make_nats_object_sensor(
     connection comes from the ``NatsObjectStoreResource`` bound to ``resource_key``, declared as
     a typed parameter, so ``sensor(build_sensor_context(resources={"nats": ...}))`` works.
 
+    ``start`` is where a sensor without a cursor starts: ``earliest`` (the default: every
+    change the bucket keeps, so objects already there get their runs), ``current`` (each
+    object's current version, then what follows), ``latest`` (only what happens from now on)
+    or a meta sequence. ``include_deletes`` (default false) also requests runs for deletes
+    and expiries. Each takes every spelling of the options table (``"on"``, ``"new"``...).
+
     When the bucket was deleted and created again since the cursor was taken, a tick with
     ``on_recreated="fail"`` (the default) raises ``BucketRecreated`` and leaves the cursor, so
     an operator decides; ``"restart"`` logs a warning and requests runs for the new bucket's
     objects from its beginning. Neither skips an object silently.
     """
+    where = f"sensor {name!r}"
+    feed = resolved(
+        "follow",
+        {"start": start, "include_deletes": include_deletes, "on_recreated": on_recreated},
+        where=where,
+    )
     if name_glob is not None:
         warn_deprecated("make_nats_object_sensor(name_glob=...)", "glob=...")
         glob = glob or name_glob
@@ -84,7 +99,6 @@ def make_nats_object_sensor(
         )
     if batch_size < 1:
         raise ValueError(f"sensor {name!r}: batch_size must be at least 1")
-    on_recreated = check_on_recreated(on_recreated, where=f"sensor {name!r}: ")
     matcher = (
         None if glob is None and regex is None else NameMatcher.from_options(glob=glob, regex=regex)
     )
@@ -109,23 +123,24 @@ def make_nats_object_sensor(
                 store = client.store(bucket)
             except BucketNotFound:
                 return SkipReason(f"bucket {bucket!r} does not exist yet; waiting for it")
+            if not context.cursor and feed["start"] != EARLIEST:
+                cursor = _start(store, feed["start"], where)
+                if feed["start"] == CURRENT:
+                    return _current(store, cursor, matcher, run_config_fn)
             try:
                 changes = store.changes(cursor, limit=batch_size)
             except BucketRecreated as exc:
-                cursor = cursor_after_recreation(exc, on_recreated)  # "fail" fails the tick
+                # "fail" fails the tick
+                cursor = cursor_after_recreation(exc, feed["on_recreated"])
                 context.log.warning(
                     f"{exc.message}; on_recreated='restart': requesting runs for every object "
                     "of the new bucket"
                 )
                 changes = store.changes(cursor, limit=batch_size)
         requests = [
-            RunRequest(
-                run_key=f"{bucket}:{info.sequence}",
-                run_config=dict(run_config_fn(info)) if run_config_fn else {},
-                tags=object_tags(info),
-            )
+            _run_request(bucket, info, run_config_fn)
             for info in changes
-            if _wanted(info, matcher, include_deletes)
+            if _wanted(info, matcher, feed["include_deletes"])
         ]
         next_cursor = str(changes.cursor)
         if requests:
@@ -136,6 +151,50 @@ def make_nats_object_sensor(
         return SensorResult(skip_reason=SkipReason(reason), cursor=next_cursor)
 
     return _nats_object_sensor
+
+
+def _start(store: Any, start: str | int, where: str) -> ChangeCursor:
+    """The cursor of a sensor's first tick when it does not start at the earliest change:
+    the bucket's end (``latest``, ``current``), or just before a meta sequence."""
+    status = store.status()
+    cursor = ChangeCursor.end_of(status)
+    if start in (LATEST, CURRENT):
+        return cursor
+    if start - 1 > status.last_sequence:
+        raise ValueError(
+            f"{where}: start={start}, but bucket {store.bucket!r} ends at meta sequence "
+            f"{status.last_sequence}"
+        )
+    return replace(cursor, sequence=start - 1)
+
+
+def _current(
+    store: Any,
+    cursor: ChangeCursor,
+    matcher: NameMatcher | None,
+    run_config_fn: RunConfigFn | None,
+) -> SensorResult:
+    """The first tick of a sensor starting at ``current``: a run per object there now, and
+    ``cursor``, the bucket's end read before the listing, so an object put meanwhile is
+    listed and reported again under the same run key, which Dagster starts once."""
+    listed = store.list(prefix=matcher.literal_prefix if matcher else "")
+    requests = [
+        _run_request(store.bucket, info, run_config_fn)
+        for info in sorted(listed, key=lambda i: i.sequence or 0)
+        if matcher is None or matcher.matches(info.name)
+    ]
+    if requests:
+        return SensorResult(run_requests=requests, cursor=str(cursor))
+    reason = f"no objects in {store.bucket!r} yet"
+    return SensorResult(skip_reason=SkipReason(reason), cursor=str(cursor))
+
+
+def _run_request(bucket: str, info: ObjectInfo, run_config_fn: RunConfigFn | None) -> RunRequest:
+    return RunRequest(
+        run_key=f"{bucket}:{info.sequence}",
+        run_config=dict(run_config_fn(info)) if run_config_fn else {},
+        tags=object_tags(info),
+    )
 
 
 def object_tags(info: ObjectInfo) -> dict[str, str]:
