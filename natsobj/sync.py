@@ -16,7 +16,6 @@ from typing import Any, TypeVar, Unpack, cast
 from natsobj import aio
 from natsobj.aio import listing
 from natsobj.aio.client import DEFAULT_PUT_WINDOW, DEFAULT_READ_WINDOW
-from natsobj.aio.jsapi import DEFAULT_FAILOVER_TIMEOUT
 from natsobj.aio.sources import PutSource
 from natsobj.aio.store import Changes, CompactResult
 from natsobj.lifecycle import LifecycleRule
@@ -575,20 +574,16 @@ class Client:
 def connect(
     url_or_settings: str | ConnectionSettings | None = None,
     *,
-    api_timeout: float = 5.0,
     put_window_bytes: int = DEFAULT_PUT_WINDOW,
     read_window_bytes: int = DEFAULT_READ_WINDOW,
-    failover_timeout: float = DEFAULT_FAILOVER_TIMEOUT,
     **overrides: Any,
 ) -> Client:
     return Client(
         run(
             aio.connect(
                 url_or_settings,
-                api_timeout=api_timeout,
                 put_window_bytes=put_window_bytes,
                 read_window_bytes=read_window_bytes,
-                failover_timeout=failover_timeout,
                 **overrides,
             )
         )

@@ -112,3 +112,12 @@ def flow_control_prefix(stream: str, consumer: str) -> str:
 
 def pull_subject(api_prefix: str, stream: str, consumer: str) -> str:
     return f"{api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer}"
+
+
+# The JetStream API prefix of the local account, without a domain (ADR-19 / ADR-20).
+DEFAULT_API_PREFIX = "$JS.API"
+# The account info request (under the API prefix): answered only by a meta layer with quorum.
+ACCOUNT_INFO = "INFO"
+# A direct get's reply headers: the message's stream sequence and when it was stored.
+SEQUENCE = "Nats-Sequence"
+TIME_STAMP = "Nats-Time-Stamp"

@@ -45,6 +45,7 @@ CORE_MODULES = {
         "name_index",
         "lifecycle",
         "parsing",
+        "retry",
     )
 }
 # What the core must never import: the layers above it.
