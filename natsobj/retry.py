@@ -106,9 +106,10 @@ REPLICA_CATCH_UP = RetryPolicy(first=0.01, cap=0.5, attempts=20)
 # A compare-and-swap that met another writer, tried again over the version that writer stored:
 # a short jittered pause spreads writers racing for one name.
 CONFLICT = RetryPolicy(first=0.002, cap=0.1, attempts=20)
-# An atomic batch whose commit met another writer: after these tries the put goes today's way,
-# which re-publishes only the meta record.
-ATOMIC_CONFLICT = RetryPolicy(first=CONFLICT.first, cap=CONFLICT.cap, attempts=3)
+# An operation that raced another writer's change and has a fallback or a clear error after a
+# few tries: an atomic batch whose commit met another writer (then the put goes today's way,
+# which re-publishes only the meta record), a read that raced an overwrite (then ObjectChanged).
+RACED = RetryPolicy(first=CONFLICT.first, cap=CONFLICT.cap, attempts=3)
 # A long-running loop resumed after an outage (an Airflow trigger's watch, the archiver): for as
 # long as it runs, never more than half a minute between tries.
 RESUME = RetryPolicy(first=0.5, cap=30.0)

@@ -65,7 +65,7 @@ def test_every_row_is_capped_exponential_and_jitter_only_shortens_a_pause() -> N
     from natsobj import retry
 
     rows = {n: v for n, v in vars(retry).items() if isinstance(v, retry.RetryPolicy)}
-    assert {"FAILOVER", "RESEND", "REPLICA_CATCH_UP", "CONFLICT", "RESUME"} <= set(rows)
+    assert {"FAILOVER", "RESEND", "REPLICA_CATCH_UP", "CONFLICT", "RACED", "RESUME"} <= set(rows)
     for name, policy in rows.items():
         for attempt in range(1, 40):
             step = min(policy.first * 2 ** (attempt - 1), policy.cap)

@@ -48,7 +48,7 @@ from natsobj.aio.stream import BucketStream
 from natsobj.errors import NotConnected, SequenceConflict
 from natsobj.model import ObjectInfo, format_digest
 from natsobj.names import chunk_subject, meta_subject
-from natsobj.retry import ATOMIC_CONFLICT
+from natsobj.retry import RACED
 from natsobj.wire import (
     ATOMIC_BATCH_INCOMPLETE,
     ATOMIC_BATCH_TOO_LARGE,
@@ -291,9 +291,9 @@ class AtomicPut:
         # the lookup of each later attempt starts only when that attempt needs it: one
         # started after the last attempt would never be awaited
         lookup: Callable[[], Awaitable[ObjectInfo | None]] = lambda: first_current  # noqa: E731
-        for attempt in ATOMIC_CONFLICT.tries():
+        for attempt in RACED.tries():
             if attempt:
-                await ATOMIC_CONFLICT.pause(attempt)
+                await RACED.pause(attempt)
             try:
                 return await self._publish(replay, lookup, required)
             except SequenceConflict:

@@ -118,9 +118,11 @@ class PublishWindow:
         self._last_sequence = sequence
 
     async def _ack(self, entry: _InFlight, timeout: float) -> Msg:
-        if entry.reply.done():  # the usual case with a full window: no timer to arm
-            return entry.reply.result()
+        """The chunk's acknowledgement. One the lost connection failed before it was awaited
+        is a lost one too: in a cluster the window is sent again."""
         try:
+            if entry.reply.done():  # the usual case with a full window: no timer to arm
+                return entry.reply.result()
             async with asyncio.timeout(timeout):
                 return await asyncio.shield(entry.reply)
         except (TimeoutError, NotConnected) as exc:  # NotConnected: the connection was lost
@@ -183,7 +185,7 @@ class PublishWindow:
                 raise await self._cluster_error()
             if not self.api.in_cluster and attempt + 1 >= (RESEND.attempts or 0):
                 raise self._refused(problem)
-            await RESEND.pause(attempt + 1)
+            await RESEND.pause(attempt + 1, deadline=deadline if self.api.in_cluster else None)
             for entry in self._inflight:
                 await self._send(entry)
 
