@@ -269,7 +269,7 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
                 failures += 1
                 delay = RESUME.delay(failures)
                 self.log.warning(
-                    "watch of nats://%s stopped (%s); retrying in %.0fs", self.bucket, exc, delay
+                    "watch of nats://%s stopped (%s); retrying in %.1fs", self.bucket, exc, delay
                 )
                 await asyncio.sleep(delay)
 
