@@ -71,6 +71,8 @@ class NatsObjectStoreResource(ConfigurableResource):
     inbox_prefix: str | None = _from_table("inbox_prefix")
     name: str | None = _from_table("name", "dagster")
     connect_timeout: float = _from_table("connect_timeout", 5.0)
+    api_timeout: float | None = _from_table("api_timeout")
+    failover_timeout: float | None = _from_table("failover_timeout")
     consistency: str | None = _from_table("consistency")
     cache_dir: str | None = _from_table("cache_dir")
     name_index: bool | None = _from_table("name_index")

@@ -151,6 +151,28 @@ class ConnectionSettings:
             metavar="SECONDS",
         ),
     )
+    api_timeout: float = field(
+        default=5.0,
+        metadata=_row(
+            "API timeout (s)",
+            "Seconds a JetStream request waits for its answer; also how long a call waits"
+            " for a lost connection to come back (a single server).",
+            env="NATSOBJ_API_TIMEOUT",
+            kind=float,
+            metavar="SECONDS",
+        ),
+    )
+    failover_timeout: float = field(
+        default=30.0,
+        metadata=_row(
+            "Failover timeout (s)",
+            "In a cluster, seconds an operation waits for a new stream leader (or for any node"
+            " to be reachable) before raising ClusterUnavailable.",
+            env="NATSOBJ_FAILOVER_TIMEOUT",
+            kind=float,
+            metavar="SECONDS",
+        ),
+    )
     # Read consistency on replicated stores (see docs/production.md, "Consistency").
     consistency: str = field(
         default=STRONG,
@@ -196,6 +218,8 @@ class ConnectionSettings:
         if self.domain and self.api_prefix:
             raise ValueError("set either domain or api_prefix, not both")
         self.connect_timeout = float(self.connect_timeout)
+        self.api_timeout = float(self.api_timeout)
+        self.failover_timeout = float(self.failover_timeout)
         if self.name_index is not None:
             self.name_index = parse_bool(self.name_index, what="name_index")
         self.consistency = str(self.consistency).lower()

@@ -17,14 +17,12 @@ from natsobj import aio
 from natsobj.aio import listing
 from natsobj.aio.client import DEFAULT_PUT_WINDOW, DEFAULT_READ_WINDOW
 from natsobj.aio.compaction import CompactResult
-from natsobj.aio.jsapi import DEFAULT_FAILOVER_TIMEOUT
 from natsobj.aio.scans import Changes
 from natsobj.aio.sources import PutSource
 from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus, StreamInfo, Tiering
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
-from natsobj.wire import DEFAULT_API_TIMEOUT
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -595,20 +593,16 @@ class Client:
 def connect(
     url_or_settings: str | ConnectionSettings | None = None,
     *,
-    api_timeout: float = DEFAULT_API_TIMEOUT,
     put_window_bytes: int = DEFAULT_PUT_WINDOW,
     read_window_bytes: int = DEFAULT_READ_WINDOW,
-    failover_timeout: float = DEFAULT_FAILOVER_TIMEOUT,
     **overrides: Any,
 ) -> Client:
     return Client(
         run(
             aio.connect(
                 url_or_settings,
-                api_timeout=api_timeout,
                 put_window_bytes=put_window_bytes,
                 read_window_bytes=read_window_bytes,
-                failover_timeout=failover_timeout,
                 **overrides,
             )
         )

@@ -43,8 +43,6 @@ ATOMIC_BATCH_INCOMPLETE = 10176
 
 # The API prefix of the account's own JetStream (another domain's or account's is configured).
 DEFAULT_API_PREFIX = "$JS.API"
-# How long an API request waits for its reply unless the caller says otherwise.
-DEFAULT_API_TIMEOUT = 5.0
 STREAM_NAMES = "STREAM.NAMES"  # the API operation listing streams (paged, filtered by subject)
 
 # ADR-20: bucket ``b`` is stream ``OBJ_b``; its chunks are on ``$O.b.C.<nuid>``, its meta
@@ -134,3 +132,12 @@ def flow_control_prefix(stream: str, consumer: str) -> str:
 
 def pull_subject(api_prefix: str, stream: str, consumer: str) -> str:
     return f"{api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer}"
+
+
+# The JetStream API prefix of the local account, without a domain (ADR-19 / ADR-20).
+DEFAULT_API_PREFIX = "$JS.API"
+# The account info request (under the API prefix): answered only by a meta layer with quorum.
+ACCOUNT_INFO = "INFO"
+# A direct get's reply headers: the message's stream sequence and when it was stored.
+SEQUENCE = "Nats-Sequence"
+TIME_STAMP = "Nats-Time-Stamp"

@@ -14,7 +14,7 @@ import nats
 import pytest
 from nats.aio.client import Client as NatsConnection
 
-from natsobj.aio.jsapi import api_error
+from natsobj.aio.api_errors import api_error
 from natsobj.embedded import NatsServerProcess
 from natsobj.errors import (
     BucketExists,

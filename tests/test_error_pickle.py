@@ -9,9 +9,9 @@ import pickle
 import pytest
 
 import natsobj.errors
-from natsobj.aio.jsapi import RetryableError
 from natsobj.archive.target import ArchiveTargetError
 from natsobj.errors import NatsObjError
+from natsobj.retry import RetryableError
 from natsobj.spark import errors as spark_errors
 
 

@@ -54,6 +54,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "natsobj.lifecycle",
         "natsobj.parsing",
         "natsobj.operation_options",
+        "natsobj.retry",
         "natsobj.localfiles",
         "natsobj.embedded",
         "natsobj.deprecation",

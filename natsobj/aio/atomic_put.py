@@ -40,13 +40,15 @@ from typing import Any
 from nats.aio.msg import Msg
 from nats.nuid import NUID
 
-from natsobj.aio.jsapi import api_error, status_of
+from natsobj.aio.api_errors import api_error
+from natsobj.aio.jsapi import status_of
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.stream import BucketStream
 from natsobj.errors import NotConnected, SequenceConflict
 from natsobj.model import ObjectInfo, format_digest
 from natsobj.names import chunk_subject, meta_subject
+from natsobj.retry import RACED
 from natsobj.wire import (
     ATOMIC_BATCH_INCOMPLETE,
     ATOMIC_BATCH_TOO_LARGE,
@@ -66,19 +68,12 @@ from natsobj.wire import (
 # The server's default max_batch_size (nats-server streamDefaultMaxAtomicBatchSize): chunks
 # plus the meta record. A server configured lower refuses the batch and the put goes today's way.
 ATOMIC_BATCH_MESSAGES = 1000
-# The largest object sent as one batch by default (``ObjectStore.atomic_max_bytes`` None),
-# chosen by benchmarks/ranges.py (BENCHMARKS.md, "Atomic puts"): atomic batch against today's
-# put, per size class, in one run. On one replica today's put was the faster in every class
-# from 1 KiB to 256 MiB: nats-server 2.15 stages each batch of a one-replica file stream in a
-# file store of its own (every message written twice), and today's put there sends its record
-# without waiting for the last chunk. On three replicas the batch (staged in memory, proposed
-# once; today's put waits for its last chunk there) was the faster up to 64 KiB, and from
-# 256 KiB on no faster (as fast, or slower, from run to run).
+# The largest object sent as one batch by default (``ObjectStore.atomic_max_bytes`` None), per
+# replica count: the largest size class where the batch was the faster against today's put in
+# one run of benchmarks/ranges.py (BENCHMARKS.md, "Atomic puts"; why, in docs/performance.md).
+# On one replica no size class was, so no put is atomic by default there.
 ATOMIC_MAX_BYTES = 0
 ATOMIC_MAX_BYTES_REPLICATED = 64 * 1024
-# Tries of a batch whose commit met another writer (without a required sequence) before the
-# put goes today's way, which re-publishes only the meta record.
-CONFLICT_ATTEMPTS = 3
 # The commit is answered once every staged message is stored: allow for writing the batch.
 COMMIT_SECONDS_PER_MIB = 0.1
 # Refusals after which the put is sent today's way instead.
@@ -296,7 +291,9 @@ class AtomicPut:
         # the lookup of each later attempt starts only when that attempt needs it: one
         # started after the last attempt would never be awaited
         lookup: Callable[[], Awaitable[ObjectInfo | None]] = lambda: first_current  # noqa: E731
-        for _ in range(CONFLICT_ATTEMPTS):
+        for attempt in RACED.tries():
+            if attempt:
+                await RACED.pause(attempt)
             try:
                 return await self._publish(replay, lookup, required)
             except SequenceConflict:

@@ -15,7 +15,7 @@ import nats.errors
 from nats.aio.client import Client as NatsConnection
 
 from natsobj.aio import name_sync
-from natsobj.aio.jsapi import DEFAULT_FAILOVER_TIMEOUT, JetStreamApi
+from natsobj.aio.jsapi import JetStreamApi
 from natsobj.aio.ranges import ClientRanges
 from natsobj.aio.socket_reads import enlarge_reads
 from natsobj.aio.store import ObjectStore
@@ -34,7 +34,7 @@ from natsobj.model import StreamInfo
 from natsobj.names import all_meta_subject, check_bucket, stream_name
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import STORE_SETTINGS, StoreConfig, StoreSettings
-from natsobj.wire import DEFAULT_API_TIMEOUT, OBJECT_STREAM_PREFIX, STREAM_NAMES, stream_api
+from natsobj.wire import OBJECT_STREAM_PREFIX, STREAM_NAMES, stream_api
 
 log = logging.getLogger("natsobj")
 
@@ -150,14 +150,10 @@ class Client:
         self,
         settings: ConnectionSettings,
         *,
-        api_timeout: float = DEFAULT_API_TIMEOUT,
         put_window_bytes: int = DEFAULT_PUT_WINDOW,
         read_window_bytes: int = DEFAULT_READ_WINDOW,
-        failover_timeout: float = DEFAULT_FAILOVER_TIMEOUT,
     ) -> None:
         self.settings = settings
-        self.api_timeout = api_timeout
-        self.failover_timeout = failover_timeout
         self.put_window_bytes = put_window_bytes
         self.read_window_bytes = read_window_bytes
         # chunk maps and fetch slots of this client's ranged reads, not the process's: another
@@ -198,9 +194,7 @@ class Client:
         nc.options["max_reconnect_attempts"] = RECONNECT_ATTEMPTS
         enlarge_reads(nc, self._on_violation)
         self.nc = nc
-        self.api = JetStreamApi(
-            self.nc, resolved, timeout=self.api_timeout, failover_timeout=self.failover_timeout
-        )
+        self.api = JetStreamApi(self.nc, resolved)
         await self.api.start()
         return self
 
@@ -373,7 +367,7 @@ class Client:
         if nc is None:
             return
         try:
-            async with asyncio.timeout(self.api_timeout):
+            async with asyncio.timeout(self.settings.api_timeout):
                 if self.api is not None:
                     await self.api.close()
                 if not nc.is_closed:
@@ -456,24 +450,17 @@ def _connect_failure(resolved: ConnectionSettings, errors: list[Exception]) -> N
 async def connect(
     url_or_settings: str | ConnectionSettings | None = None,
     *,
-    api_timeout: float = DEFAULT_API_TIMEOUT,
     put_window_bytes: int = DEFAULT_PUT_WINDOW,
     read_window_bytes: int = DEFAULT_READ_WINDOW,
-    failover_timeout: float = DEFAULT_FAILOVER_TIMEOUT,
     **overrides: Any,
 ) -> Client:
     """Connect from a URL, settings, or (None) the NATS_* environment; ``embedded`` starts or
-    finds the local server.
-
-    ``failover_timeout``: in a cluster, how long an operation waits for a new stream leader
-    (or for any node to be reachable) before raising ClusterUnavailable."""
+    finds the local server. ``overrides`` are ``ConnectionSettings`` fields, among them
+    ``api_timeout`` and ``failover_timeout`` (in a cluster, how long an operation waits for a
+    new stream leader, or for any node to be reachable, before raising ClusterUnavailable)."""
     settings = ConnectionSettings.coerce(url_or_settings, **overrides)
     client = Client(
-        settings,
-        api_timeout=api_timeout,
-        put_window_bytes=put_window_bytes,
-        read_window_bytes=read_window_bytes,
-        failover_timeout=failover_timeout,
+        settings, put_window_bytes=put_window_bytes, read_window_bytes=read_window_bytes
     )
     return await client._connect()
 

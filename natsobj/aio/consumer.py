@@ -40,9 +40,11 @@ from typing import Any
 
 from nats.nuid import NUID
 
-from natsobj.aio.jsapi import Failover, JetStreamApi, TransientError, parse_headers, raw_status
+from natsobj.aio.failover import Failover
+from natsobj.aio.jsapi import JetStreamApi, parse_headers, raw_status
 from natsobj.errors import BucketRecreated, NatsObjError, NotConnected, PermissionDenied
 from natsobj.model import time_from_nanos
+from natsobj.retry import RetryableError
 from natsobj.wire import (
     CONSUMER_STALLED,
     DEFAULT_API_PREFIX,
@@ -289,7 +291,7 @@ class OrderedConsumer:
                     bucket=self.bucket,
                     timeout=failover.attempt_timeout,
                 )
-            except TransientError as exc:
+            except RetryableError as exc:
                 await failover.wait(exc)
 
     async def next(self, timeout: float | None = None) -> StreamMsg | None:

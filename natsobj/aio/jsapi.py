@@ -18,60 +18,32 @@ from nats.aio.client import Client as NatsConnection
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
+from natsobj.aio.api_errors import api_error, publish_denied
+from natsobj.aio.failover import Failover
 from natsobj.aio.nats_internals import internals_present
 from natsobj.errors import (
-    BucketExists,
-    BucketNotFound,
-    ChunkTooLarge,
     ClusterUnavailable,
-    ExpiryNotEnabled,
     NatsObjError,
     NotConnected,
-    ObjectChanged,
-    ObjectNotFound,
     PermissionDenied,
     ProtocolViolation,
-    StoreFull,
-    StoreSealed,
 )
+from natsobj.retry import RetryableError
 from natsobj.settings import ConnectionSettings
 from natsobj.wire import (
-    ACCOUNT_RESOURCES_EXCEEDED,
     CLUSTER_NOT_AVAILABLE,
+    DEFAULT_API_PREFIX,
     DESCRIPTION,
-    INSUFFICIENT_RESOURCES,
-    JETSTREAM_NOT_ENABLED,
-    JETSTREAM_NOT_ENABLED_FOR_ACCOUNT,
-    MAXIMUM_STREAMS_LIMIT,
-    MEMORY_RESOURCES_EXCEEDED,
-    MESSAGE_EXCEEDS_MAXIMUM,
-    MESSAGE_TTL_DISABLED,
-    NO_MESSAGE_FOUND,
-    NO_SUITABLE_PEERS,
     STATUS,
-    STORAGE_RESOURCES_EXCEEDED,
-    STREAM_MAX_BYTES_EXCEEDS_ACCOUNT,
-    STREAM_NAME_IN_USE,
-    STREAM_NOT_FOUND,
-    STREAM_SEALED,
-    STREAM_STORE_FAILED,
-    TOO_MANY_REQUESTS,
-    WRONG_LAST_SEQUENCE,
-    WRONG_LAST_SEQUENCE_CONSTANT,
     header_block,
 )
 
 _VIOLATION = re.compile(r'Permissions Violation for (Publish|Subscription) to "?([^"\s]+)"?', re.I)
-_BUCKET_IN_SUBJECT = re.compile(r"(?:\bOBJ_|\$O\.)([A-Za-z0-9_-]+)")
 ACCOUNT_IMPORTS = (
     "the using account must import '$JS.API.>' (to the API prefix), import '$O.>' (to"
     " '<API prefix>.$O.>'), import '$JS.FC.>' and '$JS.ACK.>', import the stream"
     " '<inbox prefix>.>', and connect with that inbox_prefix."
 )
-DEFAULT_FAILOVER_TIMEOUT = 30.0
-# While a cluster recovers, requests are retried this often, each waiting this long at most.
-FAILOVER_RETRY_SECONDS = 0.25
-FAILOVER_ATTEMPT_TIMEOUT = 2.0
 
 
 # nats-py internals of the two fast paths below (see nats_internals): raw deliveries replace the
@@ -92,190 +64,6 @@ DIRECT_PUBLISH_INTERNALS = (
 RawHandler = Callable[[bytes, bytes, bytes], None]
 # A raw delivery handler: subject, reply subject (b"" without one), header block and payload.
 DeliveryHandler = Callable[[bytes, bytes, bytes, bytes], None]
-
-
-class RetryableError(NatsObjError):
-    """The server asked us to slow down (429) or had no responder for a moment (503)."""
-
-
-# A typed error from the reply's description, bucket and object name.
-_ErrorFactory = Callable[[str, str | None, str | None], NatsObjError]
-
-
-def _bucket_not_found(text: str, bucket: str | None, name: str | None) -> NatsObjError:
-    return BucketNotFound("bucket does not exist", bucket=bucket)
-
-
-def _object_not_found(text: str, bucket: str | None, name: str | None) -> NatsObjError:
-    return ObjectNotFound("object does not exist", bucket=bucket, name=name)
-
-
-def _bucket_exists(text: str, bucket: str | None, name: str | None) -> NatsObjError:
-    return BucketExists(f"bucket exists with a different configuration ({text})", bucket=bucket)
-
-
-def _sealed(text: str, bucket: str | None, name: str | None) -> NatsObjError:
-    return StoreSealed("store is sealed", bucket=bucket, name=name)
-
-
-def _wrong_last_sequence(text: str, bucket: str | None, name: str | None) -> NatsObjError:
-    return ObjectChanged(
-        f"another writer changed it first ({text})",
-        bucket=bucket,
-        name=name,
-        hint="Nothing was written; read it again and retry.",
-    )
-
-
-def _message_too_large(text: str, bucket: str | None, name: str | None) -> NatsObjError:
-    return ChunkTooLarge(
-        f"a chunk is larger than the bucket's stream accepts ({text})",
-        bucket=bucket,
-        name=name,
-        hint="Put it with a smaller chunk size, or raise the stream's max_msg_size.",
-    )
-
-
-def _store_failed(text: str, bucket: str | None, name: str | None) -> NatsObjError:
-    # The code only says the stream's store refused the message; the Go error in the text says
-    # why, and its limit errors (max bytes, messages, messages per subject) read "maximum ...".
-    if text.lower().startswith("maximum"):
-        return StoreFull(f"store is full ({text})", bucket=bucket, name=name)
-    return NatsObjError(f"the server could not store it ({text})", bucket=bucket, name=name)
-
-
-def _server_full(text: str, bucket: str | None, name: str | None) -> NatsObjError:
-    return StoreFull(
-        f"the server has no room for it ({text})",
-        bucket=bucket,
-        name=name,
-        hint="Lower max_bytes, free space, or raise the server's JetStream max_file_store /"
-        " max_memory_store.",
-    )
-
-
-def _account_limit(text: str, bucket: str | None, name: str | None) -> NatsObjError:
-    return StoreFull(
-        f"the account's JetStream limits refuse it ({text})",
-        bucket=bucket,
-        name=name,
-        hint="Delete buckets the account no longer needs, lower max_bytes, or raise the"
-        " account's JetStream limits.",
-    )
-
-
-def _no_jetstream(text: str, bucket: str | None, name: str | None) -> NatsObjError:
-    return NotConnected(
-        "this account has no JetStream",
-        bucket=bucket,
-        hint="Enable JetStream for the account, or set the domain / API prefix of the"
-        " JetStream you mean to use.",
-    )
-
-
-def _no_meta_leader(text: str, bucket: str | None, name: str | None) -> NatsObjError:
-    return ClusterUnavailable(
-        "the JetStream cluster has no meta leader (no quorum of servers)", bucket=bucket
-    )
-
-
-def _no_suitable_peers(text: str, bucket: str | None, name: str | None) -> NatsObjError:
-    return ClusterUnavailable(
-        f"the cluster cannot place the replicas ({text})",
-        bucket=bucket,
-        hint="A replicated store needs at least as many running, routed servers as"
-        " replicas (and ones matching its placement tags); start more nodes or lower"
-        " replicas.",
-    )
-
-
-def _retry(text: str, bucket: str | None, name: str | None) -> NatsObjError:
-    return RetryableError(text, bucket=bucket, name=name)
-
-
-def _ttl_disabled(text: str, bucket: str | None, name: str | None) -> NatsObjError:
-    return ExpiryNotEnabled(
-        "the bucket does not allow per-object TTLs (its stream has no allow_msg_ttl)",
-        bucket=bucket,
-        name=name,
-    )
-
-
-def _denied(text: str, bucket: str | None, name: str | None) -> NatsObjError:
-    return PermissionDenied(text, bucket=bucket, name=name)
-
-
-# The JetStream API error codes (nats-server's errors.json) natsobj gives a typed error.
-_BY_CODE: dict[int, _ErrorFactory] = {
-    STREAM_NOT_FOUND: _bucket_not_found,
-    NO_MESSAGE_FOUND: _object_not_found,
-    STREAM_NAME_IN_USE: _bucket_exists,
-    STREAM_SEALED: _sealed,
-    WRONG_LAST_SEQUENCE: _wrong_last_sequence,
-    WRONG_LAST_SEQUENCE_CONSTANT: _wrong_last_sequence,
-    MESSAGE_EXCEEDS_MAXIMUM: _message_too_large,
-    STREAM_STORE_FAILED: _store_failed,
-    INSUFFICIENT_RESOURCES: _server_full,
-    STORAGE_RESOURCES_EXCEEDED: _server_full,
-    MEMORY_RESOURCES_EXCEEDED: _server_full,
-    ACCOUNT_RESOURCES_EXCEEDED: _account_limit,
-    MAXIMUM_STREAMS_LIMIT: _account_limit,
-    STREAM_MAX_BYTES_EXCEEDS_ACCOUNT: _account_limit,
-    JETSTREAM_NOT_ENABLED_FOR_ACCOUNT: _no_jetstream,
-    JETSTREAM_NOT_ENABLED: _no_jetstream,
-    CLUSTER_NOT_AVAILABLE: _no_meta_leader,
-    NO_SUITABLE_PEERS: _no_suitable_peers,
-    TOO_MANY_REQUESTS: _retry,
-    MESSAGE_TTL_DISABLED: _ttl_disabled,
-}
-# Only for a reply without ``err_code`` (servers before 2.2): the description's words, first
-# match wins.
-_BY_TEXT: tuple[tuple[str, _ErrorFactory], ...] = (
-    ("no suitable peers", _no_suitable_peers),
-    ("stream not found", _bucket_not_found),
-    ("no message found", _object_not_found),
-    ("stream name already in use", _bucket_exists),
-    ("sealed", _sealed),
-    ("maximum bytes", _store_failed),
-    ("maximum messages", _store_failed),
-    ("insufficient resources", _server_full),
-    ("too many", _retry),
-    ("not enabled for account", _no_jetstream),
-    ("permission", _denied),
-)
-
-
-def api_error(
-    error: dict[str, Any], *, bucket: str | None = None, name: str | None = None
-) -> NatsObjError:
-    """Map a JetStream API error to the typed error a user can act on: by its ``err_code``,
-    which is stable across server versions and languages, never by words a server may
-    reword; by the description only when the server sent no code."""
-    code = int(error.get("code") or 0)
-    err_code = int(error.get("err_code") or 0)
-    text = str(error.get("description") or "JetStream error")
-    factory = _BY_CODE.get(err_code) if err_code else _by_text(text)
-    if factory is not None:
-        return factory(text, bucket, name)
-    if code == 429:
-        return RetryableError(text, bucket=bucket, name=name)
-    if code in (401, 403):
-        return PermissionDenied(text, bucket=bucket, name=name)
-    return NatsObjError(f"JetStream error {code}/{err_code}: {text}", bucket=bucket, name=name)
-
-
-def _by_text(text: str) -> _ErrorFactory | None:
-    low = text.lower()
-    return next((factory for words, factory in _BY_TEXT if words in low), None)
-
-
-def publish_denied(subject: str) -> PermissionDenied:
-    """The error for a denied publish, with the bucket the subject belongs to."""
-    found = _BUCKET_IN_SUBJECT.search(subject)
-    return PermissionDenied(
-        f"not allowed to publish to {subject!r}",
-        bucket=found.group(1) if found else None,
-    )
 
 
 def _fail(future: asyncio.Future[Msg], error: NatsObjError) -> None:
@@ -360,20 +148,13 @@ def status_of(msg: Msg) -> str | None:
 class JetStreamApi:
     """Requests to one JetStream (local, another account's, or another domain's)."""
 
-    def __init__(
-        self,
-        nc: NatsConnection,
-        settings: ConnectionSettings,
-        timeout: float = 5.0,
-        *,
-        failover_timeout: float = DEFAULT_FAILOVER_TIMEOUT,
-    ) -> None:
+    def __init__(self, nc: NatsConnection, settings: ConnectionSettings) -> None:
         self.nc = nc
         self.prefix = settings.js_api_prefix
         self.object_prefix = settings.object_prefix
         self.inbox_prefix = settings.inbox_prefix or "_INBOX"
-        self.timeout = timeout
-        self.failover_timeout = failover_timeout
+        self.timeout = settings.api_timeout
+        self.failover_timeout = settings.failover_timeout
         self._inbox = nc.new_inbox()
         self._tokens = itertools.count(1)
         self._waiting: dict[str, tuple[asyncio.Future[Msg], str]] = {}
@@ -623,7 +404,7 @@ class JetStreamApi:
         """``nc.publish`` for a large payload, without its copies: nats-py concatenates the
         protocol line, headers, payload and CRLF into one new bytes object, twice over, before
         its flusher joins the pending commands again. Queued as three pieces instead, the
-        payload is copied once, by that join (put chunks: two 128 KiB copies fewer each).
+        payload is copied once, by that join (each put chunk: two copies fewer).
         The three go in with no await between them: another task's command must not land
         inside the message."""
         nc = self.nc
@@ -706,8 +487,8 @@ class JetStreamApi:
         future, token = self._expect_reply(subject)
         await self._connected_for(subject, future)
         try:
-            # one deadline for the publish (see send) and the reply: a timer costs several
-            # microseconds, a fair part of a small request's own work
+            # one deadline for the publish (see send) and the reply: arming a timer is a
+            # fair part of a small request's own work
             async with asyncio.timeout(timeout or self.timeout):
                 await self._publish(subject, payload, headers, future, token)
                 return await future
@@ -723,7 +504,7 @@ class JetStreamApi:
                 " the stream's leader is being elected, or too few of its replicas are up"
             )
         hint = "Check that JetStream is enabled and the domain / API prefix is right."
-        if self.prefix != "$JS.API":
+        if self.prefix != DEFAULT_API_PREFIX:
             hint += f" Across accounts: {ACCOUNT_IMPORTS}"
         return NotConnected(
             f"no reply from JetStream for {subject!r} within {self.timeout:g}s ({self.server})",
@@ -766,8 +547,8 @@ class JetStreamApi:
                     name=name,
                     timeout=timeout or failover.attempt_timeout,
                 )
-            except TransientError as exc:
-                await failover.wait(exc.error)
+            except RetryableError as exc:
+                await failover.wait(exc)
 
     async def call_once(
         self,
@@ -779,15 +560,16 @@ class JetStreamApi:
         timeout: float | None = None,
     ) -> dict[str, Any]:
         """``call`` without the retries, for callers that must change the request between
-        attempts. What a recovering cluster may answer is raised wrapped in ``TransientError``."""
+        attempts. What a recovering cluster may answer is raised as a ``RetryableError``
+        (its ``final`` the error to raise when no retry is left)."""
         subject = f"{self.prefix}.{operation}"
         payload = json.dumps(body).encode() if body is not None else b""
         try:
             reply = await self.request(subject, payload, timeout=timeout)
         except NotConnected as exc:
-            raise TransientError(exc) from None
+            raise RetryableError.wrapping(exc) from None
         if status_of(reply) == "503":
-            raise TransientError(
+            raise RetryableError.wrapping(
                 NotConnected(
                     f"JetStream did not answer on {subject!r} (no responders)",
                     bucket=bucket,
@@ -798,7 +580,7 @@ class JetStreamApi:
         if "error" in response:
             error = api_error(response["error"], bucket=bucket, name=name)
             if int(response["error"].get("err_code") or 0) == CLUSTER_NOT_AVAILABLE:
-                raise TransientError(error)
+                raise RetryableError.wrapping(error)
             raise error
         return response
 
@@ -809,82 +591,3 @@ class JetStreamApi:
         if self._unsubscribe_replies is not None:
             await self._unsubscribe_replies()
             self._unsubscribe_replies = None
-
-
-class TransientError(Exception):
-    """An answer (or its absence) that a recovering cluster gives: retried in a cluster."""
-
-    def __init__(self, error: NatsObjError) -> None:
-        super().__init__(str(error))
-        self.error = error
-
-
-class Failover:
-    """Retries of one request while a cluster recovers from a lost node.
-
-    Outside a cluster the first failure is final (a missing answer there is a setup problem).
-    In a cluster, a missing answer, no responders or "temporarily unavailable" are what an
-    election looks like: the request is repeated until ``failover_timeout`` has passed, and
-    then the error says what is missing, the stream's leader or the cluster's quorum."""
-
-    def __init__(
-        self, api: JetStreamApi, subject: str, bucket: str | None, name: str | None = None
-    ) -> None:
-        self.api = api
-        self.subject = subject
-        self.bucket = bucket
-        self.name = name
-        self.deadline: float | None = None
-
-    @property
-    def attempt_timeout(self) -> float | None:
-        if self.deadline is None:
-            return None
-        return min(self.api.timeout, FAILOVER_ATTEMPT_TIMEOUT)
-
-    async def wait(self, error: NatsObjError | TransientError) -> None:
-        """Return when the request should be tried again; raise when it should not."""
-        if isinstance(error, TransientError):
-            error = error.error
-        if self.api.nc.is_closed or not self.api.in_cluster:
-            raise error
-        now = asyncio.get_running_loop().time()
-        if self.deadline is None:
-            self.deadline = now + self.api.failover_timeout
-        if now >= self.deadline:
-            raise await cluster_unavailable(
-                self.api, self.subject, self.bucket, self.name
-            ) from error
-        await asyncio.sleep(FAILOVER_RETRY_SECONDS)
-
-
-async def cluster_unavailable(
-    api: JetStreamApi, subject: str, bucket: str | None, name: str | None = None
-) -> ClusterUnavailable:
-    """The error for a cluster that did not recover in time, naming what is missing: the
-    meta layer answers account info only with a quorum of servers."""
-    waited = f"{api.failover_timeout:g}s"
-    if not api.nc.is_connected:
-        return ClusterUnavailable(
-            f"no node of the cluster could be reached within {waited} (calling {subject!r})",
-            bucket=bucket,
-            name=name,
-        )
-    try:
-        reply = await api.request(f"{api.prefix}.INFO", b"", timeout=FAILOVER_ATTEMPT_TIMEOUT)
-        meta_ok = status_of(reply) != "503" and "error" not in api.reply_json(reply, api.prefix)
-    except NatsObjError:
-        meta_ok = False
-    if not meta_ok:
-        return ClusterUnavailable(
-            f"the cluster has had no JetStream meta leader for {waited} (no quorum: fewer than"
-            f" a majority of its servers are up and routed) while calling {subject!r}",
-            bucket=bucket,
-            name=name,
-        )
-    return ClusterUnavailable(
-        f"no leader was elected for the stream within {waited} (no quorum: fewer than a"
-        f" majority of its replicas are up) while calling {subject!r}",
-        bucket=bucket,
-        name=name,
-    )

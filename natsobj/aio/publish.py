@@ -20,18 +20,13 @@ from dataclasses import dataclass, field
 
 from nats.aio.msg import Msg
 
-from natsobj.aio.jsapi import (
-    FAILOVER_ATTEMPT_TIMEOUT,
-    JetStreamApi,
-    RetryableError,
-    api_error,
-    cluster_unavailable,
-    status_of,
-)
+from natsobj.aio.api_errors import api_error
+from natsobj.aio.failover import FAILOVER_ATTEMPT_TIMEOUT, cluster_unavailable
+from natsobj.aio.jsapi import JetStreamApi, status_of
 from natsobj.errors import BucketNotFound, NatsObjError, NotConnected
-from natsobj.wire import MSG_ID, chunk_msg_id
+from natsobj.retry import RESEND, RetryableError
+from natsobj.wire import MSG_ID, chunk_msg_id, stream_api
 
-MAX_RETRIES = 6  # outside a cluster; in one, recovery lasts up to the failover timeout
 NO_RESPONDERS = "no responders"
 UNANSWERED = "no acknowledgement"
 
@@ -123,9 +118,11 @@ class PublishWindow:
         self._last_sequence = sequence
 
     async def _ack(self, entry: _InFlight, timeout: float) -> Msg:
-        if entry.reply.done():  # the usual case with a full window: no timer to arm
-            return entry.reply.result()
+        """The chunk's acknowledgement. One the lost connection failed before it was awaited
+        is a lost one too: in a cluster the window is sent again."""
         try:
+            if entry.reply.done():  # the usual case with a full window: no timer to arm
+                return entry.reply.result()
             async with asyncio.timeout(timeout):
                 return await asyncio.shield(entry.reply)
         except (TimeoutError, NotConnected) as exc:  # NotConnected: the connection was lost
@@ -161,11 +158,11 @@ class PublishWindow:
         return outcomes
 
     async def _recover(self) -> None:
-        """Send the window again until every chunk in it is acknowledged in order."""
+        """Send the window again until every chunk in it is acknowledged in order: outside a
+        cluster for the resends of ``RESEND``, in one until the failover timeout."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.api.failover_timeout
-        attempt = 0
-        while True:
+        for attempt in itertools.count():
             outcomes = await self._outcomes()
             stored = [o for o in outcomes if isinstance(o, int)]
             if len(stored) == len(outcomes) and _ascending([self._last_sequence, *stored]):
@@ -177,19 +174,18 @@ class PublishWindow:
                 # chunk, and store those chunks again under new ids
                 for sequence in stored:
                     await self.api.call(
-                        f"STREAM.MSG.DELETE.{self.stream}",
+                        stream_api("MSG.DELETE", self.stream),
                         {"seq": sequence, "no_erase": True},
                         bucket=self.bucket,
                     )
                 self._generation += 1
             refused = [o for o in outcomes if isinstance(o, str)]
             problem = refused[0] if refused else "stored out of order"
-            attempt += 1
             if self.api.in_cluster and loop.time() >= deadline:
                 raise await self._cluster_error()
-            if not self.api.in_cluster and attempt > MAX_RETRIES:
+            if not self.api.in_cluster and attempt + 1 >= (RESEND.attempts or 0):
                 raise self._refused(problem)
-            await asyncio.sleep(min(0.05 * 2**attempt, 2.0))
+            await RESEND.pause(attempt + 1, deadline=deadline if self.api.in_cluster else None)
             for entry in self._inflight:
                 await self._send(entry)
 
@@ -213,7 +209,7 @@ class PublishWindow:
         """After failover_timeout: the bucket is gone, or the cluster lacks a leader/quorum."""
         try:
             reply = await self.api.request(
-                f"{self.api.prefix}.STREAM.INFO.{self.stream}",
+                f"{self.api.prefix}.{stream_api('INFO', self.stream)}",
                 timeout=FAILOVER_ATTEMPT_TIMEOUT,
             )
             body = self.api.reply_json(reply, self.stream)

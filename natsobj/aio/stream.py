@@ -14,7 +14,6 @@ writes ask the leader, or read from a replica until it reaches a sequence the le
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import inspect
 import json
@@ -22,15 +21,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
+from natsobj.aio.api_errors import api_error
 from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
-from natsobj.aio.jsapi import (
-    Failover,
-    JetStreamApi,
-    api_error,
-    parse_headers,
-    raw_header,
-    status_of,
-)
+from natsobj.aio.failover import Failover
+from natsobj.aio.jsapi import JetStreamApi, parse_headers, raw_header, status_of
 from natsobj.errors import (
     NatsObjError,
     NotConnected,
@@ -40,12 +34,15 @@ from natsobj.errors import (
 )
 from natsobj.model import StoreStatus, StreamInfo, parse_server_time
 from natsobj.names import stream_name
+from natsobj.retry import REPLICA_CATCH_UP
 from natsobj.settings import STRONG, ConnectionSettings
 from natsobj.wire import (
     EXPECTED_LAST_SUBJECT_SEQ,
     MSG_ID,
     MSG_SIZE,
     ROLLUP,
+    SEQUENCE,
+    TIME_STAMP,
     WRONG_LAST_SEQUENCE,
     direct_get_batch_subject,
     direct_get_subject,
@@ -54,11 +51,6 @@ from natsobj.wire import (
 
 T = TypeVar("T")
 
-# The wait for a lagging replica: backoff from 10 ms doubling to REPLICA_BACKOFF_CAP, for
-# REPLICA_ATTEMPTS reads in all (about 7 s): longer than a healthy replica ever trails.
-REPLICA_ATTEMPTS = 20
-REPLICA_BACKOFF = 0.01
-REPLICA_BACKOFF_CAP = 0.5
 _UNAVAILABLE = object()  # no replica answered a direct get: ask the leader
 
 
@@ -215,8 +207,8 @@ class BucketStream:
             headers = reply.headers or {}
             return LastMsg(
                 reply.data,
-                int(headers["Nats-Sequence"]),
-                parse_server_time(headers["Nats-Time-Stamp"]),
+                int(headers[SEQUENCE]),
+                parse_server_time(headers[TIME_STAMP]),
                 headers,
             )
         if status == "404":
@@ -236,7 +228,7 @@ class BucketStream:
     async def _leader_get(self, body: dict[str, Any], *, name: str | None) -> LastMsg | None:
         try:
             response = await self.api.call(
-                f"STREAM.MSG.GET.{self.stream}", body, bucket=self.bucket, name=name
+                stream_api("MSG.GET", self.stream), body, bucket=self.bucket, name=name
             )
         except ObjectNotFound:
             return None
@@ -269,14 +261,15 @@ class BucketStream:
         behind; ReplicaLagging when none is within the wait. ``caught_up`` releases what a
         rejected answer holds (a consumer). ``what`` names the read in the message, ``floor``
         the sequence the replica had to reach, when there is one."""
-        for attempt in range(REPLICA_ATTEMPTS):
+        for attempt in REPLICA_CATCH_UP.tries():
+            if attempt:
+                await REPLICA_CATCH_UP.pause(attempt)
             result = await read()
             done = caught_up(result)
             if inspect.isawaitable(done):
                 done = await done
             if done:
                 return result
-            await asyncio.sleep(min(REPLICA_BACKOFF * 2**attempt, REPLICA_BACKOFF_CAP))
         behind = f"sequence {floor}" if floor is not None else "the stream leader"
         raise ReplicaLagging(
             f"the replica serving {what} stayed behind {behind}",
@@ -391,7 +384,7 @@ class BucketStream:
         ``expected_sequence``: store it only if the subject's last message is at that
         sequence (0: the subject has none), else SequenceConflict and nothing is written. In
         a cluster an unanswered publish is sent again until a stream leader answers (see
-        jsapi.Failover); ``msg_id`` and the expected sequence keep that from storing it twice.
+        failover.Failover); ``msg_id`` and the expected sequence keep that from storing it twice.
         ``headers`` go with it (a record's Nats-TTL)."""
         headers = {**(headers or {}), **(ROLLUP if rollup else {})}
         if expected_sequence is not None:

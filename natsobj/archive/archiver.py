@@ -39,6 +39,7 @@ from natsobj.errors import (
     PermissionDenied,
 )
 from natsobj.model import ObjectInfo
+from natsobj.retry import RESUME
 
 if TYPE_CHECKING:
     from natsobj.aio.scans import Changes
@@ -48,7 +49,6 @@ log = logging.getLogger("natsobj.archive")
 
 CHANGES_BATCH = 500
 MAX_PENDING_RECORDS = 5000
-MAX_BACKOFF = 30.0
 
 
 @dataclass
@@ -283,10 +283,10 @@ class Archiver:
     ) -> ArchiveTotals:
         """Archive until ``stop`` is set (or, with ``once``, until caught up).
 
-        Failures of NATS or of the target are retried with exponential backoff from the
+        Failures of NATS or of the target are retried (``natsobj.retry.RESUME``) from the
         durable cursor; ``give_up_after`` seconds of failing in a row raise the last error."""
         stop = stop or asyncio.Event()
-        backoff = 0.5
+        failures = 0  # in a row: the pause before the next try grows with them
         failing_since: float | None = None
         while not stop.is_set():
             try:
@@ -298,7 +298,7 @@ class Archiver:
                     return self.totals
                 if self._packer.stale or (not len(self._packer) and self._pending):
                     await self.flush()
-                backoff, failing_since = 0.5, None
+                failures, failing_since = 0, None
                 delay = self.poll_interval
             except (BucketNotFound, PermissionDenied, ValueError):
                 raise
@@ -307,9 +307,10 @@ class Archiver:
                 failing_since = failing_since or now
                 if give_up_after is not None and now - failing_since > give_up_after:
                     raise
-                log.warning("archiving %r failed, retrying in %.1fs: %s", self, backoff, exc)
+                failures += 1
+                delay = RESUME.delay(failures)
+                log.warning("archiving %r failed, retrying in %.1fs: %s", self, delay, exc)
                 self._opened = False  # reload the index: uncommitted work is done again
-                delay, backoff = backoff, min(backoff * 2, MAX_BACKOFF)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(stop.wait(), delay)
         with contextlib.suppress(NatsObjError, OSError, asyncio.TimeoutError):

@@ -20,6 +20,7 @@ from pyspark.sql.types import StructType
 
 import natsobj
 from natsobj.errors import ObjectChanged
+from natsobj.retry import CONFLICT
 from natsobj.spark.arrowio import ObjectSplitter, RowCount, parquet_stream
 from natsobj.spark.errors import BadSparkOption, DatasetChanged, DatasetExists, WriteAborted
 from natsobj.spark.handoff import consume_behind
@@ -80,9 +81,6 @@ def check_target(
         raise DatasetExists(f"dataset {opts.prefix!r} already exists", bucket=opts.bucket)
     if previous is not None and not overwrite:
         merge_schemas(previous.schema, schema.jsonValue(), where=opts.prefix)
-
-
-COMMIT_ATTEMPTS = 20  # concurrent committers to one prefix, each retried on top of the last
 
 
 class NatsObjWriter(DataSourceArrowWriter):
@@ -207,14 +205,16 @@ class NatsObjWriter(DataSourceArrowWriter):
         """Publish the next generation as a compare-and-swap on the manifest: when another
         writer commits in between, build again on its generation, so concurrent committers
         are serialized and none loses the other's parts."""
-        for _ in range(COMMIT_ATTEMPTS):
+        for attempt in CONFLICT.tries():
+            if attempt:
+                CONFLICT.pause_blocking(attempt)
             expected = manifest_sequence(store, self.opts.prefix)
             try:
                 return self._publish_over(store, parts, expected)
             except ObjectChanged:
                 continue
         raise DatasetChanged(
-            f"dataset {self.opts.prefix!r} kept changing under {COMMIT_ATTEMPTS} commit attempts",
+            f"dataset {self.opts.prefix!r} kept changing under {CONFLICT.attempts} commit attempts",
             bucket=self.opts.bucket,
         )
 

@@ -30,10 +30,9 @@ from natsobj.model import (
     check_on_recreated,
     cursor_after_recreation,
 )
+from natsobj.retry import RESUME
 
 CURSOR_KEY = "nats_meta_sequence"
-RETRY_FIRST_DELAY = 1.0
-RETRY_MAX_DELAY = 30.0
 START_POSITIONS = ("new", "all")
 
 
@@ -252,11 +251,11 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
         """Watch forever; a lost server or missing bucket is logged and retried from the cursor."""
         matcher = self.matcher
         cursor_store = _CursorStore(self.asset_state_store, self.cursor_key, self.log)
-        delay = RETRY_FIRST_DELAY
+        failures = 0  # since the last event: the restart's pause grows with them
         while True:
             try:
                 async for event in self._watch(matcher, cursor_store):
-                    delay = RETRY_FIRST_DELAY
+                    failures = 0
                     yield event
             except BucketRecreated as exc:
                 # "fail" re-raises: the triggerer logs it ("exited with error") and stops
@@ -267,11 +266,12 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
                 )
                 await cursor_store.set(restart)
             except NatsObjError as exc:
+                failures += 1
+                delay = RESUME.delay(failures)
                 self.log.warning(
-                    "watch of nats://%s stopped (%s); retrying in %.0fs", self.bucket, exc, delay
+                    "watch of nats://%s stopped (%s); retrying in %.1fs", self.bucket, exc, delay
                 )
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, RETRY_MAX_DELAY)
 
     async def _watch(
         self, matcher: NameMatcher, cursor_store: _CursorStore
