@@ -124,18 +124,31 @@ def consumer_delete_subject(api_prefix: str, stream: str, consumer: str) -> str:
     return f"{api_prefix}.CONSUMER.DELETE.{stream}.{consumer}"
 
 
+# Never prefixed: across accounts, imports of these carry flow control and acknowledgements.
+FLOW_CONTROL = "$JS.FC"
+ACKS = "$JS.ACK"
+
+
 def flow_control_prefix(stream: str, consumer: str) -> str:
-    """Where a push consumer's flow-control requests want their answers (never prefixed:
-    across accounts the ``$JS.FC.>`` import carries them)."""
-    return f"$JS.FC.{stream}.{consumer}."
+    """Where a push consumer's flow-control requests want their answers."""
+    return f"{FLOW_CONTROL}.{stream}.{consumer}."
+
+
+def account_imports() -> str:
+    """What an account using another's JetStream through an API prefix must import (ADR-19):
+    the words of every hint about a missing import."""
+    return (
+        f"the using account must import '{DEFAULT_API_PREFIX}.>' (to the API prefix), import"
+        f" '{OBJECT_SUBJECT_PREFIX}.>' (to '<API prefix>.{OBJECT_SUBJECT_PREFIX}.>'), import"
+        f" '{FLOW_CONTROL}.>' and '{ACKS}.>', import the stream '<inbox prefix>.>', and"
+        " connect with that inbox_prefix."
+    )
 
 
 def pull_subject(api_prefix: str, stream: str, consumer: str) -> str:
     return f"{api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer}"
 
 
-# The JetStream API prefix of the local account, without a domain (ADR-19 / ADR-20).
-DEFAULT_API_PREFIX = "$JS.API"
 # The account info request (under the API prefix): answered only by a meta layer with quorum.
 ACCOUNT_INFO = "INFO"
 # A direct get's reply headers: the message's stream sequence and when it was stored.

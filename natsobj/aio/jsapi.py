@@ -34,16 +34,14 @@ from natsobj.wire import (
     CLUSTER_NOT_AVAILABLE,
     DEFAULT_API_PREFIX,
     DESCRIPTION,
+    FLOW_CONTROL,
     STATUS,
+    account_imports,
     header_block,
 )
 
 _VIOLATION = re.compile(r'Permissions Violation for (Publish|Subscription) to "?([^"\s]+)"?', re.I)
-ACCOUNT_IMPORTS = (
-    "the using account must import '$JS.API.>' (to the API prefix), import '$O.>' (to"
-    " '<API prefix>.$O.>'), import '$JS.FC.>' and '$JS.ACK.>', import the stream"
-    " '<inbox prefix>.>', and connect with that inbox_prefix."
-)
+ACCOUNT_IMPORTS = account_imports()
 
 
 # nats-py internals of the two fast paths below (see nats_internals): raw deliveries replace the
@@ -523,7 +521,7 @@ class JetStreamApi:
         return NotConnected(
             f"the server keeps waiting for our flow-control answer on {subject!r}",
             bucket=bucket,
-            hint=f"Allow publishing to '$JS.FC.>'. Across accounts: {ACCOUNT_IMPORTS}",
+            hint=f"Allow publishing to '{FLOW_CONTROL}.>'. Across accounts: {ACCOUNT_IMPORTS}",
         )
 
     async def call(

@@ -25,7 +25,7 @@ from natsobj.aio.failover import FAILOVER_ATTEMPT_TIMEOUT, cluster_unavailable
 from natsobj.aio.jsapi import JetStreamApi, status_of
 from natsobj.errors import BucketNotFound, NatsObjError, NotConnected
 from natsobj.retry import RESEND, RetryableError
-from natsobj.wire import MSG_ID, chunk_msg_id, stream_api
+from natsobj.wire import MSG_ID, OBJECT_SUBJECT_PREFIX, chunk_msg_id, stream_api
 
 NO_RESPONDERS = "no responders"
 UNANSWERED = "no acknowledgement"
@@ -195,8 +195,8 @@ class PublishWindow:
                 f"no stream stores {self.subject!r}",
                 bucket=self.bucket,
                 name=self.name,
-                hint="The bucket was deleted, or (across accounts) '$O.>' is not imported"
-                " under the API prefix.",
+                hint=f"The bucket was deleted, or (across accounts) '{OBJECT_SUBJECT_PREFIX}.>'"
+                " is not imported under the API prefix.",
             )
         return NatsObjError(
             f"the server kept refusing chunks ({problem})",

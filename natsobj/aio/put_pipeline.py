@@ -34,6 +34,7 @@ from natsobj.model import (
     format_digest,
 )
 from natsobj.names import chunk_subject, meta_subject
+from natsobj.retry import CONFLICT
 from natsobj.wire import (
     EXPECTED_LAST_MSG_ID,
     EXPECTED_LAST_SUBJECT_SEQ,
@@ -43,7 +44,6 @@ from natsobj.wire import (
 )
 
 _nuid = NUID()
-META_ATTEMPTS = 20
 # Room kept in a message for a chunk's headers (its Nats-Msg-Id), which count against the
 # server's max_payload as much as the chunk does.
 CHUNK_HEADER_ROOM = 256
@@ -241,8 +241,9 @@ async def _replace_meta(
     replaced: concurrent writers to one name then leave no orphaned chunks. With
     ``required``, anything but that version is a conflict for the caller."""
     replaced = current
-    for attempt in range(META_ATTEMPTS):
+    for attempt in CONFLICT.tries():
         if attempt:
+            await CONFLICT.pause(attempt)
             current = await lookup(info.name)
             if current is not None and current.nuid == info.nuid and current.sequence:
                 # our record landed, but its acknowledgement was lost to a failover

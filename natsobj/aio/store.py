@@ -30,11 +30,11 @@ from natsobj.names import (
     meta_subject,
     names_that_always_fit,
 )
+from natsobj.retry import RACED
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
 from natsobj.wire import direct_get_subject
 
-READ_ATTEMPTS = 3
 T = TypeVar("T")
 WRITE_BUFFER = 64 * 1024  # get_file: smaller than a chunk, so a chunk is written, not copied
 
@@ -577,13 +577,13 @@ class ObjectStore:
 
 async def _reread(read: Callable[[], Awaitable[T]]) -> T:
     """``read`` of an object's current version, read again while it raced an overwrite
-    (ObjectChanged), at most ``READ_ATTEMPTS`` times in all: each try reads the version
-    current when it starts, and the last one's ObjectChanged is the caller's."""
-    for _ in range(READ_ATTEMPTS - 1):
+    (ObjectChanged), as the retry policy ``RACED`` says: each try reads the version current
+    when it starts, and the last one's ObjectChanged is the caller's."""
+    for retry in range(1, RACED.attempts or 1):
         try:
             return await read()
         except ObjectChanged:
-            continue
+            await RACED.pause(retry)
     return await read()
 
 
