@@ -20,6 +20,7 @@ from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.sdk import BaseOperator, ObjectStoragePath
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
+from airflow_natsobj.options import operation_options, unset
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import (
     BucketExists,
@@ -29,7 +30,6 @@ from natsobj.errors import (
     ObjectTooLarge,
 )
 from natsobj.model import ObjectInfo
-from natsobj.parsing import parse_ttl
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import STORE_SETTINGS
 
@@ -160,11 +160,9 @@ class NatsCreateObjectOperator(_NatsOperator):
         self.replace = replace
         self.ttl = ttl
 
-    def _rendered_ttl(self) -> timedelta | None:
-        """The rendered ``ttl``; an empty or "None" rendering means none (the rules decide)."""
-        if self.ttl is None or str(self.ttl).strip() in ("", "None"):
-            return None
-        return parse_ttl(self.ttl, what=f"{self.task_id}: ttl")
+    def put_options(self) -> dict[str, Any]:
+        """The put's options (``natsobj.operation_options``) from the rendered fields."""
+        return operation_options("put", f"task {self.task_id!r}", ttl=self.ttl)
 
     def execute(self, context: Context) -> dict[str, Any]:
         with self.hook() as hook:
@@ -178,7 +176,7 @@ class NatsCreateObjectOperator(_NatsOperator):
                 metadata=self.metadata,
                 headers=self.headers,
                 expected_sequence=None if self.replace else self._absent_sequence(hook),
-                ttl=self._rendered_ttl(),
+                **self.put_options(),
             )
             if self.data is not None:
                 info = put(self.data)
@@ -262,7 +260,7 @@ class NatsGetObjectOperator(_NatsOperator):
         encoding: str = "utf-8",
         max_xcom_bytes: int = DEFAULT_MAX_XCOM_BYTES,
         min_sequence: int | str | None = None,
-        allow_missing_digest: bool = False,
+        allow_missing_digest: bool | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -272,12 +270,16 @@ class NatsGetObjectOperator(_NatsOperator):
         self.encoding = encoding
         self.max_xcom_bytes = max_xcom_bytes
         self.min_sequence = min_sequence
-        self.allow_missing_digest = allow_missing_digest
+        # parsed here: a value the table does not take fails when the DAG is parsed
+        options = operation_options(
+            "get", f"task {self.task_id!r}", allow_missing_digest=allow_missing_digest
+        )
+        self.allow_missing_digest: bool = options["allow_missing_digest"]
 
     def _known_sequence(self) -> int | None:
         """The rendered ``min_sequence``; an empty or "None" rendering means none is known."""
-        value = self.min_sequence
-        if value is None or str(value).strip() in ("", "None"):
+        value = unset(self.min_sequence)
+        if value is None:
             return None
         try:
             return int(value)
