@@ -29,8 +29,8 @@ from natsobj.errors import (
     ObjectNotFound,
     ObjectTooLarge,
 )
+from natsobj.lineage import dataset_identity
 from natsobj.model import ObjectInfo
-from natsobj.settings import ConnectionSettings
 from natsobj.store_config import STORE_SETTINGS
 
 if TYPE_CHECKING:
@@ -47,12 +47,6 @@ def _names(value: str | list[str] | None) -> list[str]:
     if value is None:
         return []
     return [value] if isinstance(value, str) else list(value)
-
-
-def lineage_namespace(settings: ConnectionSettings) -> str:
-    """``nats://host:port`` of the first server (``embedded`` for the local one)."""
-    server = settings.servers[0]
-    return server if settings.embedded_dir is None else "embedded"
 
 
 def _deprecated_name(old: str, new: type) -> None:
@@ -75,20 +69,18 @@ class _NatsOperator(BaseOperator):
     _lineage_outputs: tuple[str, ...] = ()
 
     def _lineage(self) -> Any:
-        """The objects this task reads and writes as OpenLineage datasets: namespace
-        ``nats://<host:port>`` of the connection (credentials never included), name
-        ``<bucket>/<object>``."""
+        """The objects this task reads and writes as OpenLineage datasets, each under its
+        identity (``natsobj.lineage``), the same as its asset's."""
         from airflow.providers.common.compat.openlineage.facet import Dataset
         from airflow.providers.openlineage.extractors import OperatorLineage
 
-        namespace = lineage_namespace(self.hook().settings)
-
         def datasets(fields: tuple[str, ...]) -> list[Any]:
-            return [
-                Dataset(namespace=namespace, name=f"{self.bucket}/{name}")  # type: ignore[attr-defined]
+            identities = (
+                dataset_identity(self.bucket, name)  # type: ignore[attr-defined]
                 for field in fields
                 for name in _names(getattr(self, field))
-            ]
+            )
+            return [Dataset(namespace=namespace, name=name) for namespace, name in identities]
 
         return OperatorLineage(
             inputs=datasets(self._lineage_inputs), outputs=datasets(self._lineage_outputs)
