@@ -24,6 +24,18 @@ def unset(value: Any) -> Any:
     return value
 
 
+def rendered_sequence(value: Any, what: str) -> int | None:
+    """A templated meta-stream sequence (``"{{ ti.xcom_pull('put')['sequence'] }}"``): None
+    when it rendered nothing, else the whole number; ``what`` names the parameter."""
+    value = unset(value)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a stream sequence number, got {value!r}") from None
+
+
 def operation_options(operation: str, where: str, **given: Any) -> dict[str, Any]:
     """Every option of ``operation`` as an Airflow task runs it, by core name: the value
     given under its Airflow spelling (parsed; unset when it rendered nothing) or the Airflow

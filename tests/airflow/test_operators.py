@@ -186,6 +186,23 @@ def test_put_needs_exactly_one_source() -> None:
         NatsCreateObjectOperator(task_id="p", bucket="b", name="n", data="x", source="/tmp/x")
 
 
+@pytest.mark.parametrize("rendered", [None, "None", " None ", "", " "])
+def test_a_sequence_template_that_rendered_nothing_is_unset_on_every_task(rendered) -> None:
+    """Jinja renders a None as "None" (and a template may leave blanks around it): the
+    sensor read " None " as a number and failed where the get operator read it as unset."""
+    from airflow_natsobj.operators.object_store import NatsGetObjectOperator
+    from airflow_natsobj.sensors.object_store import NatsObjectSensor
+
+    get = NatsGetObjectOperator(task_id="g", bucket="b", name="n", min_sequence=rendered)
+    sensor = NatsObjectSensor(task_id="s", bucket="b", name="n", after_sequence=rendered)
+    assert get._known_sequence() is None
+    assert sensor._after() is None
+    for task, parameter in ((get, "min_sequence"), (sensor, "after_sequence")):
+        setattr(task, parameter, "12x")
+        with pytest.raises(ValueError, match=f"{parameter} must be a stream sequence number"):
+            task._known_sequence() if task is get else task._after()
+
+
 REPLACE_DAG = """
 from airflow.sdk import DAG
 

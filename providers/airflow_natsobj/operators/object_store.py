@@ -20,10 +20,9 @@ from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.sdk import BaseOperator, ObjectStoragePath
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
-from airflow_natsobj.options import operation_options, unset
+from airflow_natsobj.options import operation_options, rendered_sequence
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import (
-    BucketExists,
     BucketNotFound,
     ObjectExists,
     ObjectNotFound,
@@ -269,16 +268,7 @@ class NatsGetObjectOperator(_NatsOperator):
         self.allow_missing_digest: bool = options["allow_missing_digest"]
 
     def _known_sequence(self) -> int | None:
-        """The rendered ``min_sequence``; an empty or "None" rendering means none is known."""
-        value = unset(self.min_sequence)
-        if value is None:
-            return None
-        try:
-            return int(value)
-        except ValueError:
-            raise ValueError(
-                f"{self.task_id}: min_sequence must be a stream sequence number, got {value!r}"
-            ) from None
+        return rendered_sequence(self.min_sequence, f"{self.task_id}: min_sequence")
 
     def execute(self, context: Context) -> Any:
         with self.hook() as hook:
@@ -407,13 +397,8 @@ class NatsCreateObjectStoreOperator(_NatsOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         with self.hook() as hook:
-            try:
-                store = hook.create_store(self.bucket, **self.store_settings)
-            except BucketExists:
-                if not self.exists_ok:
-                    raise
-                store = hook.get_store(self.bucket)
-            return store.status().as_dict()
+            open_store = hook.ensure_store if self.exists_ok else hook.create_store
+            return open_store(self.bucket, **self.store_settings).status().as_dict()
 
 
 class NatsDeleteObjectStoreOperator(_NatsOperator):
