@@ -103,9 +103,10 @@ class NatsCreateObjectOperator(_NatsOperator):
     ObjectInfo as a dict; every outlet asset gets an event whose extra holds name, nuid,
     digest, size and sequence.
 
-    ``ttl`` (templated: seconds, a duration such as ``"2d"`` or ``"1h30m"``, or a timedelta)
-    makes the server delete the object that long after the put; unset, the bucket's lifecycle
-    rules decide (docs/lifecycle.md).
+    ``ttl`` (templated: seconds, a duration such as ``"2d"`` or ``"1h30m"``, a timedelta, or
+    ``"never"``) makes the server delete the object that long after the put; unset, the
+    bucket's lifecycle rules decide (docs/lifecycle.md). Its values are those of every face
+    (``natsobj.operation_options``, docs/options.md).
     """
 
     _lineage_outputs = ("name",)
@@ -235,8 +236,9 @@ class NatsGetObjectOperator(_NatsOperator):
     ``"{{ ti.xcom_pull('put')['sequence'] }}"``: the read is then guaranteed to see that put
     and is served by the nearest replica rather than the stream leader.
 
-    ``allow_missing_digest=True`` also reads an object whose record has no digest (from a
-    client that writes none); by default that fails with MissingDigest.
+    ``allow_missing_digest=True`` (or ``"on"``, ``"yes"``...: the words of every face,
+    docs/options.md) also reads an object whose record has no digest (from a client that
+    writes none); by default that fails with MissingDigest.
     """
 
     template_fields: Sequence[str] = ("bucket", "name", "destination", "encoding", "min_sequence")
