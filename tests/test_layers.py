@@ -55,6 +55,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "natsobj.parsing",
         "natsobj.operation_options",
         "natsobj.retry",
+        "natsobj.lineage",
         "natsobj.localfiles",
         "natsobj.embedded",
         "natsobj.deprecation",

@@ -10,13 +10,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult
 
 from natsobj.errors import BadBucketName
+from natsobj.lineage import dataset_identity
 from natsobj.names import check_bucket
 from natsobj.paths import is_nats_url, nats_url, parse_nats_url
 
 if TYPE_CHECKING:
     from airflow.sdk import Asset
-
-SCHEME = "nats"
 
 
 def asset_uri(bucket: str, name: str = "") -> str:
@@ -50,8 +49,8 @@ def create_asset(*, bucket: str, name: str = "", extra: dict[str, Any] | None = 
 
 
 def convert_asset_to_openlineage(asset: Asset, lineage_context: Any) -> Any:
-    """OpenLineage dataset: namespace ``nats://<bucket>``, name the object name."""
+    """The asset's OpenLineage dataset: the object's identity (``natsobj.lineage``)."""
     from airflow.providers.common.compat.openlineage.facet import Dataset
 
-    bucket, name = split_asset_uri(asset.uri)
-    return Dataset(namespace=f"{SCHEME}://{bucket}", name=name or "/")
+    namespace, name = dataset_identity(*split_asset_uri(asset.uri))
+    return Dataset(namespace=namespace, name=name)

@@ -6,6 +6,7 @@ URL means the same thing in a connection, the CLI and a Spark option.
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import Any, Protocol
 
 from natsobj.parsing import parse_bool
@@ -77,9 +78,25 @@ def _extras(conn: ConnectionLike, raw: dict[str, Any]) -> dict[str, Any]:
     return extras
 
 
+def _embedded_dir(conn: ConnectionLike, value: Any) -> str:
+    """The ``embedded_dir`` extra, which must be absolute: the scheduler, the triggerer and
+    each worker run in directories of their own, so a relative one would name another
+    server (and other data) in each of them."""
+    directory = str(value).strip()
+    if not PurePath(directory).is_absolute():
+        raise NatsConnectionError(
+            f"connection {conn.conn_id!r}: the 'embedded_dir' extra must be an absolute "
+            f"directory, not {directory!r}: the scheduler, triggerer and workers run in "
+            "directories of their own, and a relative one would be another server in each "
+            "(give e.g. /srv/natsobj, or the 'embedded' extra for $NATSOBJ_DATA_DIR)"
+        )
+    return directory
+
+
 def _base(conn: ConnectionLike, extras: dict[str, Any]) -> ConnectionSettings:
     if extras.get("embedded_dir"):
-        return ConnectionSettings(servers=[f"{EMBEDDED}://{extras['embedded_dir']}"])
+        directory = _embedded_dir(conn, extras["embedded_dir"])
+        return ConnectionSettings(servers=[f"{EMBEDDED}://{directory}"])
     if parse_bool(extras.get("embedded", False), what="the 'embedded' extra"):
         return ConnectionSettings(servers=[EMBEDDED])
     servers = extras.get("servers")

@@ -186,6 +186,23 @@ def test_put_needs_exactly_one_source() -> None:
         NatsCreateObjectOperator(task_id="p", bucket="b", name="n", data="x", source="/tmp/x")
 
 
+@pytest.mark.parametrize("rendered", [None, "None", " None ", "", " "])
+def test_a_sequence_template_that_rendered_nothing_is_unset_on_every_task(rendered) -> None:
+    """Jinja renders a None as "None" (and a template may leave blanks around it): the
+    sensor read " None " as a number and failed where the get operator read it as unset."""
+    from airflow_natsobj.operators.object_store import NatsGetObjectOperator
+    from airflow_natsobj.sensors.object_store import NatsObjectSensor
+
+    get = NatsGetObjectOperator(task_id="g", bucket="b", name="n", min_sequence=rendered)
+    sensor = NatsObjectSensor(task_id="s", bucket="b", name="n", after_sequence=rendered)
+    assert get._known_sequence() is None
+    assert sensor._after() is None
+    for task, parameter in ((get, "min_sequence"), (sensor, "after_sequence")):
+        setattr(task, parameter, "12x")
+        with pytest.raises(ValueError, match=f"{parameter} must be a stream sequence number"):
+            task._known_sequence() if task is get else task._after()
+
+
 REPLACE_DAG = """
 from airflow.sdk import DAG
 
@@ -245,7 +262,7 @@ def test_old_operator_names_are_deprecated_aliases(old: str, new: str) -> None:
         assert operator.replace is True  # the old name keeps its old default: overwrite
 
 
-def test_openlineage_facets_name_the_objects(nats_default: str, nats_url: str) -> None:
+def test_openlineage_facets_name_the_objects(nats_default: str) -> None:
     from airflow_natsobj.operators.object_store import (
         NatsCreateObjectOperator,
         NatsDeleteObjectsOperator,
@@ -261,13 +278,31 @@ def test_openlineage_facets_name_the_objects(nats_default: str, nats_url: str) -
     )
     for lineage in (start, done):
         assert lineage.inputs == []
-        assert [(d.namespace, d.name) for d in lineage.outputs] == [(nats_url, "lake/raw/a.csv")]
+        assert [(d.namespace, d.name) for d in lineage.outputs] == [("nats://lake", "raw/a.csv")]
     read = get.get_openlineage_facets_on_start()
-    assert [(d.namespace, d.name) for d in read.inputs] == [(nats_url, "lake/raw/a.csv")]
-    assert [d.name for d in delete.get_openlineage_facets_on_complete(None).outputs] == [
-        "lake/a",
-        "lake/b",
-    ]
+    assert [(d.namespace, d.name) for d in read.inputs] == [("nats://lake", "raw/a.csv")]
+    assert [d.name for d in delete.get_openlineage_facets_on_complete(None).outputs] == ["a", "b"]
+
+
+def test_an_operators_lineage_and_its_assets_name_one_dataset(nats_default: str) -> None:
+    """OpenLineage joins lineage on (namespace, name): the dataset an operator reports and
+    the one its object's asset converts to must be the same, or the graph splits in two."""
+    from airflow.sdk import Asset
+    from airflow_natsobj.assets import convert_asset_to_openlineage
+    from airflow_natsobj.operators.object_store import (
+        NatsCreateObjectOperator,
+        NatsGetObjectOperator,
+    )
+
+    for name in ("raw/a.csv", "top.bin"):
+        asset = Asset(f"nats://lake/{name}")
+        converted = convert_asset_to_openlineage(asset, None)
+        put = NatsCreateObjectOperator(task_id="p", bucket="lake", name=name, data="x")
+        get = NatsGetObjectOperator(task_id="g", bucket="lake", name=name)
+        (written,) = put.get_openlineage_facets_on_complete(None).outputs
+        (read,) = get.get_openlineage_facets_on_start().inputs
+        for dataset in (written, read):
+            assert (dataset.namespace, dataset.name) == (converted.namespace, converted.name)
 
 
 OPENLINEAGE_DAG = """
@@ -298,5 +333,6 @@ def test_openlineage_provider_emits_the_datasets(run_dag, store, bucket_name, tm
     complete = {
         e["job"]["name"].rsplit(".", 1)[-1]: e for e in emitted if e["eventType"] == "COMPLETE"
     }
-    assert [d["name"] for d in complete["put"]["outputs"]] == [f"{bucket_name}/ol/a.txt"]
-    assert [d["name"] for d in complete["get"]["inputs"]] == [f"{bucket_name}/ol/a.txt"]
+    identity = {"namespace": f"nats://{bucket_name}", "name": "ol/a.txt"}
+    for dataset in (*complete["put"]["outputs"], *complete["get"]["inputs"]):
+        assert {k: dataset[k] for k in identity} == identity

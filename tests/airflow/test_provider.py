@@ -182,12 +182,28 @@ def test_a_connection_uri_is_parsed_by_airflow_then_mapped() -> None:
         ({"host": "h", "extra": {"tokn": "x"}}, "unknown extra 'tokn'"),
         ({"host": "h", "extra": {"domain": "a", "api_prefix": "b"}}, "either domain or api_prefix"),
         ({"host": "h", "extra": {"nkey_seed": "SU..."}}, "in the extra 'nkey_seed_secret'"),
+        ({"extra": {"embedded_dir": "nats-data"}}, "'embedded_dir' extra must be an absolute"),
+        ({"extra": {"embedded_dir": "./nats-data"}}, "not './nats-data'"),
     ],
 )
 def test_bad_connections_say_what_to_fix(fields, message) -> None:
     with pytest.raises(NatsConnectionError, match=message) as caught:
         settings_from_connection(_conn(**fields))
     assert "'c1'" in str(caught.value)
+
+
+def test_a_relative_embedded_dir_is_refused_not_moved_to_the_root(monkeypatch) -> None:
+    """A relative directory was read as one under / (``nats-data`` became ``/nats-data``);
+    the connection, as Airflow stores it, now fails naming the extra and what to give."""
+    from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
+
+    doc = {"conn_type": "nats", "extra": {"embedded_dir": "nats-data"}}
+    monkeypatch.setenv("AIRFLOW_CONN_NATS_RELATIVE", json.dumps(doc))
+    with pytest.raises(NatsConnectionError, match="must be an absolute directory") as caught:
+        NatsObjectStoreHook(nats_conn_id="nats_relative").settings  # noqa: B018
+    assert "'nats_relative'" in str(caught.value)
+    ok, message = NatsObjectStoreHook(nats_conn_id="nats_relative").test_connection()
+    assert not ok and "absolute" in message
 
 
 def test_hook_test_connection_reports_success_and_failure(nats_default, monkeypatch) -> None:

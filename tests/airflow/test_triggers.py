@@ -452,3 +452,25 @@ async def test_change_trigger_sees_an_expiry_once_as_a_delete(nats_default, buck
             await events.aclose()
         finally:
             await client.delete_store(bucket_name)
+
+
+def test_the_cursor_key_of_an_upgraded_trigger_is_the_one_it_kept() -> None:
+    """Releases before the options table hashed ``start_at`` as "new" or "all" (the default
+    "new"); a triggerer upgraded under a running watcher must find the cursor it kept there,
+    whatever spelling of the position the DAG now uses."""
+    import hashlib
+    import json
+
+    def key_before(start_at: str) -> str:
+        kwargs = {
+            "bucket": "b",
+            "glob": "**",
+            "include_deletes": False,
+            "start_at": start_at,
+            "nats_conn_id": "nats_default",
+        }
+        digest = hashlib.sha256(json.dumps(kwargs, sort_keys=True).encode()).hexdigest()[:12]
+        return f"nats_meta_sequence:b:{digest}"
+
+    for given, before in [(None, "new"), ("latest", "new"), ("new", "new"), ("current", "all")]:
+        assert NatsObjectChangeTrigger(bucket="b", start_at=given).cursor_key == key_before(before)

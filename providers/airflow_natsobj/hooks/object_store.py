@@ -14,6 +14,7 @@ from airflow.sdk import BaseHook
 import natsobj
 from airflow_natsobj.assets import asset_uri
 from airflow_natsobj.connection import settings_from_connection
+from airflow_natsobj.options import operation_options
 from natsobj.aio.sources import PutSource
 from natsobj.model import ObjectInfo
 from natsobj.settings import ConnectionSettings
@@ -164,16 +165,17 @@ class NatsObjectStoreHook(BaseHook):
         *,
         max_size: int | None = None,
         min_sequence: int | None = None,
-        allow_missing_digest: bool = False,
+        allow_missing_digest: bool | str | None = None,
     ) -> bytes:
         """``min_sequence``: the writer's ``sequence`` (from its XCom), which lets any replica
         answer instead of the stream leader. ``allow_missing_digest`` (here and on the other
-        reads) as for ``ObjectStore.get``: a record without a digest is refused unless set."""
+        reads) as for ``ObjectStore.get``: a record without a digest is refused unless set
+        (true/false or any spelling of ``natsobj.operation_options``; None: the default)."""
         data = self.get_store(bucket).get_bytes(
             name,
             max_size=max_size,
             min_sequence=min_sequence,
-            allow_missing_digest=allow_missing_digest,
+            **self._get_options(allow_missing_digest),
         )
         self._lineage_input(bucket, name)
         return data
@@ -185,10 +187,10 @@ class NatsObjectStoreHook(BaseHook):
         path: str | Path,
         *,
         min_sequence: int | None = None,
-        allow_missing_digest: bool = False,
+        allow_missing_digest: bool | str | None = None,
     ) -> ObjectInfo:
         info = self.get_store(bucket).get_file(
-            name, path, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+            name, path, min_sequence=min_sequence, **self._get_options(allow_missing_digest)
         )
         self._lineage_input(bucket, name)
         return info
@@ -200,14 +202,19 @@ class NatsObjectStoreHook(BaseHook):
         name: str,
         *,
         min_sequence: int | None = None,
-        allow_missing_digest: bool = False,
+        allow_missing_digest: bool | str | None = None,
     ) -> Iterator[ObjectReader]:
         """Stream an object: iterate the reader for chunks; ``reader.info`` is its ObjectInfo."""
         with self.get_store(bucket).get(
-            name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+            name, min_sequence=min_sequence, **self._get_options(allow_missing_digest)
         ) as reader:
             yield reader
         self._lineage_input(bucket, name)
+
+    def _get_options(self, allow_missing_digest: bool | str | None) -> dict[str, Any]:
+        return operation_options(
+            "get", f"hook {self.nats_conn_id!r}", allow_missing_digest=allow_missing_digest
+        )
 
     def get_info(self, bucket: str, name: str) -> ObjectInfo:
         return self.get_store(bucket).get_info(name)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
+from airflow_natsobj.options import operation_options
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -69,7 +70,9 @@ class NatsArchiveOperator(BaseOperator):
 
     Returns ``{"bucket", "target", "cursor", "versions", "bytes", "skipped", ...}``; versions
     whose bytes were gone from NATS before they could be archived are listed in ``skipped``
-    by sequence and logged as warnings."""
+    by sequence and logged as warnings. ``give_up_after`` (a duration: ``"5m"``, seconds or a
+    timedelta; None: the default, ``docs/options.md``) is how long the pass waits for a
+    target that does not answer before the task fails."""
 
     template_fields: Sequence[str] = ("bucket", "target")
     ui_color = "#f0e6d7"
@@ -85,7 +88,7 @@ class NatsArchiveOperator(BaseOperator):
         endpoint: str | None = None,
         region: str | None = None,
         small_object: int | None = None,
-        give_up_after: float = 300.0,
+        give_up_after: str | float | timedelta | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -97,7 +100,10 @@ class NatsArchiveOperator(BaseOperator):
         self.endpoint = endpoint
         self.region = region
         self.small_object = small_object
-        self.give_up_after = give_up_after
+        options = operation_options(
+            "archive", f"task {self.task_id!r}", give_up_after=give_up_after
+        )
+        self.give_up_after: timedelta = options["give_up_after"]
 
     def execute(self, context: Context) -> dict[str, Any]:
         from natsobj.archive.scheduled import archive_pass
@@ -110,7 +116,7 @@ class NatsArchiveOperator(BaseOperator):
             NatsObjectStoreHook(nats_conn_id=self.nats_conn_id).settings,
             self.bucket,
             target,
-            give_up_after=self.give_up_after,
+            give_up_after=self.give_up_after.total_seconds(),
             **extra,
         )
         for sequence in summary["skipped"]:
@@ -131,9 +137,10 @@ class NatsOffloadOperator(BaseOperator):
     JetStream, their meta records stay, and reads go through to S3 (docs/archive.md,
     "Tiering"). Only versions the archive holds are offloaded, so schedule it after
     ``NatsArchiveOperator``. Every condition given must hold: ``older_than`` (from the
-    version's mtime), ``larger_than`` bytes, a path-aware ``glob``, explicit ``names``.
-    An object whose TTL runs out within ``expiry_margin`` (None: the policy's default, 1 day)
-    is never offloaded.
+    version's mtime: a duration such as ``"30d"``, seconds or a timedelta), ``larger_than``
+    (a size: ``"100MB"`` or bytes), a path-aware ``glob``, explicit ``names``. An object whose
+    TTL runs out within ``expiry_margin`` (a duration; None: the default,
+    ``docs/options.md``) is never offloaded.
 
     Returns ``{"bucket", "target", "dry_run", "offloaded": [names], "bytes", "skipped"}``."""
 
@@ -146,11 +153,11 @@ class NatsOffloadOperator(BaseOperator):
         bucket: str,
         target: str | Sequence[str],
         strategy: str | None = None,
-        older_than: timedelta | None = None,
-        larger_than: int | None = None,
+        older_than: str | float | timedelta | None = None,
+        larger_than: str | int | None = None,
         glob: str | None = None,
         names: Sequence[str] | None = None,
-        expiry_margin: timedelta | None = None,
+        expiry_margin: str | float | timedelta | None = None,
         dry_run: bool = False,
         nats_conn_id: str = NatsObjectStoreHook.default_conn_name,
         aws_conn_id: str | None = None,
@@ -162,11 +169,18 @@ class NatsOffloadOperator(BaseOperator):
         self.bucket = bucket
         self.target = target
         self.strategy = strategy
-        self.older_than = older_than
-        self.larger_than = larger_than
+        options = operation_options(
+            "offload",
+            f"task {self.task_id!r}",
+            older_than=older_than,
+            larger_than=larger_than,
+            expiry_margin=expiry_margin,
+        )
+        self.older_than: timedelta | None = options["older_than"]
+        self.larger_than: int | None = options["larger_than"]
         self.glob = glob
         self.names = list(names) if names is not None else None
-        self.expiry_margin = expiry_margin
+        self.expiry_margin: timedelta = options["expiry_margin"]
         self.dry_run = dry_run
         self.nats_conn_id = nats_conn_id
         self.aws_conn_id = aws_conn_id
@@ -175,16 +189,14 @@ class NatsOffloadOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         from natsobj.archive.scheduled import offload_pass
-        from natsobj.archive.tiering import DEFAULT_EXPIRY_MARGIN, OffloadPolicy
+        from natsobj.archive.tiering import OffloadPolicy
 
         policy = OffloadPolicy(
             older_than=self.older_than,
             larger_than=self.larger_than,
             glob=self.glob,
             names=frozenset(self.names) if self.names is not None else None,
-            expiry_margin=DEFAULT_EXPIRY_MARGIN
-            if self.expiry_margin is None
-            else self.expiry_margin,
+            expiry_margin=self.expiry_margin,
         )
         summary = offload_pass(
             NatsObjectStoreHook(nats_conn_id=self.nats_conn_id).settings,

@@ -19,18 +19,17 @@ from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.sdk import BaseOperator, ObjectStoragePath
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
+from airflow_natsobj.options import operation_options, rendered_sequence
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import (
-    BucketExists,
     BucketNotFound,
     ObjectExists,
     ObjectNotFound,
     ObjectTooLarge,
 )
+from natsobj.lineage import dataset_identity
 from natsobj.localfiles import replacing
 from natsobj.model import ObjectInfo
-from natsobj.parsing import parse_ttl
-from natsobj.settings import ConnectionSettings
 from natsobj.store_config import STORE_SETTINGS
 
 if TYPE_CHECKING:
@@ -47,12 +46,6 @@ def _names(value: str | list[str] | None) -> list[str]:
     if value is None:
         return []
     return [value] if isinstance(value, str) else list(value)
-
-
-def lineage_namespace(settings: ConnectionSettings) -> str:
-    """``nats://host:port`` of the first server (``embedded`` for the local one)."""
-    server = settings.servers[0]
-    return server if settings.embedded_dir is None else "embedded"
 
 
 def _deprecated_name(old: str, new: type) -> None:
@@ -75,20 +68,18 @@ class _NatsOperator(BaseOperator):
     _lineage_outputs: tuple[str, ...] = ()
 
     def _lineage(self) -> Any:
-        """The objects this task reads and writes as OpenLineage datasets: namespace
-        ``nats://<host:port>`` of the connection (credentials never included), name
-        ``<bucket>/<object>``."""
+        """The objects this task reads and writes as OpenLineage datasets, each under its
+        identity (``natsobj.lineage``), the same as its asset's."""
         from airflow.providers.common.compat.openlineage.facet import Dataset
         from airflow.providers.openlineage.extractors import OperatorLineage
 
-        namespace = lineage_namespace(self.hook().settings)
-
         def datasets(fields: tuple[str, ...]) -> list[Any]:
-            return [
-                Dataset(namespace=namespace, name=f"{self.bucket}/{name}")  # type: ignore[attr-defined]
+            identities = (
+                dataset_identity(self.bucket, name)  # type: ignore[attr-defined]
                 for field in fields
                 for name in _names(getattr(self, field))
-            ]
+            )
+            return [Dataset(namespace=namespace, name=name) for namespace, name in identities]
 
         return OperatorLineage(
             inputs=datasets(self._lineage_inputs), outputs=datasets(self._lineage_outputs)
@@ -112,9 +103,10 @@ class NatsCreateObjectOperator(_NatsOperator):
     ObjectInfo as a dict; every outlet asset gets an event whose extra holds name, nuid,
     digest, size and sequence.
 
-    ``ttl`` (templated: seconds, a duration such as ``"2d"`` or ``"1h30m"``, or a timedelta)
-    makes the server delete the object that long after the put; unset, the bucket's lifecycle
-    rules decide (docs/lifecycle.md).
+    ``ttl`` (templated: seconds, a duration such as ``"2d"`` or ``"1h30m"``, a timedelta, or
+    ``"never"``) makes the server delete the object that long after the put; unset, the
+    bucket's lifecycle rules decide (docs/lifecycle.md). Its values are those of every face
+    (``natsobj.operation_options``, docs/options.md).
     """
 
     _lineage_outputs = ("name",)
@@ -160,11 +152,9 @@ class NatsCreateObjectOperator(_NatsOperator):
         self.replace = replace
         self.ttl = ttl
 
-    def _rendered_ttl(self) -> timedelta | None:
-        """The rendered ``ttl``; an empty or "None" rendering means none (the rules decide)."""
-        if self.ttl is None or str(self.ttl).strip() in ("", "None"):
-            return None
-        return parse_ttl(self.ttl, what=f"{self.task_id}: ttl")
+    def put_options(self) -> dict[str, Any]:
+        """The put's options (``natsobj.operation_options``) from the rendered fields."""
+        return operation_options("put", f"task {self.task_id!r}", ttl=self.ttl)
 
     def execute(self, context: Context) -> dict[str, Any]:
         with self.hook() as hook:
@@ -178,7 +168,7 @@ class NatsCreateObjectOperator(_NatsOperator):
                 metadata=self.metadata,
                 headers=self.headers,
                 expected_sequence=None if self.replace else self._absent_sequence(hook),
-                ttl=self._rendered_ttl(),
+                **self.put_options(),
             )
             if self.data is not None:
                 info = put(self.data)
@@ -246,8 +236,9 @@ class NatsGetObjectOperator(_NatsOperator):
     ``"{{ ti.xcom_pull('put')['sequence'] }}"``: the read is then guaranteed to see that put
     and is served by the nearest replica rather than the stream leader.
 
-    ``allow_missing_digest=True`` also reads an object whose record has no digest (from a
-    client that writes none); by default that fails with MissingDigest.
+    ``allow_missing_digest=True`` (or ``"on"``, ``"yes"``...: the words of every face,
+    docs/options.md) also reads an object whose record has no digest (from a client that
+    writes none); by default that fails with MissingDigest.
     """
 
     template_fields: Sequence[str] = ("bucket", "name", "destination", "encoding", "min_sequence")
@@ -262,7 +253,7 @@ class NatsGetObjectOperator(_NatsOperator):
         encoding: str = "utf-8",
         max_xcom_bytes: int = DEFAULT_MAX_XCOM_BYTES,
         min_sequence: int | str | None = None,
-        allow_missing_digest: bool = False,
+        allow_missing_digest: bool | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -272,19 +263,14 @@ class NatsGetObjectOperator(_NatsOperator):
         self.encoding = encoding
         self.max_xcom_bytes = max_xcom_bytes
         self.min_sequence = min_sequence
-        self.allow_missing_digest = allow_missing_digest
+        # parsed here: a value the table does not take fails when the DAG is parsed
+        options = operation_options(
+            "get", f"task {self.task_id!r}", allow_missing_digest=allow_missing_digest
+        )
+        self.allow_missing_digest: bool = options["allow_missing_digest"]
 
     def _known_sequence(self) -> int | None:
-        """The rendered ``min_sequence``; an empty or "None" rendering means none is known."""
-        value = self.min_sequence
-        if value is None or str(value).strip() in ("", "None"):
-            return None
-        try:
-            return int(value)
-        except ValueError:
-            raise ValueError(
-                f"{self.task_id}: min_sequence must be a stream sequence number, got {value!r}"
-            ) from None
+        return rendered_sequence(self.min_sequence, f"{self.task_id}: min_sequence")
 
     def execute(self, context: Context) -> Any:
         with self.hook() as hook:
@@ -441,13 +427,8 @@ class NatsCreateObjectStoreOperator(_NatsOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         with self.hook() as hook:
-            try:
-                store = hook.create_store(self.bucket, **self.store_settings)
-            except BucketExists:
-                if not self.exists_ok:
-                    raise
-                store = hook.get_store(self.bucket)
-            return store.status().as_dict()
+            open_store = hook.ensure_store if self.exists_ok else hook.create_store
+            return open_store(self.bucket, **self.store_settings).status().as_dict()
 
 
 class NatsDeleteObjectStoreOperator(_NatsOperator):

@@ -11,6 +11,7 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 
 import natsobj.errors
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
+from airflow_natsobj.options import rendered_sequence
 from airflow_natsobj.triggers.object_store import NatsObjectTrigger
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import NatsObjError, ObjectNotFound
@@ -83,15 +84,7 @@ class NatsObjectSensor(BaseSensorOperator):
         return NameMatcher.from_options(name=self.name, glob=self.glob, regex=self.regex)
 
     def _after(self) -> int | None:
-        value = self.after_sequence
-        if value in (None, "", "None"):
-            return None
-        try:
-            return int(value)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            raise ValueError(
-                f"{self.task_id}: after_sequence must be a stream sequence number, got {value!r}"
-            ) from None
+        return rendered_sequence(self.after_sequence, f"{self.task_id}: after_sequence")
 
     def _accept(self, info: ObjectInfo, after: int | None) -> bool:
         if info.deleted or (after is not None and (info.sequence or 0) <= after):

@@ -21,19 +21,17 @@ from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
+from airflow_natsobj.options import operation_options
 from natsobj.errors import BucketRecreated, NatsObjError, ObjectNotFound
 from natsobj.matching import MatchKind, NameMatcher, legacy_matcher
-from natsobj.model import (
-    ChangeCursor,
-    ObjectInfo,
-    OnRecreated,
-    check_on_recreated,
-    cursor_after_recreation,
-)
+from natsobj.model import ChangeCursor, ObjectInfo, cursor_after_recreation
+from natsobj.operation_options import CURRENT, EARLIEST, LATEST
 from natsobj.retry import RESUME
 
 CURSOR_KEY = "nats_meta_sequence"
-START_POSITIONS = ("new", "all")
+# The words releases before the options table hashed into a cursor key for these positions:
+# a triggerer upgraded under a running watcher finds the cursor it kept under them.
+_KEYED_AS = {LATEST: "new", CURRENT: "all"}
 
 
 def error_payload(exc: BaseException) -> dict[str, Any]:
@@ -116,9 +114,9 @@ class NatsObjectTrigger(BaseTrigger):
         async with hook.aclient() as client:
             store = await client.store(self.bucket)
             if self.after_sequence is None:
-                watcher = store.watch(ignore_deletes=True)  # current objects first, then changes
+                watcher = store.watch(include_deletes=False)  # current objects first, then changes
             else:
-                watcher = store.watch(after_sequence=self.after_sequence, ignore_deletes=True)
+                watcher = store.watch(after_sequence=self.after_sequence, include_deletes=False)
             async with watcher:
                 async for info in watcher:
                     if not matcher.matches(info.name):
@@ -188,8 +186,11 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
 
     The payload is ``ObjectInfo.as_dict()``: bucket, name, nuid, size, digest, metadata,
     ``deleted`` and ``sequence`` (the meta stream sequence, the trigger's cursor). The first run
-    starts at the end of the stream (``start_at="new"``) or replays current objects
-    (``start_at="all"``); later runs resume after the stored cursor.
+    starts where ``start_at`` says (``docs/options.md``): ``"latest"`` (also ``"new"``, the
+    default) at the end of the stream, ``"current"`` (also ``"all"``) with each current object,
+    ``"earliest"`` with every change the bucket keeps, or a meta sequence at that record; later
+    runs resume after the stored cursor. ``include_deletes`` takes true/false in any spelling
+    of the table (``"on"``, ``"yes"``, ``1``).
 
     When the bucket is deleted and created again, the cursor counts records of a stream that
     is gone: with ``on_recreated="fail"`` (the default) the trigger raises ``BucketRecreated``
@@ -204,24 +205,30 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
         name: str | None = None,
         glob: str | None = None,
         regex: str | None = None,
-        include_deletes: bool = False,
-        start_at: str = "new",
+        include_deletes: bool | str | None = None,
+        start_at: str | int | None = None,
         nats_conn_id: str = NatsObjectStoreHook.default_conn_name,
         pattern: str | None = None,
         match: MatchKind | None = None,
-        on_recreated: OnRecreated = "fail",
+        on_recreated: str | None = None,
     ) -> None:
         super().__init__()
-        if start_at not in START_POSITIONS:
-            raise ValueError(f"start_at must be one of {START_POSITIONS}, not {start_at!r}")
-        self.on_recreated = check_on_recreated(on_recreated)
+        # parsed here, so a bad value fails at DAG parse time, not in the triggerer
+        options = operation_options(
+            "follow",
+            f"trigger on bucket {bucket!r}",
+            start_at=start_at,
+            include_deletes=include_deletes,
+            on_recreated=on_recreated,
+        )
+        self.start_at: str | int = options["start"]
+        self.include_deletes: bool = options["include_deletes"]
+        self.on_recreated: str = options["on_recreated"]
         # built here so a bad pattern fails at DAG parse time, not in the triggerer
         self.matcher = _matcher(
             name, glob, regex, pattern, match, default_glob="**", legacy_default="glob"
         )
         self.bucket = bucket
-        self.include_deletes = include_deletes
-        self.start_at = start_at
         self.nats_conn_id = nats_conn_id
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
@@ -244,6 +251,7 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
         ``on_recreated`` keeps the place: it says what to do with it, not where it is."""
         _, kwargs = self.serialize()
         del kwargs["on_recreated"]
+        kwargs["start_at"] = _KEYED_AS.get(kwargs["start_at"], kwargs["start_at"])
         digest = hashlib.sha256(json.dumps(kwargs, sort_keys=True).encode()).hexdigest()[:12]
         return f"{CURSOR_KEY}:{self.bucket}:{digest}"
 
@@ -281,14 +289,19 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
             store = await client.store(self.bucket)
             cursor = await cursor_store.get()
             if cursor is None:
-                end = ChangeCursor.end_of(await store.status())
-                if self.start_at == "all":
-                    listed = await store.list(prefix=matcher.literal_prefix)
-                    for info in sorted(listed, key=lambda i: i.sequence or 0):
-                        if matcher.matches(info.name):
-                            yield TriggerEvent(info.as_dict())
-                            await cursor_store.set(replace(end, sequence=info.sequence or 0))
-                cursor = end
+                if isinstance(self.start_at, int):  # at that record: after the one before it
+                    cursor = ChangeCursor(self.start_at - 1)
+                elif self.start_at == EARLIEST:
+                    cursor = ChangeCursor()
+                else:
+                    end = ChangeCursor.end_of(await store.status())
+                    if self.start_at == CURRENT:
+                        listed = await store.list(prefix=matcher.literal_prefix)
+                        for info in sorted(listed, key=lambda i: i.sequence or 0):
+                            if matcher.matches(info.name):
+                                yield TriggerEvent(info.as_dict())
+                                await cursor_store.set(replace(end, sequence=info.sequence or 0))
+                    cursor = end
                 await cursor_store.set(cursor)
             async with store.watch(after_sequence=cursor) as watcher:
                 # pinned to the bucket (an older release's bare sequence is stored in full now)
