@@ -15,7 +15,7 @@ directory's and which listens on that port (the record's own URL and port are ne
 live record is refused rather than trusted.
 
 **Authentication.** The server admits only the nkey user generated for its data directory on
-first start (the seed stays in ``credentials.json``, which ``ConnectionSettings.resolved()``
+first start (the seed stays in ``credentials.json``, which ``natsobj.embedded_rule.resolve_server``
 reads): the server sends a new nonce in each INFO and the client signs it, so what a client
 sends is worthless to anyone else, even to a process of another user that took the port after
 the server stopped. Before sending anything at all, each connect and reconnect also proves
