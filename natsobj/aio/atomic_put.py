@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from nats.aio.msg import Msg
-from nats.nuid import NUID
 
 from natsobj.aio.jsapi import api_error, status_of
+from natsobj.aio.nuids import next_nuid
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.stream import BucketStream
@@ -89,7 +89,6 @@ _GO_TODAYS_WAY = {
     ATOMIC_BATCH_INCOMPLETE,
 }
 _ABORT = "abort"  # any commit value but "1" makes the server drop the batch at once
-_nuid = NUID()
 
 
 @dataclass
@@ -210,7 +209,7 @@ async def put_atomic(
     replay, source = await replayable(source, chunk_size, max_bytes=limit, lookahead=window_bytes)
     if replay is None:
         return None, source
-    template = replace(template, nuid=_nuid.next().decode())
+    template = replace(template, nuid=next_nuid())
     put = AtomicPut(
         bucket_stream,
         template,
@@ -324,7 +323,7 @@ class AtomicPut:
         replacing: Callable[[], Awaitable[ObjectInfo | None]],
         required: int | None,
     ) -> Committed:
-        batch = _nuid.next().decode()
+        batch = next_nuid()
         chunks_out = self.stream.publish_subject(chunk_subject(self.bucket, self.template.nuid))
         acks: deque[tuple[asyncio.Future[Msg], int]] = deque()
         unacked = 0

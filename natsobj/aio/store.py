@@ -13,16 +13,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, Unpack
 
-from nats.nuid import NUID
-
 from natsobj.aio import listing
 from natsobj.aio.atomic_put import put_atomic
 from natsobj.aio.expiry import BucketExpiry
 from natsobj.aio.jsapi import JetStreamApi, raw_header, status_of
+from natsobj.aio.nuids import next_nuid
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.publish import PublishWindow
 from natsobj.aio.ranges import ClientRanges, RangeReader
 from natsobj.aio.reader import ObjectReader, check_digest
+from natsobj.aio.records import publish_record
 from natsobj.aio.restatement import proven
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.stream import BucketStream, LastMsg
@@ -79,7 +79,6 @@ from natsobj.wire import (
 )
 
 log = logging.getLogger(__name__)
-_nuid = NUID()
 READ_ATTEMPTS = 3
 WRITE_BUFFER = 64 * 1024  # get_file: smaller than a chunk, so a chunk is written, not copied
 META_ATTEMPTS = 20
@@ -173,10 +172,6 @@ class ObjectStore:
         """See ``BucketStream.strong_reads``."""
         return self.bucket_stream.strong_reads
 
-    def read_floor(self, stream_info: StreamInfo) -> int | None:
-        """The listing hook; see ``BucketStream.read_floor``."""
-        return self.bucket_stream.read_floor(stream_info)
-
     # -- info -------------------------------------------------------------------------------------
 
     async def get_info(
@@ -246,27 +241,6 @@ class ObjectStore:
             nuid = trusted_nuid(found.data) or ""
             return ObjectInfo(name, self.bucket, nuid, mtime=found.time, sequence=found.sequence)
 
-    async def publish_meta(
-        self,
-        info: ObjectInfo,
-        *,
-        expected_sequence: int | None = None,
-        msg_id: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> int:
-        """Publish a meta record as a per-subject rollup; returns its stream sequence
-        (SequenceConflict when ``expected_sequence`` is not where the name is). For records
-        this client builds (puts, updates, tiering's restatements of a version)."""
-        return await self.bucket_stream.publish_rollup(
-            meta_subject(self.bucket, info.name),
-            info.encode(),
-            rollup=info.rolls_up,
-            name=info.name,
-            expected_sequence=expected_sequence,
-            msg_id=msg_id,
-            headers=headers,
-        )
-
     # -- put --------------------------------------------------------------------------------------
 
     async def put(
@@ -330,7 +304,7 @@ class ObjectStore:
             if atomic is not None:
                 atomic.info.expires = expiry.expires if expiry is not None else None
                 return await self._purge_replaced(atomic.info, atomic.replaced, atomic.sequence)
-        nuid = _nuid.next().decode()
+        nuid = next_nuid()
         local_chunks = chunk_subject(self.bucket, nuid)
         window = PublishWindow(
             self.api,
@@ -470,7 +444,8 @@ class ObjectStore:
                     f"it is no longer at sequence {required}", bucket=self.bucket, name=info.name
                 )
             try:
-                sequence = await self.publish_meta(
+                sequence = await publish_record(
+                    self.bucket_stream,
                     info,
                     expected_sequence=expected,
                     msg_id=meta_msg_id(info.nuid),
@@ -720,8 +695,8 @@ class ObjectStore:
         left = await self.ttl_left(info)
         ttl_headers = None if left is None else {MSG_TTL: str(left)}
         try:
-            updated.sequence = await self.publish_meta(
-                updated, expected_sequence=expected, headers=ttl_headers
+            updated.sequence = await publish_record(
+                self.bucket_stream, updated, expected_sequence=expected, headers=ttl_headers
             )
         except SequenceConflict:
             raise ObjectChanged(
@@ -741,7 +716,7 @@ class ObjectStore:
         if info.deleted:
             return info
         tombstone = info.evolve(deleted=True, size=0, chunks=0, digest="", tiering=None)
-        tombstone.sequence = await self.publish_meta(tombstone)
+        tombstone.sequence = await publish_record(self.bucket_stream, tombstone)
         if info.nuid:
             await self.bucket_stream.purge(chunk_subject(self.bucket, info.nuid))
         return tombstone
@@ -778,8 +753,8 @@ class ObjectStore:
         existing = await self._current(name)
         if existing is not None and not existing.deleted and not existing.is_link:
             raise ObjectExists("a regular object has this name", bucket=self.bucket, name=name)
-        info = ObjectInfo(name=name, bucket=self.bucket, nuid=_nuid.next().decode(), link=link)
-        info.sequence = await self.publish_meta(info)
+        info = ObjectInfo(name=name, bucket=self.bucket, nuid=next_nuid(), link=link)
+        info.sequence = await publish_record(self.bucket_stream, info)
         info.mtime = datetime.now(UTC)
         if existing is not None and not existing.deleted and existing.nuid:
             await self.bucket_stream.purge(chunk_subject(self.bucket, existing.nuid))

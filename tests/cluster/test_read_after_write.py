@@ -94,8 +94,8 @@ def test_read_floor_is_the_leaders_last_sequence_only_for_strong_replicated_read
             info = await store.put("x", b"data")
             stream_info = await store.bucket_stream.info()
             return (
-                store.read_floor(stream_info),
-                (await eventual.store(r3_bucket)).read_floor(stream_info),
+                store.bucket_stream.read_floor(stream_info),
+                (await eventual.store(r3_bucket)).bucket_stream.read_floor(stream_info),
                 info.sequence,
             )
         finally:
