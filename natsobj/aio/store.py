@@ -264,7 +264,7 @@ class ObjectStore:
         and raises ObjectChanged otherwise. An object up to ``atomic_max_bytes`` goes as one
         atomic batch (natsobj.aio.atomic_put): all-or-nothing on the server, chunks
         contiguous. ``tiering`` marks the record as restating the
-        version it names rather than being a new one (how ``natsobj.archive.tiering``
+        version it names rather than being a new one (how ``natsobj.aio.restate``
         rehydrates an offloaded object: watches and sensors do not see it as a change).
 
         ``ttl`` (seconds or a timedelta, at least 1 s) makes the object expire on the server
