@@ -7,11 +7,14 @@ one generator."""
 from __future__ import annotations
 
 import ast
+import tomllib
 from collections.abc import Iterator
+from importlib.metadata import entry_points
 from pathlib import Path
 
 from natsobj import sync
 from natsobj.aio import store
+from natsobj.aio.offloaded import READER_GROUP
 
 ROOT = Path(__file__).resolve().parent.parent / "natsobj"
 CORE = [
@@ -94,3 +97,16 @@ def test_one_nuid_generator() -> None:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "NUID"
     ]
     assert [where.split(":")[0] for where in made] == ["natsobj/aio/nuids.py"]
+
+
+def test_the_archive_is_the_installed_offloaded_reader() -> None:
+    """A process that meets an offloaded object before importing the archive loads it
+    through this entry point (``natsobj.aio.offloaded``): pyproject.toml declares it, and the
+    installed metadata must carry it, or such reads fail as if the archive were missing."""
+    declared = tomllib.loads((ROOT.parent / "pyproject.toml").read_text())["project"]
+    assert declared["entry-points"][READER_GROUP] == {"archive": "natsobj.archive.readthrough"}
+    installed = [entry.value for entry in entry_points(group=READER_GROUP)]
+    assert installed == ["natsobj.archive.readthrough"], (
+        "natsobj's installed metadata predates this entry point: reinstall it "
+        "(make, or uv pip install -e '.[all,dev]')"
+    )
