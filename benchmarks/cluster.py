@@ -31,8 +31,8 @@ from benchmarks.figures import (
     timed,
 )
 from natsobj import aio
-from natsobj.embedded import NatsCluster
 from natsobj.names import stream_name
+from tests.cluster.harness import ClusterHarness
 
 CHUNK = 128 * 1024
 READ_MODES = {"strong": "strong", "strong + sequence": "strong + sequence", "eventual": "eventual"}
@@ -84,7 +84,7 @@ async def _ops_per_second(count: int, op: Callable[[int], Awaitable[object]]) ->
     return count / (time.perf_counter() - start)
 
 
-async def _read_ops(cluster: NatsCluster, count: int) -> dict[str, dict[str, float]]:
+async def _read_ops(cluster: ClusterHarness, count: int) -> dict[str, dict[str, float]]:
     bucket = f"ops{os.getpid()}"
     writer = await aio.connect(cluster.url)
     store = await writer.create_store(bucket, replicas=3)
@@ -121,7 +121,7 @@ async def measure(repeats: int, ops: int, size: int = 64 * MiB) -> list[Section]
     transfer = section(
         "cluster-transfer",
         f"Cluster: {label} put and get, 3 nodes, R3",
-        "Three `nats-server` processes clustered on loopback (`natsobj.embedded.NatsCluster`)."
+        "Three `nats-server` processes clustered on loopback (`tests/cluster/harness.py`)."
         " *raw JetStream R3* is nats-py `publish_async` of 128 KiB messages and an ordered"
         " consumer read on an R3 stream; natsobj is `put` and `get_bytes` on an R3 store."
         " One warm-up of each first, not counted.",
@@ -140,7 +140,7 @@ async def measure(repeats: int, ops: int, size: int = 64 * MiB) -> list[Section]
         [("strong", "eventual"), ("strong + sequence", "eventual")],
     )
     work = Path(tempfile.mkdtemp(prefix="natsobj-bench-cluster-"))
-    cluster = NatsCluster(work, size=3)
+    cluster = ClusterHarness(work, size=3)
     cluster.start()
     try:
         with timed(transfer, reads):

@@ -14,6 +14,7 @@ from typing import Any
 from dagster import TableColumn, TableSchema
 
 from dagster_natsobj.handlers import TTL, Handler, Stored, Target, loaded_class
+from natsobj.embedded_rule import resolve_server
 from natsobj.errors import ObjectNotFound
 
 log = logging.getLogger("dagster_natsobj")
@@ -39,7 +40,7 @@ class SparkHandler(Handler):
         from natsobj.spark.manifest import manifest_name
 
         manifest = write_dataframe(
-            value, target.settings.resolved(), target.bucket, target.name, mode="overwrite"
+            value, resolve_server(target.settings), target.bucket, target.name, mode="overwrite"
         )
         return Stored(
             target.store.get_info(manifest_name(target.name)),
@@ -64,7 +65,7 @@ class SparkHandler(Handler):
                 name=target.name,
             )
         spark = SparkSession.getActiveSession() or SparkSession.builder.getOrCreate()
-        return read_dataframe(spark, target.settings.resolved(), target.bucket, target.name)
+        return read_dataframe(spark, resolve_server(target.settings), target.bucket, target.name)
 
     def exists(self, target: Target) -> bool:
         from natsobj.spark.manifest import manifest_name

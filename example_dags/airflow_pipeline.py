@@ -35,6 +35,7 @@ from airflow_natsobj.operators.object_store import (
 from airflow_natsobj.sensors.object_store import NatsObjectSensor
 
 from example_dags import bike_trips
+from natsobj.embedded_rule import resolve_server
 
 BUCKET = os.environ.get("NATSOBJ_DEMO_BUCKET", "demo")
 RAW_PREFIX = "airflow/raw/trips"
@@ -82,7 +83,7 @@ def airflow_pipeline() -> None:
         """Parse, clean and aggregate on the executors; only the manifest reaches the driver."""
         from natsobj.spark import read_dataframe, write_dataframe
 
-        settings = NatsObjectStoreHook().settings.resolved()  # executors need a real URL
+        settings = resolve_server(NatsObjectStoreHook().settings)  # executors need a real URL
         session = bike_trips.spark_session("natsobj-airflow-demo")
         files = read_dataframe(
             session, settings, BUCKET, RAW_PREFIX, layout="binary", glob=f"{RAW_PREFIX}/*.csv"
@@ -106,7 +107,7 @@ def airflow_pipeline() -> None:
     def render_report(dag_run: Any = None) -> str:
         from natsobj.spark import read_dataframe
 
-        settings = NatsObjectStoreHook().settings.resolved()
+        settings = resolve_server(NatsObjectStoreHook().settings)
         session = bike_trips.spark_session("natsobj-airflow-demo")
         frame = read_dataframe(session, settings, BUCKET, DATASET).toPandas()
         title = f"Bike-share trips up to {dag_run.run_after:%Y-%m-%d} (natsobj + Spark + Airflow)"

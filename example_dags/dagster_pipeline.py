@@ -39,6 +39,7 @@ from dagster_natsobj import (
     make_nats_object_sensor,
 )
 from example_dags import bike_trips
+from natsobj.embedded_rule import resolve_server
 from natsobj.spark import read_dataframe
 
 BUCKET = os.environ.get("NATSOBJ_DEMO_BUCKET", "demo")
@@ -73,7 +74,7 @@ def trips_clean(nats: NatsObjectStoreResource, spark: SparkSessionResource) -> D
     """Every raw CSV, parsed and cleaned on the executors; stored as a Spark dataset."""
     files = read_dataframe(
         spark.session(),
-        nats.settings().resolved(),
+        resolve_server(nats.settings()),
         BUCKET,
         RAW_PREFIX,
         layout="binary",

@@ -15,7 +15,7 @@ directory's and which listens on that port (the record's own URL and port are ne
 live record is refused rather than trusted.
 
 **Authentication.** The server admits only the nkey user generated for its data directory on
-first start (the seed stays in ``credentials.json``, which ``ConnectionSettings.resolved()``
+first start (the seed stays in ``credentials.json``, which ``natsobj.embedded_rule.resolve_server``
 reads): the server sends a new nonce in each INFO and the client signs it, so what a client
 sends is worthless to anyone else, even to a process of another user that took the port after
 the server stopped. Before sending anything at all, each connect and reconnect also proves
@@ -651,11 +651,12 @@ def cluster_node_config(name: str, ports: NodePorts, peers: list[NodePorts]) -> 
 
 
 class NatsCluster:
-    """A JetStream cluster of ``size`` nats-server processes on loopback, for failover work.
+    """A JetStream cluster of ``size`` nats-server processes on loopback, what ``natsobj serve
+    --cluster`` runs so failover can be tried on a laptop.
 
-    Each node keeps its data directory, ports and config file across restarts, so a killed
-    node rejoins as the same peer. Nodes are addressed by index (0-based); faults are injected
-    by signal to the node's PID.
+    Each node keeps its data directory, ports and config file across restarts, so a node
+    started again rejoins as the same peer. Nodes are addressed by index (0-based). Injecting
+    faults and finding leaders is the tests' (``tests/cluster/harness.py``), not the wheel's.
     """
 
     def __init__(
@@ -718,20 +719,6 @@ class NatsCluster:
         for node in self.nodes:
             node.stop()
 
-    def kill(self, index: int, sig: int = signal.SIGKILL) -> None:
-        """Send ``sig`` (SIGKILL by default) to node ``index`` and reap it."""
-        node = self.nodes[index]
-        if node.process is None or node.process.poll() is not None:
-            return
-        node.process.send_signal(sig)
-        node.process.wait()
-
-    def restart(self, index: int, timeout: float = 60.0) -> None:
-        """Stop node ``index`` (if running) and start it again as the same peer."""
-        self.nodes[index].stop()
-        self.start_node(index)
-        self.wait_for_meta_leader(timeout)
-
     def is_running(self, index: int) -> bool:
         process = self.nodes[index].process
         return process is not None and process.poll() is None
@@ -741,15 +728,6 @@ class NatsCluster:
         url = f"http://127.0.0.1:{self.ports[index].monitor}/jsz{query}"
         with urllib.request.urlopen(url, timeout=2.0) as response:
             return json.loads(response.read())
-
-    def meta_leader(self) -> str | None:
-        """The server name of the JetStream meta leader, as a running node sees it."""
-        for index in self._running():
-            with contextlib.suppress(OSError, ValueError):
-                leader = (self.jsz(index).get("meta_cluster") or {}).get("leader")
-                if leader:
-                    return leader
-        return None
 
     def wait_for_meta_leader(self, timeout: float = 60.0) -> str:
         """Wait until the running nodes agree on a meta leader and all of them are current."""
@@ -764,27 +742,6 @@ class NatsCluster:
                 return str(leaders.pop())
             time.sleep(0.1)
         raise NotConnected(f"the cluster elected no JetStream meta leader within {timeout:g}s")
-
-    def leader_of(self, stream: str, timeout: float = 30.0) -> int:
-        """The index of the node that leads ``stream``, waiting out an election."""
-        deadline = time.monotonic() + timeout
-        names = [self.node_name(i) for i in range(len(self.nodes))]
-        while time.monotonic() < deadline:
-            for index in self._running():
-                with contextlib.suppress(OSError, ValueError):
-                    leader = self._stream_leader(self.jsz(index, "?accounts=1&streams=1"), stream)
-                    if leader in names and self.is_running(names.index(leader)):
-                        return names.index(leader)
-            time.sleep(0.1)
-        raise NotConnected(f"stream {stream!r} has no leader after {timeout:g}s")
-
-    @staticmethod
-    def _stream_leader(jsz: dict, stream: str) -> str | None:
-        for account in jsz.get("account_details") or []:
-            for detail in account.get("stream_detail") or []:
-                if detail.get("name") == stream:
-                    return (detail.get("cluster") or {}).get("leader")
-        return None
 
     def _running(self) -> list[int]:
         return [i for i in range(len(self.nodes)) if self.is_running(i)]

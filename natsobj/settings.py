@@ -4,7 +4,6 @@ and Spark options all become a ``ConnectionSettings`` and nothing else parses NA
 from __future__ import annotations
 
 import difflib
-import logging
 import os
 import ssl
 from collections.abc import Collection, Iterable, Mapping
@@ -13,10 +12,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
-from natsobj.errors import NoServer, UnknownOption
+from natsobj.errors import UnknownOption
 from natsobj.parsing import parse_bool
-
-log = logging.getLogger("natsobj")
 
 EMBEDDED = "embedded"
 # The server when nothing names one (no URL, no NATS_URL): the embedded server already running
@@ -37,17 +34,16 @@ _REDACTED = "***"
 class Setting:
     """A ``ConnectionSettings`` field's row of the one table every face is generated from:
     the environment variable, URL query and Spark option names, whether it is a secret, its
-    help text and CLI flag, and what kind of value it takes."""
+    help text, and what kind of value it takes. How a face spells it beyond these (the CLI's
+    flags: ``natsobj.cli.connection_flags``) is that face's."""
 
     label: str
     help: str
-    env: str | None = None  # read by from_env(); documented beside the CLI flag
+    env: str | None = None  # read by from_env(); documented beside each face's name for it
     secret: bool = False  # redacted in repr, password inputs, EnvVar in Dagster
-    cli: tuple[str, ...] = ()  # the CLI flags; none given: --field-name
     aliases: tuple[str, ...] = ()  # more names for it in URL queries and Spark options
     kind: type = str  # str, float or bool: how forms and configs type it
     choices: tuple[str, ...] = ()
-    metavar: str | None = None
 
 
 def _row(label: str, help_text: str, **row: Any) -> dict[str, Setting]:
@@ -69,8 +65,6 @@ class ConnectionSettings:
             "NATS URL(s), comma-separated (nats://user:pass@h1:4222,h2:4222?domain=hub), or "
             "'embedded' for the local embedded server (started if it is not running).",
             env="NATS_URL",
-            cli=("--url", "-s"),
-            metavar="URL",
         ),
     )
     user: str | None = field(default=None, metadata=_row("User", "User name.", env="NATS_USER"))
@@ -87,8 +81,6 @@ class ConnectionSettings:
             "NKey seed, or the path of a seed file.",
             env="NATS_NKEY_SEED",
             secret=True,
-            cli=("--nkey",),
-            metavar="SEED|FILE",
         ),
     )
     creds_file: str | None = field(
@@ -97,9 +89,7 @@ class ConnectionSettings:
             "Credentials file",
             "Path to a .creds file (JWT + NKey).",
             env="NATS_CREDS",
-            cli=("--creds",),
             aliases=("creds",),
-            metavar="FILE",
         ),
     )
     tls_ca: str | None = field(
@@ -145,10 +135,8 @@ class ConnectionSettings:
             "Connect timeout (s)",
             "Seconds to wait for the server.",
             env="NATS_CONNECT_TIMEOUT",
-            cli=("--timeout",),
             aliases=("timeout",),
             kind=float,
-            metavar="SECONDS",
         ),
     )
     api_timeout: float = field(
@@ -159,7 +147,6 @@ class ConnectionSettings:
             " for a lost connection to come back (a single server).",
             env="NATSOBJ_API_TIMEOUT",
             kind=float,
-            metavar="SECONDS",
         ),
     )
     failover_timeout: float = field(
@@ -170,7 +157,6 @@ class ConnectionSettings:
             " to be reachable) before raising ClusterUnavailable.",
             env="NATSOBJ_FAILOVER_TIMEOUT",
             kind=float,
-            metavar="SECONDS",
         ),
     )
     # Read consistency on replicated stores (see docs/production.md, "Consistency").
@@ -193,7 +179,6 @@ class ConnectionSettings:
             "Cache directory",
             "Where the local name index is kept (default ~/.cache/natsobj).",
             env="NATSOBJ_CACHE_DIR",
-            metavar="DIR",
         ),
     )
     name_index: bool | str | None = field(
@@ -331,6 +316,12 @@ class ConnectionSettings:
         return Path("/" + path) if path else Path(DEFAULT_DATA_DIR).resolve()
 
     @property
+    def starts_embedded(self) -> bool:
+        """Whether these settings ask for the embedded server to be started when it is not
+        running (``embedded``), not only for the one running (``embedded-if-running``)."""
+        return _embedded_form(self.servers[0]) == EMBEDDED
+
+    @property
     def js_api_prefix(self) -> str:
         if self.domain:
             return f"$JS.{self.domain}.API"
@@ -344,44 +335,6 @@ class ConnectionSettings:
         if self.api_prefix:
             return f"{self.js_api_prefix}.$O"
         return "$O"
-
-    def resolved(self) -> ConnectionSettings:
-        """Replace ``embedded`` with the embedded server's real URL.
-
-        Every face (Dagster, Spark, fsspec, Airflow, the CLI, the async core) comes through
-        here, so this is where the embedded-server rule lives: with nothing naming a server,
-        the embedded server already running for this directory is used (NoServer when there
-        is none); only ``embedded`` starts one, and the start says, as a warning, where it
-        runs and how to stop it, since it outlives the process. The embedded server admits
-        only the nkey generated for its data directory, so its seed is filled in here unless
-        these settings bring their own credentials."""
-        data_dir = self.embedded_dir
-        if data_dir is None:
-            return self
-        from natsobj.embedded import ensure_server, running_server
-
-        if _embedded_form(self.servers[0]) == RUNNING_EMBEDDED:
-            server = running_server(data_dir)
-            if server is None:
-                raise NoServer(
-                    f"no NATS server given (no url, no NATS_URL) and no embedded server is "
-                    f"running for {data_dir}; natsobj starts one only when asked"
-                )
-            if server.credentials is None:
-                raise NoServer(
-                    f"the embedded server running for {data_dir} (pid {server.pid}) was "
-                    "started by an older natsobj, without the key this one signs in with",
-                    hint=f"Restart it: `natsobj serve --stop --data-dir {data_dir}`, then "
-                    "`natsobj serve` (or give the URL 'embedded', which restarts it).",
-                )
-        else:
-            server = ensure_server(data_dir)
-        _announce_embedded(data_dir, server.url, server.pid, started=server.started)
-        resolved = replace(self, servers=[server.url])
-        own = self.user or self.token or self.nkey_seed or self.creds_file
-        if own or server.credentials is None:
-            return resolved
-        return replace(resolved, nkey_seed=server.credentials.seed)
 
     def redacted_url(self) -> str:
         """A URL safe to print: credentials replaced by ***."""
@@ -409,7 +362,8 @@ class ConnectionSettings:
         return context
 
     def nats_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``nats.connect``; call on resolved settings."""
+        """Keyword arguments for ``nats.connect``; call on settings that name a real server
+        (``natsobj.embedded_rule.resolve_server``)."""
         options: dict[str, Any] = {
             "servers": self.servers,
             "connect_timeout": self.connect_timeout,
@@ -515,35 +469,6 @@ def _check_server(server: str) -> None:
             f"must look like nats://host:4222 (schemes {list(URL_SCHEMES)}) or 'embedded'; "
             f"got {shown} for host {host!r}"
         )
-
-
-_embedded_announced: set[tuple[int, Path]] = set()
-
-
-def _announce_embedded(data_dir: Path, url: str, pid: int, *, started: bool) -> None:
-    """A start is a warning (the server outlives this process: how to stop it); using one
-    that runs is said once per process and data directory, at info level."""
-    if started:
-        log.warning(
-            "natsobj started the embedded NATS server at %s (pid %d), keeping its data in %s; "
-            "it keeps running after this process: stop it with `natsobj serve --stop "
-            "--data-dir %s` (or all of yours with `natsobj serve --stop-all`)",
-            url,
-            pid,
-            data_dir,
-            data_dir,
-        )
-    key = (os.getpid(), data_dir)
-    if key in _embedded_announced:
-        return
-    _embedded_announced.add(key)
-    log.info(
-        "natsobj is using the embedded NATS server at %s; its data is kept on this machine in "
-        "%s. To use a real server, set NATS_URL (or the url of the Airflow connection, Dagster "
-        "resource, Spark option or fsspec filesystem) to nats://HOST:4222.",
-        url,
-        data_dir,
-    )
 
 
 def check_options(

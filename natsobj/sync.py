@@ -20,7 +20,7 @@ from natsobj.aio.compaction import CompactResult
 from natsobj.aio.scans import Changes
 from natsobj.aio.sources import PutSource
 from natsobj.lifecycle import LifecycleRule
-from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus, StreamInfo, Tiering
+from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus, Tiering
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
 
@@ -371,21 +371,6 @@ class ObjectStore:
             )
         )
 
-    @_mirrors(_core.ObjectStore.publish_meta)
-    def publish_meta(
-        self,
-        info: ObjectInfo,
-        *,
-        expected_sequence: int | None = None,
-        msg_id: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> int:
-        return run(
-            self._store.publish_meta(
-                info, expected_sequence=expected_sequence, msg_id=msg_id, headers=headers
-            )
-        )
-
     @_mirrors(_core.ObjectStore.ttl_left)
     def ttl_left(self, info: ObjectInfo) -> int | None:
         return run(self._store.ttl_left(info))
@@ -437,10 +422,6 @@ class ObjectStore:
     @_mirrors(_core.ObjectStore.set_lifecycle_rules)
     def set_lifecycle_rules(self, rules: list[LifecycleRule]) -> list[LifecycleRule]:
         return run(self._store.set_lifecycle_rules(rules))
-
-    @_mirrors(_core.ObjectStore.read_floor)
-    def read_floor(self, stream_info: StreamInfo) -> int | None:
-        return self._store.read_floor(stream_info)
 
     @_mirrors(_core.ObjectStore.status)
     def status(self, *, count_offloaded: bool = False) -> StoreStatus:

@@ -176,3 +176,39 @@ def test_a_registry_others_can_write_is_refused_by_list(tmp_path: Path):
     listed = natsobj_cli("serve", "--list", env=env)
     assert listed.returncode == 0 and listed.stdout == "", listed.stderr
     assert not (registry / "planted.json").exists(), "an entry with no proven server is dropped"
+
+
+SETTINGS_ONLY_PARSE = textwrap.dedent(
+    """
+    import sys
+    from natsobj.settings import ConnectionSettings
+
+    settings = ConnectionSettings.from_url("embedded")
+    for name in sorted(dir(settings)):
+        if name.startswith("_"):
+            continue
+        value = getattr(settings, name)
+        if callable(value):
+            try:
+                value()
+            except TypeError:
+                pass  # takes arguments: not a way to reach a server
+    print("LOADED", "natsobj.embedded" in sys.modules)
+    """
+)
+
+
+def test_settings_parse_and_start_no_server(tmp_path: Path):
+    """``ConnectionSettings`` resolves names and values only: every public method of settings
+    for the URL ``embedded`` runs without starting a server or loading the module that does
+    (as found: ``resolved()`` started one; the connecting layer, natsobj.embedded_rule, does)."""
+    data_dir = tmp_path / "data"
+    try:
+        done = run(SETTINGS_ONLY_PARSE, tmp_path, no_nats_env(tmp_path, data_dir))
+        left = servers_serving(data_dir)
+    finally:
+        stop_server(data_dir)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "LOADED False" in done.stdout, done.stdout
+    assert left == [], "a nats-server was started"
+    assert not data_dir.exists(), "something was created for a server"

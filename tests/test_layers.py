@@ -56,6 +56,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "natsobj.operation_options",
         "natsobj.retry",
         "natsobj.lineage",
+        "natsobj.embedded_rule",
         "natsobj.localfiles",
         "natsobj.embedded",
         "natsobj.deprecation",

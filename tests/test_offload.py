@@ -17,6 +17,7 @@ import pytest
 
 import natsobj
 from natsobj.aio import offload
+from natsobj.aio.records import publish_record
 from natsobj.model import format_digest
 from natsobj.sync import run
 
@@ -117,7 +118,7 @@ def test_put_and_get_file_through_either_sink(store, sink_mode, tmp_path):
 def test_digest_mismatch_leaves_no_file_with_either_sink(store, sink_mode, tmp_path):
     info = store.put("victim", os.urandom(3 * 1024 * 1024))
     wrong = info.evolve(digest="SHA-256=" + "A" * 43 + "=")
-    run(store.aio.publish_meta(wrong))
+    run(publish_record(store.aio.bucket_stream, wrong))
     with pytest.raises(natsobj.DigestMismatch, match="victim"):
         store.get_file("victim", tmp_path / "victim.bin")
     assert list(tmp_path.iterdir()) == []  # no destination file, no temporary file

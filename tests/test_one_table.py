@@ -12,9 +12,13 @@ must carry the value given."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
+import dataclasses
+import inspect
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator, Mapping
 from datetime import timedelta
@@ -25,11 +29,13 @@ import pytest
 from click.testing import CliRunner
 
 import natsobj
+import natsobj.settings
 from natsobj import aio
 from natsobj.cli.app import cli
+from natsobj.cli.connection_flags import SPELLINGS, spelling
 from natsobj.embedded import NatsServerProcess
 from natsobj.parsing import format_duration
-from natsobj.settings import OPTION_FIELDS, SETTINGS, URL_FIELD, ConnectionSettings
+from natsobj.settings import OPTION_FIELDS, SETTINGS, URL_FIELD, ConnectionSettings, Setting
 from natsobj.store_config import STORE_SETTINGS, Placement, StoreConfig
 from tests.raw import RawJetStream
 from tests.security.jwt_chain import creds_text, encode_jwt, new_keypair
@@ -144,7 +150,7 @@ def test_blocking_facade(name, values, companions) -> None:
 
 def cli_args(name: str, value: Any) -> list[str]:
     """The CLI's own rendering of a field: its flag from the table (a switch for a bool)."""
-    flag = (SETTINGS[name].cli or ("--" + name.replace("_", "-"),))[0]
+    flag = spelling(name).flags[0]
     if SETTINGS[name].kind is bool:
         return [flag if value else f"--no-{flag[2:]}"]
     return [flag, as_text(value)]
@@ -177,6 +183,27 @@ def airflow_connection(name: str, values: dict[str, Any], companions: dict[str, 
     for field, value in fields.items():
         doc["extra"][extras_for[field]] = value
     return json.dumps(doc)
+
+
+def test_the_cli_spells_only_fields_of_the_table() -> None:
+    """The CLI's flags and metavars are its own table, keyed by field: a key that is no field
+    would spell nothing."""
+    assert set(SPELLINGS) <= set(SETTINGS)
+
+
+def test_the_core_table_names_no_cli_flag() -> None:
+    """How the CLI spells a setting is the CLI's (as found: ``cli=("--url", "-s")`` and
+    metavars in the core's rows): no string in natsobj/settings.py is a command-line flag."""
+    tree = ast.parse(inspect.getsource(natsobj.settings))
+    flags = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.fullmatch(r"--?[a-z][a-z-]*", node.value)
+    ]
+    assert flags == []
+    assert not {"cli", "metavar"} & {f.name for f in dataclasses.fields(Setting)}
 
 
 def test_airflow_extras_cover_the_table() -> None:

@@ -29,11 +29,11 @@ from natsobj import aio
 from natsobj.aio.chunkmap import Located, MapCache, locate
 from natsobj.aio.jsapi import JetStreamApi
 from natsobj.aio.ranges import byte_range
-from natsobj.embedded import NatsCluster
 from natsobj.errors import DigestMismatch, LinkError, ObjectChanged, ObjectNotFound
 from natsobj.model import ObjectInfo, format_digest
 from natsobj.names import chunk_subject, meta_subject
 from natsobj.sync import run
+from tests.cluster.harness import ClusterHarness
 from tests.fetch_counter import FetchCounter
 from tests.test_nats_py_fallback import internals_missing  # noqa: F401 (a fixture)
 
@@ -433,7 +433,9 @@ def test_byte_range_clamps_as_fsspec(start, end, expected) -> None:
     assert byte_range(10, start, end) == expected
 
 
-def test_a_range_read_on_another_node_sees_the_write(cluster: NatsCluster, r3_bucket: str) -> None:
+def test_a_range_read_on_another_node_sees_the_write(
+    cluster: ClusterHarness, r3_bucket: str
+) -> None:
     """docs/production.md's read-after-write: a put that returned on node 0 is what a ranged
     read on nodes 1 and 2 returns at once, chunk map included (no stale map, no missing
     chunk from a replica that is behind)."""

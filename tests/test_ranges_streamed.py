@@ -21,8 +21,8 @@ import natsobj
 from benchmarks.ranges import CountingProxy
 from natsobj import aio
 from natsobj.aio import ranges
-from natsobj.embedded import NatsCluster
 from natsobj.errors import ObjectChanged
+from tests.cluster.harness import ClusterHarness
 from tests.test_prefix import accounts_server, url_for  # noqa: F401 (a fixture)
 from tests.test_ranges import KINDS, PROPERTY, written  # noqa: F401 (a fixture)
 
@@ -107,7 +107,7 @@ def test_an_overwrite_or_delete_during_a_streamed_read_raises_object_changed(sto
 
 @pytest.mark.usefixtures("streamed")
 def test_a_streamed_range_on_another_node_sees_the_write(
-    cluster: NatsCluster, r3_bucket: str
+    cluster: ClusterHarness, r3_bucket: str
 ) -> None:
     """docs/production.md's read-after-write for consumer-read spans: a put that returned on
     node 0 is what a ranged read on nodes 1 and 2 returns at once."""

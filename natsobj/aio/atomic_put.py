@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from nats.aio.msg import Msg
-from nats.nuid import NUID
 
 from natsobj.aio.api_errors import api_error
 from natsobj.aio.jsapi import status_of
+from natsobj.aio.nuids import next_nuid
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.stream import BucketStream
@@ -84,7 +84,6 @@ _GO_TODAYS_WAY = {
     ATOMIC_BATCH_INCOMPLETE,
 }
 _ABORT = "abort"  # any commit value but "1" makes the server drop the batch at once
-_nuid = NUID()
 
 
 @dataclass
@@ -205,7 +204,7 @@ async def put_atomic(
     replay, source = await replayable(source, chunk_size, max_bytes=limit, lookahead=window_bytes)
     if replay is None:
         return None, source
-    template = replace(template, nuid=_nuid.next().decode())
+    template = replace(template, nuid=next_nuid())
     put = AtomicPut(
         bucket_stream,
         template,
@@ -321,7 +320,7 @@ class AtomicPut:
         replacing: Callable[[], Awaitable[ObjectInfo | None]],
         required: int | None,
     ) -> Committed:
-        batch = _nuid.next().decode()
+        batch = next_nuid()
         chunks_out = self.stream.publish_subject(chunk_subject(self.bucket, self.template.nuid))
         acks: deque[tuple[asyncio.Future[Msg], int]] = deque()
         unacked = 0

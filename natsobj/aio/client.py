@@ -20,6 +20,7 @@ from natsobj.aio.ranges import ClientRanges
 from natsobj.aio.socket_reads import enlarge_reads
 from natsobj.aio.store import ObjectStore
 from natsobj.embedded import prove_peer
+from natsobj.embedded_rule import resolve_server
 from natsobj.errors import (
     BucketExists,
     BucketNotFound,
@@ -170,7 +171,7 @@ class Client:
 
     async def _connect(self) -> Client:
         # finding or starting the embedded server touches files and processes: not on the loop
-        resolved = await asyncio.to_thread(self.settings.resolved)
+        resolved = await asyncio.to_thread(resolve_server, self.settings)
         options = resolved.nats_options()
         self._tls = "tls" in options
         self._connect_errors = []

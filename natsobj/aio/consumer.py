@@ -38,10 +38,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from nats.nuid import NUID
-
 from natsobj.aio.failover import Failover
 from natsobj.aio.jsapi import JetStreamApi, parse_headers, raw_status
+from natsobj.aio.nuids import next_nuid
 from natsobj.errors import BucketRecreated, NatsObjError, NotConnected, PermissionDenied
 from natsobj.model import time_from_nanos
 from natsobj.retry import RetryableError
@@ -56,7 +55,6 @@ from natsobj.wire import (
     pull_subject,
 )
 
-_nuid = NUID()
 _NANOS = 1_000_000_000
 # Stalled heartbeats on one flow-control subject, each answered, before we conclude that our
 # answers cannot reach the server (across accounts: no '$JS.FC.>' import).
@@ -261,7 +259,7 @@ class OrderedConsumer:
         return int(response.get("num_pending", 0))
 
     def _rename(self) -> None:
-        self._name = _nuid.next().decode()
+        self._name = next_nuid()
         self._stop_listening()
         refusable = (  # what we publish without a reply future: pull requests or FC answers
             pull_subject(self.api.prefix, self.stream, self._name)

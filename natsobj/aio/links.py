@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
 from natsobj.aio import records
-from natsobj.aio.put_pipeline import new_nuid
+from natsobj.aio.nuids import next_nuid
 from natsobj.aio.stream import BucketStream
 from natsobj.errors import BadObjectMeta, LinkError, ObjectExists, ObjectNotFound
 from natsobj.model import ObjectInfo, ObjectLink
@@ -79,8 +79,8 @@ async def publish(
     bucket = stream.bucket
     if existing is not None and not existing.deleted and not existing.is_link:
         raise ObjectExists("a regular object has this name", bucket=bucket, name=name)
-    info = ObjectInfo(name=name, bucket=bucket, nuid=new_nuid(), link=link)
-    info.sequence = await records.publish(stream, info)
+    info = ObjectInfo(name=name, bucket=bucket, nuid=next_nuid(), link=link)
+    info.sequence = await records.publish_record(stream, info)
     info.mtime = datetime.now(UTC)
     if existing is not None and not existing.deleted and existing.nuid:
         await stream.purge(chunk_subject(bucket, existing.nuid))

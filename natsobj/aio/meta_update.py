@@ -48,7 +48,7 @@ async def update_meta(
     left = await ttl_left(info)
     ttl_headers = None if left is None else {MSG_TTL: str(left)}
     try:
-        updated.sequence = await records.publish(
+        updated.sequence = await records.publish_record(
             stream, updated, expected_sequence=expected, headers=ttl_headers
         )
     except SequenceConflict:

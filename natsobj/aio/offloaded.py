@@ -1,10 +1,11 @@
 """Reading an offloaded object: the seam between the core and the archive.
 
-An offloaded object's bytes live in an S3 archive, which the core knows nothing about: the
+An offloaded object's bytes live in an archive, which the core knows nothing about: the
 archive registers how to read them (``register_offloaded_reader``) when it is imported. A
 process that never meets an offloaded record never imports the archive; one that does, and
-has not imported it yet, gets it loaded here by module name (``PLUGINS``), so ``get`` works
-the same whether or not the caller imported ``natsobj.archive`` first.
+has not imported it yet, loads the modules installed packages name in the entry-point group
+``READER_GROUP`` (natsobj's own ``pyproject.toml`` names its archive there), so ``get`` works
+the same whether or not the caller imported the archive first, and the core names none.
 
 A ranged read of an offloaded object asks the archive for just those bytes when it registered
 a ``read_range`` (an S3 range GET); otherwise it reads the object from its start through the
@@ -13,16 +14,16 @@ whole-object reader and drops what comes before the range.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import AsyncGenerator
+from importlib.metadata import entry_points
 from typing import Protocol
 
 from natsobj.aio.stream import BucketStream
 from natsobj.errors import DigestMismatch, NatsObjError
 from natsobj.model import ObjectInfo
 
-# Modules that register an offloaded reader when imported, tried in order.
-PLUGINS = ("natsobj.archive.readthrough",)
+# The entry points whose modules register an offloaded reader when loaded, tried in turn.
+READER_GROUP = "natsobj.offloaded_readers"
 
 
 class OffloadedReaderFactory(Protocol):
@@ -52,15 +53,16 @@ def register_offloaded_reader(
 
 
 def offloaded_reader() -> OffloadedReaderFactory | None:
-    """The registered factory, loading the plugin modules if none is registered yet; None
-    when none can be loaded (the ``archive`` extra is not installed)."""
-    for module in PLUGINS:
-        if _registered:
-            break
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            continue
+    """The registered factory, loading the ``READER_GROUP`` entry points if none is
+    registered yet; None when none can be loaded (the ``archive`` extra is not installed)."""
+    if not _registered:
+        for entry in entry_points(group=READER_GROUP):
+            try:
+                entry.load()
+            except ImportError:
+                continue
+            if _registered:
+                break
     return _registered[0] if _registered else None
 
 

@@ -14,12 +14,11 @@ import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
-from nats.nuid import NUID
-
 from natsobj.aio import records
 from natsobj.aio.atomic_put import put_atomic
 from natsobj.aio.expiry import BucketExpiry
 from natsobj.aio.jsapi import status_of
+from natsobj.aio.nuids import next_nuid
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.publish import PublishWindow
 from natsobj.aio.sources import PutSource, iter_chunks
@@ -43,15 +42,9 @@ from natsobj.wire import (
     meta_msg_id,
 )
 
-_nuid = NUID()
 # Room kept in a message for a chunk's headers (its Nats-Msg-Id), which count against the
 # server's max_payload as much as the chunk does.
 CHUNK_HEADER_ROOM = 256
-
-
-def new_nuid() -> str:
-    """A new version's nuid, the token of its chunk subject (links get one too)."""
-    return _nuid.next().decode()
 
 
 Current = Callable[[str], Awaitable[ObjectInfo | None]]
@@ -110,7 +103,7 @@ async def put(
         if atomic is not None:
             atomic.info.expires = expiry.expires if expiry is not None else None
             return await _purge_replaced(stream, atomic.info, atomic.replaced, atomic.sequence)
-    nuid = new_nuid()
+    nuid = next_nuid()
     local_chunks = chunk_subject(bucket, nuid)
     window = PublishWindow(
         stream.api,
@@ -255,7 +248,7 @@ async def _replace_meta(
                 f"it is no longer at sequence {required}", bucket=stream.bucket, name=info.name
             )
         try:
-            sequence = await records.publish(
+            sequence = await records.publish_record(
                 stream,
                 info,
                 expected_sequence=expected,

@@ -19,7 +19,7 @@ from natsobj.wire import MARKER_REASON, MSG_TTL
 log = logging.getLogger(__name__)
 
 
-async def publish(
+async def publish_record(
     stream: BucketStream,
     info: ObjectInfo,
     *,
@@ -27,7 +27,11 @@ async def publish(
     msg_id: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> int:
-    """``ObjectStore.publish_meta``: ``info``'s record as a per-subject rollup."""
+    """Publish ``info``'s record, the one rule every writer of records follows (puts,
+    updates, deletes, links and restatements of a version): on its name's meta subject as a
+    per-subject rollup, except a restatement, which keeps the version it restates beneath it
+    (``ObjectInfo.rolls_up``). Returns its stream sequence (SequenceConflict when
+    ``expected_sequence`` is not where the name is)."""
     return await stream.publish_rollup(
         meta_subject(stream.bucket, info.name),
         info.encode(),

@@ -111,10 +111,6 @@ class ObjectStore:
         """See ``BucketStream.strong_reads``."""
         return self.bucket_stream.strong_reads
 
-    def read_floor(self, stream_info: StreamInfo) -> int | None:
-        """The listing hook; see ``BucketStream.read_floor``."""
-        return self.bucket_stream.read_floor(stream_info)
-
     # -- info -------------------------------------------------------------------------------------
 
     async def get_info(
@@ -144,25 +140,6 @@ class ObjectStore:
         """The version a write to ``name`` replaces (``natsobj.aio.records.current``)."""
         self._check_name(name)
         return await records.current(self.bucket_stream, name)
-
-    async def publish_meta(
-        self,
-        info: ObjectInfo,
-        *,
-        expected_sequence: int | None = None,
-        msg_id: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> int:
-        """Publish a meta record as a per-subject rollup; returns its stream sequence
-        (SequenceConflict when ``expected_sequence`` is not where the name is). For records
-        this client builds (puts, updates, tiering's restatements of a version)."""
-        return await records.publish(
-            self.bucket_stream,
-            info,
-            expected_sequence=expected_sequence,
-            msg_id=msg_id,
-            headers=headers,
-        )
 
     # -- put --------------------------------------------------------------------------------------
 
@@ -419,7 +396,7 @@ class ObjectStore:
         if info.deleted:
             return info
         tombstone = info.evolve(deleted=True, size=0, chunks=0, digest="", tiering=None)
-        tombstone.sequence = await self.publish_meta(tombstone)
+        tombstone.sequence = await records.publish_record(self.bucket_stream, tombstone)
         if info.nuid:
             await self.bucket_stream.purge(chunk_subject(self.bucket, info.nuid))
         return tombstone

@@ -19,17 +19,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from natsobj.aio.restate import restate
 from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.readthrough import offloaded_bytes, trust
 from natsobj.archive.restore import verified_bytes
 from natsobj.archive.target import ArchiveTarget, ArchiveTargetError
 from natsobj.archive.targets import OFFLOAD_METADATA_KEY, REPLICATE, ArchiveTargets
-from natsobj.errors import DigestMismatch, ObjectChanged, ObjectNotFound, SequenceConflict
+from natsobj.errors import DigestMismatch, ObjectChanged, ObjectNotFound
 from natsobj.matching import NameMatcher
-from natsobj.model import ObjectInfo, Offload, Tiering, kept_chunk_size
-from natsobj.names import chunk_subject
-from natsobj.wire import MSG_TTL
+from natsobj.model import ObjectInfo, Offload
 
 if TYPE_CHECKING:
     from natsobj.aio.store import ObjectStore
@@ -208,9 +207,9 @@ def _not_offloadable(
 async def _offload_one(
     store: ObjectStore, targets: ArchiveTargets, info: ObjectInfo, archived: ArchiveRecord
 ) -> ObjectInfo:
-    """Verify the archived bytes (every copy, when replicated), publish the restating record
-    over exactly ``info``'s version, then purge the chunks: a failure at any step leaves the
-    object as it was."""
+    """Verify the archived bytes (every copy, when replicated), then restate exactly
+    ``info``'s version as held there (``natsobj.aio.restate``, which purges its chunks): a
+    failure at any step leaves the object as it was."""
     holders = targets.holders(archived)
     for holder in holders if targets.strategy == REPLICATE else holders[:1]:
         async for _ in verified_bytes(ArchiveTargets.of(holder), archived):
@@ -222,21 +221,7 @@ async def _offload_one(
         archived.length,
         mirrors=[holder.url for holder in holders[1:]],
     )
-    replaces = info.stands_for or int(info.sequence or 0)
-    record = info.evolve(tiering=Tiering(replaces=replaces, mtime=info.mtime, offload=location))
-    left = await store.ttl_left(info)
-    try:
-        record.sequence = await store.publish_meta(
-            record,
-            expected_sequence=info.sequence,
-            headers=None if left is None else {MSG_TTL: str(left)},
-        )
-    except SequenceConflict:
-        raise ObjectChanged(
-            "changed while being offloaded; left as it is", bucket=store.bucket, name=info.name
-        ) from None
-    await store.bucket_stream.purge(chunk_subject(store.bucket, info.nuid))
-    return record
+    return await restate(store, info, offload=location)
 
 
 async def rehydrate(store: ObjectStore, name: str) -> ObjectInfo:
@@ -246,16 +231,4 @@ async def rehydrate(store: ObjectStore, name: str) -> ObjectInfo:
     info = await store.get_info(name)
     if not info.offloaded:
         return info
-    tiering = Tiering(replaces=info.stands_for or int(info.sequence or 0), mtime=info.mtime)
-    return await store.put(
-        name,
-        offloaded_bytes(store.bucket_stream, info),
-        description=info.description or None,
-        headers=info.headers,
-        metadata=info.metadata,
-        chunk_size=kept_chunk_size(info.chunk_size),
-        expected_sequence=info.sequence,
-        tiering=tiering,
-        # the same expiry, or none (0) so a lifecycle rule does not give the version one
-        ttl=await store.ttl_left(info) or 0,
-    )
+    return await restate(store, info, data=offloaded_bytes(store.bucket_stream, info))

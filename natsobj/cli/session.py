@@ -4,7 +4,7 @@ Settings come only from ``ConnectionSettings``: ``--url`` stands in for ``NATS_U
 ``NATS_*`` variables still apply, and explicit options win over both. With nothing set, the
 embedded server of this directory is used if it is running; it is never started implicitly,
 so a typo'd environment does not silently spawn a server (the rule every face shares:
-``ConnectionSettings.resolved``).
+``natsobj.embedded_rule``).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from natsobj.cli.connection_flags import spelling
 from natsobj.cli.exits import UsageProblem
 from natsobj.settings import SETTINGS, URL_FIELD, ConnectionSettings, Setting
 from natsobj.sync import Client, ObjectStore, connect
@@ -34,15 +35,16 @@ def resolve_settings(
 
 
 def connection_options(command: Callable[..., Any]) -> Any:
-    """The root command's connection options: one per ``ConnectionSettings`` field, flag,
-    help and environment variable from its row of the table (``--url`` gives the servers)."""
+    """The root command's connection options: one per ``ConnectionSettings`` field, help and
+    environment variable from its row of the table, flags and metavar from the CLI's
+    spellings (``--url`` gives the servers)."""
     for name, row in reversed(SETTINGS.items()):
         command = _connection_option(name, row)(command)
     return command
 
 
 def _connection_option(name: str, row: Setting) -> Callable[..., Any]:
-    flags = row.cli or ("--" + name.replace("_", "-"),)
+    flags, metavar = spelling(name).flags, spelling(name).metavar
     dest = "url" if name == URL_FIELD else name
     help_text = row.help.rstrip(".") + (f" (or ${row.env})." if row.env else ".")
     if name == URL_FIELD:
@@ -54,7 +56,7 @@ def _connection_option(name: str, row: Setting) -> Callable[..., Any]:
         kind = click.Choice(row.choices)
     elif row.kind is float:
         kind = click.FloatRange(min=0, min_open=True)
-    return click.option(*flags, dest, type=kind, metavar=row.metavar, help=help_text)
+    return click.option(*flags, dest, type=kind, metavar=metavar, help=help_text)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from natsobj.embedded_rule import resolve_server
 from natsobj.errors import UnknownOption
 from natsobj.matching import NameMatcher
 from natsobj.names import check_bucket
@@ -144,7 +145,7 @@ class SourceOptions:
             # Resolve on the driver, once, and only for options that passed every check above
             # (resolving starts the server): every executor must reach the driver's server.
             # Resolving on executors would start one server per machine and split the data.
-            settings = settings.resolved()
+            settings = resolve_server(settings)
         return cls(
             settings=settings,
             bucket=bucket,

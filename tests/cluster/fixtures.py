@@ -14,22 +14,22 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import natsobj
-from natsobj.embedded import NatsCluster
 from natsobj.names import stream_name
+from tests.cluster.harness import ClusterHarness
 
 REPLICAS = 3
 
 
 @pytest.fixture(scope="session")
-def nats_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsCluster]:
+def nats_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterHarness]:
     """Three nats-server processes from the pinned wheel; fails (never skips) without it."""
-    cluster = NatsCluster(tmp_path_factory.mktemp("nats-cluster"), size=3)
+    cluster = ClusterHarness(tmp_path_factory.mktemp("nats-cluster"), size=3)
     cluster.start()
     yield cluster
     cluster.stop()
 
 
-def heal(cluster: NatsCluster) -> None:
+def heal(cluster: ClusterHarness) -> None:
     """Start every stopped node again and wait until the cluster can place R3 streams: the
     meta leader takes a moment to see a restarted peer as online ("no suitable peers for
     placement, peer offline" until then)."""
@@ -41,7 +41,7 @@ def heal(cluster: NatsCluster) -> None:
         wait_until_placeable(cluster)
 
 
-def wait_until_placeable(cluster: NatsCluster, timeout: float = 60.0) -> None:
+def wait_until_placeable(cluster: ClusterHarness, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     with natsobj.connect(cluster.url, failover_timeout=5.0) as client:
         while True:
@@ -57,26 +57,26 @@ def wait_until_placeable(cluster: NatsCluster, timeout: float = 60.0) -> None:
 
 
 @pytest.fixture
-def cluster(nats_cluster: NatsCluster) -> Iterator[NatsCluster]:
+def cluster(nats_cluster: ClusterHarness) -> Iterator[ClusterHarness]:
     """The session cluster, with every node running again after the test."""
     yield nats_cluster
     heal(nats_cluster)
 
 
 @pytest.fixture
-def node_urls(cluster: NatsCluster) -> list[str]:
+def node_urls(cluster: ClusterHarness) -> list[str]:
     """One URL per node, for connections pinned to a single node."""
     return cluster.urls
 
 
 @pytest.fixture
-def cluster_url(cluster: NatsCluster) -> str:
+def cluster_url(cluster: ClusterHarness) -> str:
     """A URL naming every node, the way production clients connect."""
     return cluster.url
 
 
 @pytest.fixture
-def connect_node(cluster: NatsCluster) -> Iterator[Callable[..., natsobj.Client]]:
+def connect_node(cluster: ClusterHarness) -> Iterator[Callable[..., natsobj.Client]]:
     """``connect_node(i)``: a blocking client pinned to node ``i``; closed after the test."""
     clients: list[natsobj.Client] = []
 
@@ -92,7 +92,7 @@ def connect_node(cluster: NatsCluster) -> Iterator[Callable[..., natsobj.Client]
 
 
 @pytest.fixture
-def r3_bucket(cluster: NatsCluster) -> Iterator[str]:
+def r3_bucket(cluster: ClusterHarness) -> Iterator[str]:
     """A fresh replicas=3 bucket, created through every node's view; deleted afterwards."""
     bucket = f"c{uuid.uuid4().hex[:12]}"
     client = natsobj.connect(cluster.url)
@@ -108,7 +108,7 @@ def r3_bucket(cluster: NatsCluster) -> Iterator[str]:
 
 
 @pytest.fixture
-def kill_leader(cluster: NatsCluster) -> Callable[[str], int]:
+def kill_leader(cluster: ClusterHarness) -> Callable[[str], int]:
     """``kill_leader(bucket)``: SIGKILL the node leading the bucket's stream; its index."""
 
     def kill(bucket: str) -> int:
@@ -120,7 +120,7 @@ def kill_leader(cluster: NatsCluster) -> Callable[[str], int]:
 
 
 @pytest.fixture
-def kill_follower(cluster: NatsCluster) -> Callable[[str], int]:
+def kill_follower(cluster: ClusterHarness) -> Callable[[str], int]:
     """``kill_follower(bucket)``: SIGKILL a node that replicates but does not lead the stream."""
 
     def kill(bucket: str) -> int:

@@ -13,8 +13,8 @@ import pytest
 
 import natsobj
 from natsobj.aio.atomic_put import ATOMIC_MAX_BYTES_REPLICATED
-from natsobj.embedded import NatsCluster
 from natsobj.names import stream_name
+from tests.cluster.harness import ClusterHarness
 from tests.raw import RawJetStream
 
 CHUNK = 64 * 1024
@@ -59,7 +59,7 @@ class _KillingFile(io.FileIO):
 
 @pytest.mark.parametrize("connected_to", ["a follower", "the leader"])
 def test_an_atomic_put_rides_out_a_leader_kill(
-    cluster: NatsCluster, r3_bucket: str, connected_to: str, tmp_path: Path
+    cluster: ClusterHarness, r3_bucket: str, connected_to: str, tmp_path: Path
 ) -> None:
     """The leader dies mid-batch: the staged batch dies with it (nothing of it is stored),
     and the put goes today's way, which waits for the new leader."""

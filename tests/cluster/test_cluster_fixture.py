@@ -3,11 +3,12 @@ leader replaced by an election, a killed node rejoining as the same peer."""
 
 from __future__ import annotations
 
-from natsobj.embedded import NatsCluster, cluster_node_config
+from natsobj.embedded import cluster_node_config
 from natsobj.names import stream_name
+from tests.cluster.harness import ClusterHarness
 
 
-def test_three_nodes_share_one_meta_leader(cluster: NatsCluster) -> None:
+def test_three_nodes_share_one_meta_leader(cluster: ClusterHarness) -> None:
     leader = cluster.wait_for_meta_leader()
     assert leader in {"n1", "n2", "n3"}
     for index in range(3):
@@ -16,7 +17,7 @@ def test_three_nodes_share_one_meta_leader(cluster: NatsCluster) -> None:
         assert meta["cluster_size"] == 3
 
 
-def test_node_config_files_are_on_disk(cluster: NatsCluster) -> None:
+def test_node_config_files_are_on_disk(cluster: ClusterHarness) -> None:
     for index, node in enumerate(cluster.nodes):
         text = (node.data_dir / "server.conf").read_text()
         assert f"server_name: n{index + 1}" in text
@@ -34,7 +35,7 @@ def test_config_lists_every_other_route() -> None:
     assert '"nats-route://127.0.0.1:6222", "nats-route://127.0.0.1:6224"' in text
 
 
-def test_killed_leader_is_replaced_and_rejoins(cluster: NatsCluster, r3_bucket: str) -> None:
+def test_killed_leader_is_replaced_and_rejoins(cluster: ClusterHarness, r3_bucket: str) -> None:
     stream = stream_name(r3_bucket)
     old = cluster.leader_of(stream)
     old_pid = cluster.pids[old]

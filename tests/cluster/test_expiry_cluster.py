@@ -11,15 +11,15 @@ from collections.abc import Callable
 import pytest
 
 import natsobj
-from natsobj.embedded import NatsCluster
 from natsobj.errors import ObjectNotFound
 from natsobj.names import stream_name
+from tests.cluster.harness import ClusterHarness
 
 DATA = bytes(range(256)) * 1024  # two chunks
 
 
 def test_expiry_happens_once_and_followers_read_not_found(
-    cluster: NatsCluster, connect_node: Callable[..., natsobj.Client]
+    cluster: ClusterHarness, connect_node: Callable[..., natsobj.Client]
 ) -> None:
     bucket = f"x{uuid.uuid4().hex[:12]}"
     admin = connect_node(0)

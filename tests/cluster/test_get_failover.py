@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 import natsobj
-from natsobj.embedded import NatsCluster
 from natsobj.names import stream_name
+from tests.cluster.harness import ClusterHarness
 
 SIZE = 64 * 1024 * 1024
 KILL_AFTER = 8 * 1024 * 1024  # well into the read, far from its end
@@ -27,7 +27,7 @@ def payload() -> bytes:
     return os.urandom(SIZE)
 
 
-def stored(cluster: NatsCluster, bucket: str, data: bytes) -> natsobj.ObjectInfo:
+def stored(cluster: ClusterHarness, bucket: str, data: bytes) -> natsobj.ObjectInfo:
     """Put ``data`` and wait until every replica has it, so that the kill that follows tests
     the read, not a race with replication on a loaded machine."""
     with natsobj.connect(cluster.url) as writer:
@@ -36,7 +36,7 @@ def stored(cluster: NatsCluster, bucket: str, data: bytes) -> natsobj.ObjectInfo
     return info
 
 
-def wait_until_replicas_current(cluster: NatsCluster, bucket: str, timeout: float = 60) -> None:
+def wait_until_replicas_current(cluster: ClusterHarness, bucket: str, timeout: float = 60) -> None:
     stream = stream_name(bucket)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -83,7 +83,7 @@ class killing_progress:
             self.killed = True
 
 
-def node_other_than(cluster: NatsCluster, bucket: str) -> int:
+def node_other_than(cluster: ClusterHarness, bucket: str) -> int:
     leader = cluster.leader_of(stream_name(bucket))
     return next(i for i in range(len(cluster.nodes)) if i != leader)
 

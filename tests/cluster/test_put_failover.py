@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import natsobj
-from natsobj.embedded import NatsCluster
 from natsobj.names import chunk_subject, stream_name
 from natsobj.sync import run
+from tests.cluster.harness import ClusterHarness
 
 BIG = 64 * 1024 * 1024
 KILL_AFTER = 0.15
@@ -54,13 +54,13 @@ def _pieces_then(data: bytes, fault: Callable[[], object], after: int) -> Iterat
         yield data[start : start + piece]
 
 
-def _node_other_than(cluster: NatsCluster, index: int) -> int:
+def _node_other_than(cluster: ClusterHarness, index: int) -> int:
     return next(i for i in range(len(cluster.nodes)) if i != index)
 
 
 @pytest.mark.parametrize("connected_to", ["a follower", "the leader"])
 def test_put_completes_when_the_leader_is_killed(
-    cluster: NatsCluster, r3_bucket: str, connected_to: str
+    cluster: ClusterHarness, r3_bucket: str, connected_to: str
 ) -> None:
     leader = cluster.leader_of(stream_name(r3_bucket))
     node = leader if connected_to == "the leader" else _node_other_than(cluster, leader)
@@ -86,7 +86,7 @@ def test_put_completes_when_the_leader_is_killed(
     assert took < 120
 
 
-def test_killing_a_follower_changes_nothing(cluster: NatsCluster, r3_bucket: str) -> None:
+def test_killing_a_follower_changes_nothing(cluster: ClusterHarness, r3_bucket: str) -> None:
     leader = cluster.leader_of(stream_name(r3_bucket))
     follower = _node_other_than(cluster, leader)
     with natsobj.connect(cluster.urls[leader]) as client:
@@ -99,7 +99,7 @@ def test_killing_a_follower_changes_nothing(cluster: NatsCluster, r3_bucket: str
 
 
 def test_no_quorum_is_a_typed_error_and_the_previous_version_survives(
-    cluster: NatsCluster, r3_bucket: str
+    cluster: ClusterHarness, r3_bucket: str
 ) -> None:
     leader = cluster.leader_of(stream_name(r3_bucket))
     survivor = _node_other_than(cluster, leader)
@@ -134,7 +134,7 @@ def test_no_quorum_is_a_typed_error_and_the_previous_version_survives(
 
 
 def test_an_open_client_survives_a_restart_of_the_whole_cluster(
-    cluster: NatsCluster, r3_bucket: str
+    cluster: ClusterHarness, r3_bucket: str
 ) -> None:
     with natsobj.connect(cluster.url) as client:
         store = client.store(r3_bucket)
@@ -151,7 +151,7 @@ def test_an_open_client_survives_a_restart_of_the_whole_cluster(
 
 
 def test_a_cluster_timeout_names_the_cluster_not_jetstream_settings(
-    cluster: NatsCluster, r3_bucket: str
+    cluster: ClusterHarness, r3_bucket: str
 ) -> None:
     leader = cluster.leader_of(stream_name(r3_bucket))
     survivor = _node_other_than(cluster, leader)

@@ -9,13 +9,13 @@ import uuid
 import pytest
 
 from natsobj import aio
-from natsobj.embedded import NatsCluster
 from natsobj.settings import ConnectionSettings
+from tests.cluster.harness import ClusterHarness
 from tests.cluster.probes import run_probes
 
 
 async def _probe(
-    cluster: NatsCluster, probes: int, *, consistency: str = "strong", hand_off: bool = False
+    cluster: ClusterHarness, probes: int, *, consistency: str = "strong", hand_off: bool = False
 ):
     bucket = f"raw{uuid.uuid4().hex[:10]}"
     clients = [await aio.connect(url, consistency=consistency) for url in cluster.urls]
@@ -30,14 +30,14 @@ async def _probe(
             await client.close()
 
 
-def test_strong_reads_see_every_write_from_other_nodes(cluster: NatsCluster) -> None:
+def test_strong_reads_see_every_write_from_other_nodes(cluster: ClusterHarness) -> None:
     result = asyncio.run(_probe(cluster, 400))
     assert result.probes == 400
     assert set(result.reads) == {"get_info", "get_bytes", "list", "changes"}
     assert result.total_stale == 0, dict(result.stale)
 
 
-def test_a_handed_over_sequence_makes_eventual_reads_safe(cluster: NatsCluster) -> None:
+def test_a_handed_over_sequence_makes_eventual_reads_safe(cluster: ClusterHarness) -> None:
     result = asyncio.run(_probe(cluster, 300, consistency="eventual", hand_off=True))
     stale_point_reads = result.stale["get_info"] + result.stale["get_bytes"]
     assert result.reads["get_info"] == 300
@@ -45,7 +45,7 @@ def test_a_handed_over_sequence_makes_eventual_reads_safe(cluster: NatsCluster) 
 
 
 @pytest.mark.slow
-def test_3000_probes_find_no_stale_read(cluster: NatsCluster) -> None:
+def test_3000_probes_find_no_stale_read(cluster: ClusterHarness) -> None:
     result = asyncio.run(_probe(cluster, 3000, hand_off=False))
     assert result.probes == 3000
     assert result.reads["get_info"] == 3000 and sum(result.reads.values()) >= 5000
@@ -53,7 +53,7 @@ def test_3000_probes_find_no_stale_read(cluster: NatsCluster) -> None:
 
 
 def test_strong_is_the_default_and_r1_reads_stay_direct(
-    cluster: NatsCluster, r3_bucket: str
+    cluster: ClusterHarness, r3_bucket: str
 ) -> None:
     async def check() -> tuple[bool, bool, bool]:
         strong = await aio.connect(cluster.urls[1])
@@ -84,7 +84,7 @@ def test_consistency_is_a_connection_option() -> None:
 
 
 def test_read_floor_is_the_leaders_last_sequence_only_for_strong_replicated_reads(
-    cluster: NatsCluster, r3_bucket: str
+    cluster: ClusterHarness, r3_bucket: str
 ) -> None:
     async def floors() -> tuple[int | None, int | None]:
         strong = await aio.connect(cluster.url)
@@ -94,8 +94,8 @@ def test_read_floor_is_the_leaders_last_sequence_only_for_strong_replicated_read
             info = await store.put("x", b"data")
             stream_info = await store.bucket_stream.info()
             return (
-                store.read_floor(stream_info),
-                (await eventual.store(r3_bucket)).read_floor(stream_info),
+                store.bucket_stream.read_floor(stream_info),
+                (await eventual.store(r3_bucket)).bucket_stream.read_floor(stream_info),
                 info.sequence,
             )
         finally:

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import natsobj
-from natsobj.embedded import NatsCluster
+from tests.cluster.harness import stream_leader
 
 NATSOBJ_BIN = Path(sys.executable).parent / "natsobj"
 
@@ -51,7 +51,7 @@ def test_serve_cluster_survives_a_killed_leader_and_stops_on_ctrl_c(tmp_path: Pa
         with natsobj.connect(url) as client:
             store = client.create_store("laptop", replicas=3)
             assert store.put("model.bin", b"weights" * 1000).size == 7000
-            leader = NatsCluster._stream_leader(_jsz(tmp_path, pids), "OBJ_laptop")
+            leader = stream_leader(_jsz(tmp_path, pids), "OBJ_laptop")
             assert leader in pids
             os.kill(pids[leader], signal.SIGKILL)
             assert store.get_bytes("model.bin") == b"weights" * 1000

@@ -12,8 +12,8 @@ from collections.abc import Callable
 import pytest
 
 import natsobj
-from natsobj.embedded import NatsCluster
 from natsobj.names import stream_name
+from tests.cluster.harness import ClusterHarness
 
 COUNT = 60
 KILL_AT = 20  # after this many puts
@@ -24,7 +24,7 @@ def names() -> list[str]:
 
 
 def write_killing(
-    cluster: NatsCluster, bucket: str, kill: Callable[[], object]
+    cluster: ClusterHarness, bucket: str, kill: Callable[[], object]
 ) -> threading.Thread:
     """Put every name once from a client on all nodes, calling ``kill`` after KILL_AT puts;
     a failed put is re-raised by ``join_writer``."""
@@ -75,7 +75,7 @@ def assert_each_once(seen: list[natsobj.ObjectInfo]) -> None:
     assert sequences == sorted(sequences)
 
 
-def node_other_than(cluster: NatsCluster, bucket: str) -> int:
+def node_other_than(cluster: ClusterHarness, bucket: str) -> int:
     leader = cluster.leader_of(stream_name(bucket))
     return next(i for i in range(len(cluster.nodes)) if i != leader)
 

@@ -26,6 +26,7 @@ from natsobj.embedded import (
     ensure_server,
     stop_server,
 )
+from natsobj.embedded_rule import resolve_server
 from natsobj.errors import NoServer
 from natsobj.settings import RUNNING_EMBEDDED, ConnectionSettings
 
@@ -133,7 +134,7 @@ def test_what_an_impostor_captures_is_worthless_to_the_restarted_server(tmp_path
     """A client that cannot prove its peer (resolved settings, as Spark executors get them)
     still sends nothing reusable: a captured CONNECT replayed to the server is refused."""
     data_dir = (tmp_path / "data").resolve()
-    resolved = ConnectionSettings.from_url(f"embedded://{data_dir}").resolved()
+    resolved = resolve_server(ConnectionSettings.from_url(f"embedded://{data_dir}"))
     port = int(resolved.servers[0].rsplit(":", 1)[1])
 
     async def capture() -> bytes:
@@ -178,7 +179,7 @@ def test_a_server_an_older_natsobj_started_with_a_password_is_restarted_with_a_k
     (data_dir / STATE_FILE).write_text(json.dumps({"pid": legacy.pid, "port": legacy.port}))
     try:
         with pytest.raises(NoServer, match="started by an older natsobj"):
-            ConnectionSettings.from_url(f"{RUNNING_EMBEDDED}://{data_dir}").resolved()
+            resolve_server(ConnectionSettings.from_url(f"{RUNNING_EMBEDDED}://{data_dir}"))
         server = ensure_server(data_dir)
         assert server.pid != legacy.pid and legacy.process is not None
         assert legacy.process.wait(WAIT) is not None

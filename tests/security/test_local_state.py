@@ -41,6 +41,7 @@ from natsobj.embedded import (
     server_binary,
     stop_server,
 )
+from natsobj.embedded_rule import resolve_server
 from natsobj.errors import UnsafeLocalState
 from natsobj.name_index import NameIndex, NameIndexUnavailable, StreamIdentity
 from natsobj.settings import ConnectionSettings
@@ -344,12 +345,12 @@ def test_the_embedded_server_admits_only_its_own_credentials(tmp_path: Path) -> 
             connect_raw(started.url, nkeys_seed_str=other.seed)
         connect_raw(started.url, nkeys_seed_str=seed)
 
-        resolved = ConnectionSettings.from_url(f"embedded://{data_dir}").resolved()
+        resolved = resolve_server(ConnectionSettings.from_url(f"embedded://{data_dir}"))
         assert resolved.nkey_seed == seed and resolved.user is None
         assert_no_secret(repr(resolved) + resolved.redacted_url(), [seed])
         own = ConnectionSettings.from_url(f"embedded://{data_dir}", user=USER, password=PASSWORD)
-        assert (own.resolved().user, own.resolved().password) == (USER, PASSWORD)
-        assert own.resolved().nkey_seed is None
+        assert (resolve_server(own).user, resolve_server(own).password) == (USER, PASSWORD)
+        assert resolve_server(own).nkey_seed is None
 
         reading = subprocess.run(
             [*AS_NOBODY, "cat", str(data_dir / CREDENTIALS_FILE)],
