@@ -40,8 +40,8 @@ def parsed(operation: str, given: dict[str, Any]) -> Any:
     return SourceOptions.parse({**BASE, **texts})
 
 
-def value(options: Any, name: str) -> Any:
-    return getattr(options, ATTRIBUTE.get(name, name))
+def value(got: Any, name: str) -> Any:
+    return getattr(got, ATTRIBUTE.get(name, name))
 
 
 def keys(case: Case) -> list[str]:
@@ -60,16 +60,15 @@ SPELLINGS = [
 
 @pytest.mark.parametrize(("case", "key"), SPELLINGS)
 def test_every_spelling_reaches_the_parsed_options(case: Case, key: str) -> None:
-    options = parsed(case.option.operation, {key: case.given})
-    assert value(options, case.option.name) == case.expected
+    got = parsed(case.option.operation, {key: case.given})
+    assert value(got, case.option.name) == case.expected
 
 
 @pytest.mark.parametrize("operation", OPERATIONS)
 def test_nothing_given_is_sparks_default_from_the_table(operation: str) -> None:
-    options = parsed(operation, {})
-    assert {name: value(options, name) for name in defaults(Face.SPARK, operation)} == defaults(
-        Face.SPARK, operation
-    )
+    got = parsed(operation, {})
+    expected = defaults(Face.SPARK, operation)
+    assert {name: value(got, name) for name in expected} == expected
 
 
 def test_the_spark_face_takes_options_of_these_operations_only() -> None:

@@ -20,6 +20,7 @@ from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.sdk import BaseOperator, ObjectStoragePath
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
+from natsobj.aio.put_modes import create_sequence
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import (
     BucketExists,
@@ -32,6 +33,7 @@ from natsobj.model import ObjectInfo
 from natsobj.parsing import parse_ttl
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import STORE_SETTINGS
+from natsobj.sync import run
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -205,20 +207,17 @@ class NatsCreateObjectOperator(_NatsOperator):
         return info.as_dict()
 
     def _absent_sequence(self, hook: NatsObjectStoreHook) -> int:
-        """The meta sequence the put must find (0, or a tombstone's): anything else means an
-        object exists, and without ``replace`` the task must not overwrite it."""
+        """The put's expected sequence by the core's put-if-absent rule
+        (``natsobj.aio.put_modes``): without ``replace`` an existing object fails the task."""
         try:
-            current = hook.get_store(self.bucket).get_info(self.name, include_deleted=True)
-        except ObjectNotFound:
-            return 0
-        if not current.deleted:
+            return run(create_sequence(hook.get_store(self.bucket).aio, self.name))
+        except ObjectExists as exc:
             raise ObjectExists(
-                "object already exists",
+                exc.message,
                 bucket=self.bucket,
                 name=self.name,
                 hint="Pass replace=True to overwrite it, or write to another name.",
-            )
-        return current.sequence or 0
+            ) from None
 
     def _emit_outlet_events(self, context: Context, info: ObjectInfo) -> None:
         extra = {
