@@ -74,7 +74,7 @@ async def case_direct(url: str, bucket: str, name: str) -> dict[str, float]:
     target = ArchiveTarget(where.url)
     start = time.perf_counter()
     size = 0
-    async for piece in target.stream(where.key, where.offset, where.length):
+    async for piece in target.stream(where.key, where.offset, where.offset + where.length):
         size += len(piece)
     return {"seconds": time.perf_counter() - start, "bytes": size}
 

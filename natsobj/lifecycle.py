@@ -206,7 +206,7 @@ def coerce_ttl(ttl: object) -> timedelta | None:
 
 
 def resolve_ttl(
-    explicit: float | timedelta | None,
+    explicit: float | str | timedelta | None,
     rules: Iterable[LifecycleRule],
     name: str,
     *,

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from natsobj.parsing import parse_bool, parse_duration, parse_size, parse_ttl
+from natsobj.parsing import parse_bool, parse_count, parse_duration, parse_size, parse_ttl
 
 
 class Face(enum.StrEnum):
@@ -48,13 +48,6 @@ class Kind(enum.Enum):
     COUNT = "a whole number >= 1"
     CHOICE = "one of the option's choices"
     POSITION = "a start position of the option's choices, or a meta sequence >= 1"
-
-
-def _count(value: object, what: str) -> int:
-    text = str(value).strip().replace("_", "")
-    if isinstance(value, bool) or not text.isdigit() or int(text) < 1:
-        raise ValueError(f"{what} must be a whole number >= 1, not {value!r}")
-    return int(text)
 
 
 @dataclass(frozen=True)
@@ -99,12 +92,12 @@ class Option:
         if self.kind is Kind.SIZE:
             return parse_size(value, what=what)
         if self.kind is Kind.COUNT:
-            return _count(value, what)
+            return parse_count(value, what=what)
         if self.kind is Kind.POSITION and not isinstance(value, str):
-            return _count(value, what)
+            return parse_count(value, what=what)
         text = str(value).strip().lower()
         if self.kind is Kind.POSITION and text.isdigit():
-            return _count(text, what)
+            return parse_count(text, what=what)
         text = self.synonyms.get(text, text)
         if text not in self.choices:
             words = [*self.choices, *self.synonyms]

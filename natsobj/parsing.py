@@ -97,6 +97,15 @@ def parse_size(value: object, *, what: str = "size") -> int:
     return int(size)
 
 
+def parse_count(value: object, *, what: str = "count", minimum: int = 1) -> int:
+    """A whole number of at least ``minimum`` (``5000``, ``1_000``): row counts, batch limits,
+    generations kept. A bool, a fraction or a sign is refused rather than rounded."""
+    text = str(value).strip().replace("_", "")
+    if isinstance(value, bool) or not text.isdigit() or int(text) < minimum:
+        raise ValueError(f"{what} must be a whole number >= {minimum}, not {value!r}")
+    return int(text)
+
+
 NEVER = "never"
 
 

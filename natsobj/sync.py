@@ -256,8 +256,9 @@ class ObjectStore:
         metadata: dict[str, str] | None = None,
         chunk_size: int | None = None,
         expected_sequence: int | None = None,
+        if_absent: bool = False,
         tiering: Tiering | None = None,
-        ttl: float | timedelta | None = None,
+        ttl: float | str | timedelta | None = None,
     ) -> ObjectInfo:
         return run(
             self._store.put(
@@ -268,6 +269,7 @@ class ObjectStore:
                 metadata=metadata,
                 chunk_size=chunk_size,
                 expected_sequence=expected_sequence,
+                if_absent=if_absent,
                 tiering=tiering,
                 ttl=ttl,
             )

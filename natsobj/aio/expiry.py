@@ -144,7 +144,7 @@ class BucketExpiry:
         self.note(await self.stream.update(metadata=metadata))
         return rules
 
-    async def plan(self, name: str, ttl: float | timedelta | None) -> PutExpiry | None:
+    async def plan(self, name: str, ttl: float | str | timedelta | None) -> PutExpiry | None:
         """The expiry of a put of ``name`` (None: it never expires); ExpiryNotEnabled when it
         should expire and the bucket cannot."""
         snapshot = await self._current()

@@ -67,7 +67,7 @@ async def put(
     chunk_size: int | None,
     expected_sequence: int | None,
     tiering: Tiering | None,
-    ttl: float | timedelta | None,
+    ttl: float | str | timedelta | None,
 ) -> ObjectInfo:
     """``ObjectStore.put`` of a checked name (its docstring says what a put promises), with
     the client's put window and the server's max_payload."""

@@ -12,6 +12,7 @@ from natsobj.aio import compaction, links, listing, meta_update, put_pipeline, r
 from natsobj.aio.compaction import CompactResult
 from natsobj.aio.expiry import BucketExpiry
 from natsobj.aio.jsapi import JetStreamApi
+from natsobj.aio.put_modes import create_sequence
 from natsobj.aio.ranges import ClientRanges, RangeReader
 from natsobj.aio.reader import ObjectReader, check_digest
 from natsobj.aio.restatement import proven
@@ -153,15 +154,19 @@ class ObjectStore:
         metadata: dict[str, str] | None = None,
         chunk_size: int | None = None,
         expected_sequence: int | None = None,
+        if_absent: bool = False,
         tiering: Tiering | None = None,
-        ttl: float | timedelta | None = None,
+        ttl: float | str | timedelta | None = None,
     ) -> ObjectInfo:
         """Store ``source`` as ``name``. Chunks first, meta last: a failed put leaves no object
         and the previous version intact, and its chunks are purged where the server allows.
 
         With ``expected_sequence`` the put is a compare-and-swap: it succeeds only if the
         name's meta record is still at that sequence (0: the name has never been written),
-        and raises ObjectChanged otherwise. An object up to ``atomic_max_bytes`` goes as one
+        and raises ObjectChanged otherwise. ``if_absent`` makes it create only, as S3's
+        ``If-None-Match: *``: ObjectExists when an object is there (a deleted name counts as
+        absent: ``natsobj.aio.put_modes``), ObjectChanged when another writer creates it
+        first. An object up to ``atomic_max_bytes`` goes as one
         atomic batch (natsobj.aio.atomic_put): all-or-nothing on the server, chunks
         contiguous. ``tiering`` marks the record as restating the
         version it names rather than being a new one (how ``natsobj.archive.tiering``
@@ -173,6 +178,10 @@ class ObjectStore:
         say. Every put is a new version with a clock of its own. ExpiryNotEnabled when the
         bucket does not allow per-object TTLs."""
         self._check_name(name)
+        if if_absent:
+            if expected_sequence is not None:
+                raise ValueError("give expected_sequence or if_absent, not both")
+            expected_sequence = await create_sequence(self, name)
         return await put_pipeline.put(
             self.bucket_stream,
             self.expiry,

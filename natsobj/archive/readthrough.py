@@ -102,10 +102,10 @@ async def offloaded_range(stream: BucketStream, info: ObjectInfo, start: int, en
     *others, last = await trusted_holders(stream, info)
     for target in others:
         try:
-            return await target.get_range(offload.key, offload.offset + start, end - start)
+            return await target.get_range(offload.key, offload.offset + start, offload.offset + end)
         except ArchiveTargetError as exc:
             log.warning("ranged read from %s failed, trying the next: %s", target.url, exc)
-    return await last.get_range(offload.key, offload.offset + start, end - start)
+    return await last.get_range(offload.key, offload.offset + start, offload.offset + end)
 
 
 async def trusted_holders(stream: BucketStream, info: ObjectInfo) -> list[ArchiveTarget]:

@@ -215,31 +215,29 @@ class ArchiveTarget:
         self.counts.gets += 1
         return data
 
-    async def get_range(self, key: str, offset: int, length: int) -> bytes:
-        """Exactly ``length`` bytes at ``offset``: one ranged GET."""
+    async def get_range(self, key: str, start: int, end: int) -> bytes:
+        """Bytes ``[start, end)`` of ``key`` (end exclusive, as the core's ``get_range`` and
+        fsspec count): one ranged GET."""
         import obstore
 
-        if length == 0:
+        if end <= start:
             return b""
         try:
-            data = bytes(
-                await obstore.get_range_async(self._store, key, start=offset, length=length)
-            )
+            data = bytes(await obstore.get_range_async(self._store, key, start=start, end=end))
         except Exception as exc:
             raise self._error("ranged GET", key, exc) from exc
         self.counts.gets += 1
         return data
 
-    async def stream(self, key: str, offset: int, length: int) -> AsyncGenerator[bytes]:
-        """``length`` bytes at ``offset`` in pieces of about a MiB: one ranged GET, streamed."""
+    async def stream(self, key: str, start: int, end: int) -> AsyncGenerator[bytes]:
+        """Bytes ``[start, end)`` of ``key`` in pieces of about a MiB: one ranged GET,
+        streamed."""
         import obstore
 
-        if length == 0:
+        if end <= start:
             return
         try:
-            result = await obstore.get_async(
-                self._store, key, options={"range": (offset, offset + length)}
-            )
+            result = await obstore.get_async(self._store, key, options={"range": (start, end)})
             self.counts.gets += 1
             async for piece in result.stream(min_chunk_size=STREAM_CHUNK):
                 yield bytes(piece)

@@ -345,7 +345,7 @@ class ArchiveTargets:
         order = self.holders(record)
         order += [m.target for m in self.members if m.target not in order]
         for position, target in enumerate(order):
-            pieces = target.stream(record.key, record.offset, record.length)
+            pieces = target.stream(record.key, record.offset, record.offset + record.length)
             try:
                 first = await anext(pieces, None)
             except ArchiveTargetError as exc:

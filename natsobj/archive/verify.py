@@ -73,7 +73,7 @@ async def _check(target: ArchiveTarget, record: ArchiveRecord) -> str | None:
     if (problem := check.unusable_digest()) is not None:
         return problem
     try:
-        async for piece in target.stream(record.key, record.offset, record.length):
+        async for piece in target.stream(record.key, record.offset, record.offset + record.length):
             check.update(piece)
     except ArchiveTargetError as exc:
         return f"cannot read {record.key}: {exc.message}"

@@ -60,5 +60,6 @@ class CheckpointOfAnotherBucket(SparkSourceError, BucketRecreated):
 
     hint = (
         "Delete the query's checkpoint directory (or give the query a new one) to read the "
-        "new bucket from option startingSequence."
+        "new bucket from option startingSequence, or set option onRecreated to restart to "
+        "read it from its beginning."
     )

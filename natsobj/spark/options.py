@@ -17,7 +17,8 @@ from natsobj.embedded_rule import resolve_server
 from natsobj.errors import UnknownOption
 from natsobj.matching import NameMatcher
 from natsobj.names import check_bucket
-from natsobj.parsing import parse_bool, parse_duration
+from natsobj.operation_options import Face, for_face, resolve
+from natsobj.parsing import parse_bool, parse_count, parse_duration
 from natsobj.paths import is_nats_url, parse_nats_url
 from natsobj.settings import OPTION_FIELDS, ConnectionSettings, check_options
 from natsobj.spark.errors import BadSparkOption
@@ -32,7 +33,9 @@ LAYOUTS = (TABLE, BINARY)
 # mode of Spark's file sources (PERMISSIVE, FAILFAST...), which are ignored like other options.
 DEPRECATED_LAYOUT_OPTION = "mode"
 IF_EXISTS = ("error", "ignore")
-COMPRESSIONS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
+# The operations whose options (natsobj.operation_options) the batch source and sink take:
+# their spellings, vocabularies and Spark defaults come from that table, not from here.
+TABLE_OPERATIONS = ("get", "write_parquet")
 
 # Spark option name -> ConnectionSettings field: the same names a NATS URL's query takes.
 # Secrets travel as their own options (never inside "url") so Spark's redaction of
@@ -41,14 +44,18 @@ CONNECTION_OPTIONS = OPTION_FIELDS
 DEFAULTS = {
     "layout": TABLE,
     "rows_per_object": "1000000",
-    "row_group_rows": "1000000",
-    "compression": "zstd",
-    "dictionary": "false",
     "retain_generations": "1",
     "create_bucket": "true",
     "pushdown": "false",
-    "allow_missing_digest": "false",
 }
+
+
+def table_keys(operation: str) -> frozenset[str]:
+    """The lower-cased keys the options of ``operation`` may be given under (camelCase as
+    the table spells them for Spark, or the snake_case name)."""
+    return frozenset(k for o in for_face(Face.SPARK, operation).values() for k in o.spark_keys())
+
+
 # bucket_<setting>: what a write that creates the bucket creates it with (the store settings
 # table, natsobj.store_config); an unknown bucket_ option is refused, not ignored.
 BUCKET_OPTION_PREFIX = "bucket_"
@@ -58,6 +65,7 @@ KNOWN_OPTIONS = frozenset(
     | set(CONNECTION_OPTIONS)
     | set(DEFAULTS)
     | {BUCKET_OPTION_PREFIX + name for name in STORE_SETTINGS}
+    | {key for operation in TABLE_OPERATIONS for key in table_keys(operation)}
 )
 
 
@@ -71,20 +79,21 @@ class SourceOptions:
     # What the bucket is created with when a write creates it (create_bucket): the bucket_
     # options; an existing bucket is left as it is.
     bucket_config: StoreConfig
+    # Parquet writing (write_parquet) and reading (get) options of the operation table.
+    row_group_rows: int
+    compression: str
+    dictionary: bool  # Parquet dictionary encoding: see arrowio.parquet_stream
+    # Read objects whose record has no digest (from a client that writes none): off, so such
+    # an object fails the read with MissingDigest unless the job opts out.
+    allow_missing_digest: bool
     layout: str = TABLE
     rows_per_object: int = 1_000_000
-    row_group_rows: int = 1_000_000
-    compression: str = "zstd"
-    dictionary: bool = False  # Parquet dictionary encoding: see arrowio.parquet_stream
     retain_generations: int = 1
     # Parts an overwrite supersedes expire this long after it (server-side TTL) instead of
     # being deleted by the commit `retain_generations` generations later: see manifest.py.
     superseded_ttl: timedelta | None = None
     create_bucket: bool = True
     pushdown: bool = False
-    # Read objects whose record has no digest (from a client that writes none): off, so such
-    # an object fails the read with MissingDigest unless the job opts out.
-    allow_missing_digest: bool = False
     if_exists: str | None = None
     glob: str | None = None
     write_id: str | None = None
@@ -124,20 +133,16 @@ class SourceOptions:
             raise BadSparkOption(
                 f"if_exists must be one of {list(IF_EXISTS)}, got {if_exists!r}", bucket=bucket
             )
-        compression = values["compression"].lower()
-        if compression not in COMPRESSIONS:
-            raise BadSparkOption(
-                f"compression must be one of {list(COMPRESSIONS)}, got {compression!r}",
-                bucket=bucket,
-            )
-        rows_per_object = _positive(values, "rows_per_object", bucket)
-        row_group_rows = _positive(values, "row_group_rows", bucket)
-        retain_generations = _positive(values, "retain_generations", bucket, minimum=0)
+        table = {
+            name: value
+            for operation in TABLE_OPERATIONS
+            for name, value in table_options(values, operation, bucket).items()
+        }
+        rows_per_object = count_option(values, "rows_per_object", bucket)
+        retain_generations = count_option(values, "retain_generations", bucket, minimum=0)
         superseded_ttl = _duration(values, "superseded_ttl", bucket)
         create_bucket = _flag(values, "create_bucket", bucket)
-        dictionary = _flag(values, "dictionary", bucket)
         pushdown = _flag(values, "pushdown", bucket)
-        allow_missing_digest = _flag(values, "allow_missing_digest", bucket)
         bucket_config = _bucket_config(values, bucket)
         settings = connection_settings(values)
         embedded = settings.servers[0] if settings.embedded_dir is not None else None
@@ -151,16 +156,16 @@ class SourceOptions:
             bucket=bucket,
             prefix=prefix,
             bucket_config=bucket_config,
+            row_group_rows=table["row_group_rows"],
+            compression=table["compression"],
+            dictionary=table["dictionary"],
+            allow_missing_digest=table["allow_missing_digest"],
             layout=layout,
             rows_per_object=rows_per_object,
-            row_group_rows=row_group_rows,
-            compression=compression,
-            dictionary=dictionary,
             retain_generations=retain_generations,
             superseded_ttl=superseded_ttl,
             create_bucket=create_bucket,
             pushdown=pushdown,
-            allow_missing_digest=allow_missing_digest,
             if_exists=if_exists.lower() if if_exists else None,
             glob=glob,
             write_id=values.get("write_id") or None,
@@ -279,16 +284,31 @@ def _bucket_config(values: Mapping[str, str], bucket: str) -> StoreConfig:
         raise BadSparkOption(str(exc), bucket=bucket) from None
 
 
-def _positive(values: Mapping[str, Any], key: str, bucket: str, *, minimum: int = 1) -> int:
+def table_options(values: Mapping[str, Any], operation: str, bucket: str) -> dict[str, Any]:
+    """The options of ``operation`` as the table (``natsobj.operation_options``) gives them to
+    Spark, by core name: each read by its row's parser, Spark's default where not given.
+    ``values`` has lower-cased keys; both spellings of one option must then agree."""
+    given: dict[str, object] = {}
+    for name, option in for_face(Face.SPARK, operation).items():
+        found = {str(values[k]) for k in sorted(option.spark_keys()) if k in values}
+        if len(found) > 1:
+            raise BadSparkOption(
+                f"option {option.spelled(Face.SPARK)} is given twice, as {sorted(found)}",
+                bucket=bucket,
+            )
+        given[name] = found.pop() if found else None
     try:
-        number = int(str(values[key]).replace("_", ""))
-    except ValueError:
-        number = minimum - 1
-    if number < minimum:
-        raise BadSparkOption(
-            f"option {key!r} must be an integer >= {minimum}, got {values[key]!r}", bucket=bucket
-        )
-    return number
+        return resolve(Face.SPARK, operation, given)
+    except ValueError as exc:
+        raise BadSparkOption(f"option {exc}", bucket=bucket) from None
+
+
+def count_option(values: Mapping[str, Any], key: str, bucket: str, *, minimum: int = 1) -> int:
+    """A whole-number option (rows, generations, batch limits), by the one count parser."""
+    try:
+        return parse_count(values[key], what=f"option {key!r}", minimum=minimum)
+    except ValueError as exc:
+        raise BadSparkOption(str(exc), bucket=bucket) from None
 
 
 def _duration(values: Mapping[str, Any], key: str, bucket: str) -> timedelta | None:

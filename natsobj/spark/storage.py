@@ -19,7 +19,14 @@ from datetime import UTC, datetime, timedelta
 
 import natsobj
 from natsobj.aio import restamp
-from natsobj.errors import ExpiryNotEnabled, NotConnected, ObjectNotFound
+from natsobj.aio.put_modes import create_sequence
+from natsobj.errors import (
+    ExpiryNotEnabled,
+    NotConnected,
+    ObjectChanged,
+    ObjectExists,
+    ObjectNotFound,
+)
 from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ObjectInfo
 from natsobj.paths import as_dir
@@ -72,13 +79,24 @@ def _connect(opts: SourceOptions) -> natsobj.Client:
         ) from exc
 
 
-def manifest_sequence(store: natsobj.ObjectStore, prefix: str) -> int:
-    """The meta sequence of the manifest (0 when it was never written): what a commit must
-    still find there to replace it."""
+def manifest_for_update(store: natsobj.ObjectStore, prefix: str) -> tuple[Manifest | None, int]:
+    """The manifest a commit replaces and the ``expected_sequence`` of the commit's put: the
+    version read (its content and sequence from one read), or none and the core's
+    put-if-absent sequence (``natsobj.aio.put_modes``). ObjectChanged when the manifest goes
+    between the two looks: the commit then starts over."""
+    name = manifest_name(prefix)
     try:
-        return store.get_info(manifest_name(prefix), include_deleted=True).sequence or 0
+        return None, run(create_sequence(store.aio, name))
+    except ObjectExists:
+        pass
+    try:
+        with store.get(name) as reader:
+            data, sequence = reader.read(), reader.info.sequence or 0
     except ObjectNotFound:
-        return 0
+        raise ObjectChanged(
+            "the manifest was deleted while a commit read it", bucket=store.bucket, name=name
+        ) from None
+    return Manifest.from_json(data, bucket=store.bucket, name=name), sequence
 
 
 def read_manifest(store: natsobj.ObjectStore, prefix: str) -> Manifest | None:

@@ -9,25 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from natsobj.matching import NameMatcher
+from natsobj.model import OnRecreated
 from natsobj.spark.errors import BadSparkOption
-from natsobj.spark.options import TABLE, SourceOptions
+from natsobj.spark.options import TABLE, SourceOptions, count_option, table_keys, table_options
 
-EARLIEST = "earliest"
-LATEST = "latest"
 OBJECT_FORMATS = ("auto", "parquet", "csv", "json")
 # Spark passes these to every streaming source and sink; they are Spark's, not ours.
 SPARK_STREAM_KEYS = frozenset({"checkpointlocation", "queryname"})
-STREAM_KEYS = frozenset(
-    {
-        "startingsequence",
-        "maxobjectspertrigger",
-        "maxbytespertrigger",
-        "includedeletes",
-        "objectformat",
-    }
-)
+# The change feed's options (natsobj.operation_options: startingSequence, includeDeletes,
+# onRecreated) and the source's own.
+STREAM_KEYS = table_keys("follow") | {"maxobjectspertrigger", "maxbytespertrigger", "objectformat"}
 
 
 @dataclass(frozen=True)
@@ -36,10 +30,15 @@ class StreamOptions:
 
     source: SourceOptions
     matcher: NameMatcher | None
-    starting: str | int = EARLIEST  # "earliest", "latest" or the first meta sequence to read
+    # Where a new query starts: a position of the follow.start row (earliest, current,
+    # latest) or the first meta sequence to read.
+    starting: str | int
+    include_deletes: bool
+    # A checkpoint of a bucket deleted and created again since: fail, or restart from the
+    # new bucket's beginning.
+    on_recreated: OnRecreated
     max_objects: int | None = None
     max_bytes: int | None = None
-    include_deletes: bool = False
     object_format: str = "auto"
 
     @property
@@ -63,9 +62,10 @@ class StreamOptions:
             lowered["prefix"] = glob_directory(glob)
         source = source_options(lowered)
         where = source.bucket
+        follow = table_options(stream, "follow", where)
         if source.layout != TABLE and "objectformat" in stream:
             raise BadSparkOption("option objectFormat applies to table mode only", bucket=where)
-        if source.layout == TABLE and stream.get("includedeletes", "false").lower() == "true":
+        if source.layout == TABLE and follow["include_deletes"]:
             raise BadSparkOption(
                 "includeDeletes needs binary mode: a deleted object has no rows in a table",
                 bucket=where,
@@ -80,10 +80,11 @@ class StreamOptions:
         return cls(
             source=source,
             matcher=_matcher(glob, where),
-            starting=_starting(stream.get("startingsequence", EARLIEST), where),
+            starting=follow["start"],
+            include_deletes=follow["include_deletes"],
+            on_recreated=cast(OnRecreated, follow["on_recreated"]),
             max_objects=_limit(stream, "maxobjectspertrigger", where),
             max_bytes=_limit(stream, "maxbytespertrigger", where),
-            include_deletes=stream.get("includedeletes", "false").lower() == "true",
             object_format=object_format,
         )
 
@@ -110,24 +111,5 @@ def _matcher(glob: str | None, bucket: str) -> NameMatcher | None:
         raise BadSparkOption(f"option glob: {exc}", bucket=bucket) from None
 
 
-def _starting(value: str, bucket: str) -> str | int:
-    text = value.strip().lower()
-    if text in (EARLIEST, LATEST):
-        return text
-    if text.isdigit() and int(text) >= 1:
-        return int(text)
-    raise BadSparkOption(
-        f"startingSequence must be 'earliest', 'latest' or a meta sequence >= 1, got {value!r}",
-        bucket=bucket,
-    )
-
-
 def _limit(values: Mapping[str, str], key: str, bucket: str) -> int | None:
-    if key not in values:
-        return None
-    text = values[key].replace("_", "")
-    if not text.isdigit() or int(text) < 1:
-        raise BadSparkOption(
-            f"option {key!r} must be an integer >= 1, got {values[key]!r}", bucket=bucket
-        )
-    return int(text)
+    return count_option(values, key, bucket) if key in values else None

@@ -5,7 +5,8 @@ means "every meta record up to stream sequence n of the bucket created at t has 
 The creation time tells a checkpoint written against a bucket that was deleted and created
 again since, whose sequences mean nothing now: that query fails with
 ``CheckpointOfAnotherBucket`` (a ``BucketRecreated``) instead of silently skipping what the new
-bucket holds (offsets of older checkpoints, without it, are checked by their sequence alone).
+bucket holds, or with option onRecreated=restart reads the new bucket from its beginning
+(offsets of older checkpoints, without it, are checked by their sequence alone).
 A batch (start, end] is planned on the driver from the meta
 records alone (``changes()``); executors then fetch the planned objects in parallel. Planning
 is a pure function of the meta stream, so when Spark replays a batch from its checkpoint it
@@ -43,14 +44,15 @@ from pyspark.sql.types import StructType
 
 import natsobj
 from natsobj.errors import BucketRecreated, DigestMismatch, ObjectChanged, ObjectNotFound
-from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus
+from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus, cursor_after_recreation
+from natsobj.operation_options import LATEST
 from natsobj.spark.arrowio import spark_arrow_schema
 from natsobj.spark.errors import CheckpointOfAnotherBucket
 from natsobj.spark.options import BINARY
 from natsobj.spark.reader import BINARY_PARTITION_BYTES, SPILL_BYTES
 from natsobj.spark.storage import open_store
 from natsobj.spark.stream_decode import decode, object_format
-from natsobj.spark.stream_options import EARLIEST, LATEST, StreamOptions
+from natsobj.spark.stream_options import StreamOptions
 
 log = logging.getLogger("natsobj.spark")
 
@@ -202,15 +204,17 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # -- driver: offsets and planning -------------------------------------------------------------
 
     def initialOffset(self) -> dict:
+        """Where a new query starts. The meta stream keeps one record per name, so earliest
+        (every change kept) and current (each object's current version) start alike, at 0."""
         starting = self.opts.starting
         with open_store(self.opts.source) as store:
             status = store.status()
-        if starting == EARLIEST:
-            sequence = 0
+        if isinstance(starting, int):
+            sequence = starting - 1
         elif starting == LATEST:
             sequence = status.last_sequence
         else:
-            sequence = int(starting) - 1
+            sequence = 0
         return _offset(sequence, status)
 
     def getDefaultReadLimit(self) -> ReadLimit:
@@ -227,7 +231,7 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         with open_store(self.opts.source) as store:
             status = store.status()
-            _check_same_bucket(start, status)
+            first = self._resume(start, status)
             # Bounded by what is there now, so a scan never chases a busy bucket.
             until = self._available_now
             if until is None:
@@ -235,18 +239,20 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             found = scan(
                 store,
                 self.opts,
-                _sequence(start),
+                first,
                 until=until,
                 budget=Budget.of(self.opts, limit),
             )
         return _offset(found.end, status)
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        first, last = _sequence(start), _sequence(end)
-        if last <= first:
-            return []
         with open_store(self.opts.source) as store:
-            _check_same_bucket(end, store.status())  # a batch replayed from the checkpoint
+            status = store.status()
+            # Both checked: a batch replayed from the checkpoint, or the first batch of the
+            # bucket that replaced the start's (onRecreated=restart: from its beginning).
+            first, last = self._resume(start, status), self._resume(end, status)
+            if last <= first:
+                return []
             found = scan(store, self.opts, first, until=last)
         log.info(
             "natsobj stream: batch (%d, %d] of bucket %r plans %d objects",
@@ -259,6 +265,23 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the offset lives in Spark's checkpoint, not in the server."""
+
+    def _resume(self, offset: dict, status: StoreStatus) -> int:
+        """The meta sequence ``offset`` stands for in the bucket ``status`` was read from. An
+        offset of an earlier bucket of that name fails the query with
+        ``CheckpointOfAnotherBucket``, or with onRecreated=restart stands for the new
+        bucket's beginning (the core's ``cursor_after_recreation``)."""
+        try:
+            _check_same_bucket(offset, status)
+        except CheckpointOfAnotherBucket as exc:
+            restart = cursor_after_recreation(exc, self.opts.on_recreated)
+            log.warning(
+                "natsobj stream: %s; onRecreated=restart: reading the new bucket from its "
+                "beginning",
+                exc.message,
+            )
+            return restart.sequence
+        return _sequence(offset)
 
     # -- executors --------------------------------------------------------------------------------
 

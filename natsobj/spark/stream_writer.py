@@ -122,11 +122,14 @@ class MicroBatchCommit(NatsObjWriter):
     built_on = ""  # write id of the generation this commit replaced (or found committed)
 
     def _publish_over(
-        self, store: natsobj.ObjectStore, parts: list[Part], expected: int
+        self,
+        store: natsobj.ObjectStore,
+        parts: list[Part],
+        previous: Manifest | None,
+        expected: int,
     ) -> tuple[Manifest | None, list[str]]:
         assert self.stream is not None
         query, batch = self.stream
-        previous = read_manifest(store, self.opts.prefix)
         self.built_on = previous.write_id if previous is not None else ""
         if previous is not None and previous.committed_batch(query) >= batch:
             log.warning(
@@ -137,7 +140,7 @@ class MicroBatchCommit(NatsObjWriter):
                 query,
             )
             return None, []  # commit() then deletes this attempt's parts
-        return super()._publish_over(store, parts, expected)
+        return super()._publish_over(store, parts, previous, expected)
 
 
 def sweep_dead_runs(store: natsobj.ObjectStore, prefix: str, query: str, write_id: str) -> int:

@@ -42,7 +42,7 @@ from natsobj.spark.storage import (
     delete_quietly,
     expire_quietly,
     is_aborted,
-    manifest_sequence,
+    manifest_for_update,
     open_store,
     read_manifest,
     strays,
@@ -208,9 +208,9 @@ class NatsObjWriter(DataSourceArrowWriter):
         for attempt in CONFLICT.tries():
             if attempt:
                 CONFLICT.pause_blocking(attempt)
-            expected = manifest_sequence(store, self.opts.prefix)
             try:
-                return self._publish_over(store, parts, expected)
+                previous, expected = manifest_for_update(store, self.opts.prefix)
+                return self._publish_over(store, parts, previous, expected)
             except ObjectChanged:
                 continue
         raise DatasetChanged(
@@ -219,9 +219,13 @@ class NatsObjWriter(DataSourceArrowWriter):
         )
 
     def _publish_over(
-        self, store: natsobj.ObjectStore, parts: list[Part], expected: int
+        self,
+        store: natsobj.ObjectStore,
+        parts: list[Part],
+        previous: Manifest | None,
+        expected: int,
     ) -> tuple[Manifest | None, list[str]]:
-        previous = read_manifest(store, self.opts.prefix)
+        """Publish the generation after ``previous``, the manifest read at ``expected``."""
         if previous is not None and self.opts.if_exists == "error":
             raise DatasetExists(
                 f"dataset {self.opts.prefix!r} was created by another writer during this write",

@@ -47,6 +47,25 @@ async def with_store(nats_url: str, bucket: str, body):
         return await body(await client.store(bucket))
 
 
+def test_a_target_counts_ranges_as_the_core_does(moto, s3_env):
+    """One range convention in the package: a target's ``get_range`` and ``stream`` take
+    ``[start, end)``, end exclusive, as ``ObjectStore.get_range`` and fsspec do (they took
+    an offset and a length)."""
+    target = ArchiveTarget(target_url(moto.endpoint))
+    data = os.urandom(5000)
+
+    async def body():
+        await target.put_bytes("ranges/blob", data)
+        streamed = b"".join([piece async for piece in target.stream("ranges/blob", 1000, 1200)])
+        return (
+            await target.get_range("ranges/blob", 1000, 1200),
+            streamed,
+            await target.get_range("ranges/blob", 7, 7),
+        )
+
+    assert asyncio.run(body()) == (data[1000:1200], data[1000:1200], b"")
+
+
 def test_replication_every_target_holds_every_version(nats_url, store, moto, second_moto, s3_env):
     a, b = target_url(moto.endpoint), target_url(second_moto.endpoint)
     contents = {"big.bin": os.urandom(300_000), "s1": b"one", "s2": os.urandom(5000)}

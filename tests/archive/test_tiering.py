@@ -256,7 +256,10 @@ def test_a_second_archive_copies_offloaded_versions_from_the_first(
                 once=True
             )
             records = await load_index(second)
-            return records, await second.get_range(records[0].key, records[0].offset, len(data))
+            first = records[0]
+            return records, await second.get_range(
+                first.key, first.offset, first.offset + len(data)
+            )
 
     records, copied = run(body())
     assert [(r.name, r.kind, r.digest) for r in records] == [("shared.bin", "put", digest_of(data))]

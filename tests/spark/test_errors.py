@@ -21,7 +21,7 @@ def _message(excinfo: pytest.ExceptionInfo) -> str:
         ({}, "option 'bucket' is required"),
         ({"bucket": "b", "layout": "tabular"}, "unknown layout 'tabular'; use one of"),
         ({"bucket": "b", "url": "http://example.invalid"}, "option 'url' must look like nats://"),
-        ({"bucket": "b", "rows_per_object": "many"}, "'rows_per_object' must be an integer"),
+        ({"bucket": "b", "rows_per_object": "many"}, "'rows_per_object' must be a whole number"),
         ({"bucket": "no/slash"}, "invalid bucket name"),
     ],
 )

@@ -97,6 +97,26 @@ def test_a_checkpoint_of_a_deleted_bucket_fails_instead_of_reading_nothing(
     assert len(planned_names(fresh, start, fresh.latestOffset(start, ReadAllAvailable()))) == 7
 
 
+def test_on_recreated_restart_reads_the_new_bucket_from_its_beginning(
+    sync_client, store, options
+) -> None:
+    """onRecreated=restart: a checkpoint of the bucket's earlier life is read as the new
+    bucket's beginning, so the first batch after the re-creation plans everything it holds."""
+    for index in range(3):
+        store.put(f"in/{index}.csv", b"id,v\n1,a\n")
+    source = reader(options, glob="in/*.csv", onRecreated="restart")
+    checkpointed = source.latestOffset(source.initialOffset(), ReadAllAvailable())
+    sync_client.delete_store(store.bucket)
+    recreated = sync_client.create_store(store.bucket)
+    recreated.put("in/new.csv", b"id,v\n2,new\n")
+    created = recreated.status().stream_info.created
+    end = source.latestOffset(checkpointed, ReadAllAvailable())
+    assert ChangeCursor.parse(end) == ChangeCursor(recreated.status().last_sequence, created)
+    assert rows(source, checkpointed, end) == [(2, "new")]
+    with pytest.raises(CheckpointOfAnotherBucket):  # the default is the table's: fail
+        reader(options, glob="in/*.csv").latestOffset(checkpointed, ReadAllAvailable())
+
+
 def test_rate_limits_cut_batches_by_objects_and_bytes(store, options) -> None:
     for i in range(5):
         store.put(f"in/{i}.csv", b"id,v\n" + f"{i},{'x' * 100}\n".encode())
@@ -183,8 +203,8 @@ def test_partitions_spread_small_objects_over_executors(store, options) -> None:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        ({"startingSequence": "soon"}, "startingSequence must be"),
-        ({"maxObjectsPerTrigger": "0"}, "must be an integer >= 1"),
+        ({"startingSequence": "soon"}, "startingSequence: start must be"),
+        ({"maxObjectsPerTrigger": "0"}, "must be a whole number >= 1"),
         ({"includeDeletes": "true"}, "includeDeletes needs binary mode"),
         ({"objectFormat": "xml"}, "objectFormat must be one of"),
     ],

@@ -8,6 +8,8 @@ import collections
 import time
 from pathlib import Path
 
+import pytest
+
 import natsobj
 from natsobj.spark.manifest import MANIFEST
 from natsobj.spark.storage import read_manifest
@@ -124,3 +126,34 @@ def test_batch_reads_during_the_stream_see_whole_micro_batches(
         query.stop()
     assert seen[-1] == objects
     assert any(n < objects for n in seen), "no read happened while the stream was running"
+
+
+def test_on_recreated_restart_carries_a_query_over_to_the_new_bucket(
+    spark, options, store, sync_client, tmp_path
+) -> None:
+    """A query restarted from its checkpoint after its bucket was deleted and created again:
+    by default it fails with CheckpointOfAnotherBucket; with onRecreated=restart its next batch
+    reads the new bucket from its beginning."""
+    checkpoint, out = tmp_path / "ckpt", tmp_path / "out"
+
+    def run_query(**extra: str) -> list[str]:
+        query = (
+            spark.readStream.format("natsobj")
+            .options(**options, layout="binary", glob="in/*", **extra)
+            .load()
+            .select("name")
+            .writeStream.format("parquet")
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start(str(out))
+        )
+        query.awaitTermination()
+        return sorted(r.name for r in spark.read.parquet(str(out)).collect())
+
+    store.put("in/old.bin", b"old")
+    assert run_query() == ["in/old.bin"]
+    sync_client.delete_store(store.bucket)
+    sync_client.create_store(store.bucket).put("in/new.bin", b"new")
+    with pytest.raises(Exception, match="deleted and created again"):  # wrapped by Spark
+        run_query()
+    assert run_query(onRecreated="restart") == ["in/new.bin", "in/old.bin"]

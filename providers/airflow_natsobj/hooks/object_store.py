@@ -141,10 +141,12 @@ class NatsObjectStoreHook(BaseHook):
         metadata: dict[str, str] | None = None,
         chunk_size: int | None = None,
         expected_sequence: int | None = None,
-        ttl: float | timedelta | None = None,
+        if_absent: bool = False,
+        ttl: float | str | timedelta | None = None,
     ) -> ObjectInfo:
         """``ObjectStore.put`` on ``bucket``, reported to lineage as an output; ``ttl``: the
-        server deletes the object that long after the put (None: the bucket's rules decide)."""
+        server deletes the object that long after the put (None: the bucket's rules decide);
+        ``if_absent``: create only, ObjectExists when an object is there."""
         info = self.get_store(bucket).put(
             name,
             source,
@@ -153,6 +155,7 @@ class NatsObjectStoreHook(BaseHook):
             metadata=metadata,
             chunk_size=chunk_size,
             expected_sequence=expected_sequence,
+            if_absent=if_absent,
             ttl=ttl,
         )
         self._lineage_output(bucket, name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, cast
@@ -167,22 +167,18 @@ class NatsCreateObjectOperator(_NatsOperator):
                 description=self.description,
                 metadata=self.metadata,
                 headers=self.headers,
-                expected_sequence=None if self.replace else self._absent_sequence(hook),
+                if_absent=not self.replace,
                 **self.put_options(),
             )
-            if self.data is not None:
-                info = put(self.data)
-            elif _is_storage_path(self.source):
-                with self.source.open("rb") as handle:  # type: ignore[union-attr]
-                    info = put(handle)
-            else:
-                path = Path(str(self.source)).expanduser()
-                if not path.is_file():
-                    raise FileNotFoundError(
-                        f"{self.task_id}: source {str(path)!r} is not a file; nothing was put to "
-                        f"bucket {self.bucket!r}, object {self.name!r}"
-                    )
-                info = put(path)
+            try:
+                info = self._put_source(put)
+            except ObjectExists as exc:
+                raise ObjectExists(
+                    exc.message,
+                    bucket=self.bucket,
+                    name=self.name,
+                    hint="Pass replace=True to overwrite it, or write to another name.",
+                ) from None
         self.log.info(
             "Put nats://%s/%s: %d bytes in %d chunks, %s",
             info.bucket,
@@ -194,21 +190,20 @@ class NatsCreateObjectOperator(_NatsOperator):
         self._emit_outlet_events(context, info)
         return info.as_dict()
 
-    def _absent_sequence(self, hook: NatsObjectStoreHook) -> int:
-        """The meta sequence the put must find (0, or a tombstone's): anything else means an
-        object exists, and without ``replace`` the task must not overwrite it."""
-        try:
-            current = hook.get_store(self.bucket).get_info(self.name, include_deleted=True)
-        except ObjectNotFound:
-            return 0
-        if not current.deleted:
-            raise ObjectExists(
-                "object already exists",
-                bucket=self.bucket,
-                name=self.name,
-                hint="Pass replace=True to overwrite it, or write to another name.",
+    def _put_source(self, put: Callable[[Any], ObjectInfo]) -> ObjectInfo:
+        """``put`` of the operator's data, storage path or local file."""
+        if self.data is not None:
+            return put(self.data)
+        if _is_storage_path(self.source):
+            with self.source.open("rb") as handle:  # type: ignore[union-attr]
+                return put(handle)
+        path = Path(str(self.source)).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"{self.task_id}: source {str(path)!r} is not a file; nothing was put to "
+                f"bucket {self.bucket!r}, object {self.name!r}"
             )
-        return current.sequence or 0
+        return put(path)
 
     def _emit_outlet_events(self, context: Context, info: ObjectInfo) -> None:
         extra = {
