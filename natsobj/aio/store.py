@@ -27,6 +27,7 @@ from natsobj.aio.restatement import proven
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.stream import BucketStream, LastMsg
 from natsobj.aio.watch import ObjectWatcher, info_from_msg
+from natsobj.cursors import ChangeCursor
 from natsobj.errors import (
     BadObjectMeta,
     BucketNotFound,
@@ -43,16 +44,13 @@ from natsobj.lifecycle import LifecycleRule, expired_record, expires_at
 from natsobj.localfiles import open_target
 from natsobj.model import (
     DEFAULT_CHUNK_SIZE,
-    ChangeCursor,
     ObjectInfo,
     ObjectLink,
     StoreStatus,
     StreamInfo,
     Tiering,
     check_chunk_size,
-    check_metadata,
     format_digest,
-    trusted_nuid,
 )
 from natsobj.name_index import decoded
 from natsobj.names import (
@@ -65,6 +63,7 @@ from natsobj.names import (
     meta_subject,
     names_that_always_fit,
 )
+from natsobj.record_fields import check_metadata, trusted_nuid
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
 from natsobj.wire import (

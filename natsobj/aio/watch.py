@@ -10,9 +10,10 @@ from natsobj.aio.consumer import OrderedConsumer, StreamMsg
 from natsobj.aio.jsapi import JetStreamApi, raw_header
 from natsobj.aio.restatement import proven
 from natsobj.aio.stream import BucketStream
+from natsobj.cursors import ChangeCursor
 from natsobj.errors import BadObjectMeta
 from natsobj.lifecycle import expired_record, expires_at
-from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus
+from natsobj.model import ObjectInfo, StoreStatus
 from natsobj.name_index import decoded
 from natsobj.names import all_meta_subject
 from natsobj.wire import MARKER_REASON, MSG_TTL

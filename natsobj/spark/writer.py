@@ -19,9 +19,14 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 import natsobj
-from natsobj.errors import ObjectChanged
+from natsobj.errors import ObjectChanged, in_words_of
 from natsobj.spark.arrowio import ObjectSplitter, RowCount, parquet_stream
-from natsobj.spark.errors import BadSparkOption, DatasetChanged, DatasetExists, WriteAborted
+from natsobj.spark.errors import (
+    BadSparkOption,
+    DatasetChanged,
+    DatasetExists,
+    WriteAborted,
+)
 from natsobj.spark.handoff import consume_behind
 from natsobj.spark.manifest import (
     WRITE_ID_KEY,
@@ -46,6 +51,7 @@ from natsobj.spark.storage import (
     read_manifest,
     strays,
 )
+from natsobj.spark.wording import spark_words
 
 log = logging.getLogger("natsobj.spark")
 
@@ -99,6 +105,7 @@ class NatsObjWriter(DataSourceArrowWriter):
 
     # -- executors --------------------------------------------------------------------------------
 
+    @in_words_of(spark_words)
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PartsMessage:
         context = TaskContext.get()
         message = PartsMessage(
@@ -143,6 +150,7 @@ class NatsObjWriter(DataSourceArrowWriter):
 
     # -- driver -----------------------------------------------------------------------------------
 
+    @in_words_of(spark_words)
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         parts = _parts(messages)
         with open_store(self.opts) as store:

@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from natsobj.model import ChangeCursor
+from natsobj.cursors import ChangeCursor
 from natsobj.spark.errors import BadSparkOption, CheckpointOfAnotherBucket
 from natsobj.spark.reader import BINARY_SCHEMA
 from natsobj.spark.stream_options import StreamOptions

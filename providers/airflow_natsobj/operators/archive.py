@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
+from airflow_natsobj.wording import airflow_words
+from natsobj.errors import in_words_of
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -99,6 +101,7 @@ class NatsArchiveOperator(BaseOperator):
         self.small_object = small_object
         self.give_up_after = give_up_after
 
+    @in_words_of(airflow_words)
     def execute(self, context: Context) -> dict[str, Any]:
         from natsobj.archive.scheduled import archive_pass
 
@@ -173,6 +176,7 @@ class NatsOffloadOperator(BaseOperator):
         self.endpoint = endpoint
         self.region = region
 
+    @in_words_of(airflow_words)
     def execute(self, context: Context) -> dict[str, Any]:
         from natsobj.archive.scheduled import offload_pass
         from natsobj.archive.tiering import DEFAULT_EXPIRY_MARGIN, OffloadPolicy

@@ -20,6 +20,7 @@ from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.sdk import BaseOperator, ObjectStoragePath
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
+from airflow_natsobj.wording import airflow_words
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import (
     BucketExists,
@@ -27,6 +28,7 @@ from natsobj.errors import (
     ObjectExists,
     ObjectNotFound,
     ObjectTooLarge,
+    in_words_of,
 )
 from natsobj.model import ObjectInfo
 from natsobj.parsing import parse_ttl
@@ -166,6 +168,7 @@ class NatsCreateObjectOperator(_NatsOperator):
             return None
         return parse_ttl(self.ttl, what=f"{self.task_id}: ttl")
 
+    @in_words_of(airflow_words)
     def execute(self, context: Context) -> dict[str, Any]:
         with self.hook() as hook:
             if self.create_bucket:
@@ -286,6 +289,7 @@ class NatsGetObjectOperator(_NatsOperator):
                 f"{self.task_id}: min_sequence must be a stream sequence number, got {value!r}"
             ) from None
 
+    @in_words_of(airflow_words)
     def execute(self, context: Context) -> Any:
         with self.hook() as hook:
             if self.destination is None:
@@ -379,6 +383,7 @@ class NatsDeleteObjectsOperator(_NatsOperator):
         self.name = name
         self.missing_ok = missing_ok
 
+    @in_words_of(airflow_words)
     def execute(self, context: Context) -> list[str]:
         names = [self.name] if isinstance(self.name, str) else list(self.name)
         deleted = []
@@ -411,6 +416,7 @@ class NatsCreateObjectStoreOperator(_NatsOperator):
         self.bucket = bucket
         self.exists_ok = exists_ok
 
+    @in_words_of(airflow_words)
     def execute(self, context: Context) -> dict[str, Any]:
         with self.hook() as hook:
             try:
@@ -432,6 +438,7 @@ class NatsDeleteObjectStoreOperator(_NatsOperator):
         self.bucket = bucket
         self.missing_ok = missing_ok
 
+    @in_words_of(airflow_words)
     def execute(self, context: Context) -> None:
         with self.hook() as hook:
             try:

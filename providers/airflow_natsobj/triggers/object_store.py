@@ -21,15 +21,12 @@ from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
+from airflow_natsobj.wording import airflow_words
+from natsobj.changefeed import OnRecreated, check_on_recreated, cursor_after_recreation
+from natsobj.cursors import ChangeCursor
 from natsobj.errors import BucketRecreated, NatsObjError, ObjectNotFound
 from natsobj.matching import MatchKind, NameMatcher, legacy_matcher
-from natsobj.model import (
-    ChangeCursor,
-    ObjectInfo,
-    OnRecreated,
-    check_on_recreated,
-    cursor_after_recreation,
-)
+from natsobj.model import ObjectInfo
 
 CURSOR_KEY = "nats_meta_sequence"
 RETRY_FIRST_DELAY = 1.0
@@ -38,7 +35,8 @@ START_POSITIONS = ("new", "all")
 
 
 def error_payload(exc: BaseException) -> dict[str, Any]:
-    return {"status": "error", "error_type": type(exc).__name__, "message": str(exc)}
+    message = exc.said_in(airflow_words) if isinstance(exc, NatsObjError) else str(exc)
+    return {"status": "error", "error_type": type(exc).__name__, "message": message}
 
 
 def _matcher(
