@@ -35,7 +35,8 @@ from natsobj.record_fields import (
 DIGEST_PREFIX = "SHA-256="
 TIERING_FIELD = "natsobj_tiering"
 # An offloaded object's meta record links here, to a bucket that must never exist: official
-# clients then fail with "object/bucket not found" instead of hanging on purged chunks.
+# clients then fail with "object/bucket not found" instead of hanging on purged chunks. The
+# name is in records already written, so it stays as it is.
 OFFLOADED_LINK_BUCKET = "natsobj-offloaded-to-s3"
 DEFAULT_CHUNK_SIZE = 128 * 1024
 # Each chunk is a message with its own subject and headers (about a hundred bytes): below this
@@ -130,19 +131,16 @@ class ObjectLink:
 
 @dataclass
 class Offload:
-    """Where an offloaded version's bytes are: ``length`` bytes at ``offset`` of ``key`` in
-    the archive at ``url`` (a pack or a version object, see docs/archive.md), and at the same
-    key of each of ``mirrors`` (other targets of a replicated archive, tried in turn)."""
+    """Where the bytes of a version that lives outside its bucket are: ``length`` bytes at
+    ``offset`` of ``key`` in the store at ``url``, and at the same key of each of ``mirrors``
+    (copies, tried in turn). The core keeps and checks the location; what the URL names and
+    how it is read belong to the reader registered with ``natsobj.aio.offloaded``."""
 
     url: str
     key: str
     offset: int
     length: int
     mirrors: list[str] = field(default_factory=list)
-
-    @property
-    def urls(self) -> list[str]:
-        return [self.url, *self.mirrors]
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -241,7 +239,7 @@ class ObjectInfo:
 
     @property
     def offloaded(self) -> bool:
-        """The bytes are in the S3 archive, not in JetStream (natsobj.archive.tiering)."""
+        """The bytes live outside the bucket (``Offload``), not in its chunks."""
         return self.tiering is not None and self.tiering.offload is not None
 
     @property
@@ -566,7 +564,8 @@ class StoreStatus:
     placement: dict[str, Any] | None = None
     messages: int = 0
     last_sequence: int = 0  # the stream's last sequence: where a change cursor starts "now"
-    # objects (and their bytes) offloaded to S3; None unless status(count_offloaded=True)
+    # objects (and their bytes) that live outside the bucket; None unless
+    # status(count_offloaded=True)
     offloaded_objects: int | None = None
     offloaded_bytes: int | None = None
     stream_info: StreamInfo = field(default_factory=StreamInfo, repr=False)

@@ -45,6 +45,10 @@ CORE_MODULES = {
         "name_index",
         "lifecycle",
         "parsing",
+        "hints",
+        "cursors",
+        "changefeed",
+        "record_fields",
     )
 }
 # What the core must never import: the layers above it.

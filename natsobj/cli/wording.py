@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "set_lifecycle_rules": ("store lifecycle", "BUCKET --set GLOB=DURATION ..."),
     "list": ("ls", "BUCKET"),
     "get_file": ("get", "BUCKET NAME PATH"),
+    "delete": ("rm", "BUCKET NAME"),
     "Archiver.run": ("archive run", ""),
     "offload": ("archive offload", ""),
     "serve": ("serve", ""),

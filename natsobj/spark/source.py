@@ -43,6 +43,7 @@ class NatsObjDataSource(DataSource):
     def _options(self) -> SourceOptions:
         return SourceOptions.parse(self.options)
 
+    @in_words_of(spark_words)
     def schema(self) -> StructType:
         # readStream asks for the schema too, with its streaming options among the others.
         opts = StreamOptions.parse(self.options).source
@@ -82,8 +83,10 @@ class NatsObjDataSource(DataSource):
         return prepare_writer(opts, schema, overwrite)
 
     # Structured Streaming: see stream_reader / stream_writer.
+    @in_words_of(spark_words)
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return NatsObjStreamReader(StreamOptions.parse(self.options), schema)
 
+    @in_words_of(spark_words)
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         return prepare_stream_writer(source_options(self.options), schema, overwrite)
