@@ -40,9 +40,8 @@ class NatsObjError(Exception):
         self.message = message
 
     def said_in(self, spelling: Spelling) -> str:
-        """The error's text with its hint in a face's words (``natsobj.hints.reword``)."""
-        if not hasattr(self, "message"):  # built without __init__: its text is all there is
-            return str(self)
+        """The error's text with its hint in a face's words (a face rewords the errors it
+        surfaces with ``in_words_of`` or ``reword``)."""
         return _composed(self.message, self.bucket, self.name, spell(self.hint, spelling))
 
     def __reduce__(self) -> tuple[Any, ...]:

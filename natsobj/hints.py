@@ -37,7 +37,7 @@ class Operation:
 
 Ref = Operation | Option
 # A face's words for what a hint names; None where the face has none (the core's are used).
-Spelling = Callable[[Ref], "str | None"]
+Spelling = Callable[[Ref], str | None]
 
 
 # Operations no Python call performs, said as the command that does on every face: the
