@@ -1,6 +1,7 @@
 """Dagster integration for natsobj: a resource, one IO manager for every artifact type,
 a meta-stream sensor and digest-versioned external assets."""
 
+from dagster_natsobj.errors import UntrustedPickle
 from dagster_natsobj.handlers import FileHandler, Handler, Stored, Target
 from dagster_natsobj.io_manager import NatsObjectStoreIOManager
 from dagster_natsobj.observe import make_nats_object_observable, nats_object_observable_asset
@@ -15,6 +16,7 @@ __all__ = [
     "NatsObjectStoreResource",
     "Stored",
     "Target",
+    "UntrustedPickle",
     "make_nats_object_observable",
     "make_nats_object_sensor",
     "nats_object_observable_asset",

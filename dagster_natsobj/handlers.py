@@ -22,8 +22,8 @@ from typing import Any
 
 from dagster import TableColumn, TableSchema
 
+from dagster_natsobj.errors import UntrustedPickle
 from natsobj import ConnectionSettings, ObjectInfo
-from natsobj.errors import UntrustedPickle
 from natsobj.operation_options import PUT, Face, resolve
 
 FORMAT_KEY = "natsobj.format"

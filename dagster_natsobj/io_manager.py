@@ -16,6 +16,7 @@ from dagster import (
 from pydantic import Field
 
 from dagster_natsobj import naming
+from dagster_natsobj.errors import UntrustedPickle, dagster_words
 from dagster_natsobj.handlers import (
     CONTENT_TYPE,
     TTL,
@@ -34,7 +35,7 @@ from dagster_natsobj.resource import (
     open_store,
     resolve_value,
 )
-from natsobj.errors import ObjectNotFound, UntrustedPickle
+from natsobj.errors import ObjectNotFound, in_words_of
 
 PICKLE_KEY_ENV = "NATSOBJ_PICKLE_KEY"
 
@@ -138,6 +139,7 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
 
     # -- IO ----------------------------------------------------------------------------------
 
+    @in_words_of(dagster_words)
     def handle_output(self, context: OutputContext, obj: Any) -> None:
         if obj is None and _annotation(context) in (type(None), None):
             return  # an op with no return value has nothing to store
@@ -174,6 +176,7 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         context.add_output_metadata(output_metadata(target, handler, stored))
         context.log.debug(f"stored {handler.type_name} at {target.uri}")
 
+    @in_words_of(dagster_words)
     def load_input(self, context: InputContext) -> Any:
         annotation = _annotation(context)
         names = self._target_names(context)

@@ -31,13 +31,15 @@ from dagster import (
     sensor,
 )
 
+from dagster_natsobj.errors import dagster_words
 from dagster_natsobj.options import resolved
 from dagster_natsobj.resource import NatsObjectStoreResource
 from natsobj import ObjectInfo
+from natsobj.changefeed import cursor_after_recreation
+from natsobj.cursors import ChangeCursor
 from natsobj.deprecation import warn_deprecated
-from natsobj.errors import BucketNotFound, BucketRecreated
+from natsobj.errors import BucketNotFound, BucketRecreated, in_words_of
 from natsobj.matching import NameMatcher
-from natsobj.model import ChangeCursor, cursor_after_recreation
 from natsobj.operation_options import CURRENT, EARLIEST, LATEST
 
 TAG_PREFIX = "natsobj"
@@ -113,6 +115,7 @@ def make_nats_object_sensor(
         description=description or f"Starts a run for each object change in bucket {bucket!r}.",
     )
     @_with_resource_parameter(resource_key)
+    @in_words_of(dagster_words)
     def _nats_object_sensor(
         context: SensorEvaluationContext, **resources: NatsObjectStoreResource
     ) -> SensorResult | SkipReason:

@@ -6,6 +6,7 @@
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from natsobj.cursors import ChangeCursor
 from natsobj.errors import (
     BadBucketName,
     BadLifecycleRule,
@@ -35,10 +36,9 @@ from natsobj.errors import (
     UnsafeLocalPath,
     UnsafeLocalState,
     UntrustedArchiveLocation,
-    UntrustedPickle,
 )
 from natsobj.lifecycle import LifecycleRule
-from natsobj.model import ChangeCursor, ObjectInfo, ObjectLink, StoreStatus
+from natsobj.model import ObjectInfo, ObjectLink, StoreStatus
 from natsobj.settings import ConnectionSettings
 
 if TYPE_CHECKING:
@@ -97,6 +97,5 @@ __all__ = [
     "UnsafeLocalPath",
     "UnsafeLocalState",
     "UntrustedArchiveLocation",
-    "UntrustedPickle",
     "connect",
 ]

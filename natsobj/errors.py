@@ -1,12 +1,22 @@
 """Typed errors for every failure a pipeline can act on.
 
 Each error names the bucket and the object it concerns and ends with what the user can do,
-so a failed Airflow task or Dagster step explains itself without a traceback dive.
+so a failed task or step explains itself without a traceback dive. What to do is a ``Hint``
+where it names an operation or an option: said here in the Python API's words, and by each
+face that surfaces the error in its own (``said_in``, ``natsobj.hints``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from typing import Any, ParamSpec, TypeVar
+
+from natsobj.hints import Hint, Operation, Option, Spelling, spell
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 class NatsObjError(Exception):
@@ -26,16 +36,13 @@ class NatsObjError(Exception):
         self.name = name
         if hint is not None:
             self.hint = hint
-        parts = [message]
-        where = _where(bucket, name)
-        if where:
-            parts[0] = f"{where}: {message}"
-        if self.hint:
-            if not parts[0].endswith((".", "!", "?")):
-                parts[0] += "."
-            parts.append(self.hint)
-        super().__init__(" ".join(parts))
+        super().__init__(_composed(message, bucket, name, self.hint))
         self.message = message
+
+    def said_in(self, spelling: Spelling) -> str:
+        """The error's text with its hint in a face's words (a face rewords the errors it
+        surfaces with ``in_words_of`` or ``reword``)."""
+        return _composed(self.message, self.bucket, self.name, spell(self.hint, spelling))
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Rebuild without calling ``__init__`` again: ``args`` already holds the full text
@@ -50,6 +57,17 @@ def _rebuild(cls: type[NatsObjError], args: tuple[Any, ...]) -> NatsObjError:
     return cls.__new__(cls, *args)
 
 
+def _composed(message: str, bucket: str | None, name: str | None, hint: str) -> str:
+    """Where, what, and what to do, as one text."""
+    where = _where(bucket, name)
+    text = f"{where}: {message}" if where else message
+    if not hint:
+        return text
+    if not text.endswith((".", "!", "?")):
+        text += "."
+    return f"{text} {hint}"
+
+
 def _where(bucket: str | None, name: str | None) -> str:
     if bucket and name is not None:
         return f"bucket {bucket!r}, object {name!r}"
@@ -60,8 +78,48 @@ def _where(bucket: str | None, name: str | None) -> str:
     return ""
 
 
+def reword(error: NatsObjError, spelling: Spelling) -> NatsObjError:
+    """``error``, its message now ending with its hint in a face's words. The error keeps its
+    type, attributes and traceback: only what ``str(error)`` says changes."""
+    error.args = (error.said_in(spelling),)
+    return error
+
+
+def in_words_of(spelling: Spelling) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A decorator for a face's entry point (an operator's ``execute``, a Spark reader's
+    ``read``): every natsobj error leaving it is reworded in the face's words. Generator
+    functions are wrapped so that errors raised while they are iterated are reworded too."""
+
+    def decorate(function: Callable[P, R]) -> Callable[P, R]:
+        if inspect.isgeneratorfunction(function):
+
+            @functools.wraps(function)
+            def generator(*args: P.args, **kwargs: P.kwargs) -> Iterator[Any]:
+                try:
+                    return (yield from function(*args, **kwargs))
+                except NatsObjError as exc:
+                    reword(exc, spelling)
+                    raise
+
+            return generator  # type: ignore[return-value]
+
+        @functools.wraps(function)
+        def call(*args: P.args, **kwargs: P.kwargs) -> R:
+            try:
+                return function(*args, **kwargs)
+            except NatsObjError as exc:
+                reword(exc, spelling)
+                raise
+
+        return call
+
+    return decorate
+
+
 class BucketNotFound(NatsObjError):
-    hint = "Create it first (create_store / `natsobj store create`) or check the bucket name."
+    hint = Hint(
+        "Create it first ({}) or check the bucket name.", Operation("create_store", ("bucket",))
+    )
 
 
 class BucketExists(NatsObjError):
@@ -69,7 +127,7 @@ class BucketExists(NatsObjError):
 
 
 class ObjectNotFound(NatsObjError):
-    hint = "Check the name with list() / `natsobj ls`; deleted objects count as missing."
+    hint = Hint("Check the name with {}; deleted objects count as missing.", Operation("list"))
 
 
 class ObjectExists(NatsObjError):
@@ -117,9 +175,10 @@ class ClusterUnavailable(NotConnected):
     leader election is under way, fewer than a quorum of the replicas are up, or the cluster
     cannot place the replicas asked for. The message says which."""
 
-    hint = (
+    hint = Hint(
         "Check that a majority of the cluster's nodes are up and routed to each other; "
-        "raise failover_timeout to wait longer for an election."
+        "raise {} to wait longer for an election.",
+        Option("failover_timeout"),
     )
 
 
@@ -145,11 +204,13 @@ class UntrustedArchiveLocation(NatsObjError):
     """An offloaded object's record names an S3 location the reader does not trust: any writer
     of the bucket can publish such a record, so nothing is sent there."""
 
-    hint = (
+    hint = Hint(
         "Read-through only uses the archive targets recorded in the bucket's stream metadata "
-        "(`natsobj archive run` and `archive offload` record them) or configured in this "
-        "process (natsobj.archive.readthrough.trust). If the record is genuine, configure its "
-        "target; otherwise delete the object."
+        "({} and {} record them) or configured in this process "
+        "(natsobj.archive.readthrough.trust). If the record is genuine, configure its target; "
+        "otherwise delete the object.",
+        Operation("Archiver.run"),
+        Operation("offload"),
     )
 
 
@@ -169,9 +230,10 @@ class UnsafeLocalPath(NatsObjError):
     ``get``) whose place leads out of that directory: a symlink planted in it, or a ``..`` in
     the object's name. That object is not written; the rest of the transfer goes on."""
 
-    hint = (
+    hint = Hint(
         "Remove the symlink from the destination, or fetch the object alone to a path you "
-        "name (`natsobj get BUCKET NAME PATH`)."
+        "name ({}).",
+        Operation("get_file", ("name", "path")),
     )
 
 
@@ -179,10 +241,11 @@ class NoServer(NotConnected):
     """Nothing names a NATS server (no URL, no NATS_URL) and no embedded server is running for
     this directory: natsobj starts one only when asked, with the URL ``embedded``."""
 
-    hint = (
-        "Name a server with NATS_URL, --url or the url option (nats://HOST:4222); or start the "
-        "embedded server for this directory with `natsobj serve` (or give the URL 'embedded', "
-        "which starts one in the background)."
+    hint = Hint(
+        "Name a server with NATS_URL or {}; or start the embedded server for this directory "
+        "with {} (or give the URL 'embedded', which starts one in the background).",
+        Option("url", "nats://HOST:4222"),
+        Operation("serve"),
     )
 
 
@@ -196,23 +259,10 @@ class MissingDigest(DigestMismatch):
     (Go, JavaScript, nats-py, natsobj) writes one; a record without it was written by hand or
     by a client that skips verification."""
 
-    hint = (
+    hint = Hint(
         "If the object is known to come from a client that writes no digest, read it with "
-        "allow_missing_digest=True (`--allow-missing-digest` on the command line; its size and "
-        "chunk count are still checked); otherwise "
-        "re-upload it."
-    )
-
-
-class UntrustedPickle(NatsObjError):
-    """Dagster would have to unpickle an object nothing vouches for: unpickling runs code chosen
-    by whoever wrote the bytes, and any writer of the bucket can store an object that says it
-    is a pickle. The message says which of the cases it is."""
-
-    hint = (
-        "Annotate the input with the type you expect; to load pickles safely, give the IO "
-        "manager a pickle_signing_key (or set NATSOBJ_PICKLE_KEY) where they are written and "
-        "read, and materialize the upstream asset again so it is signed."
+        "{} (its size and chunk count are still checked); otherwise re-upload it.",
+        Option("allow_missing_digest", True),
     )
 
 
@@ -234,17 +284,16 @@ class ChunkTooLarge(BadChunkSize):
 
 
 class BucketRecreated(NatsObjError):
-    """A change cursor (a sensor's, a trigger's, a streaming query's checkpoint) was taken on a
+    """A change cursor (a watcher's, a streaming query's checkpoint) was taken on a
     bucket that has been deleted and created again under the same name since: its sequence
     counts records of a stream that is gone, so resuming after it would skip, without a word,
     every record of the new bucket up to that number. The message gives the cursor's sequence
     and creation time and the current bucket's."""
 
-    hint = (
+    hint: str = Hint(
         "Decide what the new bucket means to you: to process everything it holds, start over "
-        "from its beginning (on_recreated='restart' for the Airflow trigger and the Dagster "
-        "sensor, a new checkpoint with startingSequence=earliest for Spark); otherwise reset "
-        "the cursor to its end."
+        "from its beginning ({}); otherwise reset the cursor to its end.",
+        Option("on_recreated", "restart"),
     )
 
 
@@ -268,8 +317,9 @@ class BadLifecycleRule(NatsObjError, ValueError):
     could give (below a second, past ``natsobj.lifecycle.MAX_TTL``, not a number). Given
     here it is refused; read from a bucket, only the puts it matches are refused."""
 
-    hint = (
-        "Set the rules again: natsobj store lifecycle BUCKET --set GLOB=DURATION ... (or --clear)."
+    hint = Hint(
+        "Set the rules again, each a glob and a TTL ({}).",
+        Operation("set_lifecycle_rules", ("rules",)),
     )
 
 
@@ -277,10 +327,10 @@ class ExpiryNotEnabled(NatsObjError):
     """A put with a TTL (or under a lifecycle rule) on a bucket whose stream does not allow
     per-message TTLs (``allow_msg_ttl``), or on a server older than 2.11, which has none."""
 
-    hint = (
-        "Turn per-object expiry on with update_store(bucket, allow_msg_ttl=True) /"
-        " `natsobj store update BUCKET --allow-msg-ttl true` (needs nats-server 2.11 or later;"
-        " it cannot be turned off again)."
+    hint = Hint(
+        "Turn per-object expiry on with {} (needs nats-server 2.11 or later; it cannot be "
+        "turned off again).",
+        Operation("update_store", ("bucket",), (Option("allow_msg_ttl", True),)),
     )
 
 

@@ -10,18 +10,33 @@ import base64
 import binascii
 import hashlib
 import json
-import re
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
-from natsobj.errors import BadChunkSize, BadObjectMeta, BucketRecreated
-from natsobj.names import decode_name, is_bucket_name, is_token_of
+from natsobj.errors import BadChunkSize, BadObjectMeta
+from natsobj.names import is_bucket_name, is_token_of
+from natsobj.record_fields import (
+    MAX_COUNT,
+    MAX_NUID,
+    InvalidField,
+    count_field,
+    flag_field,
+    headers_field,
+    metadata_field,
+    name_field,
+    nuid_field,
+    shown_value,
+    text_field,
+    time_field,
+    token_name,
+)
 
 DIGEST_PREFIX = "SHA-256="
 TIERING_FIELD = "natsobj_tiering"
 # An offloaded object's meta record links here, to a bucket that must never exist: official
-# clients then fail with "object/bucket not found" instead of hanging on purged chunks.
+# clients then fail with "object/bucket not found" instead of hanging on purged chunks. The
+# name is in records already written, so it stays as it is.
 OFFLOADED_LINK_BUCKET = "natsobj-offloaded-to-s3"
 DEFAULT_CHUNK_SIZE = 128 * 1024
 # Each chunk is a message with its own subject and headers (about a hundred bytes): below this
@@ -29,15 +44,11 @@ DEFAULT_CHUNK_SIZE = 128 * 1024
 MIN_CHUNK_SIZE = 512
 # The largest max_payload NATS advises: no sane record asks for chunks beyond it.
 MAX_KEPT_CHUNK_SIZE = 8 * 1024 * 1024
-MAX_COUNT = 2**63 - 1  # JetStream counts bytes and messages in int64: no client writes more
-MAX_NUID = 256  # every client writes 22 characters; a long one would not fit a direct get line
 # The most a meta record may take. Parsed, a record costs many times its size (a map of short
 # strings twenty times), and listings parse them by the batch: one record above this is
 # refused before it is parsed. A name, a link, a digest and metadata the size object stores
 # allow leave it far from the bound; natsobj never writes a record above it.
 MAX_RECORD_BYTES = 64 * 1024
-# What a single subject token cannot hold: a separator, the wildcards, whitespace, controls
-_NOT_IN_TOKEN = re.compile(r"[.*>\s\x00-\x1f\x7f-\x9f]")
 
 
 def check_chunk_size(chunk_size: int, *, bucket: str | None = None, name: str | None = None) -> int:
@@ -120,19 +131,16 @@ class ObjectLink:
 
 @dataclass
 class Offload:
-    """Where an offloaded version's bytes are: ``length`` bytes at ``offset`` of ``key`` in
-    the archive at ``url`` (a pack or a version object, see docs/archive.md), and at the same
-    key of each of ``mirrors`` (other targets of a replicated archive, tried in turn)."""
+    """Where the bytes of a version that lives outside its bucket are: ``length`` bytes at
+    ``offset`` of ``key`` in the store at ``url``, and at the same key of each of ``mirrors``
+    (copies, tried in turn). The core keeps and checks the location; what the URL names and
+    how it is read belong to the reader registered with ``natsobj.aio.offloaded``."""
 
     url: str
     key: str
     offset: int
     length: int
     mirrors: list[str] = field(default_factory=list)
-
-    @property
-    def urls(self) -> list[str]:
-        return [self.url, *self.mirrors]
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -174,10 +182,10 @@ class Tiering:
     def from_json(cls, doc: dict[str, Any]) -> Tiering:
         replaces, mtime = doc.get("replaces"), doc.get("mtime")
         if replaces is not None:
-            replaces = _count(replaces, f"{TIERING_FIELD}.replaces")
+            replaces = count_field(replaces, f"{TIERING_FIELD}.replaces")
         return cls(
             replaces=replaces,
-            mtime=_time(mtime, f"{TIERING_FIELD}.mtime") if mtime else None,
+            mtime=time_field(mtime, f"{TIERING_FIELD}.mtime") if mtime else None,
             offload=_offload(doc.get("offload")),
         )
 
@@ -187,15 +195,15 @@ def _offload(raw: Any) -> Offload | None:
         return None
     where = f"{TIERING_FIELD}.offload"
     if not isinstance(raw, dict):
-        raise _Invalid(where, f"must be an object, not {_shown(raw)}")
+        raise InvalidField(where, f"must be an object, not {shown_value(raw)}")
     mirrors = raw.get("mirrors") or []
     if not isinstance(mirrors, list) or not all(isinstance(m, str) for m in mirrors):
-        raise _Invalid(f"{where}.mirrors", "must be a list of strings")
+        raise InvalidField(f"{where}.mirrors", "must be a list of strings")
     return Offload(
-        url=_text(raw.get("url"), f"{where}.url"),
-        key=_text(raw.get("key"), f"{where}.key"),
-        offset=_count(raw.get("offset"), f"{where}.offset"),
-        length=_count(raw.get("length"), f"{where}.length"),
+        url=text_field(raw.get("url"), f"{where}.url"),
+        key=text_field(raw.get("key"), f"{where}.key"),
+        offset=count_field(raw.get("offset"), f"{where}.offset"),
+        length=count_field(raw.get("length"), f"{where}.length"),
         mirrors=list(mirrors),
     )
 
@@ -231,7 +239,7 @@ class ObjectInfo:
 
     @property
     def offloaded(self) -> bool:
-        """The bytes are in the S3 archive, not in JetStream (natsobj.archive.tiering)."""
+        """The bytes live outside the bucket (``Offload``), not in its chunks."""
         return self.tiering is not None and self.tiering.offload is not None
 
     @property
@@ -345,20 +353,22 @@ class ObjectInfo:
         shown = name  # the object errors name: the one asked for, else the record's own
         try:
             if isinstance(data, bytes | str) and len(data) > MAX_RECORD_BYTES:
-                shown = shown if shown is not None or token is None else _token_name(token)
-                raise _Invalid("", f"takes {len(data)} bytes, more than {MAX_RECORD_BYTES}")
+                shown = shown if shown is not None or token is None else token_name(token)
+                raise InvalidField("", f"takes {len(data)} bytes, more than {MAX_RECORD_BYTES}")
             doc = json.loads(data) if isinstance(data, bytes | str) else data
             if not isinstance(doc, dict):
-                raise _Invalid("name", "is missing: the record is not a JSON object")
+                raise InvalidField("name", "is missing: the record is not a JSON object")
             get = doc.get
             # each field: an inline check of the usual value, the helper for anything else
             # (which accepts what it may and says what is wrong with the rest)
             name = get("name")
             if type(name) is not str or not name or not name.isascii():
-                name = _name(name)
+                name = name_field(name)
             shown = shown if shown is not None else name
             if token is not None and not is_token_of(name, token):
-                raise _Invalid("name", f"is not the name its subject encodes: {_shown(name)}")
+                raise InvalidField(
+                    "name", f"is not the name its subject encodes: {shown_value(name)}"
+                )
             link = chunk_size = tiering = None
             if options := get("options"):
                 chunk_size = options.get("max_chunk_size") if type(options) is dict else None
@@ -370,32 +380,34 @@ class ObjectInfo:
                     link, chunk_size = _options(options)  # a link, or anything unusual
             if (tiering_doc := get(TIERING_FIELD)) is not None:
                 if not isinstance(tiering_doc, dict):
-                    raise _Invalid(TIERING_FIELD, f"must be an object, not {_shown(tiering_doc)}")
+                    raise InvalidField(
+                        TIERING_FIELD, f"must be an object, not {shown_value(tiering_doc)}"
+                    )
                 tiering = Tiering.from_json(tiering_doc)
                 if tiering.offload is not None:
                     link = None  # the placeholder for other clients, not a link of the user's
             nuid = get("nuid")
             if type(nuid) is not str or not nuid.isalnum() or len(nuid) > MAX_NUID:
-                nuid = _nuid(nuid)
+                nuid = nuid_field(nuid)
             size, chunks = get("size"), get("chunks")
             if type(size) is not int or not 0 <= size <= MAX_COUNT:
-                size = _count(size, "size")
+                size = count_field(size, "size")
             if type(chunks) is not int or not 0 <= chunks <= MAX_COUNT:
-                chunks = _count(chunks, "chunks")
+                chunks = count_field(chunks, "chunks")
             digest, deleted = get("digest", ""), get("deleted", False)
             if type(digest) is not str:
-                digest = _text(digest, "digest")
+                digest = text_field(digest, "digest")
             if type(deleted) is not bool:
-                deleted = _flag(deleted, "deleted")
+                deleted = flag_field(deleted, "deleted")
             record_bucket, description = get("bucket", ""), get("description", "")
             if type(record_bucket) is not str:
-                record_bucket = _text(record_bucket, "bucket")
+                record_bucket = text_field(record_bucket, "bucket")
             if bucket and record_bucket and record_bucket != bucket:
                 # the bucket is where the record was read: following its claim would list,
                 # fetch or delete another bucket's object
-                raise _Invalid("bucket", f"names another bucket: {_shown(record_bucket)}")
+                raise InvalidField("bucket", f"names another bucket: {shown_value(record_bucket)}")
             if type(description) is not str:
-                description = _text(description, "description")
+                description = text_field(description, "description")
             headers, metadata = get("headers"), get("metadata")
             return cls(
                 name,
@@ -406,23 +418,23 @@ class ObjectInfo:
                 digest,
                 deleted,
                 description,
-                _parse_headers(headers) if headers else {},
-                _parse_metadata(metadata) if metadata else {},
+                headers_field(headers) if headers else {},
+                metadata_field(metadata) if metadata else {},
                 link,
                 chunk_size,
                 mtime,
                 sequence,
                 tiering,
             )
-        except _Invalid as exc:
+        except InvalidField as exc:
             raise BadObjectMeta(f"meta record {exc}", bucket=bucket, name=shown) from None
         except (ValueError, TypeError, RecursionError) as exc:  # not JSON at all
             raise BadObjectMeta(
-                f"cannot parse object meta: {_shown(exc)}", bucket=bucket, name=shown
+                f"cannot parse object meta: {shown_value(exc)}", bucket=bucket, name=shown
             ) from None
 
     def as_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict with mtime and sequence, for XCom, run tags and CLI output."""
+        """A JSON-safe dict with mtime and sequence, for task results, run tags and listings."""
         out = self.to_json()
         out["mtime"] = self.mtime.isoformat() if self.mtime else None
         out["sequence"] = self.sequence
@@ -448,163 +460,24 @@ class ObjectInfo:
         return replace(self, **changes)
 
 
-class _Invalid(ValueError):
-    """One field of a meta record that cannot be used as it is."""
-
-    def __init__(self, field_name: str, problem: str) -> None:
-        """``field_name`` "" for a problem of the whole record."""
-        super().__init__(f"field {field_name!r} {problem}" if field_name else problem)
-
-
-def _shown(value: object) -> str:
-    """A value from a record, for an error message: one line, and short however big it is."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def is_subject_token(value: object) -> bool:
-    """Whether ``value`` can stand as exactly one subject token. A nuid names the chunk
-    subject ``$O.<bucket>.C.<nuid>`` that a delete or an overwrite purges: '>' or '*' would
-    make that purge reach every other object's chunks."""
-    return (
-        isinstance(value, str)
-        and 0 < len(value) <= MAX_NUID
-        and _NOT_IN_TOKEN.search(value) is None
-    )
-
-
-def _token_name(token: str) -> str | None:
-    """The name a meta subject's token encodes, for errors about a record not parsed."""
-    try:
-        return decode_name(token)
-    except ValueError:
-        return None
-
-
-def _nuid(value: object) -> str:
-    if value is None or value == "":
-        return ""  # links and tombstones written by other clients may carry none
-    if not is_subject_token(value):
-        raise _Invalid("nuid", f"must be one subject token, not {_shown(value)}")
-    return value  # type: ignore[return-value]
-
-
-def _count(value: object, field_name: str) -> int:
-    """A size, count or offset: a JSON integer (json reads NaN and Infinity as floats, and
-    ``true`` is an int to Python, so the type is checked exactly)."""
-    if value is None:
-        return 0
-    if type(value) is not int or not 0 <= value <= MAX_COUNT:
-        raise _Invalid(field_name, f"must be a non-negative integer, not {_shown(value)}")
-    return value
-
-
-def _text(value: object, field_name: str) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise _Invalid(field_name, f"must be a string, not {_shown(value)}")
-    return value
-
-
-def _flag(value: object, field_name: str) -> bool:
-    if value is None:
-        return False
-    if type(value) is not bool:
-        raise _Invalid(field_name, f"must be true or false, not {_shown(value)}")
-    return value
-
-
-def _name(value: object, field_name: str = "name") -> str:
-    if not isinstance(value, str) or not value:
-        raise _Invalid(field_name, f"must be a non-empty string, not {_shown(value)}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _Invalid(field_name, f"is not valid UTF-8: {_shown(value)}") from None
-    return value
-
-
-def _time(value: object, field_name: str) -> datetime:
-    try:
-        parsed = datetime.fromisoformat(_text(value, field_name))
-    except ValueError:
-        raise _Invalid(field_name, f"is not an ISO 8601 time: {_shown(value)}") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
 def _options(raw: object) -> tuple[ObjectLink | None, int | None]:
     """The link and the chunk size from ``options``."""
     if not isinstance(raw, dict):
-        raise _Invalid("options", f"must be an object, not {_shown(raw)}")
+        raise InvalidField("options", f"must be an object, not {shown_value(raw)}")
     link = None
     link_doc = raw.get("link")
     if link_doc is not None and not isinstance(link_doc, dict):
-        raise _Invalid("options.link", f"must be an object, not {_shown(link_doc)}")
+        raise InvalidField("options.link", f"must be an object, not {shown_value(link_doc)}")
     if link_doc and link_doc.get("bucket") is not None:
         bucket = link_doc["bucket"]
         if not isinstance(bucket, str) or not is_bucket_name(bucket):
-            raise _Invalid("options.link.bucket", f"is not a bucket name: {_shown(bucket)}")
-        target = link_doc.get("name")
-        link = ObjectLink(bucket, _name(target, "options.link.name") if target else "")
-    chunk_size = _count(raw.get("max_chunk_size"), "options.max_chunk_size")
-    return link, chunk_size or None
-
-
-def _parse_headers(raw: object) -> dict[str, list[str]]:
-    if not isinstance(raw, dict):
-        raise _Invalid("headers", f"must be an object, not {_shown(raw)}")
-    out = {}
-    for key, value in raw.items():
-        values = [value] if isinstance(value, str) else value
-        if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
-            raise _Invalid("headers", f"{_shown(key)} must be a string or a list of strings")
-        out[key] = list(values)
-    return out
-
-
-def _parse_metadata(raw: object) -> dict[str, str]:
-    # The ADR's example shows a list of single-entry maps; every client writes a map.
-    merged: dict[str, str] = {}
-    for entry in raw if isinstance(raw, list) else [raw]:
-        if not isinstance(entry, dict):
-            raise _Invalid("metadata", f"must be an object of strings, not {_shown(entry)}")
-        for key, value in entry.items():
-            if not isinstance(value, str):
-                raise _Invalid("metadata", f"{_shown(key)} must be a string, not {_shown(value)}")
-        merged.update(entry)
-    return merged
-
-
-def trusted_nuid(data: bytes) -> str | None:
-    """The nuid a raw meta record names, for the writes that must purge or keep its chunks
-    even when the rest of it fails validation: "" when it names none, None when that cannot be
-    told safely (not a JSON object, or a nuid that is not one subject token)."""
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):
-        return None
-    if not isinstance(doc, dict):
-        return None
-    nuid = doc.get("nuid")
-    if nuid is None or nuid == "":
-        return ""
-    return nuid if is_subject_token(nuid) else None
-
-
-def check_metadata(metadata: dict[str, str] | None, *, bucket: str, name: str) -> dict[str, str]:
-    """Metadata to write: strings only. ``json.dumps`` would write a number or a list as is,
-    and the Go client (``map[string]string``) then cannot read the record at all."""
-    out = dict(metadata or {})
-    for key, value in out.items():
-        if not isinstance(key, str) or not isinstance(value, str):
-            raise BadObjectMeta(
-                f"metadata {key!r}: {value!r} is not a string key and string value",
-                bucket=bucket,
-                name=name,
-                hint="Metadata keys and values must be strings; convert them with str() first.",
+            raise InvalidField(
+                "options.link.bucket", f"is not a bucket name: {shown_value(bucket)}"
             )
-    return out
+        target = link_doc.get("name")
+        link = ObjectLink(bucket, name_field(target, "options.link.name") if target else "")
+    chunk_size = count_field(raw.get("max_chunk_size"), "options.max_chunk_size")
+    return link, chunk_size or None
 
 
 @dataclass(frozen=True)
@@ -691,7 +564,8 @@ class StoreStatus:
     placement: dict[str, Any] | None = None
     messages: int = 0
     last_sequence: int = 0  # the stream's last sequence: where a change cursor starts "now"
-    # objects (and their bytes) offloaded to S3; None unless status(count_offloaded=True)
+    # objects (and their bytes) that live outside the bucket; None unless
+    # status(count_offloaded=True)
     offloaded_objects: int | None = None
     offloaded_bytes: int | None = None
     stream_info: StreamInfo = field(default_factory=StreamInfo, repr=False)
@@ -737,144 +611,3 @@ class StoreStatus:
             "offloaded_objects": self.offloaded_objects,
             "offloaded_bytes": self.offloaded_bytes,
         }
-
-
-@dataclass(frozen=True)
-class ChangeCursor:
-    """A place in a bucket's change history: the last meta-stream sequence handled, and the
-    creation time of the stream it counts in. A sequence alone means nothing once the bucket
-    is deleted and created again (the new stream counts from 1 again), so a cursor carries the
-    stream it belongs to and ``check`` refuses it on any other with ``BucketRecreated``.
-
-    ``stream_created`` is None for a cursor written before cursors carried it (a bare sequence:
-    ``"42"`` or ``42``). Such a cursor is taken to belong to the bucket as it is when first
-    checked, unless its sequence is past the stream's end (then it cannot, and ``check``
-    raises); ``check`` returns it with the creation time filled in, so it is stored in full
-    form from then on. Times compare to the microsecond: two buckets of one name are never
-    created within the same one.
-    """
-
-    sequence: int = 0
-    stream_created: datetime | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.sequence, bool) or not isinstance(self.sequence, int):
-            raise ValueError(f"a change cursor's sequence must be an int, not {self.sequence!r}")
-        if self.sequence < 0:
-            raise ValueError(f"a change cursor's sequence cannot be negative ({self.sequence})")
-        created = self.stream_created  # a string (the server's RFC 3339 form) is read too
-        if not isinstance(created, datetime):
-            created = _cursor_time(created)
-        if created is not None:
-            created = (created if created.tzinfo else created.replace(tzinfo=UTC)).astimezone(UTC)
-        object.__setattr__(self, "stream_created", created)
-
-    def __str__(self) -> str:
-        """The compact form ``<sequence>@<created>`` kept in a trigger's state, a sensor's
-        cursor or a query's offset; a bare ``<sequence>`` when the creation time is unknown."""
-        if self.stream_created is None:
-            return str(self.sequence)
-        return f"{self.sequence}@{self.stream_created.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}"
-
-    @classmethod
-    def parse(cls, value: ChangeCursor | str | int | dict[str, Any]) -> ChangeCursor:
-        """Read any form a cursor was ever stored in: this class's string form, a bare
-        sequence (int or digits: a cursor of an older release), or a Spark offset
-        ``{"sequence": n, "created": t}``. Anything else is a ValueError saying so."""
-        if isinstance(value, ChangeCursor):
-            return value
-        if isinstance(value, dict):
-            created = value.get("created")
-            return cls(_cursor_sequence(value.get("sequence", 0)), _cursor_time(created))
-        if isinstance(value, int) and not isinstance(value, bool):
-            return cls(value)
-        if isinstance(value, str):
-            sequence, at, created = value.strip().partition("@")
-            return cls(_cursor_sequence(sequence), _cursor_time(created) if at else None)
-        raise ValueError(f"{value!r} is not a change cursor")
-
-    @classmethod
-    def end_of(cls, status: StoreStatus) -> ChangeCursor:
-        """A cursor meaning "only what comes after now"."""
-        return cls(status.last_sequence, _stream_created(status))
-
-    @classmethod
-    def start_of(cls, status: StoreStatus) -> ChangeCursor:
-        """A cursor meaning "everything the bucket holds"."""
-        return cls(0, _stream_created(status))
-
-    def as_offset(self) -> dict[str, Any]:
-        """The Spark offset form (JSON in the query's checkpoint)."""
-        created = str(self).partition("@")[2]
-        return {"sequence": self.sequence, "created": created}
-
-    def check(self, status: StoreStatus) -> ChangeCursor:
-        """This cursor, pinned to the bucket ``status`` was read from; ``BucketRecreated``
-        when it belongs to an earlier bucket of that name (another creation time, or a
-        sequence past the stream's end: sequences only grow)."""
-        current = _stream_created(status)
-        moved = None not in (self.stream_created, current) and self.stream_created != current
-        if moved or self.sequence > status.last_sequence:
-            raise BucketRecreated(
-                f"the change cursor is at meta sequence {self.sequence} of a bucket created "
-                f"{_shown_time(self.stream_created)}, but this bucket was created "
-                f"{_shown_time(current)} and ends at sequence {status.last_sequence}: it was "
-                "deleted and created again since the cursor was taken",
-                bucket=status.bucket,
-            )
-        return self if self.stream_created is not None else replace(self, stream_created=current)
-
-
-OnRecreated = Literal["fail", "restart"]
-"""What a change watcher does once ``ChangeCursor.check`` finds its bucket deleted and created
-again: ``"fail"`` raises ``BucketRecreated`` so an operator decides, ``"restart"`` carries on
-from the new bucket's beginning. Neither skips an object silently. The Airflow trigger and the
-Dagster sensor take it as ``on_recreated``, and must mean the same by it."""
-ON_RECREATED: tuple[OnRecreated, ...] = ("fail", "restart")
-
-
-def check_on_recreated(value: str, *, where: str = "") -> OnRecreated:
-    """``value`` as an ``OnRecreated``, or a ValueError (after ``where``, e.g. ``"sensor 'x': "``)
-    naming the choices: a typo fails where the watcher is defined, not at the first bucket
-    recreated under it, which may be months later."""
-    if value not in ON_RECREATED:
-        raise ValueError(f"{where}on_recreated must be one of {ON_RECREATED}, not {value!r}")
-    return value
-
-
-def cursor_after_recreation(exc: BucketRecreated, on_recreated: OnRecreated) -> ChangeCursor:
-    """Where a watcher whose cursor ``exc`` refused goes on from: under ``"restart"`` a fresh
-    cursor, which the next ``check`` pins to the new bucket at its beginning; under ``"fail"``
-    nowhere: ``exc`` is raised again."""
-    if on_recreated != "restart":
-        raise exc
-    return ChangeCursor()
-
-
-def _cursor_sequence(value: object) -> int:
-    text = str(value).strip()
-    if isinstance(value, bool) or not (isinstance(value, int) or text.isdigit()):
-        raise ValueError(
-            f"{value!r} is not a change cursor: expected <sequence> or <sequence>@<time>"
-        )
-    return int(text)
-
-
-def _cursor_time(value: object) -> datetime | None:
-    """None for no time at all (an old cursor); a ValueError for one that cannot be read."""
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise ValueError(f"{value!r} is not a stream creation time (RFC 3339)")
-    try:
-        return parse_server_time(value)
-    except ValueError:
-        raise ValueError(f"{value!r} is not a stream creation time (RFC 3339)") from None
-
-
-def _stream_created(status: StoreStatus) -> datetime | None:
-    return _cursor_time(status.stream_info.created)
-
-
-def _shown_time(created: datetime | None) -> str:
-    return created.isoformat() if created is not None else "at an unknown time (an old cursor)"

@@ -19,8 +19,9 @@ from natsobj.aio.client import DEFAULT_PUT_WINDOW, DEFAULT_READ_WINDOW
 from natsobj.aio.compaction import CompactResult
 from natsobj.aio.scans import Changes
 from natsobj.aio.sources import PutSource
+from natsobj.cursors import ChangeCursor
 from natsobj.lifecycle import LifecycleRule
-from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus, Tiering
+from natsobj.model import ObjectInfo, StoreStatus, Tiering
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
 

@@ -10,9 +10,11 @@ from natsobj.aio.jsapi import raw_header
 from natsobj.aio.scans import scan_meta
 from natsobj.aio.stream import BucketStream
 from natsobj.errors import BadObjectMeta
-from natsobj.model import ObjectInfo, trusted_nuid
+from natsobj.hints import Hint, Operation
+from natsobj.model import ObjectInfo
 from natsobj.name_index import decoded
 from natsobj.names import all_chunks_subject, chunk_subject
+from natsobj.record_fields import trusted_nuid
 from natsobj.wire import MARKER_REASON
 
 _MARKER_REASON = MARKER_REASON.encode()
@@ -72,7 +74,10 @@ async def _referenced_chunks(stream: BucketStream) -> set[str]:
                 " chunks it names are unknown; compaction refused",
                 bucket=bucket,
                 name=decoded(token) or token,
-                hint="Delete that object (`natsobj rm`) or rewrite it, then compact again.",
+                hint=Hint(
+                    "Delete that object ({}) or rewrite it, then compact again.",
+                    Operation("delete", ("name",)),
+                ),
             )
         if nuid:
             referenced.add(chunk_subject(bucket, nuid))

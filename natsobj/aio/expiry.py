@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from natsobj.aio.stream import BucketStream
-from natsobj.errors import ExpiryNotEnabled, NatsObjError
+from natsobj.errors import BadLifecycleRule, ExpiryNotEnabled, NatsObjError
 from natsobj.lifecycle import (
     LIFECYCLE_METADATA_KEY,
     LifecycleRule,
@@ -78,7 +78,7 @@ class _Snapshot:
             raise NatsObjError(
                 self.unreadable,
                 bucket=bucket,
-                hint="Set them again: natsobj store lifecycle BUCKET --set ... (or --clear).",
+                hint=BadLifecycleRule.hint,
             )
         return self.rules
 

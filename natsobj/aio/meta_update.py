@@ -9,8 +9,9 @@ from natsobj.aio import records
 from natsobj.aio.put_pipeline import normalize_headers
 from natsobj.aio.stream import BucketStream
 from natsobj.errors import ObjectChanged, ObjectExists, SequenceConflict
-from natsobj.model import ObjectInfo, check_metadata
+from natsobj.model import ObjectInfo
 from natsobj.names import meta_subject
+from natsobj.record_fields import check_metadata
 from natsobj.wire import MSG_TTL
 
 

@@ -29,10 +29,10 @@ from natsobj.model import (
     ObjectInfo,
     Tiering,
     check_chunk_size,
-    check_metadata,
     format_digest,
 )
 from natsobj.names import chunk_subject, meta_subject
+from natsobj.record_fields import check_metadata
 from natsobj.retry import CONFLICT
 from natsobj.wire import (
     EXPECTED_LAST_MSG_ID,

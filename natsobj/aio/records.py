@@ -12,8 +12,9 @@ import logging
 from natsobj.aio.stream import BucketStream, LastMsg
 from natsobj.errors import BadObjectMeta, ObjectNotFound
 from natsobj.lifecycle import expired_record, expires_at
-from natsobj.model import ObjectInfo, trusted_nuid
+from natsobj.model import ObjectInfo
 from natsobj.names import encode_name, meta_subject
+from natsobj.record_fields import trusted_nuid
 from natsobj.wire import MARKER_REASON, MSG_TTL
 
 log = logging.getLogger(__name__)

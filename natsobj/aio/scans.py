@@ -12,7 +12,8 @@ from natsobj.aio.consumer import StreamMsg
 from natsobj.aio.restatement import proven
 from natsobj.aio.stream import BucketStream
 from natsobj.aio.watch import info_from_msg
-from natsobj.model import ChangeCursor, ObjectInfo
+from natsobj.cursors import ChangeCursor
+from natsobj.model import ObjectInfo
 from natsobj.names import all_meta_subject
 
 CONSUMER_BATCH = 1024  # the most messages a scan's consumer asks for at once

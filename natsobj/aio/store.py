@@ -20,10 +20,11 @@ from natsobj.aio.scans import Changes
 from natsobj.aio.sources import PutSource
 from natsobj.aio.stream import BucketStream
 from natsobj.aio.watch import ObjectWatcher
+from natsobj.cursors import ChangeCursor
 from natsobj.errors import BucketNotFound, LinkError, ObjectChanged, ObjectNotFound, ObjectTooLarge
 from natsobj.lifecycle import LifecycleRule
 from natsobj.localfiles import open_target, replacing
-from natsobj.model import ChangeCursor, ObjectInfo, ObjectLink, StoreStatus, StreamInfo, Tiering
+from natsobj.model import ObjectInfo, ObjectLink, StoreStatus, StreamInfo, Tiering
 from natsobj.names import (
     check_object_name,
     check_subjects_fit,
@@ -456,7 +457,7 @@ class ObjectStore:
     async def set_lifecycle_rules(self, rules: list[LifecycleRule]) -> list[LifecycleRule]:
         """Keep ``rules`` with the bucket (its stream metadata; [] clears them): every later
         natsobj put whose name matches one takes the first match's TTL unless it names one.
-        Objects already there keep theirs (``natsobj store lifecycle --apply`` restamps them).
+        Objects already there keep theirs (a restamp, ``natsobj.aio.restamp``, gives them one).
         Needs a stream admin's permission; ExpiryNotEnabled when a rule would expire objects
         in a bucket without per-object TTLs."""
         rules = list(rules)

@@ -10,10 +10,11 @@ from natsobj.aio.consumer import FOLLOW_HEARTBEAT, OrderedConsumer, StreamMsg
 from natsobj.aio.jsapi import JetStreamApi, raw_header
 from natsobj.aio.restatement import proven
 from natsobj.aio.stream import BucketStream
+from natsobj.cursors import ChangeCursor
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import BadObjectMeta
 from natsobj.lifecycle import expired_record, expires_at
-from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus
+from natsobj.model import ObjectInfo, StoreStatus
 from natsobj.name_index import decoded
 from natsobj.names import all_meta_subject
 from natsobj.operation_options import CURRENT, EARLIEST, FOLLOW, LATEST, Face

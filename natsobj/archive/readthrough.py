@@ -112,7 +112,8 @@ async def trusted_holders(stream: BucketStream, info: ObjectInfo) -> list[Archiv
     """The trusted target each location of the record names, in the record's order."""
     trusted = [*_configured.values(), *await recorded_targets(stream)]
     holders: list[ArchiveTarget] = []
-    for url in _offload_of(info).urls:
+    offload = _offload_of(info)
+    for url in [offload.url, *offload.mirrors]:
         match = next((target for target in trusted if names_target(url, target)), None)
         if match is None:
             raise UntrustedArchiveLocation(

@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from natsobj.cli.wording import cli_words
 from natsobj.errors import (
     BadBucketName,
     BadObjectName,
@@ -74,6 +75,14 @@ class UsageProblem(CliError):
         super().__init__(message, ExitCode.USAGE)
 
 
+def said(error: NatsObjError) -> str:
+    """An error as the command line says it, its hint naming commands and flags (of the
+    command line running now)."""
+    root = click.get_current_context().find_root().command
+    assert isinstance(root, click.Group)
+    return error.said_in(cli_words(root))
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -91,7 +100,7 @@ class NatsobjGroup(click.Group):
         except BrokenPipeError:
             raise  # the reader went away (`| head`): click ends quietly
         except NatsObjError as exc:
-            raise self._translate(ctx, exc, str(exc), exit_code_for(exc)) from exc
+            raise self._translate(ctx, exc, said(exc), exit_code_for(exc)) from exc
         except (ValueError, OSError) as exc:
             raise self._translate(ctx, exc, _describe(exc), ExitCode.FAILED) from exc
         except Exception as exc:

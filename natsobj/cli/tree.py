@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from natsobj.cli.exits import CliError, ExitCode, exit_code_for
+from natsobj.cli.exits import CliError, ExitCode, exit_code_for, said
 from natsobj.errors import NatsObjError, costs_only_its_object
 from natsobj.localfiles import local_relative
 from natsobj.model import ObjectInfo
@@ -98,8 +98,8 @@ class LocalPlan:
         except NatsObjError as error:
             if not costs_only_its_object(error):
                 raise
-            click.echo(f"natsobj: {error}", err=True)
-            self.problems.append(str(error))
+            click.echo(f"natsobj: {said(error)}", err=True)
+            self.problems.append(said(error))
             self.failures.append(exit_code_for(error))
 
     def check(self) -> None:

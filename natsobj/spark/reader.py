@@ -22,7 +22,7 @@ from pyspark.sql.types import (
 )
 
 import natsobj
-from natsobj.errors import ObjectNotFound
+from natsobj.errors import ObjectNotFound, in_words_of
 from natsobj.matching import NameMatcher
 from natsobj.spark.arrowio import conform, spark_arrow_schema
 from natsobj.spark.errors import DatasetChanged
@@ -31,6 +31,7 @@ from natsobj.spark.manifest import Part
 from natsobj.spark.options import SourceOptions
 from natsobj.spark.pushdown import Condition, conditions, may_match, row_group_stats
 from natsobj.spark.storage import objects_under, open_store
+from natsobj.spark.wording import spark_words
 
 # Objects up to this size are decoded from memory; larger ones are spooled to a temp file.
 SPILL_BYTES = 256 * 1024 * 1024
@@ -74,6 +75,7 @@ class TableReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         return [PartPartition(p.name, p.size) for p in self.parts]
 
+    @in_words_of(spark_words)
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, PartPartition):  # a dataset with no parts
             return
@@ -204,6 +206,7 @@ class BinaryReader(DataSourceReader):
             filled += size
         return [ObjectsPartition(tuple(g)) for g in groups]
 
+    @in_words_of(spark_words)
     def read(self, partition: InputPartition) -> Iterator[tuple]:
         if not isinstance(partition, ObjectsPartition):
             return

@@ -16,6 +16,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from natsobj.errors import in_words_of
 from natsobj.spark.errors import BadSparkOption
 from natsobj.spark.options import BINARY, SourceOptions
 from natsobj.spark.reader import (
@@ -28,6 +29,7 @@ from natsobj.spark.storage import load_plan, open_store
 from natsobj.spark.stream_options import StreamOptions, source_options
 from natsobj.spark.stream_reader import NatsObjStreamReader
 from natsobj.spark.stream_writer import prepare_stream_writer
+from natsobj.spark.wording import spark_words
 from natsobj.spark.writer import prepare_writer
 
 FORMAT_NAME = "natsobj"
@@ -41,6 +43,7 @@ class NatsObjDataSource(DataSource):
     def _options(self) -> SourceOptions:
         return SourceOptions.parse(self.options)
 
+    @in_words_of(spark_words)
     def schema(self) -> StructType:
         # readStream asks for the schema too, with its streaming options among the others.
         opts = StreamOptions.parse(self.options).source
@@ -57,6 +60,7 @@ class NatsObjDataSource(DataSource):
             )
         return from_arrow_schema(pq.ParquetFile(pa.BufferReader(data)).schema_arrow)
 
+    @in_words_of(spark_words)
     def reader(self, schema: StructType) -> DataSourceReader:
         opts = self._options()
         if opts.layout == BINARY:
@@ -67,6 +71,7 @@ class NatsObjDataSource(DataSource):
         reader = FilteringTableReader if opts.pushdown else TableReader
         return reader(opts, schema, plan.parts, generation)
 
+    @in_words_of(spark_words)
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         opts = self._options()
         if opts.layout == BINARY:
@@ -78,8 +83,10 @@ class NatsObjDataSource(DataSource):
         return prepare_writer(opts, schema, overwrite)
 
     # Structured Streaming: see stream_reader / stream_writer.
+    @in_words_of(spark_words)
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return NatsObjStreamReader(StreamOptions.parse(self.options), schema)
 
+    @in_words_of(spark_words)
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         return prepare_stream_writer(source_options(self.options), schema, overwrite)

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import cast
 
+from natsobj.changefeed import OnRecreated
 from natsobj.matching import NameMatcher
-from natsobj.model import OnRecreated
 from natsobj.spark.errors import BadSparkOption
 from natsobj.spark.options import TABLE, SourceOptions, count_option, table_keys, table_options
 

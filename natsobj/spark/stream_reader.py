@@ -1,6 +1,6 @@
 """``spark.readStream.format("natsobj")``: the objects that land in a bucket, as micro-batches.
 
-Offsets are change cursors (``ChangeCursor.as_offset``): ``{"sequence": n, "created": t}``
+Offsets are change cursors (``natsobj.spark.offsets``): ``{"sequence": n, "created": t}``
 means "every meta record up to stream sequence n of the bucket created at t has been planned".
 The creation time tells a checkpoint written against a bucket that was deleted and created
 again since, whose sequences mean nothing now: that query fails with
@@ -43,11 +43,14 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 import natsobj
+from natsobj.changefeed import cursor_after_recreation
+from natsobj.cursors import ChangeCursor
 from natsobj.errors import BucketRecreated, DigestMismatch, ObjectChanged, ObjectNotFound
-from natsobj.model import ChangeCursor, ObjectInfo, StoreStatus, cursor_after_recreation
+from natsobj.model import ObjectInfo, StoreStatus
 from natsobj.operation_options import LATEST
 from natsobj.spark.arrowio import spark_arrow_schema
 from natsobj.spark.errors import CheckpointOfAnotherBucket
+from natsobj.spark.offsets import as_offset, cursor_of
 from natsobj.spark.options import BINARY
 from natsobj.spark.reader import BINARY_PARTITION_BYTES, SPILL_BYTES
 from natsobj.spark.storage import open_store
@@ -391,13 +394,13 @@ def _sequence(offset: dict) -> int:
 
 
 def _offset(sequence: int, status: StoreStatus) -> dict:
-    return replace(ChangeCursor.start_of(status), sequence=sequence).as_offset()
+    return as_offset(replace(ChangeCursor.start_of(status), sequence=sequence))
 
 
 def _check_same_bucket(offset: dict, status: StoreStatus) -> None:
     """The core rule (``ChangeCursor.check``), told as the checkpoint's problem."""
     try:
-        ChangeCursor.parse(offset).check(status)
+        cursor_of(offset).check(status)
     except BucketRecreated as exc:
         raise CheckpointOfAnotherBucket(
             f"the query's checkpoint is stale: {exc.message}", bucket=status.bucket

@@ -19,10 +19,15 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 import natsobj
-from natsobj.errors import ObjectChanged
+from natsobj.errors import ObjectChanged, in_words_of
 from natsobj.retry import CONFLICT
 from natsobj.spark.arrowio import ObjectSplitter, RowCount, parquet_stream
-from natsobj.spark.errors import BadSparkOption, DatasetChanged, DatasetExists, WriteAborted
+from natsobj.spark.errors import (
+    BadSparkOption,
+    DatasetChanged,
+    DatasetExists,
+    WriteAborted,
+)
 from natsobj.spark.handoff import consume_behind
 from natsobj.spark.manifest import (
     WRITE_ID_KEY,
@@ -47,6 +52,7 @@ from natsobj.spark.storage import (
     read_manifest,
     strays,
 )
+from natsobj.spark.wording import spark_words
 
 log = logging.getLogger("natsobj.spark")
 
@@ -97,6 +103,7 @@ class NatsObjWriter(DataSourceArrowWriter):
 
     # -- executors --------------------------------------------------------------------------------
 
+    @in_words_of(spark_words)
     def write(self, iterator: Iterator[pa.RecordBatch]) -> PartsMessage:
         context = TaskContext.get()
         message = PartsMessage(
@@ -141,6 +148,7 @@ class NatsObjWriter(DataSourceArrowWriter):
 
     # -- driver -----------------------------------------------------------------------------------
 
+    @in_words_of(spark_words)
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         parts = _parts(messages)
         with open_store(self.opts) as store:

@@ -28,8 +28,10 @@ def test_get_operator_refuses_a_record_without_digest_unless_allowed(
     for what, destination in destinations.items():
         common = {"bucket": bucket_name, "name": "plain", "destination": destination}
         strict = NatsGetObjectOperator(task_id=f"strict_{what}", encoding="base64", **common)
-        with pytest.raises(MissingDigest, match=refusal(bucket_name, "plain")):
+        with pytest.raises(MissingDigest, match=refusal(bucket_name, "plain")) as refused:
             strict.execute(context={})
+        # the hint in Airflow's words: the operator's parameter (issue 29)
+        assert "allow_missing_digest=True on NatsGetObjectOperator" in str(refused.value)
         lenient = NatsGetObjectOperator(
             task_id=f"lenient_{what}", encoding="base64", allow_missing_digest=True, **common
         )

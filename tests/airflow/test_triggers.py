@@ -27,8 +27,8 @@ from airflow_natsobj.triggers.object_store import (
 )
 
 import natsobj
+from natsobj.cursors import ChangeCursor
 from natsobj.errors import BucketRecreated
-from natsobj.model import ChangeCursor
 
 pytestmark = pytest.mark.anyio
 

@@ -42,6 +42,8 @@ def test_io_manager_refuses_a_record_without_digest_unless_allowed(
     success, failure, loaded = _load(NatsObjectStoreIOManager(**config))
     assert not success and loaded == []
     assert refusal(bucket_name, "pipe/upstream") in failure, failure
+    # the hint in Dagster's words: where the option is set (issue 29)
+    assert "allow_missing_digest=True on NatsObjectStoreIOManager" in failure, failure
 
     success, failure, loaded = _load(NatsObjectStoreIOManager(**config, allow_missing_digest=True))
     assert success, failure

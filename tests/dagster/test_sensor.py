@@ -17,7 +17,7 @@ from dagster import (
 )
 
 from dagster_natsobj import make_nats_object_sensor
-from natsobj.model import ChangeCursor
+from natsobj.cursors import ChangeCursor
 
 
 @op(config_schema={"object": str})

@@ -39,8 +39,11 @@ def test_reader_refuses_a_record_without_digest_unless_the_option_allows(
         ],
     }
     for name, read in reads.items():
-        with pytest.raises(Exception, match=refusal(store.bucket, name)):
+        with pytest.raises(Exception, match=refusal(store.bucket, name)) as refused:
             read(options)
+        # the hint in Spark's words: the option call, not a command-line flag (issue 29)
+        assert '.option("allow_missing_digest", "true")' in str(refused.value)
+        assert "--allow-missing-digest" not in str(refused.value)
     allowed = {**options, "allow_missing_digest": "true"}
     assert reads["raw/blob"](allowed) == [bytearray(CONTENT)]
     assert sorted(reads["foreign/part.parquet"](allowed)) == [1, 2, 3]

@@ -10,8 +10,9 @@ import pytest
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
-from natsobj.model import ChangeCursor
+from natsobj.cursors import ChangeCursor
 from natsobj.spark.errors import BadSparkOption, CheckpointOfAnotherBucket
+from natsobj.spark.offsets import cursor_of
 from natsobj.spark.reader import BINARY_SCHEMA
 from natsobj.spark.stream_options import StreamOptions
 from natsobj.spark.stream_reader import NatsObjStreamReader, ReplacedSincePlanned
@@ -44,7 +45,7 @@ def test_offsets_are_meta_sequences_and_the_glob_is_path_aware(store, options) -
     start = source.initialOffset()
     created = store.status().stream_info.created
     # the server's nanosecond creation time, kept to the microsecond it is compared at
-    assert ChangeCursor.parse(start) == ChangeCursor(0, created)
+    assert cursor_of(start) == ChangeCursor(0, created)
     end = source.latestOffset(start, ReadAllAvailable())
     assert end["sequence"] >= store.get_info("landing/a.csv").sequence
     assert planned_names(source, start, end) == ["landing/a.csv"]
@@ -54,7 +55,7 @@ def test_offsets_are_meta_sequences_and_the_glob_is_path_aware(store, options) -
     assert source.latestOffset(end, ReadAllAvailable()) == end
     put = store.put("landing/f.csv", b"id,v\n6,f\n")
     later = source.latestOffset(end, ReadAllAvailable())
-    assert ChangeCursor.parse(later) == ChangeCursor(put.sequence, created)
+    assert cursor_of(later) == ChangeCursor(put.sequence, created)
     assert planned_names(source, end, later) == ["landing/f.csv"]
     # `**` crosses segments; startingSequence=latest starts after everything there now.
     deep = reader(options, glob="landing/**.csv")
@@ -65,7 +66,7 @@ def test_offsets_are_meta_sequences_and_the_glob_is_path_aware(store, options) -
         "landing/f.csv",
     ]
     latest = reader(options, glob="landing/*.csv", startingSequence="latest").initialOffset()
-    assert ChangeCursor.parse(latest) == ChangeCursor(store.status().last_sequence, created)
+    assert cursor_of(latest) == ChangeCursor(store.status().last_sequence, created)
     numbered = reader(options, glob="landing/**.csv", startingSequence=str(put.sequence))
     assert planned_names(numbered, numbered.initialOffset(), later) == ["landing/f.csv"]
 

@@ -16,6 +16,8 @@ from airflow.sdk import BaseOperator
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 from airflow_natsobj.options import operation_options
+from airflow_natsobj.wording import airflow_words
+from natsobj.errors import in_words_of
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -105,6 +107,7 @@ class NatsArchiveOperator(BaseOperator):
         )
         self.give_up_after: timedelta = options["give_up_after"]
 
+    @in_words_of(airflow_words)
     def execute(self, context: Context) -> dict[str, Any]:
         from natsobj.archive.scheduled import archive_pass
 
@@ -187,6 +190,7 @@ class NatsOffloadOperator(BaseOperator):
         self.endpoint = endpoint
         self.region = region
 
+    @in_words_of(airflow_words)
     def execute(self, context: Context) -> dict[str, Any]:
         from natsobj.archive.scheduled import offload_pass
         from natsobj.archive.tiering import OffloadPolicy

@@ -20,12 +20,14 @@ from airflow.sdk import BaseOperator, ObjectStoragePath
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 from airflow_natsobj.options import operation_options, rendered_sequence
+from airflow_natsobj.wording import airflow_words
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import (
     BucketNotFound,
     ObjectExists,
     ObjectNotFound,
     ObjectTooLarge,
+    in_words_of,
 )
 from natsobj.lineage import dataset_identity
 from natsobj.localfiles import replacing
@@ -156,6 +158,7 @@ class NatsCreateObjectOperator(_NatsOperator):
         """The put's options (``natsobj.operation_options``) from the rendered fields."""
         return operation_options("put", f"task {self.task_id!r}", ttl=self.ttl)
 
+    @in_words_of(airflow_words)
     def execute(self, context: Context) -> dict[str, Any]:
         with self.hook() as hook:
             if self.create_bucket:
@@ -267,6 +270,7 @@ class NatsGetObjectOperator(_NatsOperator):
     def _known_sequence(self) -> int | None:
         return rendered_sequence(self.min_sequence, f"{self.task_id}: min_sequence")
 
+    @in_words_of(airflow_words)
     def execute(self, context: Context) -> Any:
         with self.hook() as hook:
             if self.destination is None:
@@ -388,6 +392,7 @@ class NatsDeleteObjectsOperator(_NatsOperator):
         self.name = name
         self.missing_ok = missing_ok
 
+    @in_words_of(airflow_words)
     def execute(self, context: Context) -> list[str]:
         names = [self.name] if isinstance(self.name, str) else list(self.name)
         deleted = []
@@ -420,6 +425,7 @@ class NatsCreateObjectStoreOperator(_NatsOperator):
         self.bucket = bucket
         self.exists_ok = exists_ok
 
+    @in_words_of(airflow_words)
     def execute(self, context: Context) -> dict[str, Any]:
         with self.hook() as hook:
             open_store = hook.ensure_store if self.exists_ok else hook.create_store
@@ -436,6 +442,7 @@ class NatsDeleteObjectStoreOperator(_NatsOperator):
         self.bucket = bucket
         self.missing_ok = missing_ok
 
+    @in_words_of(airflow_words)
     def execute(self, context: Context) -> None:
         with self.hook() as hook:
             try:

@@ -22,9 +22,12 @@ from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 from airflow_natsobj.options import operation_options
+from airflow_natsobj.wording import airflow_words
+from natsobj.changefeed import cursor_after_recreation
+from natsobj.cursors import ChangeCursor
 from natsobj.errors import BucketRecreated, NatsObjError, ObjectNotFound
 from natsobj.matching import MatchKind, NameMatcher, legacy_matcher
-from natsobj.model import ChangeCursor, ObjectInfo, cursor_after_recreation
+from natsobj.model import ObjectInfo
 from natsobj.operation_options import CURRENT, EARLIEST, LATEST
 from natsobj.retry import RESUME
 
@@ -35,7 +38,8 @@ _KEYED_AS = {LATEST: "new", CURRENT: "all"}
 
 
 def error_payload(exc: BaseException) -> dict[str, Any]:
-    return {"status": "error", "error_type": type(exc).__name__, "message": str(exc)}
+    message = exc.said_in(airflow_words) if isinstance(exc, NatsObjError) else str(exc)
+    return {"status": "error", "error_type": type(exc).__name__, "message": message}
 
 
 def _matcher(
