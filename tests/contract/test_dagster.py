@@ -35,8 +35,8 @@ from dagster_natsobj.archive import (
     make_nats_offload_job,
 )
 from dagster_natsobj.sensors import make_nats_object_sensor
+from natsobj.cursors import ChangeCursor
 from natsobj.lifecycle import LifecycleRule
-from natsobj.model import ChangeCursor
 from natsobj.operation_options import CURRENT, EARLIEST, LATEST, OPERATIONS, Face
 from tests.archive.conftest import archive_url, moto, s3_env  # noqa: F401  (fixtures)
 from tests.contract.cases import Case, cases, defaults

@@ -112,7 +112,7 @@ def test_on_recreated_restart_reads_the_new_bucket_from_its_beginning(
     recreated.put("in/new.csv", b"id,v\n2,new\n")
     created = recreated.status().stream_info.created
     end = source.latestOffset(checkpointed, ReadAllAvailable())
-    assert ChangeCursor.parse(end) == ChangeCursor(recreated.status().last_sequence, created)
+    assert cursor_of(end) == ChangeCursor(recreated.status().last_sequence, created)
     assert rows(source, checkpointed, end) == [(2, "new")]
     with pytest.raises(CheckpointOfAnotherBucket):  # the default is the table's: fail
         reader(options, glob="in/*.csv").latestOffset(checkpointed, ReadAllAvailable())
