@@ -14,6 +14,7 @@ from urllib.parse import parse_qs, quote, unquote
 
 from natsobj.errors import UnknownOption
 from natsobj.parsing import parse_bool
+from natsobj.wire import DEFAULT_API_PREFIX, domain_api_prefix
 
 EMBEDDED = "embedded"
 # The server when nothing names one (no URL, no NATS_URL): the embedded server already running
@@ -324,8 +325,8 @@ class ConnectionSettings:
     @property
     def js_api_prefix(self) -> str:
         if self.domain:
-            return f"$JS.{self.domain}.API"
-        return self.api_prefix.rstrip(".") if self.api_prefix else "$JS.API"
+            return domain_api_prefix(self.domain)
+        return self.api_prefix.rstrip(".") if self.api_prefix else DEFAULT_API_PREFIX
 
     @property
     def object_prefix(self) -> str:

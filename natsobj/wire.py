@@ -43,6 +43,13 @@ ATOMIC_BATCH_INCOMPLETE = 10176
 
 # The API prefix of the account's own JetStream (another domain's or account's is configured).
 DEFAULT_API_PREFIX = "$JS.API"
+
+
+def domain_api_prefix(domain: str) -> str:
+    """The API prefix of JetStream in another domain (ADR-19: through a leaf node)."""
+    return f"$JS.{domain}.API"
+
+
 STREAM_NAMES = "STREAM.NAMES"  # the API operation listing streams (paged, filtered by subject)
 
 # ADR-20: bucket ``b`` is stream ``OBJ_b``; its chunks are on ``$O.b.C.<nuid>``, its meta
@@ -151,6 +158,3 @@ def pull_subject(api_prefix: str, stream: str, consumer: str) -> str:
 
 # The account info request (under the API prefix): answered only by a meta layer with quorum.
 ACCOUNT_INFO = "INFO"
-# A direct get's reply headers: the message's stream sequence and when it was stored.
-SEQUENCE = "Nats-Sequence"
-TIME_STAMP = "Nats-Time-Stamp"

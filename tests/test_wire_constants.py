@@ -21,14 +21,6 @@ PACKAGE = ROOT / "natsobj"
 WIRE = PACKAGE / "wire.py"
 WIRE_NAME = re.compile(r"Nats-[A-Za-z]|\$JS\b|\$O\.|\$KV\b")
 
-# Modules other changes of issue 29 are moving to ``natsobj.wire`` at the same time; this list
-# shrinks to nothing once they are merged.
-NOT_YET_CHECKED = {
-    PACKAGE / "aio" / "chunkmap.py",
-    PACKAGE / "aio" / "ranges.py",
-    PACKAGE / "settings.py",
-}
-
 
 def _docstrings(tree: ast.Module) -> set[int]:
     """The ids of the nodes that are docstrings (a body's first statement, a bare string)."""
@@ -59,7 +51,7 @@ def test_wire_names_are_written_only_in_wire_py() -> None:
     offences = [
         f"{path.relative_to(ROOT)}:{line}: {literal!r}"
         for path in sorted(PACKAGE.rglob("*.py"))
-        if path != WIRE and path not in NOT_YET_CHECKED
+        if path != WIRE
         for line, literal in wire_literals(path.read_text())
     ]
     assert not offences, "wire names outside natsobj/wire.py:\n" + "\n".join(offences)
@@ -78,4 +70,3 @@ def f(domain):
 '''
     assert sorted(line for line, _ in wire_literals(source)) == [3, 4, 7, 7, 7, 7]
     assert len(list(wire_literals(WIRE.read_text()))) > 10
-    assert all(path.is_file() for path in NOT_YET_CHECKED), "a listed module moved: update"

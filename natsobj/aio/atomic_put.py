@@ -69,9 +69,9 @@ from natsobj.wire import (
 # plus the meta record. A server configured lower refuses the batch and the put goes today's way.
 ATOMIC_BATCH_MESSAGES = 1000
 # The largest object sent as one batch by default (``ObjectStore.atomic_max_bytes`` None), per
-# replica count: the largest size class where the batch was the faster against today's put in
-# one run of benchmarks/ranges.py (BENCHMARKS.md, "Atomic puts"; why, in docs/performance.md).
-# On one replica no size class was, so no put is atomic by default there.
+# replica count: the batch is used only where it is not slower than the windowed put, which
+# BENCHMARKS.md's "Atomic puts" measures (the reason is in docs/performance.md); on one
+# replica it never is.
 ATOMIC_MAX_BYTES = 0
 ATOMIC_MAX_BYTES_REPLICATED = 64 * 1024
 # The commit is answered once every staged message is stored: allow for writing the batch.

@@ -39,6 +39,9 @@ from natsobj.aio.jsapi import raw_header
 from natsobj.aio.offloaded import read_offloaded_range
 from natsobj.aio.stream import BucketStream
 from natsobj.model import ObjectInfo
+from natsobj.wire import NATS_SEQUENCE, NATS_SUBJECT
+
+_SUBJECT, _SEQUENCE = NATS_SUBJECT.encode(), NATS_SEQUENCE.encode()
 
 HELD_CHUNKS = 4  # chunks a reader keeps after fetching them (small sequential reads reuse them)
 # Fetches in flight on one connection at once, in bytes (runs of batched gets and
@@ -49,9 +52,8 @@ HELD_CHUNKS = 4  # chunks a reader keeps after fetching them (small sequential r
 CONNECTION_IN_FLIGHT_BYTES = 32 * 2**20
 # Spans of chunks at least this long are read by a pull consumer from their first chunk's
 # sequence, shorter ones by batched direct gets. A consumer costs a create and a delete but
-# asks the server less per byte than batched gets do (docs/performance.md); below about the
-# default read window (two batched gets) the two measured even, above it the consumer was the
-# faster, and a whole-object range then reads about as fast as ``get``.
+# asks the server less per byte than batched gets do, so it pays off only for spans longer
+# than the read window (the comparison is in docs/performance.md).
 STREAM_MIN_BYTES = 8 * 2**20
 
 
@@ -326,8 +328,8 @@ class RangeReader:
         return chunks
 
     def _check(self, chunk_map: ChunkMap, k: int, headers: bytes, data: bytes) -> None:
-        subject = raw_header(headers, b"Nats-Subject")
-        sequence = raw_header(headers, b"Nats-Sequence")
+        subject = raw_header(headers, _SUBJECT)
+        sequence = raw_header(headers, _SEQUENCE)
         if subject != chunk_map.subject or sequence != str(chunk_map.sequences[k]):
             self._gone()
         self._check_length(chunk_map, k, data)

@@ -40,9 +40,9 @@ from natsobj.wire import (
     EXPECTED_LAST_SUBJECT_SEQ,
     MSG_ID,
     MSG_SIZE,
+    NATS_SEQUENCE,
+    NATS_TIME_STAMP,
     ROLLUP,
-    SEQUENCE,
-    TIME_STAMP,
     WRONG_LAST_SEQUENCE,
     direct_get_batch_subject,
     direct_get_subject,
@@ -207,8 +207,8 @@ class BucketStream:
             headers = reply.headers or {}
             return LastMsg(
                 reply.data,
-                int(headers[SEQUENCE]),
-                parse_server_time(headers[TIME_STAMP]),
+                int(headers[NATS_SEQUENCE]),
+                parse_server_time(headers[NATS_TIME_STAMP]),
                 headers,
             )
         if status == "404":
