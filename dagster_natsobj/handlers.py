@@ -24,7 +24,7 @@ from dagster import TableColumn, TableSchema
 
 from dagster_natsobj.errors import UntrustedPickle
 from natsobj import ConnectionSettings, ObjectInfo
-from natsobj.operation_options import PUT, Face, resolve
+from natsobj.operation_options import PUT, Face, parquet_codec, resolve
 
 FORMAT_KEY = "natsobj.format"
 TYPE_KEY = "natsobj.type"
@@ -56,7 +56,7 @@ class ParquetWrite:
     def pyarrow_options(self) -> dict[str, Any]:
         """The keywords of ``pyarrow.parquet.write_table`` that say the same."""
         return {
-            "compression": None if self.compression == "none" else self.compression,
+            "compression": parquet_codec(self.compression),
             "use_dictionary": self.dictionary,
             "row_group_size": self.row_group_rows,
         }

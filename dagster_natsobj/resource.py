@@ -70,7 +70,7 @@ class NatsObjectStoreResource(ConfigurableResource):
     api_prefix: str | None = _from_table("api_prefix")
     inbox_prefix: str | None = _from_table("inbox_prefix")
     name: str | None = _from_table("name", "dagster")
-    connect_timeout: float = _from_table("connect_timeout", 5.0)
+    connect_timeout: float | None = _from_table("connect_timeout")
     api_timeout: float | None = _from_table("api_timeout")
     failover_timeout: float | None = _from_table("failover_timeout")
     consistency: str | None = _from_table("consistency")

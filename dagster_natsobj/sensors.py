@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from dagster import (
@@ -160,15 +159,13 @@ def _start(store: Any, start: str | int, where: str) -> ChangeCursor:
     """The cursor of a sensor's first tick when it does not start at the earliest change:
     the bucket's end (``latest``, ``current``), or just before a meta sequence."""
     status = store.status()
-    cursor = ChangeCursor.end_of(status)
-    if start in (LATEST, CURRENT):
-        return cursor
-    if start - 1 > status.last_sequence:
+    if isinstance(start, int) and start - 1 > status.last_sequence:
         raise ValueError(
             f"{where}: start={start}, but bucket {store.bucket!r} ends at meta sequence "
             f"{status.last_sequence}"
         )
-    return replace(cursor, sequence=start - 1)
+    # the current versions are listed by the first tick, which then follows from the end
+    return ChangeCursor.starting_at(LATEST if start == CURRENT else start, status)
 
 
 def _current(

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 from natsobj.errors import BucketRecreated
 from natsobj.model import StoreStatus, parse_server_time
+from natsobj.operation_options import LATEST
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,18 @@ class ChangeCursor:
     def start_of(cls, status: StoreStatus) -> ChangeCursor:
         """A cursor meaning "everything the bucket holds"."""
         return cls(0, _stream_created(status))
+
+    @classmethod
+    def starting_at(cls, start: str | int, status: StoreStatus) -> ChangeCursor:
+        """The cursor a change feed starting at ``start`` (the options table's follow.start,
+        parsed) resumes after, on the bucket ``status`` describes: a meta sequence starts at
+        that record, ``latest`` after the bucket's last one, and ``earliest`` and ``current``
+        at its beginning: the meta stream keeps one record per name, so its records are the
+        objects' current versions. A feed that reports the current versions otherwise (by
+        listing them) starts after them, at ``latest``."""
+        if isinstance(start, int):
+            return replace(cls.start_of(status), sequence=start - 1)
+        return cls.end_of(status) if start == LATEST else cls.start_of(status)
 
     def check(self, status: StoreStatus) -> ChangeCursor:
         """This cursor, pinned to the bucket ``status`` was read from; ``BucketRecreated``

@@ -277,6 +277,14 @@ OFFLOAD = _rows(
     ),
 )
 
+NO_COMPRESSION = "none"
+
+
+def parquet_codec(compression: str) -> str | None:
+    """write_parquet.compression as Arrow's Parquet writer takes it: ``none`` is no codec."""
+    return None if compression == NO_COMPRESSION else compression
+
+
 WRITE_PARQUET = _rows(
     "write_parquet",
     Option(
@@ -286,7 +294,7 @@ WRITE_PARQUET = _rows(
         "The Parquet compression codec.",
         faces={Face.SPARK: SAME, Face.DAGSTER: SAME},
         default="zstd",
-        choices=("zstd", "snappy", "gzip", "lz4", "brotli", "none"),
+        choices=("zstd", "snappy", "gzip", "lz4", "brotli", NO_COMPRESSION),
     ),
     Option(
         "write_parquet",

@@ -7,7 +7,7 @@ import difflib
 import os
 import ssl
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import MISSING, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
@@ -392,6 +392,10 @@ class ConnectionSettings:
 
 # The table, read from the fields: each face derives its names from these.
 SETTINGS: dict[str, Setting] = {f.name: f.metadata["setting"] for f in fields(ConnectionSettings)}
+# Each field's default, where it has a plain one (servers' is made per instance).
+SETTING_DEFAULTS: dict[str, Any] = {
+    f.name: f.default for f in fields(ConnectionSettings) if f.default is not MISSING
+}
 URL_FIELD = "servers"  # given as a URL (``url``, ``NATS_URL``, ``--url``), not as an option
 SECRET_FIELDS = tuple(name for name, row in SETTINGS.items() if row.secret)
 # Environment variables read by from_env(), the same names the nats CLI uses where it has one.

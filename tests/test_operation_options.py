@@ -58,3 +58,11 @@ def test_docs_show_the_table() -> None:
     assert defaults_table() in text, (
         "docs/options.md is out of date: paste natsobj.operation_options.defaults_table()"
     )
+
+
+def test_every_face_that_takes_options_has_its_contract_test() -> None:
+    """tests/contract/test_<face>.py turns the table's cases into real calls of that face."""
+    contract = Path(__file__).resolve().parent / "contract"
+    taking = {face for option in options() for face in option.faces}
+    missing = [face.value for face in taking if not (contract / f"test_{face.value}.py").is_file()]
+    assert not missing, f"faces whose options no contract test covers: {missing}"

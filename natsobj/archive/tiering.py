@@ -29,6 +29,7 @@ from natsobj.archive.targets import OFFLOAD_METADATA_KEY, REPLICATE, ArchiveTarg
 from natsobj.errors import DigestMismatch, ObjectChanged, ObjectNotFound
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, Offload
+from natsobj.operation_options import OFFLOAD
 
 if TYPE_CHECKING:
     from natsobj.aio.store import ObjectStore
@@ -39,9 +40,6 @@ __all__ = [
     "offload",
     "rehydrate",
 ]
-
-
-DEFAULT_EXPIRY_MARGIN = timedelta(days=1)
 
 
 @dataclass
@@ -57,7 +55,7 @@ class OffloadPolicy:
     larger_than: int | None = None
     glob: str | None = None
     names: frozenset[str] | None = None
-    expiry_margin: timedelta = DEFAULT_EXPIRY_MARGIN
+    expiry_margin: timedelta = OFFLOAD["expiry_margin"].default
 
     def matches(self, info: ObjectInfo, now: datetime) -> bool:
         if self.names is not None and info.name not in self.names:

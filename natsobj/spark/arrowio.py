@@ -12,6 +12,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from natsobj.model import DEFAULT_CHUNK_SIZE
+from natsobj.operation_options import parquet_codec
 
 
 def spark_arrow_schema(schema: StructType) -> pa.Schema:
@@ -98,7 +99,7 @@ def parquet_stream(
             writer = pq.ParquetWriter(
                 sink,
                 batch.schema,
-                compression=None if compression == "none" else compression,
+                compression=parquet_codec(compression),
                 use_dictionary=dictionary,
             )
         pending.append(batch)

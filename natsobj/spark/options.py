@@ -15,12 +15,13 @@ from typing import Any
 
 from natsobj.embedded_rule import resolve_server
 from natsobj.errors import UnknownOption
+from natsobj.lifecycle import checked_ttl
 from natsobj.matching import NameMatcher
 from natsobj.names import check_bucket
 from natsobj.operation_options import Face, for_face, resolve
 from natsobj.parsing import parse_bool, parse_count, parse_duration
 from natsobj.paths import is_nats_url, parse_nats_url
-from natsobj.settings import OPTION_FIELDS, ConnectionSettings, check_options
+from natsobj.settings import OPTION_FIELDS, SETTING_DEFAULTS, ConnectionSettings, check_options
 from natsobj.spark.errors import BadSparkOption
 from natsobj.store_config import STORE_SETTINGS, StoreConfig
 
@@ -247,7 +248,7 @@ def settings_options(settings: ConnectionSettings) -> dict[str, str]:
     out = {"url": _join_servers(settings.servers)}
     for field in sorted(set(CONNECTION_OPTIONS.values())):  # every field is its own option name
         value = getattr(settings, field)
-        if value is not None and not (field == "connect_timeout" and value == 5.0):
+        if value is not None and value != SETTING_DEFAULTS.get(field):
             out[field] = str(value)
     return out
 
@@ -320,11 +321,10 @@ def _duration(values: Mapping[str, Any], key: str, bucket: str) -> timedelta | N
         value = parse_duration(values[key], what=f"option {key!r}")
     except ValueError as exc:
         raise BadSparkOption(str(exc), bucket=bucket) from None
-    if value < timedelta(seconds=1):
-        raise BadSparkOption(
-            f"option {key!r} must be at least 1s, got {values[key]!r}", bucket=bucket
-        )
-    return value
+    try:
+        return checked_ttl(value, f"option {key!r}")
+    except ValueError as exc:
+        raise BadSparkOption(str(exc), bucket=bucket) from None
 
 
 def _flag(values: Mapping[str, Any], key: str, bucket: str) -> bool:

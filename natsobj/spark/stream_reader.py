@@ -47,7 +47,6 @@ from natsobj.changefeed import cursor_after_recreation
 from natsobj.cursors import ChangeCursor
 from natsobj.errors import BucketRecreated, DigestMismatch, ObjectChanged, ObjectNotFound
 from natsobj.model import ObjectInfo, StoreStatus
-from natsobj.operation_options import LATEST
 from natsobj.spark.arrowio import spark_arrow_schema
 from natsobj.spark.errors import CheckpointOfAnotherBucket
 from natsobj.spark.offsets import as_offset, cursor_of
@@ -209,16 +208,9 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         """Where a new query starts. The meta stream keeps one record per name, so earliest
         (every change kept) and current (each object's current version) start alike, at 0."""
-        starting = self.opts.starting
         with open_store(self.opts.source) as store:
             status = store.status()
-        if isinstance(starting, int):
-            sequence = starting - 1
-        elif starting == LATEST:
-            sequence = status.last_sequence
-        else:
-            sequence = 0
-        return _offset(sequence, status)
+        return as_offset(ChangeCursor.starting_at(self.opts.starting, status))
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.opts.max_objects is not None:

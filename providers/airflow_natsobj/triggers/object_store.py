@@ -28,7 +28,7 @@ from natsobj.cursors import ChangeCursor
 from natsobj.errors import BucketRecreated, NatsObjError, ObjectNotFound
 from natsobj.matching import MatchKind, NameMatcher, legacy_matcher
 from natsobj.model import ObjectInfo
-from natsobj.operation_options import CURRENT, EARLIEST, LATEST
+from natsobj.operation_options import CURRENT, LATEST
 from natsobj.retry import RESUME
 
 CURSOR_KEY = "nats_meta_sequence"
@@ -293,19 +293,17 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
             store = await client.store(self.bucket)
             cursor = await cursor_store.get()
             if cursor is None:
-                if isinstance(self.start_at, int):  # at that record: after the one before it
-                    cursor = ChangeCursor(self.start_at - 1)
-                elif self.start_at == EARLIEST:
-                    cursor = ChangeCursor()
-                else:
-                    end = ChangeCursor.end_of(await store.status())
-                    if self.start_at == CURRENT:
-                        listed = await store.list(prefix=matcher.literal_prefix)
-                        for info in sorted(listed, key=lambda i: i.sequence or 0):
-                            if matcher.matches(info.name):
-                                yield TriggerEvent(info.as_dict())
-                                await cursor_store.set(replace(end, sequence=info.sequence or 0))
-                    cursor = end
+                status = await store.status()
+                if self.start_at == CURRENT:  # listed here, then followed from the end
+                    end = ChangeCursor.starting_at(LATEST, status)
+                    listed = await store.list(prefix=matcher.literal_prefix)
+                    for info in sorted(listed, key=lambda i: i.sequence or 0):
+                        if matcher.matches(info.name):
+                            yield TriggerEvent(info.as_dict())
+                            await cursor_store.set(replace(end, sequence=info.sequence or 0))
+                cursor = ChangeCursor.starting_at(
+                    LATEST if self.start_at == CURRENT else self.start_at, status
+                )
                 await cursor_store.set(cursor)
             async with store.watch(after_sequence=cursor) as watcher:
                 # pinned to the bucket (an older release's bare sequence is stored in full now)
