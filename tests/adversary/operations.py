@@ -26,6 +26,7 @@ from natsobj.aio import restamp
 from natsobj.aio.copy import copy_object
 from natsobj.aio.ranges import byte_range
 from natsobj.cli import cli
+from natsobj.errors import ObjectExists
 from natsobj.model import ObjectInfo
 from tests.adversary.attacks import HONEST_NAMES, pool
 from tests.adversary.world import FS_ERRORS, TRANSFER_BOUND, Violation, World, random_bytes
@@ -406,6 +407,25 @@ def honest_put(world: World, data: st.DataObject) -> None:
     world.remember_put(name, payload, info)
 
 
+def put_if_absent(world: World, data: st.DataObject) -> None:
+    """Create only (``put(if_absent=True)``): never over an object a reader would get, hostile
+    record or not; over a name never written or deleted, a new version."""
+    name = _name(world, data)
+    payload = random_bytes(data.draw(st.integers(0, 9000)), data.draw(st.integers(0, 2**30)))
+    present = name in world.intact()  # an honest object no adversarial write touched
+    ok, info = world.call(
+        f"put({name!r}, if_absent=True)", lambda: world.a.put(name, payload, if_absent=True)
+    )
+    if not ok:
+        if present and not isinstance(info, ObjectExists):
+            raise Violation(f"put-if-absent over {name!r} failed with {info!r}, not ObjectExists")
+        return
+    if present:
+        raise Violation(f"put-if-absent of {name!r} replaced the object there")
+    world.check_info("put-if-absent", info)
+    world.remember_put(name, payload, info)
+
+
 def fs_pipe(world: World, data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(HONEST_NAMES), label="honest name")
     payload = random_bytes(data.draw(st.integers(0, 9000)), data.draw(st.integers(0, 2**30)))
@@ -495,6 +515,7 @@ OPERATIONS = [
         fs_get_recursive,
         copy,
         honest_put,
+        put_if_absent,
         fs_pipe,
         delete,
         fs_rm_recursive,
