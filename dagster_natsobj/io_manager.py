@@ -122,7 +122,11 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         """The output's ``natsobj/ttl`` metadata, else the IO manager's ``ttl``, parsed here so
         a typo fails the step before anything is stored."""
         given = naming.pinned_ttl(context) or self.ttl
-        where = f"output {context.name!r}"
+        where = (
+            f"asset {context.asset_key.to_user_string()!r}"
+            if context.has_asset_key
+            else f"output {context.name!r}"
+        )
         ttl: timedelta | None = resolved("put", {"ttl": given}, where=where)["ttl"]
         return ttl
 
