@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from glob import has_magic
 from pathlib import Path
@@ -35,7 +36,15 @@ from fsspec.utils import other_paths
 
 from natsobj import aio
 from natsobj.aio.copy import copy_object
-from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound, UnsafeLocalPath
+from natsobj.aio.put_modes import create_sequence
+from natsobj.errors import (
+    BucketNotFound,
+    NatsObjError,
+    ObjectChanged,
+    ObjectExists,
+    ObjectNotFound,
+    UnsafeLocalPath,
+)
 from natsobj.localfiles import local_relative
 from natsobj.model import ObjectInfo
 from natsobj.operation_options import GET, Face
@@ -90,6 +99,28 @@ def _not_found(path: str, exc: Exception | None = None) -> FileNotFoundError:
     if exc is not None:
         error.__cause__ = exc
     return error
+
+
+def _creates(mode: str) -> bool:
+    """Whether a write in fsspec's ``mode`` only creates (``"create"``, S3's
+    ``If-None-Match: *``) rather than overwrites; any other mode is refused, not taken as
+    an overwrite."""
+    if mode not in ("overwrite", "create"):
+        raise ValueError(f"write mode must be 'overwrite' or 'create', not {mode!r}")
+    return mode == "create"
+
+
+@contextlib.contextmanager
+def _creating(path: str) -> Iterator[None]:
+    """A create-only put refused, as fsspec's FileExistsError: the object was there
+    (ObjectExists), or another writer created the name first (ObjectChanged from the
+    compare-and-swap put), so racing creators have exactly one winner."""
+    try:
+        yield
+    except (ObjectExists, ObjectChanged) as exc:
+        raise FileExistsError(
+            errno.EEXIST, f"object exists: nats://{path} ({exc.message})", path
+        ) from exc
 
 
 async def _has_objects(store: aio.ObjectStore, prefix: str) -> bool:
@@ -438,15 +469,35 @@ class NatsObjectFileSystem(AsyncFileSystem):
 
     # -- writing ----------------------------------------------------------------------------------
 
-    async def _pipe_file(self, path: str, value: bytes, **kwargs: Any) -> ObjectInfo:
+    async def _pipe_file(
+        self, path: str, value: bytes, mode: str = "overwrite", **kwargs: Any
+    ) -> ObjectInfo:
+        """One object from bytes; ``mode="create"`` is a put-if-absent (FileExistsError)."""
         bucket, key = _split(self._strip_protocol(path))
-        return await (await self._store(bucket)).put(key, bytes(value), **_put_options(kwargs))
+        store, if_absent = await self._store(bucket), _creates(mode)
+        with _creating(f"{bucket}/{key}"):
+            return await store.put(key, bytes(value), if_absent=if_absent, **_put_options(kwargs))
 
-    async def _put_file(self, lpath: str, rpath: str, **kwargs: Any) -> ObjectInfo | None:
+    async def _put_file(
+        self, lpath: str, rpath: str, mode: str = "overwrite", **kwargs: Any
+    ) -> ObjectInfo | None:
+        """One local file as an object; ``mode="create"`` as for ``pipe_file``."""
+        if_absent = _creates(mode)
         if os.path.isdir(lpath):
             return None  # prefixes need no directory objects
         bucket, key = _split(self._strip_protocol(rpath))
-        return await (await self._store(bucket)).put(key, Path(lpath), **_put_options(kwargs))
+        store = await self._store(bucket)
+        with _creating(f"{bucket}/{key}"):
+            return await store.put(key, Path(lpath), if_absent=if_absent, **_put_options(kwargs))
+
+    async def _create_sequence(self, path: str) -> int:
+        """The compare-and-swap sequence of a put that creates ``path`` (``open("xb")``):
+        FileExistsError when an object is there now, and the put it is given fails the same
+        way if another writer creates the name before the file closes."""
+        bucket, key = _split(self._strip_protocol(path))
+        store = await self._store(bucket)
+        with _creating(f"{bucket}/{key}"):
+            return await create_sequence(store, key)
 
     async def _rm_file(self, path: str, **kwargs: Any) -> None:
         bucket, key = _split(self._strip_protocol(path))
@@ -565,6 +616,9 @@ class NatsObjectFile(AbstractBufferedFile):
     and its ranged reader; an overwrite after that raises ObjectChanged on the next fetch,
     so a reader never sees one version's size with another's bytes); writes stream into one
     put that is published when the file closes cleanly and abandoned (no object) otherwise.
+    Mode ``"xb"`` refuses an existing object when opened, and its put is a compare-and-swap
+    on the name's state at that moment (``natsobj.aio.put_modes``): of writers that opened
+    the same absent name, only the first to close creates it, the others get FileExistsError.
 
     Reads go through ``ExactReadAhead`` with a block of one default chunk (128 KiB): a columnar
     reader (pyarrow, DuckDB) asks for the footer and then for exactly the column chunks it needs,
@@ -586,8 +640,8 @@ class NatsObjectFile(AbstractBufferedFile):
         self._put_options = {k: kwargs.pop(k) for k in PUT_KEYS if k in kwargs}
         if mode == "ab":
             raise NotImplementedError("objects cannot be appended to; write a new object")
-        if mode == "xb" and fs.exists(path):
-            raise FileExistsError(f"nats://{path} exists")
+        if mode == "xb":
+            self._put_options["expected_sequence"] = sync(fs.loop, fs._create_sequence, path)
         if mode == "rb" and kwargs.get("block_size") in (None, "default"):
             kwargs["block_size"] = self.READ_AHEAD
         exact = mode == "rb" and kwargs.get("cache_type") in (None, ExactReadAhead.name)
@@ -636,7 +690,13 @@ class NatsObjectFile(AbstractBufferedFile):
                     raise item
                 yield item
 
-        self._put_task = asyncio.ensure_future(store.put(key, chunks(), **self._put_options))
+        put = store.put(key, chunks(), **self._put_options)
+        creates = "expected_sequence" in self._put_options  # "xb"
+        self._put_task = asyncio.ensure_future(self._created(put) if creates else put)
+
+    async def _created(self, put: Any) -> ObjectInfo:
+        with _creating(self.path):
+            return await put
 
     def _upload_chunk(self, final: bool = False) -> bool:
         data = self.buffer.getvalue()
