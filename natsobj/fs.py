@@ -67,6 +67,16 @@ KNOWN_OPTIONS = frozenset(
 _END = object()
 
 
+def strip_protocol(path: Any) -> str:
+    """``bucket/key`` of a ``nats://`` URL or of a path already without the scheme: the path
+    form every call of this filesystem takes and returns (fsspec's ``_strip_protocol``), and
+    the one pyarrow and polars are handed by ``natsobj.arrow`` and ``natsobj.polars``."""
+    text = str(path)
+    if text.startswith(SCHEME):
+        return parse_nats_url(text).path  # drops an Airflow "conn_id@"
+    return text.strip("/")
+
+
 def _split(path: str) -> tuple[str, str]:
     bucket, _, key = path.strip("/").partition("/")
     return bucket, key
@@ -164,10 +174,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
     def _strip_protocol(cls, path: Any) -> str:
         if isinstance(path, list):
             return [cls._strip_protocol(p) for p in path]  # type: ignore[return-value]
-        text = str(path)
-        if text.startswith(SCHEME):
-            return parse_nats_url(text).path  # drops an Airflow "conn_id@"
-        return text.strip("/")
+        return strip_protocol(path)
 
     def unstrip_protocol(self, name: str) -> str:
         return f"nats://{name}"

@@ -70,7 +70,13 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # What the faces are built from: each stands on the facade and the core alone.
     "services": ("natsobj.archive", "natsobj.fs", "natsobj.spark"),
     # The faces users call: none depends on another.
-    "faces": ("natsobj.cli", "airflow_natsobj", "dagster_natsobj"),
+    "faces": (
+        "natsobj.cli",
+        "natsobj.arrow",
+        "natsobj.polars",
+        "airflow_natsobj",
+        "dagster_natsobj",
+    ),
 }
 # Layers whose entries are peers: one never imports another.
 INDEPENDENT = {"services", "faces"}
