@@ -22,7 +22,7 @@ from pyarrow.fs import FSSpecHandler, PyFileSystem
 from natsobj.fs import NatsObjectFileSystem, strip_protocol
 
 
-class NatsArrowHandler(FSSpecHandler):  # type: ignore[misc]
+class NatsArrowHandler(FSSpecHandler):
     """pyarrow's fsspec handler, with paths in the filesystem's own form."""
 
     def normalize_path(self, path: str) -> str:
