@@ -42,13 +42,13 @@ def _parquet_dataset(
     fs: NatsObjectFileSystem, source: str, hive_partitioning: bool | None
 ) -> ds.Dataset:
     """A pyarrow dataset of one object, a prefix directory or a glob of objects. Hive
-    partitioning as polars infers it: on for a directory or a glob, off for one object."""
+    partitioning as polars infers it when not told: on for a directory only."""
     path = strip_protocol(source)
     if has_magic(path):
         files = sorted(fs.glob(path))
         if not files:
             raise FileNotFoundError(2, f"no object matches nats://{path}", path)
-        hive = hive_partitioning is not False
+        hive = bool(hive_partitioning)
         return ds.dataset(
             files,
             filesystem=fs,
