@@ -157,6 +157,16 @@ def pandas_csv(side: Side) -> Any:
     return rows(pd.read_csv(side.url("p.csv"), storage_options=side.options))
 
 
+def pandas_compressed_json(side: Side) -> Any:
+    FRAME.to_csv(side.url("p.csv.gz"), index=False, storage_options=side.options)
+    FRAME.to_json(side.url("p.jsonl"), orient="records", lines=True, storage_options=side.options)
+    return (
+        rows(pd.read_csv(side.url("p.csv.gz"), storage_options=side.options)),
+        rows(pd.read_json(side.url("p.jsonl"), lines=True, storage_options=side.options)),
+        side.fs.cat(side.path("p.csv.gz"))[:2],  # gzip's magic: written compressed
+    )
+
+
 # -- pyarrow --------------------------------------------------------------------------------------
 
 
@@ -351,6 +361,17 @@ def fsspec_listing(side: Side) -> Any:
     )
 
 
+def fsspec_walk(side: Side) -> Any:
+    tree(side)
+    fs = side.fs
+    walked = [
+        (side.rel(root), sorted(dirs), sorted(files)) for root, dirs, files in fs.walk(side.url())
+    ]
+    fs.makedirs(side.url("made/inner"), exist_ok=True)  # a prefix needs no marker object
+    ranges = fs.cat_ranges([side.path("a.csv"), side.path("sub/c.csv")], [0, 1], [2, 4])
+    return sorted(walked), fs.exists(side.url("made/inner")), ranges
+
+
 def fsspec_info(side: Side) -> Any:
     tree(side)
     fs = side.fs
@@ -434,6 +455,7 @@ CASES: list[Case] = [
     Case("pandas", "read_parquet columns + filters", pandas_parquet_filtered),
     Case("pandas", "read_parquet of a hive dataset", pandas_partitioned),
     Case("pandas", "to_csv + read_csv", pandas_csv),
+    Case("pandas", "csv.gz and JSON lines", pandas_compressed_json),
     Case(
         "pyarrow",
         "pq.write_table + pq.read_table",
@@ -519,6 +541,7 @@ CASES: list[Case] = [
     Case("fsspec", "cat, cat_file range, head, tail", fsspec_cat),
     Case("fsspec", "put, put -r, get, get -r", fsspec_put_get),
     Case("fsspec", "ls, find, glob, du", fsspec_listing),
+    Case("fsspec", "walk, makedirs, cat_ranges", fsspec_walk),
     Case("fsspec", "info, exists, isdir, isfile, size, errors", fsspec_info),
     Case("fsspec", "rm, rm -r", fsspec_rm),
     Case("fsspec", "cp_file, cp -r, mv", fsspec_copy_move),
