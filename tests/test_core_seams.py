@@ -26,6 +26,8 @@ ABOVE_CORE = (
     "natsobj.spark",
     "natsobj.cli",
     "natsobj.fs",
+    "natsobj.arrow",
+    "natsobj.polars",
     "airflow_natsobj",
     "dagster_natsobj",
 )
