@@ -1,6 +1,6 @@
 """``nats://`` for polars: ``scan_parquet``, ``read_parquet``, ``scan_csv``, ``read_csv``,
-``write_parquet`` and ``write_csv`` taking ``nats://`` URLs and ``storage_options`` as
-polars' own functions take ``s3://`` ones.
+``write_parquet``, ``write_csv``, ``sink_parquet`` and ``sink_csv`` taking ``nats://`` URLs
+and ``storage_options`` as polars' own functions take ``s3://`` ones.
 
 polars' readers and writers are Rust and know a fixed set of schemes (``s3``, ``gs``, ``az``,
 ``http``, ``file``, ...) with no hook for another one, so ``pl.read_parquet("nats://...")``
@@ -141,3 +141,28 @@ def write_csv(
     """``DataFrame.write_csv`` for ``nats://``, as ``write_parquet``."""
     with _filesystem(storage_options).open(strip_protocol(target), "wb") as handle:
         frame.write_csv(handle, **options)
+
+
+def sink_parquet(
+    frame: pl.LazyFrame,
+    target: str,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    **options: Any,
+) -> None:
+    """``LazyFrame.sink_parquet`` for ``nats://``: the query's output streamed into one put,
+    as ``write_parquet``."""
+    with _filesystem(storage_options).open(strip_protocol(target), "wb") as handle:
+        frame.sink_parquet(handle, **options)
+
+
+def sink_csv(
+    frame: pl.LazyFrame,
+    target: str,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    **options: Any,
+) -> None:
+    """``LazyFrame.sink_csv`` for ``nats://``, as ``sink_parquet``."""
+    with _filesystem(storage_options).open(strip_protocol(target), "wb") as handle:
+        frame.sink_csv(handle, **options)

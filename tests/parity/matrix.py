@@ -251,6 +251,18 @@ def polars_write_parquet(side: Side, writer: Any = None) -> Any:
     return rows(pd.read_parquet(side.url("w.parquet"), storage_options=side.options))
 
 
+def polars_sink(side: Side, writer: Any = None) -> Any:
+    query = pl.from_pandas(FRAME).lazy().filter(pl.col("amount") > 2).select("id", "region")
+    if writer is None:
+        query.sink_parquet(side.url("s.parquet"), storage_options=side.polars_options)
+        query.sink_csv(side.url("s.csv"), storage_options=side.polars_options)
+    else:
+        writer.sink_parquet(query, side.url("s.parquet"), storage_options=side.polars_options)
+        writer.sink_csv(query, side.url("s.csv"), storage_options=side.polars_options)
+    written = pd.read_parquet(side.url("s.parquet"), storage_options=side.options)
+    return rows(written), side.fs.cat(side.path("s.csv")).decode()
+
+
 def polars_read_csv(side: Side, reader: Any = pl) -> Any:
     side.seed("p.csv")
     return rows(reader.read_csv(side.url("p.csv"), storage_options=side.polars_options))
@@ -512,6 +524,13 @@ CASES: list[Case] = [
         polars_write_parquet,
         lambda side: polars_write_parquet(side, nats_polars),
         doc='df.write_parquet("s3://',
+    ),
+    Case(
+        "polars",
+        "sink_parquet + sink_csv",
+        polars_sink,
+        lambda side: polars_sink(side, nats_polars),
+        doc='lf.sink_parquet("s3://',
     ),
     Case(
         "polars",
