@@ -5,7 +5,7 @@ open, every test the installed fsspec ships, each in a fresh bucket."""
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import fsspec.tests.abstract as abstract
 import pytest
@@ -28,7 +28,7 @@ class NatsFixtures(abstract.AbstractFixtures):
         fs.rm(bucket_name, recursive=True)
 
     @pytest.fixture
-    def fs_join(self):  # type: ignore[no-untyped-def]
+    def fs_join(self) -> Callable[..., str]:
         return posixpath.join
 
     @pytest.fixture
