@@ -17,9 +17,11 @@ from __future__ import annotations
 import posixpath
 from glob import has_magic
 from typing import Any
+from urllib.parse import unquote
 
 import fsspec
 import polars as pl
+import pyarrow as pa
 import pyarrow.dataset as ds
 
 from natsobj.fs import NatsObjectFileSystem, strip_protocol
@@ -38,6 +40,41 @@ def _glob_root(path: str) -> str:
     return "/".join(parts[:fixed])
 
 
+# pyarrow's name for a null hive value, left out when a partition column's type is inferred
+HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+def _hive_type(values: list[str]) -> pa.DataType:
+    """A partition column's type as polars infers it from the values in the paths: integers
+    are Int64 and decimals Float64 (pyarrow alone would make Int32 and strings), else text."""
+    present = [value for value in values if value != HIVE_NULL]
+    if present and all(_parses(int, value) for value in present):
+        return pa.int64()
+    if present and all(_parses(float, value) for value in present):
+        return pa.float64()
+    return pa.string()
+
+
+def _parses(kind: type, value: str) -> bool:
+    try:
+        kind(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _hive_partitioning(files: list[str], base: str) -> ds.Partitioning:
+    """Hive partitioning of ``files`` below ``base``, typed as polars types it."""
+    values: dict[str, list[str]] = {}
+    for name in files:
+        for segment in name[len(base) :].strip("/").split("/")[:-1]:
+            key, equals, value = segment.partition("=")
+            if equals:
+                values.setdefault(key, []).append(unquote(value))
+    fields = [pa.field(key, _hive_type(found)) for key, found in values.items()]
+    return ds.partitioning(pa.schema(fields), flavor="hive")
+
+
 def _parquet_dataset(
     fs: NatsObjectFileSystem, source: str, hive_partitioning: bool | None
 ) -> ds.Dataset:
@@ -48,20 +85,24 @@ def _parquet_dataset(
         files = sorted(fs.glob(path))
         if not files:
             raise FileNotFoundError(2, f"no object matches nats://{path}", path)
-        hive = bool(hive_partitioning)
-        return ds.dataset(
-            files,
-            filesystem=fs,
-            format="parquet",
-            partitioning="hive" if hive else None,
-            partition_base_dir=_glob_root(path) if hive else None,
-        )
-    hive = fs.isdir(path) if hive_partitioning is None else hive_partitioning
+        hive, base = bool(hive_partitioning), _glob_root(path)
+    else:
+        path = posixpath.normpath(path)
+        directory = fs.isdir(path)
+        hive = directory if hive_partitioning is None else hive_partitioning
+        if not hive:
+            return ds.dataset(path, filesystem=fs, format="parquet")
+        # pyarrow's discovery: the objects below, without its ignored "_" and "." names
+        files = ds.dataset(path, filesystem=fs, format="parquet").files
+        base = path if directory else path.split("/")[0]
+    if not hive:
+        return ds.dataset(files, filesystem=fs, format="parquet")
     return ds.dataset(
-        posixpath.normpath(path),
+        files,
         filesystem=fs,
         format="parquet",
-        partitioning="hive" if hive else None,
+        partitioning=_hive_partitioning(files, base),
+        partition_base_dir=base,
     )
 
 

@@ -229,6 +229,18 @@ def polars_scan_parquet(side: Side, reader: Any = pl) -> Any:
     return rows(frame.filter(pl.col("amount") > 3).select("id", "region").collect())
 
 
+def polars_typed_partitions(side: Side, reader: Any = pl) -> Any:
+    """Hive partitions whose values are numbers: the column types polars gives them too."""
+    for year, rate in ((2024, "0.5"), (2025, "1.25")):
+        buffer = io.BytesIO()
+        pq.write_table(pa.Table.from_pandas(FRAME, preserve_index=False), buffer)
+        name = side.path("years", f"year={year}", f"rate={rate}", "part-0.parquet")
+        side.fs.pipe(name, buffer.getvalue())
+    frame = reader.scan_parquet(side.url("years") + "/", storage_options=side.polars_options)
+    got = frame.filter(pl.col("year") == 2025).select("id", "year", "rate").collect()
+    return {name: str(dtype) for name, dtype in got.schema.items()}, rows(got)
+
+
 def polars_scan_glob(side: Side, reader: Any = pl) -> Any:
     """A glob, where polars reads no hive columns unless told, and one where it is told."""
     side.seed_dataset()
@@ -509,6 +521,13 @@ CASES: list[Case] = [
         "scan_parquet hive + filter + select",
         polars_scan_parquet,
         lambda side: polars_scan_parquet(side, nats_polars),
+        doc='pl.scan_parquet("s3://',
+    ),
+    Case(
+        "polars",
+        "scan_parquet typed hive partitions",
+        polars_typed_partitions,
+        lambda side: polars_typed_partitions(side, nats_polars),
         doc='pl.scan_parquet("s3://',
     ),
     Case(
