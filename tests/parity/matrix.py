@@ -295,6 +295,18 @@ def polars_write_csv(side: Side, writer: Any = None) -> Any:
     return side.fs.cat(side.path("w.csv")).decode()
 
 
+def missing_objects(side: Side, reader: Any = pl, filesystem: Any = None) -> Any:
+    """What each library raises for an object that is not there."""
+    missing = side.url("nope.parquet")
+    return (
+        raised(lambda: pd.read_parquet(missing, storage_options=side.options)),
+        raised(lambda: pd.read_csv(side.url("nope.csv"), storage_options=side.options)),
+        raised(lambda: pq.read_table(missing, filesystem=filesystem)),
+        raised(lambda: reader.read_parquet(missing, storage_options=side.polars_options)),
+        raised(lambda: reader.read_csv(side.url("nope.csv"), storage_options=side.polars_options)),
+    )
+
+
 # -- DuckDB ---------------------------------------------------------------------------------------
 
 
@@ -571,6 +583,13 @@ CASES: list[Case] = [
         polars_write_csv,
         lambda side: polars_write_csv(side, nats_polars),
         doc='df.write_csv("s3://',
+    ),
+    Case(
+        "all",
+        "a missing object",
+        missing_objects,
+        lambda side: missing_objects(side, nats_polars, arrow_fs(side)),
+        doc='pl.read_parquet("s3://',
     ),
     Case("duckdb", "read_parquet glob + group by", duckdb_query),
     Case("duckdb", "COPY TO + read back", duckdb_copy),
