@@ -28,6 +28,7 @@ ABOVE_CORE = (
     "natsobj.fs",
     "natsobj.arrow",
     "natsobj.polars",
+    "natsobj.upath",
     "airflow_natsobj",
     "dagster_natsobj",
 )

@@ -74,6 +74,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "natsobj.cli",
         "natsobj.arrow",
         "natsobj.polars",
+        "natsobj.upath",
         "airflow_natsobj",
         "dagster_natsobj",
     ),

@@ -482,8 +482,19 @@ def upath_calls(side: Side) -> Any:
     recursive = sorted(side.rel(str(p)) for p in root.rglob("*.txt"))
     facts = (a.read_text(), a.exists(), a.is_file(), docs.is_dir(), (docs / "no").exists())
     naming = (a.name, a.suffix, a.stem, side.rel(str(a.parent)), a.stat().st_size)
+    # The bucket is the anchor, as on S3Path: a path's drive, anchor and parts, and the parent
+    # of a bucket (itself).
+    bucket = UPath(f"{side.scheme}://{side.bucket}", **side.options)
+    anchoring = (
+        type(a).__name__.removeprefix("S3").removeprefix("Nats"),
+        a.drive == side.bucket,
+        a.anchor == f"{side.bucket}/",
+        a.parts[1:],
+        str(bucket.parent) == str(bucket),
+        side.rel(str(bucket / "x" / "y")),
+    )
     a.unlink()
-    return listed, globbed, recursive, facts, naming, a.exists()
+    return listed, globbed, recursive, facts, naming, anchoring, a.exists()
 
 
 CASES: list[Case] = [
