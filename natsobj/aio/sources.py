@@ -32,6 +32,38 @@ PutSource = (
 )
 
 
+def regular_file_size(source: Any) -> int | None:
+    """The size of a seekable handle on a regular file, else None."""
+    if not (hasattr(source, "read") and hasattr(source, "seek") and hasattr(source, "tell")):
+        return None
+    try:
+        status = os.fstat(source.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    return status.st_size if stat.S_ISREG(status.st_mode) else None
+
+
+def known_size(source: Any) -> int | None:
+    """How many bytes a put of ``source`` will send, when that is known without reading it:
+    bytes, a path to a regular file, a seekable handle on one (from where it stands); None
+    for text, pipes and iterables."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return memoryview(source).nbytes
+    if isinstance(source, os.PathLike):
+        try:
+            status = os.stat(source)
+        except OSError:
+            return None  # the put itself says what is wrong with the path
+        return status.st_size if stat.S_ISREG(status.st_mode) else None
+    file_size = regular_file_size(source)
+    if file_size is None:
+        return None
+    try:
+        return max(file_size - source.tell(), 0)
+    except (OSError, ValueError):
+        return None
+
+
 async def iter_chunks(source: Any, chunk_size: int) -> AsyncIterator[bytes]:
     """Yield chunks of exactly ``chunk_size`` bytes (the last may be shorter)."""
     if isinstance(source, str):
