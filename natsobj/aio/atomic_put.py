@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import stat
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
@@ -42,7 +43,7 @@ from natsobj.aio.api_errors import api_error
 from natsobj.aio.jsapi import status_of
 from natsobj.aio.nuids import next_nuid
 from natsobj.aio.offload import chunk_sink
-from natsobj.aio.sources import PutSource, iter_chunks, regular_file_size
+from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.stream import BucketStream
 from natsobj.errors import NotConnected, SequenceConflict
 from natsobj.model import ObjectInfo, format_digest
@@ -114,7 +115,7 @@ async def replayable(
         size = path.stat().st_size
         fits = size <= max_bytes
         return (Replayable(lambda: iter_chunks(path, chunk_size)) if fits else None), path
-    file_size = regular_file_size(source)
+    file_size = _regular_file_size(source)
     if file_size is not None:
         handle: Any = source
         start = handle.tell()
@@ -128,6 +129,17 @@ async def replayable(
 
         return Replayable(rewound), source
     return await _read_ahead(source, chunk_size, min(lookahead, max_bytes))
+
+
+def _regular_file_size(source: Any) -> int | None:
+    """The size of a seekable handle on a regular file, else None."""
+    if not (hasattr(source, "read") and hasattr(source, "seek") and hasattr(source, "tell")):
+        return None
+    try:
+        status = os.fstat(source.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    return status.st_size if stat.S_ISREG(status.st_mode) else None
 
 
 async def _read_ahead(

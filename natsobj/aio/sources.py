@@ -32,20 +32,9 @@ PutSource = (
 )
 
 
-def regular_file_size(source: Any) -> int | None:
-    """The size of a seekable handle on a regular file, else None."""
-    if not (hasattr(source, "read") and hasattr(source, "seek") and hasattr(source, "tell")):
-        return None
-    try:
-        status = os.fstat(source.fileno())
-    except (AttributeError, OSError, ValueError):
-        return None
-    return status.st_size if stat.S_ISREG(status.st_mode) else None
-
-
 def known_size(source: Any) -> int | None:
     """How many bytes a put of ``source`` will send, when that is known without reading it:
-    bytes, a path to a regular file, a seekable handle on one (from where it stands); None
+    bytes, a path to a regular file, a handle on one that tells its position (from there); None
     for text, pipes and iterables."""
     if isinstance(source, bytes | bytearray | memoryview):
         return memoryview(source).nbytes
@@ -55,12 +44,12 @@ def known_size(source: Any) -> int | None:
         except OSError:
             return None  # the put itself says what is wrong with the path
         return status.st_size if stat.S_ISREG(status.st_mode) else None
-    file_size = regular_file_size(source)
-    if file_size is None:
+    if not (hasattr(source, "read") and hasattr(source, "tell")):
         return None
     try:
-        return max(file_size - source.tell(), 0)
-    except (OSError, ValueError):
+        status = os.fstat(source.fileno())
+        return max(status.st_size - source.tell(), 0) if stat.S_ISREG(status.st_mode) else None
+    except (AttributeError, OSError, ValueError):
         return None
 
 
