@@ -216,16 +216,17 @@ def range_option() -> Any:
 
 
 class ChunkSize(click.ParamType):
-    """``--chunk-size``: a whole number of bytes the core's one rule takes (``check_chunk_size``),
-    refused with a usage error (exit 2) before anything is sent."""
+    """``--chunk-size``: bytes (``131072``) or a size (``128KiB``, ``parse_size``) the core's
+    one rule takes (``check_chunk_size``), refused with a usage error (exit 2) before
+    anything is sent."""
 
     name = "bytes"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         try:
-            return check_chunk_size(value if isinstance(value, int) else int(value))
-        except ValueError as exc:  # BadChunkSize, or not a number at all
-            message = exc.message if isinstance(exc, BadChunkSize) else f"{value!r} is not a number"
+            return check_chunk_size(value if isinstance(value, int) else parse_size(value))
+        except ValueError as exc:  # BadChunkSize, or not a size at all
+            message = exc.message if isinstance(exc, BadChunkSize) else f"{value!r} is not a size"
             self.fail(message, param, ctx)
 
 

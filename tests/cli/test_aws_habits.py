@@ -255,7 +255,11 @@ def test_a_put_that_cannot_fit_max_bytes_fails_before_sending(
         sync_client.delete_store(bucket_name)
 
 
-def test_sizes_are_binary(run_bin: Run, store, bucket_name: str) -> None:
-    store.put("chunked", b"c" * (300 * 1024), chunk_size=128 * 1024)
+def test_sizes_are_binary(run_bin: Run, store, bucket_name: str, tmp_path: Path) -> None:
+    source = tmp_path / "chunked"
+    source.write_bytes(b"c" * (300 * 1024))
+    put = out(run_bin("put", bucket_name, "chunked", str(source), "--chunk-size", "128KiB"))
+    assert "300.0 KiB" in put and "3 chunks" in put, put
     shown = out(run_bin("info", bucket_name, "chunked"))
     assert "chunk size  128.0 KiB" in shown and "300.0 KiB" in shown, shown
+    assert store.get_info("chunked").chunk_size == 128 * 1024

@@ -148,8 +148,8 @@ def put_options(command: Callable[..., Any]) -> Any:
             click.option(
                 "--chunk-size",
                 type=ChunkSize(),
-                metavar="BYTES",
-                help="Chunk size (at least 512 bytes).",
+                metavar="SIZE",
+                help="Chunk size: bytes, or 128KiB, 1MiB (at least 512 bytes).",
             ),
             table_option(
                 "put",
