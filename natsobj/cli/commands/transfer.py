@@ -124,8 +124,11 @@ def upload(
         report(_summary("put", _put_stream(put_one, name, stdin, _stdin_size(stdin), bar)))
         return
     if recursive:
-        files = [(f, tree.join_name(name, rel)) for f, rel in tree.local_files(source)]
-        files = [(f, n) for f, n in files if filters.wanted(n[len(paths.as_dir(name)) :])]
+        files = [
+            (f, tree.join_name(name, rel))
+            for f, rel in tree.local_files(source)
+            if filters.wanted(rel)
+        ]
     else:
         files = [(source, object_name(name, path))]
     for file, key in files:
@@ -353,11 +356,11 @@ def download(
     if not recursive:
         if destination.is_dir() or path.endswith(os.sep):
             destination = destination / name.rsplit(paths.SEP, 1)[-1]
-        if report.dry_run:
-            info = store.get_info(name)
-            report(f"download: {nats_url(store.bucket, info.name)} to {destination}")
-            return
         try:
+            if report.dry_run:
+                store.get_info(name)
+                report(f"download: {nats_url(store.bucket, name)} to {destination}")
+                return
             got = _get_to_file(store, name, destination, bar, allow_missing_digest)
         except ObjectNotFound as error:
             raise _not_a_prefix(store, name, error) from error
