@@ -214,6 +214,9 @@ def test_nats_obj_words_for_stores(run_bin: Run, sync_client, bucket_name: str) 
         assert out(run_bin("store", "ls", "--json")) == out(run_bin("stores", "--json"))
         status = json.loads(out(run_bin("store", "info", bucket_name, "--json")))
         assert status["ttl_seconds"] == 7 * 86400
+        sync_client.store(bucket_name).put("image.jpg", b"x")
+        out(run_bin("del", bucket_name, "image.jpg"))
+        assert sync_client.store(bucket_name).list() == []
     finally:
         sync_client.delete_store(bucket_name)
 
