@@ -99,6 +99,9 @@ def test_cp_copies_local_to_nats_nats_to_local_and_nats_to_nats(
 
     both_local = run_bin("cp", str(source), str(tmp_path / "x"))
     assert both_local.returncode == ExitCode.USAGE
+    ignored = run_bin("cp", f"{url}/f.txt", f"{other}/g.txt", "--content-type", "text/plain")
+    assert ignored.returncode == ExitCode.USAGE  # refused, never silently ignored
+    assert "--content-type describe an upload" in ignored.stderr.decode()
 
 
 def _tree_of(root: Path, files: dict[str, bytes]) -> Path:

@@ -576,6 +576,13 @@ def cp(
         )
     if src_at is not None and not src_at[1] and not recursive:
         raise UsageProblem(f"{src or src_at[0]} names a bucket, not an object: add -r to copy it")
+    given = sorted(k for k, v in options.items() if v is not None)
+    if given and src_at is not None:  # nothing is put from a file: say so, never ignore them
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise UsageProblem(
+            f"{flags} describe an upload: give a local SOURCE (a copy between objects keeps"
+            " the source's description, headers, metadata and chunk size)"
+        )
     with meter(progress and not dry_run) as bar:
         report = Report(bar, quiet, dry_run)
         if src_at is None and dst_at is not None:
