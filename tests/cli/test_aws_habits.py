@@ -191,6 +191,8 @@ def test_ls_human_readable_and_summarize(run_bin: Run, store, bucket_name: str) 
     listing = out(run_bin("ls", f"nats://{bucket_name}/", "--human-readable", "--summarize"))
     assert "1.0 KiB" in listing and "2.0 KiB" in listing  # binary units
     assert listing.endswith("\nTotal Objects: 2\n   Total Size: 3.0 KiB\n")  # aws's shape
+    in_bytes = out(run_bin("ls", f"nats://{bucket_name}/", "--summarize"))
+    assert in_bytes.endswith("\nTotal Objects: 2\n   Total Size: 3072\n")  # as aws, bytes
     summary = json.loads(out(run_bin("ls", bucket_name, "--summarize", "--json")))
     assert (summary["total_objects"], summary["total_size"]) == (2, 3072)
 

@@ -62,7 +62,8 @@ def _dir_row(directory: tree.Directory) -> list[str]:
 @click.option(
     "--human-readable",
     is_flag=True,
-    help="Sizes in KiB, MiB, GiB (aws s3 ls's flag; natsobj ls always shows them so).",
+    help="The --summarize total in KiB, MiB, GiB, as aws s3 ls (the listing always shows"
+    " sizes so).",
 )
 @click.option(
     "--summarize",
@@ -125,7 +126,8 @@ def ls(
         rows = [[*row, when] for row, when in zip(rows, expiring, strict=True)]
     render.table(columns, rows, right={"SIZE", "CHUNKS"})
     if summarize:  # aws s3 ls --summarize's lines
-        click.echo(f"\nTotal Objects: {total_objects}\n   Total Size: {render.size(total_size)}")
+        shown = render.size(total_size) if human_readable else str(total_size)
+        click.echo(f"\nTotal Objects: {total_objects}\n   Total Size: {shown}")
 
 
 @click.command("info")

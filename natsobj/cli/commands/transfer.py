@@ -117,11 +117,12 @@ def upload(
     source = _check_local_source(path, recursive)
     bar = report.bar
     if path == STDIO:
+        key = object_name(name, path)
         if report.dry_run:
-            report(f"upload: - to {nats_url(store.bucket, name)}")
+            report(f"upload: - to {nats_url(store.bucket, key)}")
             return
         stdin = sys.stdin.buffer
-        report(_summary("put", _put_stream(put_one, name, stdin, _stdin_size(stdin), bar)))
+        report(_summary("put", _put_stream(put_one, key, stdin, _stdin_size(stdin), bar)))
         return
     if recursive:
         files = [
@@ -176,9 +177,6 @@ def _put_one(store: ObjectStore, options: dict[str, Any]) -> Callable[[str, Read
         chunk_size=options["chunk_size"],
         ttl=options["ttl"],
     )
-
-
-_PUT_KEYS = ("description", "headers", "metadata", "content_type", "chunk_size", "ttl")
 
 
 @click.command("put", cls=FilteredCommand)
@@ -311,13 +309,16 @@ def _range_summary(info: ObjectInfo, first: int, last: int) -> str:
     )
 
 
-def _not_a_prefix(store: ObjectStore, name: str, error: ObjectNotFound) -> NatsObjError:
-    """A name that is no object but a prefix of some: say so, and that -r fetches them (the
-    listing is paid for only once the object is known to be missing)."""
+def _perhaps_a_prefix(store: ObjectStore, name: str, error: ObjectNotFound) -> NatsObjError:
+    """``error`` for a missing ``name``, unless the name is a prefix of objects: then say
+    how many and that -r fetches them (the listing is paid for only once the object is known
+    to be missing)."""
+    if not paths.as_dir(name):
+        return error
     below = [
         i for i in store.list(prefix=paths.as_dir(name)) if not (i.link and i.link.is_bucket_link)
     ]
-    if not paths.as_dir(name) or not below:
+    if not below:
         return error
     count = len(below)
     return ObjectNotFound(
@@ -349,7 +350,7 @@ def download(
         try:
             _copy_out(store, name, sys.stdout.buffer, bar, allow_missing_digest)
         except ObjectNotFound as error:
-            raise _not_a_prefix(store, name, error) from error
+            raise _perhaps_a_prefix(store, name, error) from error
         sys.stdout.buffer.flush()
         return
     destination = Path(path)
@@ -363,7 +364,7 @@ def download(
                 return
             got = _get_to_file(store, name, destination, bar, allow_missing_digest)
         except ObjectNotFound as error:
-            raise _not_a_prefix(store, name, error) from error
+            raise _perhaps_a_prefix(store, name, error) from error
         report(f"{_summary('got', got)} -> {destination}")
         return
     wanted = [
@@ -507,7 +508,7 @@ def _copy_within(
         try:
             found = source.get_info(name)
         except ObjectNotFound as error:
-            raise _not_a_prefix(source, name, error) from error
+            raise _perhaps_a_prefix(source, name, error) from error
         pairs = [(found, name if dest_name is None else object_name(dest_name, name))]
     for info, new_name in pairs:
         origin = nats_url(source.bucket, info.name)
