@@ -55,7 +55,8 @@ def object_operands(
     """The positional operands of a command, by the one rule above: ``slots`` are the
     keyword names the command takes them as, the first ``required`` of them required; a
     slot named ``bucket`` or ``*_bucket`` may hold a URL that fills it and the slot after it.
-    With ``variadic`` the last slot takes every operand left, as a tuple. ``types``
+    With ``variadic`` the last slot takes every operand left, as a tuple (URLs of the same
+    bucket among them read as their keys). ``types``
     converts the operands of the slots named (``click.Path`` checks, for instance)."""
     kinds = dict(types or {})
 
@@ -106,8 +107,20 @@ def _assign(
             result[slot] = kind.convert(result[slot], None, ctx)
     if variadic:
         last = slots[-1]
-        result[last] = tuple(([result[last]] if result[last] is not None else []) + rest)
+        more = [_same_bucket(ctx, value, result[slots[0]]) for value in rest]
+        result[last] = tuple(([result[last]] if result[last] is not None else []) + more)
     return result
+
+
+def _same_bucket(ctx: click.Context, value: str, bucket: str) -> str:
+    """A further NAME given as a URL (``rm nats://b/x nats://b/y``): its key, when it is in
+    the command's bucket."""
+    location = nats_location(value)
+    if location is None:
+        return value
+    if location[0] != bucket:
+        raise click.UsageError(f"{value}: every NAME must be in bucket {bucket!r}", ctx)
+    return location[1]
 
 
 def _holds_bucket(slot: str) -> bool:

@@ -51,7 +51,8 @@ class Meter:
         goes above the bar (printed through the bar's console, which clears the bar first
         and draws it again below): written straight to stdout it would be glued to the end
         of the bar's line. Elsewhere (stdout piped or captured) it goes to stdout."""
-        if self._progress is not None and _is_terminal(sys.stdout):
+        on_one_terminal = _is_terminal(sys.stdout) and _is_terminal(sys.stderr)
+        if self._progress is not None and on_one_terminal:
             self._progress.console.print(Text(line), soft_wrap=True, highlight=False)
         else:
             click.echo(line)

@@ -60,7 +60,8 @@ def test_every_command_takes_nats_urls(
     watched = out(run_bin("watch", f"{url}/up/", "--history", "--count", "1", "--json"))
     assert json.loads(watched)["name"].startswith("up/")
     assert json.loads(out(run_bin("store", "status", url, "--json")))["bucket"] == bucket_name
-    out(run_bin("rm", f"{url}/up/b.txt"))
+    store.put("up/c.txt", b"c")
+    out(run_bin("rm", f"{url}/up/b.txt", f"{url}/up/c.txt"))
     assert names(store) == ["ln"]
     assert "Missing argument 'NAME'" in run_bin("cat", bucket_name).stderr.decode()
 
