@@ -23,7 +23,14 @@ from natsobj import aio
 from natsobj.cli import render
 from natsobj.cli.exits import CliError, ExitCode, UsageProblem
 from natsobj.cli.operands import BucketName, object_operands
-from natsobj.cli.params import Duration, dry_run_option, json_option, progress_option, table_option
+from natsobj.cli.params import (
+    ByteSize,
+    Duration,
+    dry_run_option,
+    json_option,
+    progress_option,
+    table_option,
+)
 from natsobj.cli.progress import meter
 from natsobj.cli.session import Session, pass_session
 
@@ -137,11 +144,11 @@ def archive() -> None:
 )
 @click.option(
     "--small-object",
-    type=click.IntRange(min=0),
-    default=1024 * 1024,
+    type=ByteSize(),
+    default="1MiB",
     show_default=True,
-    metavar="BYTES",
-    help="Versions smaller than this go into packs.",
+    metavar="SIZE",
+    help="Versions smaller than this go into packs (bytes, or 256KiB, 4MiB).",
 )
 @click.option(
     "--pack-age",
