@@ -162,6 +162,32 @@ class StoreFull(NatsObjError):
     hint = "The bucket reached max_bytes; delete objects, compact, or raise max_bytes."
 
 
+class NoRoom(StoreFull):
+    """A put whose size is known that cannot fit what is left of the bucket's max_bytes:
+    refused before any byte is sent, where the server would refuse it only once the room was
+    used up. ``size``, ``room`` and ``max_bytes`` are in bytes."""
+
+    hint = Hint(
+        "Delete objects, compact, or raise the bucket's max_bytes ({}).",
+        Operation("update_store", ("bucket",), (Option("max_bytes"),)),
+    )
+
+    size: int = 0
+    room: int = 0
+    max_bytes: int = -1
+
+    @classmethod
+    def of(cls, *, bucket: str, name: str, size: int, room: int, max_bytes: int) -> NoRoom:
+        error = cls(
+            f"a put of {size} bytes does not fit: {max(room, 0)} bytes left of max_bytes"
+            f" {max_bytes}; nothing was sent",
+            bucket=bucket,
+            name=name,
+        )
+        error.size, error.room, error.max_bytes = size, room, max_bytes
+        return error
+
+
 class PermissionDenied(NatsObjError):
     hint = "The NATS user lacks permission for this subject; check the account's permissions."
 

@@ -21,7 +21,8 @@ from natsobj.aio.jsapi import status_of
 from natsobj.aio.nuids import next_nuid
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.publish import PublishWindow
-from natsobj.aio.sources import PutSource, iter_chunks
+from natsobj.aio.room import check_room
+from natsobj.aio.sources import PutSource, iter_chunks, known_size
 from natsobj.aio.stream import BucketStream
 from natsobj.errors import ChunkTooLarge, NatsObjError, SequenceConflict
 from natsobj.model import (
@@ -85,6 +86,7 @@ async def put(
         tiering=tiering,
     )
     template.check_size()
+    await check_room(stream, name, known_size(source), window_bytes)
     if stream.allow_atomic:  # one ADR-50 batch when it fits (up to ``atomic_max_bytes``)
         atomic, source = await put_atomic(
             stream,

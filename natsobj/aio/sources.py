@@ -32,6 +32,27 @@ PutSource = (
 )
 
 
+def known_size(source: Any) -> int | None:
+    """How many bytes a put of ``source`` will send, when that is known without reading it:
+    bytes, a path to a regular file, a handle on one that tells its position (from there); None
+    for text, pipes and iterables."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return memoryview(source).nbytes
+    if isinstance(source, os.PathLike):
+        try:
+            status = os.stat(source)
+        except OSError:
+            return None  # the put itself says what is wrong with the path
+        return status.st_size if stat.S_ISREG(status.st_mode) else None
+    if not (hasattr(source, "read") and hasattr(source, "tell")):
+        return None
+    try:
+        status = os.fstat(source.fileno())
+        return max(status.st_size - source.tell(), 0) if stat.S_ISREG(status.st_mode) else None
+    except (AttributeError, OSError, ValueError):
+        return None
+
+
 async def iter_chunks(source: Any, chunk_size: int) -> AsyncIterator[bytes]:
     """Yield chunks of exactly ``chunk_size`` bytes (the last may be shorter)."""
     if isinstance(source, str):

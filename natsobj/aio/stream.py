@@ -66,7 +66,8 @@ class LastMsg(NamedTuple):
 
 class BucketStream:
     """The stream behind one bucket, shared by its ``ObjectStore`` and the modules working
-    on it. ``replicas``, ``allow_direct`` and ``allow_atomic`` follow the latest ``info()``."""
+    on it. ``replicas``, ``allow_direct``, ``allow_atomic`` and ``max_bytes`` (-1: none) follow the
+    latest ``info()``."""
 
     def __init__(
         self, api: JetStreamApi, bucket: str, info: StreamInfo, settings: ConnectionSettings
@@ -78,6 +79,7 @@ class BucketStream:
         self.replicas = info.replicas
         self.allow_direct = info.allow_direct
         self.allow_atomic = info.allow_atomic
+        self.max_bytes = int(info.config.get("max_bytes") or -1)
         # the stream's identity: a bucket deleted and made again under its name is another
         # stream, whose sequences start over (what is kept per version is keyed by it)
         self.created = info.created
@@ -111,6 +113,7 @@ class BucketStream:
         info = StreamInfo.from_response(response)
         self.replicas, self.allow_direct = info.replicas, info.allow_direct
         self.allow_atomic = info.allow_atomic
+        self.max_bytes = int(info.config.get("max_bytes") or -1)
         return info
 
     async def status(self) -> StoreStatus:

@@ -63,3 +63,4 @@ def _route_library_logs(ctx: click.Context, debug: bool) -> None:
 for module in (serve, stores, lifecycle, objects, transfer, syncing, watch, archive):
     for command in module.COMMANDS:
         cli.add_command(command)
+cli.add_command(objects.rm, "del")  # as `nats obj del BUCKET NAME` deletes an object

@@ -166,9 +166,12 @@ class Duration(click.ParamType):
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> timedelta:
         try:
-            return parse_duration(value)
+            duration = parse_duration(value)
         except ValueError:
             self.fail(f"{value!r} is not a duration like 30d, 12h or 90m", param, ctx)
+        if duration < timedelta(0):
+            self.fail(f"{value!r} is negative", param, ctx)
+        return duration
 
 
 class ByteRange(click.ParamType):
@@ -213,14 +216,50 @@ def range_option() -> Any:
 
 
 class ChunkSize(click.ParamType):
-    """``--chunk-size``: a whole number of bytes the core's one rule takes (``check_chunk_size``),
-    refused with a usage error (exit 2) before anything is sent."""
+    """``--chunk-size``: bytes (``131072``) or a size (``128KiB``, ``parse_size``) the core's
+    one rule takes (``check_chunk_size``), refused with a usage error (exit 2) before
+    anything is sent."""
 
     name = "bytes"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         try:
-            return check_chunk_size(value if isinstance(value, int) else int(value))
-        except ValueError as exc:  # BadChunkSize, or not a number at all
-            message = exc.message if isinstance(exc, BadChunkSize) else f"{value!r} is not a number"
+            return check_chunk_size(value if isinstance(value, int) else parse_size(value))
+        except ValueError as exc:  # BadChunkSize, or not a size at all
+            message = exc.message if isinstance(exc, BadChunkSize) else f"{value!r} is not a size"
             self.fail(message, param, ctx)
+
+
+def dry_run_option(help_text: str = "Print what would be done; change nothing.") -> Any:
+    """``--dry-run``, and ``--dryrun`` as ``aws s3`` spells it."""
+    return click.option("--dry-run", "--dryrun", "dry_run", is_flag=True, help=help_text)
+
+
+def quiet_option() -> Any:
+    """``--quiet`` as ``aws s3``: the operations done are not printed; errors still are."""
+    return click.option(
+        "--quiet", "-q", is_flag=True, help="Do not print each operation; errors still are."
+    )
+
+
+CONTENT_TYPE = "Content-Type"
+
+
+def content_type_option() -> Any:
+    """``--content-type``: kept as the object's ``Content-Type`` header, where HTTP clients
+    and the other object store clients look for it."""
+    return click.option(
+        "--content-type",
+        metavar="MIME",
+        help=f"The object's media type, stored as its {CONTENT_TYPE} header.",
+    )
+
+
+def with_content_type(
+    headers: dict[str, list[str] | str] | None, content_type: str | None
+) -> dict[str, list[str] | str] | None:
+    """``headers`` with ``--content-type`` set in them (it wins over a ``-H Content-Type``)."""
+    if content_type is None:
+        return headers
+    kept = {k: v for k, v in (headers or {}).items() if k.lower() != CONTENT_TYPE.lower()}
+    return {**kept, CONTENT_TYPE: [content_type]}

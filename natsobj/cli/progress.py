@@ -11,19 +11,33 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import BinaryIO
 
+import click
 from rich.console import Console
 from rich.progress import (
     BarColumn,
     DownloadColumn,
     Progress,
+    ProgressColumn,
+    Task,
     TextColumn,
     TimeRemainingColumn,
-    TransferSpeedColumn,
 )
+from rich.text import Text
 
-from natsobj.cli.render import shell_escape
+from natsobj.cli.render import shell_escape, size
 
 Advance = Callable[[int], None]
+
+
+class BinarySpeedColumn(ProgressColumn):
+    """The transfer rate in binary units, as the sizes beside it (rich's own column speaks
+    decimal units only)."""
+
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        if speed is None:
+            return Text("?", style="progress.data.speed")
+        return Text(f"{size(int(speed))}/s", style="progress.data.speed")
 
 
 class Meter:
@@ -31,6 +45,17 @@ class Meter:
 
     def __init__(self, progress: Progress | None) -> None:
         self._progress = progress
+
+    def echo(self, line: str) -> None:
+        """A line of output while the bar may be showing. On one terminal with the bar, it
+        goes above the bar (printed through the bar's console, which clears the bar first
+        and draws it again below): written straight to stdout it would be glued to the end
+        of the bar's line. Elsewhere (stdout piped or captured) it goes to stdout."""
+        on_one_terminal = _is_terminal(sys.stdout) and _is_terminal(sys.stderr)
+        if self._progress is not None and on_one_terminal:
+            self._progress.console.print(Text(line), soft_wrap=True, highlight=False)
+        else:
+            click.echo(line)
 
     @contextmanager
     def task(self, label: str, total: int | None) -> Iterator[Advance]:
@@ -46,14 +71,18 @@ class Meter:
             progress.remove_task(task_id)
 
 
+def _is_terminal(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False
+
+
 def wants_progress(enabled: bool | None) -> bool:
     """``--progress/--no-progress`` forces it; by default only an interactive stderr gets it."""
     if enabled is not None:
         return enabled
-    try:
-        return sys.stderr.isatty()
-    except ValueError:
-        return False
+    return _is_terminal(sys.stderr)
 
 
 @contextmanager
@@ -64,8 +93,8 @@ def meter(enabled: bool | None) -> Iterator[Meter]:
     progress = Progress(
         TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
+        DownloadColumn(binary_units=True),
+        BinarySpeedColumn(),
         TimeRemainingColumn(),
         console=Console(file=sys.stderr, force_terminal=True, highlight=False),
         transient=True,
@@ -89,3 +118,8 @@ class CountingReader:
 
     def fileno(self) -> int:
         return self._stream.fileno()
+
+    def tell(self) -> int:
+        """Lets the store measure a file before sending it (``natsobj.aio.sources.known_size``:
+        a put that cannot fit the bucket is refused up front)."""
+        return self._stream.tell()

@@ -16,7 +16,6 @@ from typing import Any
 import click
 from rich import box
 from rich.console import Console, RenderableType
-from rich.filesize import decimal
 from rich.table import Table
 from rich.text import Text
 
@@ -49,8 +48,21 @@ def emit_json_line(doc: Any) -> None:
     click.echo(json.dumps(doc, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
 
 
+_BINARY_UNITS = ("KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
+
+
 def size(n: int | None) -> str:
-    return "" if n is None else decimal(n)
+    """A size in binary units, as chunk sizes and object sizes are counted (a 128 KiB chunk
+    reads ``128.0 KiB``, not ``131.1 kB``), in the shape ``aws s3 ls --human-readable``
+    prints: ``1 byte``, ``512 bytes``, ``1.5 MiB``."""
+    if n is None:
+        return ""
+    if abs(n) < 1024:
+        return f"{n} byte" if n == 1 else f"{n} bytes"
+    value, unit = n / 1024, 0
+    while abs(value) >= 1024 and unit < len(_BINARY_UNITS) - 1:
+        value, unit = value / 1024, unit + 1
+    return f"{value:.1f} {_BINARY_UNITS[unit]}"
 
 
 def short_digest(digest: str) -> str:

@@ -114,10 +114,17 @@ def test_sync_down_with_include_exclude_and_delete(
         store.put(name, data)
     dest = tmp_path / "dest"
     uri = f"nats://{bucket_name}/p"
-    # '*' stays in one segment: deep/b.csv is not included by '*.csv'
-    only_top_csv = invoke("sync", uri, str(dest), "--exclude", "**", "--include", "*.csv")
+    # aws s3's filters: in order, the last match decides; the later exclude wins here
+    nothing = invoke("sync", uri, str(dest), "--include", "*.csv", "--exclude", "*")
+    assert nothing.exit_code == 0, nothing.stderr
+    assert not dest.exists() or _tree(dest) == {}
+    # and '*' crosses '/', so 'a.csv' is not alone: '?' stays within a segment
+    only_top_csv = invoke("sync", uri, str(dest), "--exclude", "*", "--include", "?.csv")
     assert only_top_csv.exit_code == 0, only_top_csv.stderr
     assert _tree(dest) == {"a.csv": b"a"}
+    every_csv = invoke("sync", uri, str(dest), "--exclude", "*", "--include", "*.csv")
+    assert _tree(dest) == {"a.csv": b"a", "deep/b.csv": b"b"}
+    assert every_csv.stdout.count("download:") == 1
 
     everything = invoke("sync", uri, str(dest))
     assert _tree(dest) == {"a.csv": b"a", "deep/b.csv": b"b", "c.json": b"c"}

@@ -23,7 +23,7 @@ def test_ls_folds_prefixes_into_directories(invoke: Invoke, bucket_name: str, st
     names = [line.split()[0] for line in top.stdout.splitlines()[2:] if line.strip()]
     assert names == ["reports/", "readme.txt"]
     reports_row = next(line for line in top.stdout.splitlines() if line.startswith("reports/"))
-    assert "5.0 kB" in reports_row  # 2000 + 3000 + 2 bytes, summed
+    assert "4.9 KiB" in reports_row  # 2000 + 3000 + 2 bytes, summed
 
     for prefix in ("reports", "reports/"):
         doc = json.loads(invoke("ls", bucket_name, prefix, "--json").stdout)
@@ -63,7 +63,7 @@ def test_ls_human_columns_and_deleted(invoke: Invoke, bucket_name: str, store) -
         "DIGEST",
     ]
     row = next(line for line in listing.stdout.splitlines() if line.startswith("model.bin"))
-    assert "1.5 MB" in row and " 3 " in row
+    assert "1.4 MiB" in row and " 3 " in row
     assert info.digest.removeprefix("SHA-256=")[:12] in row
     assert "gone.txt" not in listing.stdout
     assert all(line == line.rstrip() for line in listing.stdout.splitlines())  # no padding

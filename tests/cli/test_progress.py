@@ -10,7 +10,7 @@ from pathlib import Path
 
 from cli_support import cli_env
 
-SIZE = 32 * 1024 * 1024  # 33.6 MB: long enough for several refreshes of the bar
+SIZE = 32 * 1024 * 1024  # long enough for several refreshes of the bar
 
 
 def _run_with_tty_stderr(args: list[str]) -> tuple[int, bytes, bytes]:
@@ -52,13 +52,13 @@ def test_progress_bar_only_on_a_terminal(
     code, out, terminal = _run_with_tty_stderr([*base, "put", bucket_name, "big.bin", str(source)])
     assert code == 0, terminal
     assert b"big.bin" in out
-    assert b"33.6/33.6 MB" in terminal  # rich's DownloadColumn: done/total
-    assert b"MB/s" in terminal  # TransferSpeedColumn
+    assert b"32.0/32.0 MiB" in terminal  # done/total, in binary units as sizes are counted
+    assert b"MiB/s" in terminal  # the rate, in the same units
 
     code, out, terminal = _run_with_tty_stderr([*base, "get", bucket_name, "big.bin", "-"])
     assert code == 0
     assert out == source.read_bytes()  # the bar never leaks into the data stream
-    assert b"33.6/33.6 MB" in terminal and b"MB/s" in terminal
+    assert b"32.0/32.0 MiB" in terminal and b"MiB/s" in terminal
 
     code, out, terminal = _run_with_tty_stderr(
         [*base, "get", bucket_name, "big.bin", str(tmp_path / "copy.bin"), "--no-progress"]
@@ -72,3 +72,56 @@ def test_progress_bar_only_on_a_terminal(
     )  # fmt: skip
     assert piped.returncode == 0
     assert piped.stderr == b""  # FORCE_COLOR does not turn a pipe into a terminal
+
+
+def _run_on_one_terminal(args: list[str]) -> tuple[int, bytes]:
+    """Run with stdout and stderr on one pseudo-terminal, as in an interactive shell."""
+    master, slave = pty.openpty()
+    captured = bytearray()
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            captured.extend(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    try:
+        proc = subprocess.run(
+            args, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL,
+            env=cli_env(TERM="xterm-256color", COLUMNS="120"), timeout=60, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(slave)
+    reader.join(timeout=10)
+    os.close(master)
+    return proc.returncode, bytes(captured)
+
+
+def test_the_summary_line_is_not_glued_to_the_finished_bar(
+    natsobj_bin: Path, nats_url: str, bucket_name: str, store, tmp_path: Path
+) -> None:
+    """On one terminal the summary starts a line of its own: the bar's line is cleared before
+    it (rich's erase-line) or ended, never continued by it."""
+    source = tmp_path / "big.bin"
+    source.write_bytes(os.urandom(SIZE))
+    base = [str(natsobj_bin), "--url", nats_url]
+    for args in (
+        ["put", bucket_name, "big.bin", str(source)],
+        ["get", bucket_name, "big.bin", str(tmp_path / "copy.bin")],
+    ):
+        code, screen = _run_on_one_terminal([*base, *args])
+        assert code == 0, screen
+        verb = b"put " if args[0] == "put" else b"got "
+        at = screen.index(verb + bucket_name.encode() + b"/big.bin")
+        before = screen[:at]
+        assert b"/s" in before  # the bar was drawn first
+        assert before.endswith((b"\x1b[2K", b"\n", b"\r")), before[-80:]
+        # and the bar, drawn again below it, is cleared at the end: the line stays alone
+        line = screen[at:].split(b"\n", 1)[0]
+        assert b"/s " not in line, line

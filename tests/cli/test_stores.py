@@ -35,7 +35,7 @@ def test_create_status_list_seal_and_remove(invoke: Invoke, bucket_name: str, sy
     assert "daily reports" in row and "3600s" in row
 
     human = invoke("store", "status", bucket_name)
-    assert "max bytes" in human.stdout and "10.0 MB" in human.stdout
+    assert "max bytes" in human.stdout and "9.5 MiB" in human.stdout
 
     sealed = invoke("store", "seal", bucket_name)
     assert sealed.exit_code == 0

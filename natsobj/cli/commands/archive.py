@@ -22,7 +22,15 @@ import click
 from natsobj import aio
 from natsobj.cli import render
 from natsobj.cli.exits import CliError, ExitCode, UsageProblem
-from natsobj.cli.params import json_option, progress_option, table_option
+from natsobj.cli.operands import BucketName, object_operands
+from natsobj.cli.params import (
+    ByteSize,
+    Duration,
+    dry_run_option,
+    json_option,
+    progress_option,
+    table_option,
+)
 from natsobj.cli.progress import meter
 from natsobj.cli.session import Session, pass_session
 
@@ -125,7 +133,7 @@ def archive() -> None:
 
 
 @archive.command("run")
-@click.argument("bucket")
+@click.argument("bucket", type=BucketName())
 @target_option(required=True)
 @click.option("--once", is_flag=True, help="Catch up, then exit (for schedulers).")
 @table_option(
@@ -136,19 +144,20 @@ def archive() -> None:
 )
 @click.option(
     "--small-object",
-    type=click.IntRange(min=0),
-    default=1024 * 1024,
+    type=ByteSize(),
+    default="1MiB",
     show_default=True,
-    metavar="BYTES",
-    help="Versions smaller than this go into packs.",
+    metavar="SIZE",
+    help="Versions smaller than this go into packs (bytes, or 256KiB, 4MiB).",
 )
 @click.option(
     "--pack-age",
-    type=click.FloatRange(min=0),
-    default=30.0,
+    type=Duration(),
+    default="30s",
     show_default=True,
-    metavar="SECONDS",
-    help="Upload a pack once its oldest version waited this long.",
+    metavar="DURATION",
+    help="Upload a pack once its oldest version waited this long (45s, 5m; a bare number is"
+    " seconds).",
 )
 @s3_options
 @progress_option()
@@ -160,7 +169,7 @@ def run(
     once: bool,
     give_up_after: timedelta,
     small_object: int,
-    pack_age: float,
+    pack_age: timedelta,
     progress: bool | None,
     **s3: str | None,
 ) -> None:
@@ -180,7 +189,7 @@ def run(
                 store,
                 target,
                 small_object=small_object,
-                pack_age=pack_age,
+                pack_age=pack_age.total_seconds(),
                 on_record=lambda record: advance(record.length if record.kind == "put" else 0),
             )
             stop = asyncio.Event()
@@ -204,7 +213,7 @@ def run(
 
 
 @archive.command("status")
-@click.argument("bucket")
+@click.argument("bucket", type=BucketName())
 @target_option(required=False)
 @s3_options
 @json_option()
@@ -312,14 +321,14 @@ def verify(urls: tuple[str, ...], progress: bool | None, **s3: str | None) -> No
 
 
 @archive.command("offload")
-@click.argument("bucket")
+@click.argument("bucket", type=BucketName())
 @target_option(required=False)
 @table_option("offload", "older_than", help_text="Not written for this long (30d, 12h).")
 @table_option("offload", "larger_than", help_text="Only objects over this size (100MB).")
 @click.option("--glob", help="Only names matching this path-aware glob (raw/**/*.parquet).")
 @click.option("--name", "names", multiple=True, help="Only this object (repeatable).")
 @table_option("offload", "expiry_margin")
-@click.option("--dry-run", is_flag=True, help="Report what would be offloaded; change nothing.")
+@dry_run_option("Report what would be offloaded; change nothing.")
 @s3_options
 @json_option()
 @pass_session
@@ -375,8 +384,7 @@ def offload(
 
 
 @archive.command("rehydrate")
-@click.argument("bucket")
-@click.argument("names", nargs=-1, required=True, metavar="NAME...")
+@object_operands("bucket", "names", required=2, variadic=True)
 @pass_session
 def rehydrate(session: Session, bucket: str, names: tuple[str, ...]) -> None:
     """Bring offloaded objects' bytes back from S3 into JetStream (digest verified)."""

@@ -9,6 +9,7 @@ from natsobj.aio import restamp
 from natsobj.cli import render
 from natsobj.cli.commands.stores import store_group
 from natsobj.cli.exits import CliError, UsageProblem
+from natsobj.cli.operands import BucketName
 from natsobj.cli.params import json_option
 from natsobj.cli.session import Session, pass_session
 from natsobj.errors import BadLifecycleRule
@@ -76,7 +77,7 @@ def _apply(store: ObjectStore, execute: bool, as_json: bool) -> list[dict[str, o
 
 
 @store_group.command("lifecycle")
-@click.argument("bucket")
+@click.argument("bucket", type=BucketName())
 @click.option(
     "--set",
     "set_rules",

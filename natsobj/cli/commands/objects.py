@@ -10,10 +10,23 @@ from natsobj import paths
 from natsobj.cli import render, tree
 from natsobj.cli.commands.stores import show_stores
 from natsobj.cli.exits import UsageProblem
-from natsobj.cli.params import header_option, json_option, metadata_option
+from natsobj.cli.filters import FilteredCommand, Filters, filter_options
+from natsobj.cli.operands import nats_location, object_operands
+from natsobj.cli.params import (
+    dry_run_option,
+    header_option,
+    json_option,
+    metadata_option,
+    quiet_option,
+)
+from natsobj.cli.progress import Meter
+from natsobj.cli.report import Report
 from natsobj.cli.session import Session, pass_session
 from natsobj.errors import ObjectNotFound
+from natsobj.matching import NameMatcher, glob_literal_prefix
 from natsobj.model import ObjectInfo
+from natsobj.paths import nats_url
+from natsobj.sync import ObjectStore
 
 LS_COLUMNS = ["NAME", "SIZE", "CHUNKS", "MODIFIED", "DIGEST"]
 EXPIRES_COLUMN = "EXPIRES"  # shown when an object listed expires (docs/lifecycle.md)
@@ -41,20 +54,32 @@ def _dir_row(directory: tree.Directory) -> list[str]:
 
 
 @click.command("ls")
-@click.argument("bucket", required=False)
-@click.argument("prefix", required=False, default="")
+@object_operands("bucket", "prefix", required=0)
 @click.option(
     "--recursive", "-r", is_flag=True, help="List everything below PREFIX, not one level."
 )
 @click.option("--deleted", is_flag=True, help="Include deleted objects (tombstones).")
+@click.option(
+    "--human-readable",
+    is_flag=True,
+    help="The --summarize total in KiB, MiB, GiB, as aws s3 ls (the listing always shows"
+    " sizes so).",
+)
+@click.option(
+    "--summarize",
+    is_flag=True,
+    help="End with the number and total size of the objects listed (folded ones included).",
+)
 @json_option()
 @pass_session
 def ls(
     session: Session,
     bucket: str | None,
-    prefix: str,
+    prefix: str | None,
     recursive: bool,
     deleted: bool,
+    human_readable: bool,
+    summarize: bool,
     as_json: bool,
 ) -> None:
     """List objects in BUCKET, with '/' prefixes as directories; without BUCKET, the buckets.
@@ -65,6 +90,7 @@ def ls(
     if bucket is None:
         show_stores(session, as_json)
         return
+    prefix = prefix or ""
     infos = session.store(bucket).list(prefix=paths.listing_prefix(prefix), include_deleted=deleted)
     exact = [i for i in infos if i.name == prefix]
     dirs: list[tree.Directory]
@@ -78,15 +104,19 @@ def ls(
         raise ObjectNotFound(
             f"nothing named {prefix!r} or below {paths.as_dir(prefix)!r}", bucket=bucket
         )
+    listed = [i for i in objects if i.link is None and not i.deleted]
+    total_objects = len(listed) + sum(d.objects for d in dirs)
+    total_size = sum(i.size for i in listed) + sum(d.size for d in dirs)
     if as_json:
-        render.emit_json(
-            {
-                "bucket": bucket,
-                "prefix": paths.as_dir(prefix) if not exact else prefix,
-                "directories": [d.as_dict() for d in dirs],
-                "objects": [i.as_dict() for i in objects],
-            }
-        )
+        doc: dict[str, object] = {
+            "bucket": bucket,
+            "prefix": paths.as_dir(prefix) if not exact else prefix,
+            "directories": [d.as_dict() for d in dirs],
+            "objects": [i.as_dict() for i in objects],
+        }
+        if summarize:
+            doc.update(total_objects=total_objects, total_size=total_size)
+        render.emit_json(doc)
         return
     rows = [_dir_row(d) for d in dirs] + [_object_row(i) for i in objects]
     columns = LS_COLUMNS
@@ -95,11 +125,13 @@ def ls(
         expiring = [""] * len(dirs) + [render.when(i.expires) for i in objects]
         rows = [[*row, when] for row, when in zip(rows, expiring, strict=True)]
     render.table(columns, rows, right={"SIZE", "CHUNKS"})
+    if summarize:  # aws s3 ls --summarize's lines
+        shown = render.size(total_size) if human_readable else str(total_size)
+        click.echo(f"\nTotal Objects: {total_objects}\n   Total Size: {shown}")
 
 
 @click.command("info")
-@click.argument("bucket")
-@click.argument("name")
+@object_operands("bucket", "name", required=2)
 @click.option("--deleted", is_flag=True, help="Show the object even if it was deleted.")
 @json_option()
 @pass_session
@@ -115,33 +147,77 @@ def info(session: Session, bucket: str, name: str, deleted: bool, as_json: bool)
         render.fields(render.info_fields(found))
 
 
-@click.command("rm")
-@click.argument("bucket")
-@click.argument("names", nargs=-1, required=True)
+def _glob_targets(store: ObjectStore, pattern: str) -> list[str]:
+    """The names a glob NAME matches (natsobj's globs: ``*`` within a segment, ``**`` across;
+    ``[*]`` for a literal ``*``), listed from its literal prefix only."""
+    try:
+        matcher = NameMatcher.from_options(glob=pattern)
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    names = [i.name for i in store.list(prefix=glob_literal_prefix(pattern))]
+    found = [name for name in names if matcher.matches(name)]
+    if not found:
+        raise ObjectNotFound(f"no object matches the glob {pattern!r}", bucket=store.bucket)
+    return found
+
+
+@click.command("rm", cls=FilteredCommand)
+@object_operands("bucket", "names", required=2, variadic=True)
 @click.option(
     "--recursive", "-r", is_flag=True, help="Treat NAMES as directories: delete all below."
 )
 @click.option(
     "--yes", "-y", is_flag=True, help="With -r from the top of the bucket: do not ask first."
 )
+@filter_options()
+@dry_run_option("Print what would be deleted; delete nothing.")
+@quiet_option()
 @pass_session
-def rm(session: Session, bucket: str, names: tuple[str, ...], recursive: bool, yes: bool) -> None:
+def rm(
+    session: Session,
+    bucket: str,
+    names: tuple[str, ...],
+    recursive: bool,
+    yes: bool,
+    filters: Filters,
+    dry_run: bool,
+    quiet: bool,
+) -> None:
     """Delete objects from BUCKET (a tombstone stays).
 
-    With -r, a NAME of '/', '.' or '' means the whole bucket: that asks for confirmation on a
-    terminal and needs --yes otherwise.
+    A NAME with '*', '?' or '[' is a glob ('up/*.csv'; '*' stays within one '/' segment,
+    '**' crosses them; '[*]' is a literal '*'). With -r, a NAME is a prefix and
+    --exclude/--include filter the names below it; a NAME of '/', '.' or '' means the
+    whole bucket, which asks for confirmation on a terminal and needs --yes otherwise.
     """
     store = session.store(bucket)
-    targets = list(names)
     if recursive:
-        targets = sorted({i.name for n in names for i in store.list(prefix=paths.as_dir(n))})
+        targets = sorted(
+            {
+                i.name
+                for n in names
+                for i in store.list(prefix=paths.as_dir(n))
+                if filters.wanted(i.name[len(paths.as_dir(n)) :])
+            }
+        )
         if not targets:
             raise ObjectNotFound(f"no objects below {', '.join(names)}", bucket=bucket)
-        if not yes and any(not paths.as_dir(n) for n in names):
+        if not yes and not dry_run and any(not paths.as_dir(n) for n in names):
             _confirm_whole_bucket(bucket, len(targets))
+    else:
+        targets = []
+        for name in names:
+            if glob_literal_prefix(name) != name:
+                targets += _glob_targets(store, name)
+            else:
+                targets.append(store.get_info(name).name if dry_run else name)
+    report = Report(Meter(None), quiet, dry_run)
     for name in targets:
+        if dry_run:
+            report(f"delete: {nats_url(bucket, name)}")
+            continue
         store.delete(name)
-        click.echo(f"deleted {bucket}/{render.shell_escape(name)}")
+        report(f"deleted {bucket}/{render.shell_escape(name)}")
 
 
 def _confirm_whole_bucket(bucket: str, count: int) -> None:
@@ -156,21 +232,26 @@ def _confirm_whole_bucket(bucket: str, count: int) -> None:
 
 
 @click.command("mv")
-@click.argument("bucket")
-@click.argument("name")
-@click.argument("new_name")
+@object_operands("bucket", "name", "new_name", required=3)
 @pass_session
 def mv(session: Session, bucket: str, name: str, new_name: str) -> None:
-    """Rename object NAME to NEW_NAME without copying its data."""
+    """Rename object NAME to NEW_NAME without copying its data.
+
+    NEW_NAME may be nats://BUCKET/NEW_NAME in the same bucket (a rename does not move data
+    between buckets: cp, then rm)."""
+    target = nats_location(new_name)
+    if target is not None:
+        if target[0] != bucket:
+            raise UsageProblem(
+                f"mv renames within bucket {bucket!r}; to move to {target[0]!r}, cp then rm"
+            )
+        new_name = target[1]
     session.store(bucket).update_meta(name, new_name=new_name)
     click.echo(f"renamed {bucket}/{name} -> {bucket}/{new_name}")
 
 
 @click.command("link")
-@click.argument("bucket")
-@click.argument("name")
-@click.argument("target_bucket")
-@click.argument("target_name", required=False)
+@object_operands("bucket", "name", "target_bucket", "target_name", required=3)
 @pass_session
 def link(
     session: Session, bucket: str, name: str, target_bucket: str, target_name: str | None
@@ -196,8 +277,7 @@ def meta_group() -> None:
 
 
 @meta_group.command("set")
-@click.argument("bucket")
-@click.argument("name")
+@object_operands("bucket", "name", required=2)
 @click.option("--description", "-d", help="New description.")
 @header_option("Set a header, repeatable; merged into the existing headers.")
 @metadata_option("Set a metadata key, repeatable; merged into the existing metadata.")

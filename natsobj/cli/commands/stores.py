@@ -12,6 +12,7 @@ import click
 
 from natsobj.cli import render
 from natsobj.cli.exits import UsageProblem
+from natsobj.cli.operands import BucketName
 from natsobj.cli.params import ByteSize, Duration, json_option, metadata_option
 from natsobj.cli.session import Session, pass_session
 from natsobj.model import StoreStatus
@@ -187,7 +188,7 @@ def store_settings_options(*, update: bool) -> Callable[[Callable[..., Any]], An
 
 
 @store_group.command("create")
-@click.argument("bucket")
+@click.argument("bucket", type=BucketName())
 @store_settings_options(update=False)
 @json_option()
 @pass_session
@@ -198,7 +199,7 @@ def create(session: Session, bucket: str, settings: dict[str, Any], as_json: boo
 
 
 @store_group.command("update")
-@click.argument("bucket")
+@click.argument("bucket", type=BucketName())
 @store_settings_options(update=True)
 @json_option()
 @pass_session
@@ -211,7 +212,7 @@ def update(session: Session, bucket: str, settings: dict[str, Any], as_json: boo
 
 
 @store_group.command("status")
-@click.argument("bucket")
+@click.argument("bucket", type=BucketName())
 @json_option()
 @pass_session
 def status(session: Session, bucket: str, as_json: bool) -> None:
@@ -221,7 +222,7 @@ def status(session: Session, bucket: str, as_json: bool) -> None:
 
 
 @store_group.command("seal")
-@click.argument("bucket")
+@click.argument("bucket", type=BucketName())
 @pass_session
 def seal(session: Session, bucket: str) -> None:
     """Make BUCKET read-only for good."""
@@ -230,7 +231,7 @@ def seal(session: Session, bucket: str) -> None:
 
 
 @store_group.command("rm")
-@click.argument("bucket")
+@click.argument("bucket", type=BucketName())
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @pass_session
 def remove(session: Session, bucket: str, yes: bool) -> None:
@@ -244,23 +245,24 @@ def remove(session: Session, bucket: str, yes: bool) -> None:
 
 
 @store_group.command("compact")
-@click.argument("bucket")
+@click.argument("bucket", type=BucketName())
 @click.option(
     "--min-age",
-    type=click.FloatRange(min=0),
+    type=Duration(),
     default=None,
-    metavar="SECONDS",
-    help="Leave chunks younger than this alone (an upload may still be running).",
+    metavar="DURATION",
+    help="Leave chunks younger than this alone (an upload may still be running): 90s, 10m,"
+    " 1h; a bare number is seconds.",
 )
 @json_option()
 @pass_session
-def compact(session: Session, bucket: str, min_age: float | None, as_json: bool) -> None:
+def compact(session: Session, bucket: str, min_age: timedelta | None, as_json: bool) -> None:
     """Purge orphaned chunks and report what was reclaimed.
 
     Orphans are chunks no object refers to, left by interrupted uploads.
     """
     store = session.store(bucket)
-    result = store.compact() if min_age is None else store.compact(min_age=min_age)
+    result = store.compact() if min_age is None else store.compact(min_age=min_age.total_seconds())
     if as_json:
         render.emit_json({"bucket": bucket, **dataclasses.asdict(result)})
         return
@@ -270,5 +272,11 @@ def compact(session: Session, bucket: str, min_age: float | None, as_json: bool)
         f"left {result.skipped_recent} younger than --min-age alone"
     )
 
+
+# What ``nats obj`` users type: ``nats obj ls`` lists the buckets, ``nats obj add`` creates
+# one, ``nats obj info`` shows one.
+store_group.add_command(list_stores, "ls")
+store_group.add_command(create, "add")
+store_group.add_command(status, "info")
 
 COMMANDS = (list_stores, store_group)

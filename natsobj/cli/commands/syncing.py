@@ -2,7 +2,8 @@
 
 Files are compared by size and SHA-256 digest (the digest the store already records), never by
 modification time alone, so a re-run transfers nothing and a changed file of the same size is
-still sent. ``--include``/``--exclude`` take the globs every natsobj face uses.
+still sent. ``--include``/``--exclude`` are ``aws s3``'s filters (``natsobj.cli.filters``),
+applied to both sides' relative paths.
 """
 
 from __future__ import annotations
@@ -16,12 +17,19 @@ import click
 from natsobj import paths
 from natsobj.cli import render, tree
 from natsobj.cli.exits import UsageProblem
-from natsobj.cli.params import allow_missing_digest_option, progress_option
-from natsobj.cli.progress import CountingReader, Meter, meter
+from natsobj.cli.filters import FilteredCommand, Filters, filter_options
+from natsobj.cli.operands import nats_location
+from natsobj.cli.params import (
+    allow_missing_digest_option,
+    dry_run_option,
+    progress_option,
+    quiet_option,
+)
+from natsobj.cli.progress import CountingReader, meter
+from natsobj.cli.report import Report
 from natsobj.cli.session import Session, pass_session
-from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo, format_digest
-from natsobj.paths import is_nats_url, nats_url, parse_nats_url
+from natsobj.paths import nats_url
 from natsobj.sync import ObjectStore
 
 
@@ -34,27 +42,9 @@ class Location:
         return nats_url(self.bucket, tree.join_name(self.prefix, relative)).rstrip("/")
 
 
-@dataclass(frozen=True)
-class Filters:
-    """A relative path is skipped when an ``--exclude`` matches it and no ``--include`` does
-    (``--exclude '**' --include '*.csv'`` keeps only the CSV files at the top)."""
-
-    include: tuple[NameMatcher, ...]
-    exclude: tuple[NameMatcher, ...]
-
-    def wanted(self, relative: str) -> bool:
-        if not any(m.matches(relative) for m in self.exclude):
-            return True
-        return any(m.matches(relative) for m in self.include)
-
-
 def _location(text: str) -> Location | None:
-    if not is_nats_url(text):
-        return None
-    parsed = parse_nats_url(text)
-    if not parsed.bucket or parsed.conn_id:
-        raise UsageProblem(f"{text}: name a bucket, as in nats://bucket/prefix")
-    return Location(parsed.bucket, parsed.key.strip("/"))
+    location = nats_location(text)
+    return None if location is None else Location(location[0], location[1].strip("/"))
 
 
 def _file_digest(path: Path) -> str:
@@ -77,13 +67,13 @@ def _remote_objects(store: ObjectStore, where: Location) -> dict[str, ObjectInfo
     }
 
 
-@click.command("sync")
+@click.command("sync", cls=FilteredCommand)
 @click.argument("source")
 @click.argument("destination")
 @click.option("--delete", is_flag=True, help="Delete what the destination has and SOURCE lacks.")
-@click.option("--dry-run", is_flag=True, help="Print what would be done; change nothing.")
-@click.option("--include", multiple=True, metavar="GLOB", help="Keep paths an --exclude matched.")
-@click.option("--exclude", multiple=True, metavar="GLOB", help="Skip matching relative paths.")
+@dry_run_option()
+@filter_options()
+@quiet_option()
 @allow_missing_digest_option()
 @progress_option()
 @pass_session
@@ -93,30 +83,24 @@ def sync_command(
     destination: str,
     delete: bool,
     dry_run: bool,
-    include: tuple[str, ...],
-    exclude: tuple[str, ...],
+    filters: Filters,
+    quiet: bool,
     allow_missing_digest: bool,
     progress: bool | None,
 ) -> None:
     """Copy new and changed files between a directory and nats://BUCKET/PREFIX.
 
     One side is a local directory, the other a nats:// URL; either may be the SOURCE. Files are
-    compared by size and SHA-256. Globs are relative to the directory or prefix ('*' within a
-    segment, '**' across).
+    compared by size and SHA-256. --exclude/--include patterns are relative to the directory
+    or prefix, as aws s3 sync reads them ('*' crosses '/', the last matching filter decides).
     """
     remote_source, remote_destination = _location(source), _location(destination)
     if (remote_source is None) == (remote_destination is None):
         raise UsageProblem("give one local directory and one nats://BUCKET/PREFIX")
-    try:
-        filters = Filters(
-            tuple(NameMatcher.from_options(glob=g) for g in include),
-            tuple(NameMatcher.from_options(glob=g) for g in exclude),
-        )
-    except ValueError as exc:
-        raise UsageProblem(str(exc)) from None
     with meter(progress and not dry_run) as bar:
+        say = Report(bar, quiet, dry_run)
         if remote_destination is not None:
-            _upload(session, Path(source), remote_destination, filters, delete, dry_run, bar)
+            _upload(session, Path(source), remote_destination, filters, delete, say)
         else:
             assert remote_source is not None
             _download(
@@ -125,14 +109,9 @@ def sync_command(
                 Path(destination),
                 filters,
                 delete,
-                dry_run,
-                bar,
+                say,
                 allow_missing_digest=allow_missing_digest,
             )
-
-
-def _say(dry_run: bool, text: str) -> None:
-    click.echo(f"(dryrun) {text}" if dry_run else text)
 
 
 def _upload(
@@ -141,8 +120,7 @@ def _upload(
     where: Location,
     filters: Filters,
     delete: bool,
-    dry_run: bool,
-    bar: Meter,
+    say: Report,
 ) -> None:
     if not root.is_dir():
         raise UsageProblem(f"{root} is not a directory")
@@ -152,19 +130,18 @@ def _upload(
     for relative, path in local.items():
         if relative in remote and _same(path, remote[relative]):
             continue
-        _say(
-            dry_run,
+        say(
             f"upload: {render.shell_escape(str(path))}"
-            f" to {render.shell_escape(where.uri(relative))}",
+            f" to {render.shell_escape(where.uri(relative))}"
         )
-        if dry_run:
+        if say.dry_run:
             continue
-        with path.open("rb") as stream, bar.task(relative, path.stat().st_size) as advance:
+        with path.open("rb") as stream, say.bar.task(relative, path.stat().st_size) as advance:
             store.put(tree.join_name(where.prefix, relative), CountingReader(stream, advance))
     if delete:
         for relative in sorted(set(remote) - set(local)):
-            _say(dry_run, f"delete: {render.shell_escape(where.uri(relative))}")
-            if not dry_run:
+            say(f"delete: {render.shell_escape(where.uri(relative))}")
+            if not say.dry_run:
                 store.delete(remote[relative].name)
 
 
@@ -174,8 +151,7 @@ def _download(
     root: Path,
     filters: Filters,
     delete: bool,
-    dry_run: bool,
-    bar: Meter,
+    say: Report,
     *,
     allow_missing_digest: bool,
 ) -> None:
@@ -196,9 +172,9 @@ def _download(
         if target.is_file() and _same(target, info):
             continue
         source = nats_url(info.bucket, render.shell_escape(info.name))
-        _say(dry_run, f"download: {source} to {render.shell_escape(str(target))}")
-        if not dry_run:
-            with bar.task(relative, info.size) as advance, plan.one_object():
+        say(f"download: {source} to {render.shell_escape(str(target))}")
+        if not say.dry_run:
+            with say.bar.task(relative, info.size) as advance, plan.one_object():
                 store.get_file(
                     info.name,
                     target,
@@ -208,8 +184,8 @@ def _download(
                 )
     if delete:
         for relative in sorted(set(local) - plan.claimed):
-            _say(dry_run, f"delete: {render.shell_escape(str(local[relative]))}")
-            if not dry_run:
+            say(f"delete: {render.shell_escape(str(local[relative]))}")
+            if not say.dry_run:
                 local[relative].unlink()
     plan.check()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from natsobj.cli import render
+from natsobj.cli.operands import object_operands
 from natsobj.cli.params import json_option, table_option
 from natsobj.cli.session import Session, pass_session
 from natsobj.matching import NameMatcher
@@ -26,7 +27,7 @@ def _line(info: ObjectInfo) -> str:
 
 
 @click.command("watch")
-@click.argument("bucket")
+@object_operands("bucket", "prefix", required=1)
 @table_option("follow", "start")
 @click.option(
     "--history",
@@ -61,6 +62,7 @@ def _line(info: ObjectInfo) -> str:
 def watch(
     session: Session,
     bucket: str,
+    prefix: str | None,
     start: str | int,
     history: bool,
     globs: tuple[str, ...],
@@ -70,7 +72,7 @@ def watch(
     count: int | None,
     as_json: bool,
 ) -> None:
-    """Print changes to BUCKET live, until Ctrl-C or --count."""
+    """Print changes to BUCKET (below PREFIX, when given) live, until Ctrl-C or --count."""
     try:
         matchers = [NameMatcher.from_options(glob=g) for g in globs] + [
             NameMatcher.from_options(regex=r) for r in regexes
@@ -93,6 +95,8 @@ def watch(
         try:
             for info in watcher:
                 if matchers and not any(m.matches(info.name) for m in matchers):
+                    continue
+                if prefix and not info.name.startswith(prefix):
                     continue
                 if as_json:
                     render.emit_json_line(info.as_dict())
