@@ -171,6 +171,8 @@ def typed(raw: str | None, spark_type: Any) -> Any:
             return None if stamp is None else stamp.replace(tzinfo=None)
         if name == "string":
             return text
+        if name == "binary":
+            return raw.encode()
     except (ValueError, ArithmeticError):
         return None  # a value that does not cast is null, as Spark's cast makes it
     raise BadSparkOption(
@@ -416,6 +418,8 @@ def add_constants(
 ) -> pa.RecordBatch:
     """``batch`` with the partition columns of ``fixed`` (column -> value) added, in the
     order of ``target``."""
+    if not fixed:
+        return batch
     columns = [
         pa.repeat(pa.scalar(fixed[f.name], f.type), batch.num_rows)
         if f.name in fixed

@@ -140,6 +140,7 @@ class NatsObjWriter(DataSourceArrowWriter):
     def _put_parts(
         self, store: natsobj.ObjectStore, message: PartsMessage, batches: Iterator[pa.RecordBatch]
     ) -> None:
+        runs: Iterable[tuple[str, Iterable[pa.RecordBatch]]]
         if self.partition_by:
             runs = PartitionRuns(batches, self.partition_by, self.opts.rows_per_object)
         else:

@@ -271,3 +271,36 @@ def test_bad_partition_options_are_refused_on_the_driver(spark, options) -> None
 
     with pytest.raises(BadSparkOption, match="names \\['a'\\] twice"):
         SourceOptions.parse({**options, "path": PREFIX, "partitionBy": "a, b, a"})
+
+
+def test_a_streaming_sink_writes_partitions_one_generation_per_batch(
+    spark, options, store, tmp_path: Path
+) -> None:
+    from tests.spark.test_stream_query import ROWS_PER_OBJECT, SCHEMA, land
+
+    land(store, range(5))
+    stream = (
+        spark.readStream.format("natsobj")
+        .options(**options, glob="landing/*.csv", maxObjectsPerTrigger="2")
+        .schema(SCHEMA)
+        .load()
+    )
+    query = (
+        stream.writeStream.format("natsobj")
+        .options(**options, partitionBy="obj")
+        .option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True)
+        .start("clean/rows")
+    )
+    query.awaitTermination(600)
+    assert query.exception() is None
+    manifest = json.loads(store.get_bytes("clean/rows/_manifest.json"))
+    assert manifest["generation"] == 3 and manifest["partition_columns"] == ["obj"]
+    assert _folders(p["name"] for p in manifest["parts"]) == {
+        f"clean/rows/obj={i}" for i in range(5)
+    }
+    back = spark.read.format("natsobj").options(**options).load("clean/rows")
+    assert back.columns == ["row", "obj"]
+    assert sorted((r.obj, r.row) for r in back.collect()) == [
+        (i, r) for i in range(5) for r in range(ROWS_PER_OBJECT)
+    ]
