@@ -116,9 +116,9 @@ def infer_type(raw: str) -> str:
     if _DOUBLE.fullmatch(raw):
         return "double"
     text = unescape(raw)
-    if _TIMESTAMP.fullmatch(text) and _timestamp(text) is not None:
+    if _timestamp(text) is not None:
         return "timestamp"
-    if _DATE.fullmatch(raw) and _date(raw) is not None:
+    if _date(raw) is not None:
         return "date"
     return "string"
 
@@ -182,6 +182,8 @@ def typed(raw: str | None, spark_type: Any) -> Any:
 
 
 def _date(text: str) -> dt.date | None:
+    if not _DATE.fullmatch(text):
+        return None
     year, month, day = (int(p) for p in text.split("-"))
     try:
         return dt.date(year, month, day)
@@ -192,6 +194,8 @@ def _date(text: str) -> dt.date | None:
 def _timestamp(text: str) -> dt.datetime | None:
     """A ``yyyy-MM-dd HH:mm:ss[.S]`` value in the local time zone, which is Spark's session
     time zone unless the session sets another."""
+    if not _TIMESTAMP.fullmatch(text):
+        return None
     day, _, clock = text.partition(" ")
     whole, _, fraction = clock.partition(".")
     date = _date(day)

@@ -14,6 +14,7 @@ import pytest
 from pyspark.errors import IllegalArgumentException
 
 from natsobj.spark import BadSparkOption
+from natsobj.spark.manifest import is_data_object
 from natsobj.spark.partitions import escape, infer_type, unescape, wider
 from tests.spark.served import served
 
@@ -141,11 +142,13 @@ def test_a_failed_partitioned_write_leaves_the_dataset_as_it_was(spark, options,
 def _upload_hive_folder(store, local: Path) -> None:
     """Parquet objects in folders a foreign tool wrote (no manifest), the same locally and
     in the bucket, so Spark's own reader and this source read the very same layout."""
+    at = "at=2026-11-01 10%3A30%3A00"
     layout = {
-        "year=2026/day=2026-11-01/score=1/big=1/region=eu": [(1, 1.0), (2, 2.0)],
-        "year=2026/day=2026-11-02/score=2.5/big=3000000000/region=us": [(3, 3.0)],
-        "year=2025/day=2025-01-31/score=3/big=2/region=a%2Fb%3Dc": [(4, 4.0)],
-        "year=2025/day=2025-01-31/score=4/big=5/region=__HIVE_DEFAULT_PARTITION__": [(5, 5.0)],
+        f"year=2026/day=2026-11-01/score=1/big=1/{at}/region=eu": [(1, 1.0), (2, 2.0)],
+        f"year=2026/day=2026-11-02/score=2.5/big=3000000000/{at}/region=us": [(3, 3.0)],
+        "year=2025/day=2025-01-31/score=3/big=2/at=2025-01-31/region=a%2Fb%3Dc": [(4, 4.0)],
+        "year=2025/day=2025-01-31/score=4/big=5/at=__HIVE_DEFAULT_PARTITION__/"
+        "region=__HIVE_DEFAULT_PARTITION__": [(5, 5.0)],
     }
     for folder, rows in layout.items():
         table = pa.table({"id": [r[0] for r in rows], "amount": [r[1] for r in rows]})
@@ -168,7 +171,7 @@ def test_a_hive_folder_reads_with_its_partition_columns_typed_as_spark_types_the
         == theirs.schema.simpleString()
         == (
             "struct<id:bigint,amount:double,year:int,day:date,score:double,big:bigint,"
-            "region:string>"
+            "at:timestamp,region:string>"
         )
     )
     assert _rows(ours) == _rows(theirs)
@@ -255,6 +258,9 @@ def test_partition_values_are_escaped_and_typed_as_spark_does() -> None:
     assert wider("date", "timestamp") == "timestamp"
     assert wider("null", "date") == "date"
     assert wider("integer", "date") == "string"
+    # Spark lists _col=value folders; other _ and . names are hidden
+    assert is_data_object("d", "d/_k=1/part-1.parquet")
+    assert not is_data_object("d", "d/_k/part-1.parquet")
 
 
 def test_bad_partition_options_are_refused_on_the_driver(spark, options) -> None:
