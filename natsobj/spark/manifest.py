@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from natsobj.spark.errors import SchemaMismatch
+from natsobj.spark.partitions import is_hidden
 
 MANIFEST = "_manifest.json"
 ABORTED = "_aborted"
@@ -41,15 +42,18 @@ def abort_marker(prefix: str, write_id: str) -> str:
     return f"{prefix}/{ABORTED}/{write_id}"
 
 
-def part_name(prefix: str, partition: int, attempt: int) -> str:
-    return f"{prefix}/part-{partition:05d}-{attempt}-{uuid.uuid4().hex}.parquet"
+def part_name(prefix: str, partition: int, attempt: int, folder: str = "") -> str:
+    """A new part's name; ``folder`` is its partition's ``col=value/...`` (partitioned)."""
+    under = f"{prefix}/{folder}" if folder else prefix
+    return f"{under}/part-{partition:05d}-{attempt}-{uuid.uuid4().hex}.parquet"
 
 
 def is_data_object(prefix: str, name: str) -> bool:
-    """Parquet objects under ``prefix`` that are not hidden (``_*``, ``.*``), as Spark lists."""
+    """Parquet objects under ``prefix`` that are not hidden (``.*``, and ``_*`` unless a
+    ``_col=value`` partition folder), as Spark lists."""
     if not name.startswith(prefix + "/" if prefix else "") or not name.endswith(".parquet"):
         return False
-    return not any(seg.startswith(("_", ".")) for seg in name[len(prefix) :].split("/") if seg)
+    return not any(is_hidden(seg) for seg in name[len(prefix) :].split("/") if seg)
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,9 @@ class Manifest:
     retained: tuple[Retained, ...] = field(default_factory=tuple)
     # Streaming sinks: query id -> last micro-batch id committed, so a replayed batch is skipped.
     streams: dict[str, int] = field(default_factory=dict)
+    # Hive-style partition columns (the last fields of ``schema``): each part sits under
+    # ``<prefix>/<col>=<value>/`` and holds the other columns only.
+    partition_columns: tuple[str, ...] = ()
 
     def committed_batch(self, query_id: str) -> int:
         """The last micro-batch of ``query_id`` in this dataset (-1 for none)."""
@@ -158,6 +165,7 @@ class Manifest:
             "parts": [p.as_dict() for p in self.parts],
             "retained": [r.as_dict() for r in self.retained],
             "streams": dict(self.streams),
+            "partition_columns": list(self.partition_columns),
         }
 
     def to_json(self) -> bytes:
@@ -181,6 +189,7 @@ class Manifest:
                 committed_at=str(doc.get("committed_at", "")),
                 retained=tuple(Retained.from_dict(r) for r in doc.get("retained", [])),
                 streams={str(k): int(v) for k, v in (doc.get("streams") or {}).items()},
+                partition_columns=tuple(str(c) for c in doc.get("partition_columns") or ()),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise BadObjectMeta(
@@ -202,9 +211,11 @@ def next_generation(
     retain: int,
     stream: tuple[str, int] | None = None,
     superseded_ttl: timedelta | None = None,
+    partition_columns: tuple[str, ...] = (),
 ) -> tuple[Manifest, list[str]]:
     """The manifest a commit publishes, and the part names to delete once it is published.
     ``stream`` is the (query id, batch id) a streaming sink commits, recorded for replays.
+    An append keeps the dataset's ``partition_columns``; an overwrite may change them.
     With ``superseded_ttl`` the generation an overwrite supersedes is listed with its
     ``expires_at`` (the commit gives its parts that TTL: ``expiring``) and kept until then."""
     moment = datetime.now(UTC)
@@ -214,7 +225,16 @@ def next_generation(
         streams[stream[0]] = stream[1]
     if previous is None:
         first = Manifest(
-            prefix, schema, tuple(parts), 1, write_id, _mode(overwrite), now, (), streams
+            prefix,
+            schema,
+            tuple(parts),
+            1,
+            write_id,
+            _mode(overwrite),
+            now,
+            (),
+            streams,
+            partition_columns,
         )
         return first, []
     if overwrite:
@@ -225,6 +245,11 @@ def next_generation(
         )
         history = (superseded, *previous.retained)
     else:
+        if previous.partition_columns != partition_columns:
+            raise SchemaMismatch(
+                f"cannot append to {prefix!r}: the dataset is partitioned by "
+                f"{list(previous.partition_columns)}, the write by {list(partition_columns)}"
+            )
         schema = merge_schemas(previous.schema, schema, where=prefix)
         current = (*previous.parts, *parts)
         history = previous.retained
@@ -237,7 +262,16 @@ def next_generation(
     live = {p.name for p in current} | {n for r in kept for n in r.parts}
     doomed = sorted({n for r in dropped for n in r.parts} - live)
     manifest = Manifest(
-        prefix, schema, current, generation, write_id, _mode(overwrite), now, kept, streams
+        prefix,
+        schema,
+        current,
+        generation,
+        write_id,
+        _mode(overwrite),
+        now,
+        kept,
+        streams,
+        partition_columns,
     )
     return manifest, doomed
 

@@ -22,6 +22,7 @@ from natsobj.operation_options import Face, for_face, resolve
 from natsobj.parsing import parse_bool, parse_count, parse_duration
 from natsobj.paths import is_nats_url, parse_nats_url
 from natsobj.settings import OPTION_FIELDS, SETTING_DEFAULTS, ConnectionSettings, check_options
+from natsobj.spark import partitions
 from natsobj.spark.errors import BadSparkOption
 from natsobj.store_config import STORE_SETTINGS, StoreConfig
 
@@ -63,6 +64,7 @@ BUCKET_OPTION_PREFIX = "bucket_"
 BUCKET_DESCRIPTION = "natsobj Spark datasets"
 KNOWN_OPTIONS = frozenset(
     {"url", "bucket", "path", "prefix", "if_exists", "glob", "write_id", "superseded_ttl"}
+    | {partitions.OPTION}
     | set(CONNECTION_OPTIONS)
     | set(DEFAULTS)
     | {BUCKET_OPTION_PREFIX + name for name in STORE_SETTINGS}
@@ -99,6 +101,7 @@ class SourceOptions:
     glob: str | None = None
     write_id: str | None = None
     embedded: str | None = None  # the `embedded` URL the driver resolved into `settings`
+    partition_by: tuple[str, ...] = ()  # writes: hive-style partition columns (partitions.py)
 
     @property
     def where(self) -> str:
@@ -171,6 +174,7 @@ class SourceOptions:
             glob=glob,
             write_id=values.get("write_id") or None,
             embedded=embedded,
+            partition_by=partitions.requested(values, bucket),
         )
 
 

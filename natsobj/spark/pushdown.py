@@ -13,9 +13,11 @@ take them per row group from the part's footer.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -23,6 +25,9 @@ import pyarrow.parquet as pq
 ColumnStats = dict[str, list[Any]]  # column -> [min, max, null_count]
 
 _JSON_TYPES = (bool, int, float, str)
+# Values a condition keeps: those of statistics, and those of partition columns (dates,
+# decimals), which skip parts by their folders (natsobj.spark.partitions.may_hold).
+_CONDITION_TYPES = (*_JSON_TYPES, dt.date, Decimal)
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ def conditions(filters: Iterable[Any]) -> list[Condition]:
             continue
         value = getattr(item, "value", ())
         values = tuple(value) if op == "in" else ((value,) if op not in ("null", "notnull") else ())
-        if all(isinstance(v, _JSON_TYPES) for v in values):
+        if all(isinstance(v, _CONDITION_TYPES) for v in values):
             out.append(Condition(op, item.attribute[0], values))
     return out
 

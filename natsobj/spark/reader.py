@@ -8,6 +8,7 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -29,6 +30,7 @@ from natsobj.spark.errors import DatasetChanged
 from natsobj.spark.handoff import produce_ahead
 from natsobj.spark.manifest import Part
 from natsobj.spark.options import SourceOptions
+from natsobj.spark.partitions import UNPARTITIONED, Layout, add_constants, may_hold
 from natsobj.spark.pushdown import Condition, conditions, may_match, row_group_stats
 from natsobj.spark.storage import objects_under, open_store
 from natsobj.spark.wording import spark_words
@@ -54,6 +56,7 @@ BINARY_SCHEMA = StructType(
 class PartPartition(InputPartition):
     name: str
     size: int
+    values: tuple[Any, ...] = ()  # the part's partition values, in the layout's order
 
 
 @dataclass
@@ -65,15 +68,28 @@ class TableReader(DataSourceReader):
     """Reads the parts of one manifest generation, pinned when the query was planned."""
 
     def __init__(
-        self, opts: SourceOptions, schema: StructType, parts: tuple[Part, ...], generation: int
+        self,
+        opts: SourceOptions,
+        schema: StructType,
+        parts: tuple[Part, ...],
+        generation: int,
+        layout: Layout = UNPARTITIONED,
     ) -> None:
         self.opts = opts
         self.schema = schema
         self.parts = parts
         self.generation = generation  # 0 when planned from a listing
+        self.layout = layout  # hive-style partition columns, filled in from the names
 
     def partitions(self) -> list[InputPartition]:
-        return [PartPartition(p.name, p.size) for p in self.parts]
+        return list(self._planned())
+
+    def _planned(self) -> Iterator[PartPartition]:
+        schema = self.schema.jsonValue()
+        for p in self.parts:
+            yield PartPartition(
+                p.name, p.size, self.layout.values(self.opts.prefix, p.name, schema)
+            )
 
     @in_words_of(spark_words)
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -86,7 +102,13 @@ class TableReader(DataSourceReader):
     def _batches(self, partition: PartPartition, target: pa.Schema) -> Iterator[pa.RecordBatch]:
         with contextlib.ExitStack() as stack, open_store(self.opts) as store:
             parquet, row_groups = self._open_part(store, partition, stack)
-            missing = [n for n in target.names if n not in parquet.schema_arrow.names]
+            fixed = {
+                c: v
+                for c, v in zip(self.layout.columns, partition.values, strict=True)
+                if c in target.names
+            }
+            stored = [n for n in target.names if n not in fixed]
+            missing = [n for n in stored if n not in parquet.schema_arrow.names]
             if missing:
                 raise KeyError(
                     f"bucket {self.opts.bucket!r}, object {partition.name!r} has no column(s) "
@@ -95,12 +117,12 @@ class TableReader(DataSourceReader):
             batches = parquet.iter_batches(
                 batch_size=BATCH_ROWS,
                 row_groups=row_groups,
-                columns=target.names,
+                columns=stored,
                 use_threads=False,
             )
             for batch in batches:
                 try:
-                    yield conform(batch, target)
+                    yield conform(add_constants(batch, fixed, target), target)
                 except (pa.ArrowInvalid, ValueError) as exc:
                     raise ValueError(
                         f"bucket {self.opts.bucket!r}, object {partition.name!r} does not fit "
@@ -155,7 +177,11 @@ class FilteringTableReader(TableReader):
         return filters
 
     def partitions(self) -> list[InputPartition]:
-        return [PartPartition(p.name, p.size) for p in self.parts if may_match(p.stats, self.where)]
+        return [
+            planned
+            for p, planned in zip(self.parts, self._planned(), strict=True)
+            if may_match(p.stats, self.where) and may_hold(self.layout, planned.values, self.where)
+        ]
 
     def _open_part(
         self, store: natsobj.ObjectStore, part: PartPartition, stack: contextlib.ExitStack

@@ -19,6 +19,7 @@ from pyspark.sql.types import StructType
 from natsobj.errors import in_words_of
 from natsobj.spark.errors import BadSparkOption
 from natsobj.spark.options import BINARY, SourceOptions
+from natsobj.spark.partitions import dataset_layout, with_partitions
 from natsobj.spark.reader import (
     BINARY_SCHEMA,
     BinaryReader,
@@ -58,7 +59,12 @@ class NatsObjDataSource(DataSource):
             data = store.get_bytes(
                 plan.parts[0].name, allow_missing_digest=opts.allow_missing_digest
             )
-        return from_arrow_schema(pq.ParquetFile(pa.BufferReader(data)).schema_arrow)
+        stored = from_arrow_schema(pq.ParquetFile(pa.BufferReader(data)).schema_arrow)
+        # Hive-style col=value folders become columns after the data, as Spark discovers them.
+        layout = dataset_layout(
+            opts.prefix, [p.name for p in plan.parts], manifest=None, where=opts.where
+        )
+        return StructType.fromJson(with_partitions(stored.jsonValue(), layout))
 
     @in_words_of(spark_words)
     def reader(self, schema: StructType) -> DataSourceReader:
@@ -69,7 +75,10 @@ class NatsObjDataSource(DataSource):
             plan = load_plan(store, opts)
         generation = plan.manifest.generation if plan.manifest else 0
         reader = FilteringTableReader if opts.pushdown else TableReader
-        return reader(opts, schema, plan.parts, generation)
+        layout = dataset_layout(
+            opts.prefix, [p.name for p in plan.parts], manifest=plan.manifest, where=opts.where
+        )
+        return reader(opts, schema, plan.parts, generation, layout)
 
     @in_words_of(spark_words)
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:

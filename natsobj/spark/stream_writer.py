@@ -57,8 +57,8 @@ def prepare_stream_writer(
             bucket=opts.bucket,
         )
     with open_store(opts, create=opts.create_bucket) as store:
-        check_target(opts, read_manifest(store, opts.prefix), schema, overwrite)
-    return NatsObjStreamWriter(opts, schema, overwrite)
+        columns = check_target(opts, read_manifest(store, opts.prefix), schema, overwrite)
+    return NatsObjStreamWriter(opts, schema, overwrite, columns)
 
 
 def batch_write_id(context: TaskContext | None) -> tuple[str, str]:
@@ -80,13 +80,20 @@ def run_of(write_id: str) -> str:
 
 
 class NatsObjStreamWriter(DataSourceStreamArrowWriter):
-    def __init__(self, opts: SourceOptions, schema: StructType, overwrite: bool) -> None:
+    def __init__(
+        self,
+        opts: SourceOptions,
+        schema: StructType,
+        overwrite: bool,
+        partition_by: tuple[str, ...] = (),
+    ) -> None:
         self.opts = opts
         self.schema = schema
         self.overwrite = overwrite  # complete output mode: each batch replaces the dataset
+        self.partition_by = partition_by
 
     def _batch_writer(self, write_id: str) -> NatsObjWriter:
-        return NatsObjWriter(self.opts, self.schema, self.overwrite, write_id)
+        return NatsObjWriter(self.opts, self.schema, self.overwrite, write_id, self.partition_by)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> BatchPartsMessage:
         write_id, query = batch_write_id(TaskContext.get())
@@ -101,7 +108,9 @@ class NatsObjStreamWriter(DataSourceStreamArrowWriter):
         if not any(m.parts for m in reports):
             log.info("natsobj stream: batch %d of %s is empty", batchId, self.opts.where)
             return  # a generation per empty batch would wake every sensor for nothing
-        committer = MicroBatchCommit(self.opts, self.schema, self.overwrite, write_id)
+        committer = MicroBatchCommit(
+            self.opts, self.schema, self.overwrite, write_id, self.partition_by
+        )
         committer.stream = (query, batchId)
         committer.commit(list(reports))
         if not committer.built_on.startswith(run_of(write_id)):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -42,6 +42,7 @@ from natsobj.spark.manifest import (
     part_name,
 )
 from natsobj.spark.options import SourceOptions
+from natsobj.spark.partitions import resolve, split, stored_schema
 from natsobj.spark.pushdown import file_stats
 from natsobj.spark.storage import (
     delete_quietly,
@@ -69,15 +70,15 @@ class PartsMessage(WriterCommitMessage):
 def prepare_writer(opts: SourceOptions, schema: StructType, overwrite: bool) -> NatsObjWriter:
     """Driver-side checks before any task runs, so a doomed write fails in seconds."""
     with open_store(opts, create=opts.create_bucket) as store:
-        check_target(opts, read_manifest(store, opts.prefix), schema, overwrite)
-    return NatsObjWriter(opts, schema, overwrite, opts.write_id or uuid.uuid4().hex)
+        columns = check_target(opts, read_manifest(store, opts.prefix), schema, overwrite)
+    return NatsObjWriter(opts, schema, overwrite, opts.write_id or uuid.uuid4().hex, columns)
 
 
 def check_target(
     opts: SourceOptions, previous: Manifest | None, schema: StructType, overwrite: bool
-) -> None:
+) -> tuple[str, ...]:
     """Refuse a write that cannot commit: if_exists=error over a dataset, or an append whose
-    columns differ from the dataset's."""
+    columns or partitioning differ from the dataset's. Returns the partition columns."""
     if opts.if_exists and overwrite:
         raise BadSparkOption(
             f"option if_exists={opts.if_exists!r} needs .mode('append'), not overwrite",
@@ -85,8 +86,18 @@ def check_target(
         )
     if previous is not None and opts.if_exists == "error":
         raise DatasetExists(f"dataset {opts.prefix!r} already exists", bucket=opts.bucket)
+    columns = resolve(
+        opts.partition_by,
+        schema.jsonValue(),
+        previous.partition_columns if previous is not None else None,
+        overwrite=overwrite,
+        where=opts.where,
+    )
     if previous is not None and not overwrite:
-        merge_schemas(previous.schema, schema.jsonValue(), where=opts.prefix)
+        merge_schemas(
+            previous.schema, stored_schema(schema.jsonValue(), columns), where=opts.prefix
+        )
+    return columns
 
 
 class NatsObjWriter(DataSourceArrowWriter):
@@ -94,12 +105,18 @@ class NatsObjWriter(DataSourceArrowWriter):
     stream: tuple[str, int] | None = None
 
     def __init__(
-        self, opts: SourceOptions, schema: StructType, overwrite: bool, write_id: str
+        self,
+        opts: SourceOptions,
+        schema: StructType,
+        overwrite: bool,
+        write_id: str,
+        partition_by: tuple[str, ...] = (),
     ) -> None:
         self.opts = opts
         self.schema = schema
         self.overwrite = overwrite
         self.write_id = write_id
+        self.partition_by = partition_by  # hive-style folders: natsobj.spark.partitions
 
     # -- executors --------------------------------------------------------------------------------
 
@@ -123,17 +140,26 @@ class NatsObjWriter(DataSourceArrowWriter):
     def _put_parts(
         self, store: natsobj.ObjectStore, message: PartsMessage, batches: Iterator[pa.RecordBatch]
     ) -> None:
-        for part_batches in ObjectSplitter(batches, self.opts.rows_per_object):
-            message.parts.append(self._put_part(store, message, part_batches))
+        runs: Iterable[tuple[str, Iterable[pa.RecordBatch]]]
+        if self.partition_by:
+            runs = PartitionRuns(batches, self.partition_by, self.opts.rows_per_object)
+        else:
+            runs = (("", run) for run in ObjectSplitter(batches, self.opts.rows_per_object))
+        for folder, part_batches in runs:
+            message.parts.append(self._put_part(store, message, part_batches, folder))
             if is_aborted(store, self.opts.prefix, self.write_id):
                 raise WriteAborted(
                     "the write was aborted while this task ran", bucket=self.opts.bucket
                 )
 
     def _put_part(
-        self, store: natsobj.ObjectStore, message: PartsMessage, batches: Iterator[pa.RecordBatch]
+        self,
+        store: natsobj.ObjectStore,
+        message: PartsMessage,
+        batches: Iterable[pa.RecordBatch],
+        folder: str,
     ) -> Part:
-        name = part_name(self.opts.prefix, message.partition, message.attempt)
+        name = part_name(self.opts.prefix, message.partition, message.attempt, folder)
         counter = RowCount()
         stream = parquet_stream(
             batches,
@@ -244,7 +270,8 @@ class NatsObjWriter(DataSourceArrowWriter):
         manifest, doomed = next_generation(
             previous,
             prefix=self.opts.prefix,
-            schema=self.schema.jsonValue(),
+            schema=stored_schema(self.schema.jsonValue(), self.partition_by),
+            partition_columns=self.partition_by,
             parts=parts,
             overwrite=self.overwrite,
             write_id=self.write_id,
@@ -277,3 +304,59 @@ class NatsObjWriter(DataSourceArrowWriter):
 
 def _parts(messages: list[WriterCommitMessage | None]) -> list[Part]:
     return [p for m in messages if isinstance(m, PartsMessage) for p in m.parts]
+
+
+# A task holds at most about this much Arrow data of partitions not yet stored.
+PARTITION_BUFFER_BYTES = 64 * 1024 * 1024
+
+
+class PartitionRuns:
+    """A task's rows by partition, as ``(folder, batches)`` runs of one part object each.
+
+    Spark's Parquet source sorts a task's rows by the partition columns to write one file at
+    a time; a Python data source is not given that sort, so rows are held per partition and a
+    run goes out when it reaches ``rows_per_object`` rows, when the rows held pass
+    ``PARTITION_BUFFER_BYTES`` (the largest partition), and at the end. A task whose
+    partitions fit in memory thus stores one object per partition, as Spark's source does."""
+
+    def __init__(
+        self, batches: Iterable[pa.RecordBatch], columns: tuple[str, ...], rows_per_object: int
+    ) -> None:
+        self._batches = batches
+        self._columns = columns
+        self._limit = rows_per_object
+        self._held: dict[str, list[pa.RecordBatch]] = {}
+        self._rows: dict[str, int] = {}
+        self._bytes: dict[str, int] = {}
+
+    def __iter__(self) -> Iterator[tuple[str, list[pa.RecordBatch]]]:
+        for batch in self._batches:
+            for folder, rows in split(batch, self._columns):
+                self._held.setdefault(folder, []).append(rows)
+                self._rows[folder] = self._rows.get(folder, 0) + rows.num_rows
+                self._bytes[folder] = self._bytes.get(folder, 0) + rows.nbytes
+                while self._rows.get(folder, 0) >= self._limit:
+                    yield folder, self._take(folder, self._limit)
+            while sum(self._bytes.values()) > PARTITION_BUFFER_BYTES:
+                largest = max(self._bytes, key=self._bytes.__getitem__)
+                yield largest, self._take(largest, self._rows[largest])
+        for folder in sorted(self._held):
+            yield folder, self._take(folder, self._rows[folder])
+
+    def _take(self, folder: str, rows: int) -> list[pa.RecordBatch]:
+        """The first ``rows`` rows held for ``folder``; the rest stay held."""
+        taken: list[pa.RecordBatch] = []
+        held = self._held.pop(folder)
+        del self._rows[folder], self._bytes[folder]
+        while held and rows > 0:
+            batch = held.pop(0)
+            head, tail = batch.slice(0, rows), batch.slice(rows)
+            taken.append(head)
+            rows -= head.num_rows
+            if tail.num_rows:
+                held.insert(0, tail)
+        if held:
+            self._held[folder] = held
+            self._rows[folder] = sum(b.num_rows for b in held)
+            self._bytes[folder] = sum(b.nbytes for b in held)
+        return taken

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.spark.gateway import stop_spark_gateway
+from tests.spark.served import monitored_server
 
 
 @pytest.fixture(scope="session")
@@ -51,3 +52,10 @@ def spark_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     standalone.start()
     yield standalone
     standalone.stop()
+
+
+@pytest.fixture(scope="module")
+def monitored(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+    """A server of the module's own, and its monitoring port (``tests.spark.served``)."""
+    with monitored_server(tmp_path_factory.mktemp("monitored")) as running:
+        yield running

@@ -8,36 +8,12 @@ after each query, so the count covers the Python workers Spark starts, whatever 
 
 from __future__ import annotations
 
-import json
-import urllib.request
-from collections.abc import Iterator
-
-import pytest
-
-from natsobj.embedded import NatsServerProcess, free_port
+from tests.spark.served import served
 
 CONF = "spark.sql.python.filterPushdown.enabled"
 PREFIX = "lake/ranges"
 GROUPS = 20
 GROUP_ROWS = 20_000
-
-
-@pytest.fixture(scope="module")
-def monitored(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[tuple[NatsServerProcess, int]]:
-    port = free_port()
-    server = NatsServerProcess(
-        tmp_path_factory.mktemp("monitored"), config=f'http: "127.0.0.1:{port}"\n'
-    )
-    server.start()
-    yield server, port
-    server.stop()
-
-
-def _served(port: int) -> int:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/varz", timeout=10) as response:
-        return int(json.load(response)["out_bytes"])
 
 
 def test_a_filter_keeping_one_row_group_in_twenty_reads_a_tenth_of_the_bytes(
@@ -54,10 +30,10 @@ def test_a_filter_keeping_one_row_group_in_twenty_reads_a_tenth_of_the_bytes(
     condition = f"id >= {7 * GROUP_ROWS + 100} AND id < {7 * GROUP_ROWS + 600}"
 
     def query(pushdown: str) -> tuple[list[tuple], int]:
-        before = _served(port)
+        before = served(port)
         frame = spark.read.format("natsobj").options(**options, pushdown=pushdown).load(PREFIX)
         found = sorted(tuple(r) for r in frame.filter(condition).collect())
-        return found, _served(port) - before
+        return found, served(port) - before
 
     spark.conf.set(CONF, "true")
     try:
