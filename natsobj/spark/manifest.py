@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from natsobj.spark.errors import SchemaMismatch
-from natsobj.spark.partitions import is_hidden
+from natsobj.spark.partition_values import is_hidden
 
 MANIFEST = "_manifest.json"
 ABORTED = "_aborted"

@@ -15,7 +15,7 @@ from pyspark.errors import IllegalArgumentException
 
 from natsobj.spark import BadSparkOption
 from natsobj.spark.manifest import is_data_object
-from natsobj.spark.partitions import escape, infer_type, unescape, wider
+from natsobj.spark.partition_values import escape, infer_type, unescape, wider
 from tests.spark.served import served
 
 CONF = "spark.sql.python.filterPushdown.enabled"
