@@ -51,7 +51,11 @@ def test_serve_cluster_survives_a_killed_leader_and_stops_on_ctrl_c(tmp_path: Pa
         with natsobj.connect(url) as client:
             store = client.create_store("laptop", replicas=3)
             assert store.put("model.bin", b"weights" * 1000).size == 7000
-            leader = stream_leader(_jsz(tmp_path, pids), "OBJ_laptop")
+            # n1's /jsz names the stream's leader once n1 has heard of the election
+            deadline = time.monotonic() + 15
+            while (leader := stream_leader(_jsz(tmp_path, pids), "OBJ_laptop")) is None:
+                assert time.monotonic() < deadline, "no node reported a leader for OBJ_laptop"
+                time.sleep(0.1)
             assert leader in pids
             os.kill(pids[leader], signal.SIGKILL)
             assert store.get_bytes("model.bin") == b"weights" * 1000

@@ -13,12 +13,22 @@ import natsobj
 CHUNK = 64 * 1024
 
 
-def killing_source(server, data: bytes, kill_after_chunks: int):
-    """Yields the data in chunks and SIGKILLs the server part way, like a crash mid-upload."""
-    for index, start in enumerate(range(0, len(data), CHUNK)):
-        if index == kill_after_chunks:
-            server.kill()
-        yield data[start : start + CHUNK]
+def killing_source(server, data: bytes, kill_after_chunks: int, bucket: str = "crash"):
+    """Yields the data in chunks and SIGKILLs the server part way, like a crash mid-upload:
+    once the server has stored some of the chunks already sent (on a loaded machine they may
+    still be in flight), so the crash leaves orphan chunks behind. The stored count is asked
+    through a connection of its own."""
+    with natsobj.connect(server.url) as watcher:
+        store = watcher.store(bucket)
+        before = store.status().messages  # the meta record, an earlier version's chunks
+        for index, start in enumerate(range(0, len(data), CHUNK)):
+            if index == kill_after_chunks:
+                deadline = time.monotonic() + 20
+                while store.status().messages <= before:
+                    assert time.monotonic() < deadline, "the server stored none of the chunks"
+                    time.sleep(0.05)
+                server.kill()
+            yield data[start : start + CHUNK]
 
 
 def wait_until_usable(
