@@ -47,7 +47,12 @@ def part_name(prefix: str, partition: int, attempt: int) -> str:
 
 def is_data_object(prefix: str, name: str) -> bool:
     """Parquet objects under ``prefix`` that are not hidden (``_*``, ``.*``), as Spark lists."""
-    if not name.startswith(prefix + "/" if prefix else "") or not name.endswith(".parquet"):
+    return name.endswith(".parquet") and is_listed(prefix, name)
+
+
+def is_listed(prefix: str, name: str) -> bool:
+    """Objects under ``prefix`` that are not hidden (``_*``, ``.*``), as Spark lists files."""
+    if not name.startswith(prefix + "/" if prefix else ""):
         return False
     return not any(seg.startswith(("_", ".")) for seg in name[len(prefix) :].split("/") if seg)
 

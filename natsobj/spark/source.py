@@ -4,8 +4,6 @@ Python message at ``load()`` / ``save()`` instead of inside a task."""
 
 from __future__ import annotations
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -13,11 +11,12 @@ from pyspark.sql.datasource import (
     DataSourceStreamWriter,
     DataSourceWriter,
 )
-from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from natsobj.errors import in_words_of
 from natsobj.spark.errors import BadSparkOption
+from natsobj.spark.file_options import PARQUET, check_write_format, format_of
+from natsobj.spark.file_reader import FileTableReader, infer_schema
 from natsobj.spark.options import BINARY, SourceOptions
 from natsobj.spark.reader import (
     BINARY_SCHEMA,
@@ -46,19 +45,16 @@ class NatsObjDataSource(DataSource):
     @in_words_of(spark_words)
     def schema(self) -> StructType:
         # readStream asks for the schema too, with its streaming options among the others.
-        opts = StreamOptions.parse(self.options).source
+        opts = StreamOptions.parse(self.options, header_default=False).source
         if opts.layout == BINARY:
             return BINARY_SCHEMA
         with open_store(opts) as store:
             plan = load_plan(store, opts)
             if plan.manifest is not None:
                 return StructType.fromJson(plan.manifest.schema)
-            # Foreign Parquet: take the schema of the first object, as spark.read.parquet does
-            # by default (no merging).
-            data = store.get_bytes(
-                plan.parts[0].name, allow_missing_digest=opts.allow_missing_digest
-            )
-        return from_arrow_schema(pq.ParquetFile(pa.BufferReader(data)).schema_arrow)
+            # Objects without a manifest: the schema of the first, as spark.read.parquet (or
+            # csv, json) does by default (no merging).
+            return infer_schema(store, opts, plan.parts[0])
 
     @in_words_of(spark_words)
     def reader(self, schema: StructType) -> DataSourceReader:
@@ -67,6 +63,10 @@ class NatsObjDataSource(DataSource):
             return BinaryReader(opts)
         with open_store(opts) as store:
             plan = load_plan(store, opts)
+        if plan.manifest is None and any(
+            format_of(p.name, opts.object_format) != PARQUET for p in plan.parts
+        ):
+            return FileTableReader(opts, schema, plan.parts)
         generation = plan.manifest.generation if plan.manifest else 0
         reader = FilteringTableReader if opts.pushdown else TableReader
         return reader(opts, schema, plan.parts, generation)
@@ -80,6 +80,7 @@ class NatsObjDataSource(DataSource):
                 bucket=opts.bucket,
                 hint="Write tables without the layout option; store files with `natsobj put`.",
             )
+        check_write_format(opts)
         return prepare_writer(opts, schema, overwrite)
 
     # Structured Streaming: see stream_reader / stream_writer.
