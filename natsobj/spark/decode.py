@@ -104,7 +104,7 @@ def raw_batches(
             batch_size=BATCH_ROWS, columns=target.names, use_threads=False
         )
     elif fmt == CSV:
-        yield from _csv(opened(source, name, options), target, options)
+        yield from _csv(csv_stream(opened(source, name, options), options), target, options)
     elif fmt == JSON:
         yield from _json(opened(source, name, options), target, options)
     elif fmt == TEXT:
@@ -135,24 +135,33 @@ def csv_options(
     return read, parse
 
 
+def null_values(options: FileFormat) -> list[str]:
+    """What a CSV field reads as null: option nullValue, and an empty unquoted field always
+    (Spark's parser gives null for it whatever nullValue is; a quoted empty field is "")."""
+    return sorted({options.null_value, ""})
+
+
 def _csv(stream: pa.NativeFile, target: pa.Schema, options: FileFormat) -> Iterator[pa.RecordBatch]:
     read, parse = csv_options(options, target.names)
     convert = pacsv.ConvertOptions(
         column_types={f.name: f.type for f in target},
         include_columns=target.names,
-        null_values=[options.null_value],
+        null_values=null_values(options),
         strings_can_be_null=True,
+        quoted_strings_can_be_null=False,
         true_values=TRUE_VALUES,
         false_values=FALSE_VALUES,
     )
-    stream = _without_comments(stream, options) if options.comment else stream
     yield from pacsv.open_csv(
         stream, read_options=read, parse_options=parse, convert_options=convert
     )
 
 
-def _without_comments(stream: pa.NativeFile, options: FileFormat) -> pa.NativeFile:
-    """CSV lines starting with option ``comment`` dropped (pyarrow has no such option)."""
+def csv_stream(stream: pa.NativeFile, options: FileFormat) -> pa.NativeFile:
+    """A CSV object's stream without the lines starting with option ``comment`` (pyarrow has
+    no such option; with one, the object is filtered in memory, as it is fetched anyway)."""
+    if not options.comment:
+        return stream
     marker = options.comment.encode()
     kept = b"".join(line + b"\n" for line in _lines(stream, options) if not line.startswith(marker))
     return pa.BufferReader(kept)

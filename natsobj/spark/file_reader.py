@@ -41,6 +41,8 @@ from natsobj.spark.decode import (
     FALSE_VALUES,
     TRUE_VALUES,
     csv_options,
+    csv_stream,
+    null_values,
     decode,
     object_format,
     opened,
@@ -101,13 +103,15 @@ def infer_schema(store: natsobj.ObjectStore, opts: SourceOptions, first: Part) -
         if fmt == PARQUET:
             return from_arrow_schema(pq.ParquetFile(source).schema_arrow)
 
+        data = source if isinstance(source, str) else source.read_buffer()
+
         def stream() -> pa.NativeFile:
-            if not isinstance(source, str):
-                source.seek(0)
-            return opened(source, first.name, opts.file_format)
+            """The object from its start (a decompressing stream closes what it reads)."""
+            fresh = data if isinstance(data, str) else pa.BufferReader(data)
+            return opened(fresh, first.name, opts.file_format)
 
         if fmt == CSV:
-            return _csv_schema(stream, opts)
+            return _csv_schema(lambda: csv_stream(stream(), opts.file_format), opts)
         assert fmt == JSON
         return _json_schema(stream(), opts)
 
@@ -132,8 +136,9 @@ def _csv_schema(stream: Callable[[], pa.NativeFile], opts: SourceOptions) -> Str
         parse_options=parse,
         convert_options=pacsv.ConvertOptions(
             column_types=dict.fromkeys(positions, pa.string()),
-            null_values=[options.null_value],
+            null_values=null_values(options),
             strings_can_be_null=True,
+            quoted_strings_can_be_null=False,
         ),
     )
     table = reader.read_all()

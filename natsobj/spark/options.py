@@ -23,7 +23,7 @@ from natsobj.operation_options import Face, for_face, resolve
 from natsobj.parsing import parse_bool, parse_count, parse_duration
 from natsobj.paths import is_nats_url, parse_nats_url
 from natsobj.settings import OPTION_FIELDS, SETTING_DEFAULTS, ConnectionSettings, check_options
-from natsobj.spark.errors import BadSparkOption
+from natsobj.spark.errors import BadSparkOption, CatalogTableUnsupported
 from natsobj.spark.file_options import (
     AUTO,
     FILE_OPTION_KEYS,
@@ -124,6 +124,7 @@ class SourceOptions:
         """``header_default``: whether a CSV object has a header line unless option header
         says; true for the streaming source, which has always read CSV that way."""
         opts = {str(k).lower(): v for k, v in options.items() if v is not None}
+        _refuse_catalog_table(opts)
         _take_deprecated_layout(opts)
         _ignore_unknown(opts)
         values = {**DEFAULTS, **opts}
@@ -201,6 +202,26 @@ class SourceOptions:
             file_format=file_format,
             write_id=values.get("write_id") or None,
             embedded=embedded,
+        )
+
+
+def _refuse_catalog_table(opts: Mapping[str, str]) -> None:
+    """A catalog table cannot keep its options (``CatalogTableUnsupported``). Spark names the
+    table's provider in the options only when ``CREATE TABLE`` asks the source for a schema,
+    and reads and writes of a catalog table arrive with no options at all."""
+    if "provider" in opts:
+        raise CatalogTableUnsupported(
+            f"CREATE TABLE ... USING {opts['provider']} cannot keep its OPTIONS: Spark does not "
+            "pass a catalog table's options to a Python data source when the table is read "
+            "or written"
+        )
+    if not opts:
+        raise CatalogTableUnsupported(
+            "format('natsobj') was given no options at all, so there is no bucket to use; "
+            "a catalog table (CREATE TABLE ... USING natsobj, saveAsTable) arrives like "
+            "this, since Spark does not pass its options to a Python data source",
+            hint='Give the options (.option("bucket", ...), load("nats://<bucket>/<prefix>")); '
+            + CatalogTableUnsupported.hint,
         )
 
 

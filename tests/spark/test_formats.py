@@ -1,0 +1,187 @@
+"""Batch reads of single objects and of CSV, JSON and text objects through format("natsobj"),
+each compared with Spark's own reader on a local copy of the same bytes; write format options;
+option names. A real local[2] session and a real nats-server."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import warnings
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.errors import PySparkException
+
+from natsobj.spark import NoManifestWarning
+
+CSV_A = b"id,name,amount,day,ok\n1,ann,1.5,2024-01-02,true\n2,,2.25,2024-02-03,false\n3,bob,,2024-03-04,\n"
+CSV_B = b"id,name,amount,day,ok\n4,cy,4.0,2024-04-05,true\n"
+JSON_LINES = (
+    b'{"b": 1, "a": "x", "n": {"z": 1, "y": [1, 2]}}\n'
+    b'{"b": 2.5, "a": null, "t": true}\n'
+    b"\n"
+    b'{"b": 3, "t": false}\n'
+)
+JSON_DOC = b'[{"a": 1, "s": {"q": "x"}},\n {"a": 2, "b": "q"}]'
+TEXT = b"l1\r\nl2\n\nl4\rl5"
+
+
+def _rows(df) -> list[tuple]:
+    return sorted((tuple(r) for r in df.collect()), key=repr)
+
+
+def _same(ours, theirs) -> None:
+    """Same schema (names, types, nullability) and the same rows as Spark's own source."""
+    assert ours.schema == theirs.schema, (ours.schema.simpleString(), theirs.schema.simpleString())
+    assert _rows(ours) == _rows(theirs)
+
+
+@pytest.fixture
+def files(store, tmp_path: Path):
+    """Put ``objects`` into the test bucket and the same bytes under ``tmp_path``."""
+
+    def put(objects: dict[str, bytes]) -> Path:
+        for name, data in objects.items():
+            store.put(name, data)
+            local = tmp_path / name
+            local.parent.mkdir(parents=True, exist_ok=True)
+            local.write_bytes(data)
+        return tmp_path
+
+    return put
+
+
+@pytest.fixture
+def natsobj_read(spark, options):
+    def read(**extra: str):
+        return spark.read.format("natsobj").options(**options).options(**extra)
+
+    return read
+
+
+def test_a_single_object_loads_as_a_dataset_of_one(spark, natsobj_read, files, store) -> None:
+    buffer = io.BytesIO()
+    pq.write_table(pa.table({"x": [1, 2, 3], "s": ["a", None, "c"]}), buffer)
+    local = files({"with/pandas.parquet": buffer.getvalue()})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoManifestWarning)  # one put: nothing half-written
+        ours = natsobj_read().load(f"nats://{store.bucket}/with/pandas.parquet")
+        _same(ours, spark.read.parquet(str(local / "with/pandas.parquet")))
+
+
+@pytest.mark.parametrize(
+    "csv_options",
+    [
+        {"header": "true"},
+        {"header": "true", "inferSchema": "true"},
+        {},
+        {"inferSchema": "true"},
+    ],
+)
+def test_csv_glob_reads_like_spark_read_csv(spark, natsobj_read, files, csv_options) -> None:
+    local = files({"raw/a.csv": CSV_A, "raw/b.csv": CSV_B, "raw/notes.txt": b"not csv"})
+    ours = natsobj_read(objectFormat="csv", glob="raw/*.csv", **csv_options).load()
+    _same(ours, spark.read.options(**csv_options).csv(str(local / "raw/*.csv")))
+    assert ours.rdd.getNumPartitions() == 2  # one task per object
+
+
+def test_csv_parsing_options_match_spark(spark, natsobj_read, files) -> None:
+    data = b"# exported\nk;v;note\n1;NA;'semi;colon'\n2;x;'it\\'s'\n3;;'two\nlines'\n4;'';''\n"
+    local = files({"opt/a.csv": data})
+    csv_options = {
+        "header": "true",
+        "sep": ";",
+        "quote": "'",
+        "escape": "\\",
+        "nullValue": "NA",
+        "comment": "#",
+        "multiLine": "true",
+    }
+    ours = natsobj_read(objectFormat="csv", **csv_options).load("opt")
+    _same(ours, spark.read.options(**csv_options).csv(str(local / "opt")))
+    assert ours.where("k = '1'").first().v is None
+
+
+def test_gzipped_csv_is_read_by_its_extension(spark, natsobj_read, files) -> None:
+    local = files({"gz/a.csv.gz": gzip.compress(CSV_A)})
+    ours = natsobj_read(header="true", inferSchema="true").load("gz")
+    _same(ours, spark.read.options(header="true", inferSchema="true").csv(str(local / "gz")))
+
+
+def test_json_lines_and_multiline_read_like_spark_read_json(spark, natsobj_read, files) -> None:
+    local = files({"j/a.json": JSON_LINES, "m/a.json": JSON_DOC})
+    _same(natsobj_read().load("j"), spark.read.json(str(local / "j")))
+    _same(
+        natsobj_read(multiLine="true").load("m"),
+        spark.read.json(str(local / "m"), multiLine=True),
+    )
+    schema = "a STRING, b DOUBLE"
+    _same(
+        natsobj_read().schema(schema).load("j/a.json"),
+        spark.read.schema(schema).json(str(local / "j/a.json")),
+    )
+
+
+@pytest.mark.parametrize("text_options", [{}, {"wholetext": True}, {"lineSep": "l"}])
+def test_text_reads_like_spark_read_text(spark, natsobj_read, files, text_options) -> None:
+    local = files({"t/a.txt": TEXT, "t/b.log": b"b1\nb2\n"})
+    given = {k: str(v).lower() for k, v in text_options.items()}
+    ours = natsobj_read(objectFormat="text", **given).load("t")
+    _same(ours, spark.read.text(str(local / "t"), **text_options))
+
+
+def test_a_write_format_other_than_parquet_is_refused(spark, options, store) -> None:
+    for key in ("format", "objectFormat"):
+        with pytest.raises(PySparkException) as excinfo:
+            spark.range(3).write.format("natsobj").mode("overwrite").options(**options).option(
+                key, "csv"
+            ).save("w")
+        assert "format 'csv' cannot be written" in str(excinfo.value)
+    assert store.list(prefix="w/") == []
+    spark.range(3).write.format("natsobj").mode("overwrite").options(**options).option(
+        "format", "parquet"
+    ).save("w")
+    assert natsobj_rows(spark, options, "w") == [(0,), (1,), (2,)]
+
+
+def natsobj_rows(spark, options, prefix: str) -> list[tuple]:
+    return _rows(spark.read.format("natsobj").options(**options).load(prefix))
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        ({"hedaer": "true"}, "unknown natsobj option 'hedaer' (did you mean 'header'?)"),
+        ({"inferschemas": "true"}, "did you mean 'inferschema'?"),
+        ({"dateFormat": "dd.MM.yyyy"}, "option 'dateformat' of Spark's CSV/JSON sources"),
+        ({"sep": "::"}, "option sep must be one character"),
+        ({"format": "avro"}, "options objectFormat and format disagree"),
+    ],
+)
+def test_misspelt_and_unsupported_options_are_refused(spark, natsobj_read, files, extra, expected):
+    files({"raw/a.csv": CSV_A})
+    with pytest.raises(PySparkException) as excinfo:
+        natsobj_read(objectFormat="csv", **extra).load("raw").collect()
+    assert expected in str(excinfo.value)
+
+
+def test_options_of_other_sources_are_ignored_as_spark_does(spark, natsobj_read, files) -> None:
+    local = files({"raw/a.csv": CSV_A})
+    ours = natsobj_read(objectFormat="csv", header="true", mergeSchema="true").load("raw")
+    _same(ours, spark.read.options(header="true", mergeSchema="true").csv(str(local / "raw")))
+
+
+def test_a_missing_dataset_names_it_on_the_first_line(spark, natsobj_read, store) -> None:
+    """Spark prints the worker's traceback first; with its hideTraceback setting the first
+    line is the exception, which names the dataset and the bucket."""
+    spark.conf.set("spark.sql.execution.pyspark.udf.hideTraceback.enabled", "true")
+    try:
+        with pytest.raises(PySparkException) as excinfo:
+            natsobj_read().load("nope").collect()
+    finally:
+        spark.conf.unset("spark.sql.execution.pyspark.udf.hideTraceback.enabled")
+    first = str(excinfo.value).splitlines()[0]
+    assert first.startswith("[PYTHON_DATA_SOURCE_ERROR]")
+    assert f"DatasetNotFound: bucket {store.bucket!r}: dataset 'nope' not found" in first
