@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import re
 import warnings
 from pathlib import Path
 
@@ -15,8 +16,15 @@ import pytest
 from pyspark.errors import PySparkException
 
 from natsobj.spark import NoManifestWarning
+from natsobj.spark.file_options import FILE_OPTIONS, UNSUPPORTED
+from natsobj.spark.options import KNOWN_OPTIONS
 
-CSV_A = b"id,name,amount,day,ok\n1,ann,1.5,2024-01-02,true\n2,,2.25,2024-02-03,false\n3,bob,,2024-03-04,\n"
+CSV_A = (
+    b"id,name,amount,day,ok\n"
+    b"1,ann,1.5,2024-01-02,true\n"
+    b"2,,2.25,2024-02-03,false\n"
+    b"3,bob,,2024-03-04,\n"
+)
 CSV_B = b"id,name,amount,day,ok\n4,cy,4.0,2024-04-05,true\n"
 JSON_LINES = (
     b'{"b": 1, "a": "x", "n": {"z": 1, "y": [1, 2]}}\n'
@@ -185,3 +193,54 @@ def test_a_missing_dataset_names_it_on_the_first_line(spark, natsobj_read, store
     first = str(excinfo.value).splitlines()[0]
     assert first.startswith("[PYTHON_DATA_SOURCE_ERROR]")
     assert f"DatasetNotFound: bucket {store.bucket!r}: dataset 'nope' not found" in first
+
+
+def test_catalog_tables_are_refused_naming_why_and_temporary_views_work(spark, options) -> None:
+    """Spark hands a Python data source no options for a catalog table (PythonDataSourceV2
+    drops the table's properties), so CREATE TABLE is refused up front, and a table that
+    saveAsTable registered fails on read with the same cause, not 'bucket is required'."""
+    spark.range(3).write.format("natsobj").mode("overwrite").options(**options).save("cat")
+    given = ", ".join(f"{k} '{v}'" for k, v in {**options, "path": "cat"}.items())
+    with pytest.raises(PySparkException) as excinfo:
+        spark.sql(f"CREATE TABLE natsobj_cat USING natsobj OPTIONS ({given})")
+    assert "CatalogTableUnsupported: CREATE TABLE ... USING natsobj cannot keep its OPTIONS" in (
+        str(excinfo.value)
+    )
+    assert not spark.catalog.tableExists("natsobj_cat")
+    try:
+        spark.range(2).write.format("natsobj").mode("overwrite").options(**options).option(
+            "path", "saved"
+        ).saveAsTable("natsobj_saved")
+        with pytest.raises(PySparkException) as excinfo:
+            spark.sql("SELECT * FROM natsobj_saved").collect()
+        assert "CatalogTableUnsupported: format('natsobj') was given no options at all" in str(
+            excinfo.value
+        )
+    finally:
+        spark.sql("DROP TABLE IF EXISTS natsobj_saved")
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW natsobj_view USING natsobj OPTIONS ({given})")
+    assert _rows(spark.sql("SELECT * FROM natsobj_view")) == [(0,), (1,), (2,)]
+
+
+def _option_map() -> list[list[str]]:
+    """The rows of docs/spark.md's map of Spark's source options, as cells."""
+    text = (Path(__file__).parents[2] / "docs" / "spark.md").read_text()
+    section = text.split("## Spark's Parquet, CSV, JSON and text options", 1)[1].split("\n## ", 1)[
+        0
+    ]
+    rows = [line for line in section.splitlines() if line.startswith("| ")][2:]
+    return [[cell.strip() for cell in row.strip("|").split(" | ")] for row in rows]
+
+
+def test_the_docs_option_map_names_only_options_natsobj_accepts() -> None:
+    rows = _option_map()
+    assert len(rows) > 15
+    named = {n.lower() for row in rows for n in re.findall(r"`([^`]+)`", row[2])}
+    assert named <= KNOWN_OPTIONS, sorted(named - KNOWN_OPTIONS)
+    # ...and every CSV/JSON/text option the source reads has its row.
+    spelt = {k for option in FILE_OPTIONS for k in option.spellings()}
+    assert spelt <= named, sorted(spelt - named)
+    refused = {
+        n.lower() for row in rows if "refused" in row[3] for n in re.findall(r"`(\w+)`", row[1])
+    }
+    assert refused <= UNSUPPORTED, sorted(refused - UNSUPPORTED)
