@@ -42,8 +42,8 @@ from natsobj.spark.decode import (
     TRUE_VALUES,
     csv_options,
     csv_stream,
-    null_values,
     decode,
+    null_values,
     object_format,
     opened,
 )

@@ -32,7 +32,7 @@ from natsobj.model import ObjectInfo
 from natsobj.paths import as_dir
 from natsobj.shared import shared_client
 from natsobj.spark.errors import DatasetNotFound, EmbeddedServerUnreachable
-from natsobj.spark.file_options import AUTO, OBJECT_FORMATS, format_of
+from natsobj.spark.file_options import AUTO, OBJECT_FORMATS, TEXT, format_of
 from natsobj.spark.manifest import (
     WRITE_ID_KEY,
     Manifest,
@@ -206,8 +206,9 @@ def load_plan(store: natsobj.ObjectStore, opts: SourceOptions) -> TablePlan:
         )
     message = (
         f"bucket {opts.bucket!r}, prefix {opts.prefix!r} has no {manifest_name(opts.prefix)!r}: "
-        f"reading the {len(listed)} objects found by listing. A listing can include "
-        "parts of an unfinished write; write the dataset with format('natsobj') for atomic reads."
+        f"reading the {len(listed)} {_kind(listed, opts)} objects found by listing. A listing "
+        "can include parts of an unfinished write; write the dataset with format('natsobj') "
+        "for atomic reads."
     )
     warnings.warn(message, NoManifestWarning, stacklevel=2)
     log.warning(message)
@@ -226,6 +227,12 @@ def _single_object(store: natsobj.ObjectStore, opts: SourceOptions) -> Part | No
     if info.is_link or format_of(info.name, opts.object_format) is None:
         return None
     return Part(info.name, -1, info.size, info.digest)
+
+
+def _kind(parts: tuple[Part, ...], opts: SourceOptions) -> str:
+    """``.parquet``, ``.csv``, ``.json`` or ``text``: what the listed objects hold."""
+    fmt = format_of(parts[0].name, opts.object_format)
+    return TEXT if fmt == TEXT else f".{fmt}"
 
 
 def _wanted(opts: SourceOptions) -> str:
