@@ -17,7 +17,10 @@ class SparkSourceError(NatsObjError):
 class BadSparkOption(SparkSourceError, ValueError):
     """An option of ``format("natsobj")`` is missing or has a value that cannot work."""
 
-    hint = "See the option reference in docs/spark.md."
+    hint = (
+        "See the option reference: "
+        "https://github.com/natsobj/natsobj/blob/main/docs/spark.md#options"
+    )
 
 
 class CatalogTableUnsupported(SparkSourceError):
