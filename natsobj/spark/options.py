@@ -242,9 +242,13 @@ def _take_deprecated_layout(opts: dict[str, str]) -> None:
 
 
 def _ignore_unknown(opts: dict[str, str]) -> None:
-    """Drop options this source does not know, as Spark's built-in sources do (a copied
-    ``mergeSchema`` must not fail a job); a near miss of a known name is a typo, refused
-    naming the known options (``check_options``, the rule every face shares)."""
+    """Drop options this source does not know, as Spark's built-in sources do. Users expect
+    that: one ``.options(**common)`` is often shared by several formats, and a snippet copied
+    from a Parquet job (``mergeSchema``) must not fail a job. What they do not expect is a
+    typo that silently changes the read, so a near miss of a known name (``hedaer``) is
+    refused naming the known options (``check_options``, the rule every face shares), and so
+    is an option of Spark's CSV/JSON sources natsobj does not implement (``dateFormat``):
+    ignoring it would return different values than the option asked for."""
     unknown = sorted(set(opts) - KNOWN_OPTIONS)
     typos = [name for name in unknown if not _refused_later(name)]
     try:

@@ -90,4 +90,6 @@ class NatsObjDataSource(DataSource):
 
     @in_words_of(spark_words)
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return prepare_stream_writer(source_options(self.options), schema, overwrite)
+        opts = source_options(self.options)
+        check_write_format(opts)
+        return prepare_stream_writer(opts, schema, overwrite)

@@ -244,3 +244,17 @@ def test_the_docs_option_map_names_only_options_natsobj_accepts() -> None:
         n.lower() for row in rows if "refused" in row[3] for n in re.findall(r"`(\w+)`", row[1])
     }
     assert refused <= UNSUPPORTED, sorted(refused - UNSUPPORTED)
+
+
+def test_a_streaming_sink_refuses_another_format_at_start(spark, options, tmp_path) -> None:
+    rows = spark.readStream.format("rate").option("rowsPerSecond", "1").load()
+    writer = (
+        rows.writeStream.format("natsobj")
+        .options(**options)
+        .option("format", "json")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+    )
+    with pytest.raises(PySparkException) as excinfo:
+        query = writer.start("stream_json")
+        query.awaitTermination(60)
+    assert "format 'json' cannot be written" in str(excinfo.value)
