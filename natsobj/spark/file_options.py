@@ -128,7 +128,12 @@ class FileFormat:
 
     @classmethod
     def parse(
-        cls, values: Mapping[str, str], bucket: str, *, header_default: bool = False
+        cls,
+        values: Mapping[str, str],
+        bucket: str,
+        *,
+        object_format: str = AUTO,
+        header_default: bool = False,
     ) -> FileFormat:
         """From lower-cased option keys. ``header_default`` is true for the streaming source,
         which has always read CSV with a header line."""
@@ -155,8 +160,13 @@ class FileFormat:
             encoding=(given["encoding"] or "utf-8").lower(),
             wholetext=_flag(given["wholetext"] or "false", "wholetext", bucket),
         )
-        if parsed.line_sep not in ("", "\n", "\r\n", "\r") and parsed.multi_line:
-            raise BadSparkOption("option lineSep cannot be combined with multiLine", bucket=bucket)
+        if parsed.line_sep not in ("", "\n", "\r\n", "\r") and object_format != TEXT:
+            raise BadSparkOption(
+                f"option lineSep {parsed.line_sep!r} is only read with objectFormat text; CSV "
+                "and JSON lines end with \\n, \\r\\n or \\r, as pyarrow parses them",
+                bucket=bucket,
+            )
+
         if len(parsed.comment) > 1:
             raise BadSparkOption("option comment must be one character", bucket=bucket)
         return parsed

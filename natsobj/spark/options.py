@@ -27,7 +27,6 @@ from natsobj.spark.errors import BadSparkOption, CatalogTableUnsupported
 from natsobj.spark.file_options import (
     AUTO,
     FILE_OPTION_KEYS,
-    TEXT,
     UNSUPPORTED,
     FileFormat,
     parse_object_format,
@@ -167,13 +166,9 @@ class SourceOptions:
         pushdown = _flag(values, "pushdown", bucket)
         bucket_config = _bucket_config(values, bucket)
         object_format = parse_object_format(values, bucket)
-        file_format = FileFormat.parse(values, bucket, header_default=header_default)
-        if file_format.line_sep not in ("", "\n", "\r\n", "\r") and object_format != TEXT:
-            raise BadSparkOption(
-                f"option lineSep {file_format.line_sep!r} is only read with objectFormat text; "
-                "CSV and JSON lines end with \\n, \\r\\n or \\r",
-                bucket=bucket,
-            )
+        file_format = FileFormat.parse(
+            values, bucket, object_format=object_format, header_default=header_default
+        )
         settings = connection_settings(values)
         embedded = settings.servers[0] if settings.embedded_dir is not None else None
         if embedded is not None:
