@@ -6,6 +6,7 @@ are the one-call helpers the Dagster and Airflow front ends use. See docs/spark.
 
 from natsobj.spark.errors import (
     BadSparkOption,
+    CatalogTableUnsupported,
     DatasetChanged,
     DatasetExists,
     DatasetNotFound,
@@ -18,6 +19,7 @@ from natsobj.spark.storage import NoManifestWarning
 __all__ = [
     "FORMAT_NAME",
     "BadSparkOption",
+    "CatalogTableUnsupported",
     "DatasetChanged",
     "DatasetExists",
     "DatasetNotFound",

@@ -17,7 +17,25 @@ class SparkSourceError(NatsObjError):
 class BadSparkOption(SparkSourceError, ValueError):
     """An option of ``format("natsobj")`` is missing or has a value that cannot work."""
 
-    hint = "See the option reference in docs/spark.md."
+    hint = (
+        "See the option reference: "
+        "https://github.com/natsobj/natsobj/blob/main/docs/spark.md#options"
+    )
+
+
+class CatalogTableUnsupported(SparkSourceError):
+    """Spark (through 4.3) keeps a catalog table's OPTIONS in the catalog but never hands them
+    to a Python data source: ``PythonDataSourceV2.getTable`` drops the table's properties and
+    the source is built from the query's own options, which a ``SELECT`` or ``INSERT`` on the
+    table does not have. A table created with ``CREATE TABLE ... USING natsobj`` or
+    ``saveAsTable`` can therefore not be read or written; refusing it up front beats a table
+    that fails later with a missing-bucket message."""
+
+    hint = (
+        "Use a temporary view, which keeps its options: CREATE TEMPORARY VIEW t USING natsobj "
+        "OPTIONS (bucket '...', path '...', url '...'), or "
+        'spark.read.format("natsobj").options(...).load(...).createOrReplaceTempView("t").'
+    )
 
 
 class DatasetExists(SparkSourceError):

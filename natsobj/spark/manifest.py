@@ -49,9 +49,14 @@ def part_name(prefix: str, partition: int, attempt: int, folder: str = "") -> st
 
 
 def is_data_object(prefix: str, name: str) -> bool:
-    """Parquet objects under ``prefix`` that are not hidden (``.*``, and ``_*`` unless a
-    ``_col=value`` partition folder), as Spark lists."""
-    if not name.startswith(prefix + "/" if prefix else "") or not name.endswith(".parquet"):
+    """Parquet objects under ``prefix`` that Spark lists (``is_listed``)."""
+    return name.endswith(".parquet") and is_listed(prefix, name)
+
+
+def is_listed(prefix: str, name: str) -> bool:
+    """Objects under ``prefix`` that are not hidden (``.*``, and ``_*`` unless a
+    ``_col=value`` partition folder), as Spark lists files."""
+    if not name.startswith(prefix + "/" if prefix else ""):
         return False
     return not any(is_hidden(seg) for seg in name[len(prefix) :].split("/") if seg)
 

@@ -6,6 +6,7 @@ never re-read the environment and a bad option fails before any task is schedule
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import warnings
 from collections.abc import Mapping
@@ -23,7 +24,14 @@ from natsobj.parsing import parse_bool, parse_count, parse_duration
 from natsobj.paths import is_nats_url, parse_nats_url
 from natsobj.settings import OPTION_FIELDS, SETTING_DEFAULTS, ConnectionSettings, check_options
 from natsobj.spark import partitions
-from natsobj.spark.errors import BadSparkOption
+from natsobj.spark.errors import BadSparkOption, CatalogTableUnsupported
+from natsobj.spark.file_options import (
+    AUTO,
+    FILE_OPTION_KEYS,
+    UNSUPPORTED,
+    FileFormat,
+    parse_object_format,
+)
 from natsobj.store_config import STORE_SETTINGS, StoreConfig
 
 log = logging.getLogger("natsobj.spark")
@@ -65,6 +73,8 @@ BUCKET_DESCRIPTION = "natsobj Spark datasets"
 KNOWN_OPTIONS = frozenset(
     {"url", "bucket", "path", "prefix", "if_exists", "glob", "write_id", "superseded_ttl"}
     | {partitions.OPTION}
+    | {"objectformat", "format"}
+    | FILE_OPTION_KEYS
     | set(CONNECTION_OPTIONS)
     | set(DEFAULTS)
     | {BUCKET_OPTION_PREFIX + name for name in STORE_SETTINGS}
@@ -99,6 +109,10 @@ class SourceOptions:
     pushdown: bool = False
     if_exists: str | None = None
     glob: str | None = None
+    # Table reads of objects without a manifest: their format (auto: by extension) and how
+    # CSV, JSON and text are decoded (Spark's options of those sources, file_options).
+    object_format: str = AUTO
+    file_format: FileFormat = dataclasses.field(default_factory=FileFormat)
     write_id: str | None = None
     embedded: str | None = None  # the `embedded` URL the driver resolved into `settings`
     partition_by: tuple[str, ...] = ()  # writes: hive-style partition columns (partitions.py)
@@ -108,12 +122,19 @@ class SourceOptions:
         return f"bucket {self.bucket!r}, prefix {self.prefix!r}"
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
+    def parse(cls, options: Mapping[str, str], *, header_default: bool = False) -> SourceOptions:
+        """``header_default``: whether a CSV object has a header line unless option header
+        says; true for the streaming source, which has always read CSV that way."""
         opts = {str(k).lower(): v for k, v in options.items() if v is not None}
+        _refuse_catalog_table(opts)
         _take_deprecated_layout(opts)
         _ignore_unknown(opts)
         values = {**DEFAULTS, **opts}
         _take_bucket_from_url_path(values)
+        glob = values.get("glob") or None
+        if glob and not (values.get("path") or values.get("prefix")):
+            # A glob needs no dataset prefix: it says where the objects are.
+            values["prefix"] = glob_directory(glob)
         bucket = values.get("bucket")
         if not bucket:
             raise BadSparkOption(
@@ -129,7 +150,6 @@ class SourceOptions:
                 bucket=bucket,
             )
         prefix = _prefix(values, bucket, layout)
-        glob = values.get("glob") or None
         if glob is not None:
             NameMatcher(glob, "glob")  # a bad pattern fails here, not in a task
         if_exists = values.get("if_exists")
@@ -148,6 +168,10 @@ class SourceOptions:
         create_bucket = _flag(values, "create_bucket", bucket)
         pushdown = _flag(values, "pushdown", bucket)
         bucket_config = _bucket_config(values, bucket)
+        object_format = parse_object_format(values, bucket)
+        file_format = FileFormat.parse(
+            values, bucket, object_format=object_format, header_default=header_default
+        )
         settings = connection_settings(values)
         embedded = settings.servers[0] if settings.embedded_dir is not None else None
         if embedded is not None:
@@ -172,9 +196,31 @@ class SourceOptions:
             pushdown=pushdown,
             if_exists=if_exists.lower() if if_exists else None,
             glob=glob,
+            object_format=object_format,
+            file_format=file_format,
             write_id=values.get("write_id") or None,
             embedded=embedded,
             partition_by=partitions.requested(values, bucket),
+        )
+
+
+def _refuse_catalog_table(opts: Mapping[str, str]) -> None:
+    """A catalog table cannot keep its options (``CatalogTableUnsupported``). Spark names the
+    table's provider in the options only when ``CREATE TABLE`` asks the source for a schema,
+    and reads and writes of a catalog table arrive with no options at all."""
+    if "provider" in opts:
+        raise CatalogTableUnsupported(
+            f"CREATE TABLE ... USING {opts['provider']} cannot keep its OPTIONS: Spark does not "
+            "pass a catalog table's options to a Python data source when the table is read "
+            "or written"
+        )
+    if not opts:
+        raise CatalogTableUnsupported(
+            "format('natsobj') was given no options at all, so there is no bucket to use; "
+            "a catalog table (CREATE TABLE ... USING natsobj, saveAsTable) arrives like "
+            "this, since Spark does not pass its options to a Python data source",
+            hint='Give the options (.option("bucket", ...), load("nats://<bucket>/<prefix>")); '
+            + CatalogTableUnsupported.hint,
         )
 
 
@@ -195,20 +241,36 @@ def _take_deprecated_layout(opts: dict[str, str]) -> None:
 
 
 def _ignore_unknown(opts: dict[str, str]) -> None:
-    """Drop options this source does not know, as Spark's built-in sources do (a copied
-    ``mergeSchema`` must not fail a job); a near miss of a known name is a typo, refused
-    naming the known options (``check_options``, the rule every face shares)."""
+    """Drop options this source does not know, as Spark's built-in sources do. Users expect
+    that: one ``.options(**common)`` is often shared by several formats, and a snippet copied
+    from a Parquet job (``mergeSchema``) must not fail a job. What they do not expect is a
+    typo that silently changes the read, so a near miss of a known name (``hedaer``) is
+    refused naming the known options (``check_options``, the rule every face shares), and so
+    is an option of Spark's CSV/JSON sources natsobj does not implement (``dateFormat``):
+    ignoring it would return different values than the option asked for."""
     unknown = sorted(set(opts) - KNOWN_OPTIONS)
-    typos = [name for name in unknown if not name.startswith(BUCKET_OPTION_PREFIX)]
+    typos = [name for name in unknown if not _refused_later(name)]
     try:
         check_options(typos, KNOWN_OPTIONS, "natsobj option", near_misses_only=True)
     except UnknownOption as exc:
         raise BadSparkOption(exc.message) from None
     for name in unknown:
-        if name.startswith(BUCKET_OPTION_PREFIX):
-            continue  # ours: _bucket_config refuses it, naming the bucket_ options
+        if _refused_later(name):
+            continue  # ours to refuse: _bucket_config and FileFormat.parse name the problem
         del opts[name]
         log.debug("natsobj: ignoring option %r, which this source does not use", name)
+
+
+def glob_directory(glob: str) -> str:
+    """The folder every match of ``glob`` lives in ("" for a glob that starts with a wildcard)."""
+    literal = NameMatcher(glob, "glob").literal_prefix
+    return literal.rpartition("/")[0]
+
+
+def _refused_later(name: str) -> bool:
+    """An unknown ``bucket_`` option, or an option of Spark's file sources natsobj does not
+    implement: refused with its own message rather than ignored."""
+    return name.startswith(BUCKET_OPTION_PREFIX) or name in UNSUPPORTED
 
 
 def _take_bucket_from_url_path(values: dict[str, str]) -> None:

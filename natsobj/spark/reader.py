@@ -155,13 +155,25 @@ class TableReader(DataSourceReader):
     def _download(
         self, store: natsobj.ObjectStore, part: PartPartition, stack: contextlib.ExitStack
     ) -> pa.NativeFile | str:
-        if part.size <= SPILL_BYTES:
-            return pa.BufferReader(
-                store.get_bytes(part.name, allow_missing_digest=self.opts.allow_missing_digest)
-            )
-        path = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "part.parquet"
-        store.get_file(part.name, path, allow_missing_digest=self.opts.allow_missing_digest)
-        return str(path)
+        return fetch_whole(store, self.opts, part.name, part.size, stack)
+
+
+def fetch_whole(
+    store: natsobj.ObjectStore,
+    opts: SourceOptions,
+    name: str,
+    size: int,
+    stack: contextlib.ExitStack,
+) -> pa.NativeFile | str:
+    """An object whole and checked against its digest: in memory, or spooled to a temp file
+    (removed with ``stack``) when it is large."""
+    if size <= SPILL_BYTES:
+        return pa.BufferReader(
+            store.get_bytes(name, allow_missing_digest=opts.allow_missing_digest)
+        )
+    path = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "object"
+    store.get_file(name, path, allow_missing_digest=opts.allow_missing_digest)
+    return str(path)
 
 
 class FilteringTableReader(TableReader):

@@ -4,8 +4,6 @@ Python message at ``load()`` / ``save()`` instead of inside a task."""
 
 from __future__ import annotations
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -13,11 +11,12 @@ from pyspark.sql.datasource import (
     DataSourceStreamWriter,
     DataSourceWriter,
 )
-from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from natsobj.errors import in_words_of
 from natsobj.spark.errors import BadSparkOption
+from natsobj.spark.file_options import PARQUET, check_write_format, format_of
+from natsobj.spark.file_reader import FileTableReader, infer_schema
 from natsobj.spark.options import BINARY, SourceOptions
 from natsobj.spark.partitions import dataset_layout, with_partitions
 from natsobj.spark.reader import (
@@ -26,7 +25,7 @@ from natsobj.spark.reader import (
     FilteringTableReader,
     TableReader,
 )
-from natsobj.spark.storage import load_plan, open_store
+from natsobj.spark.storage import TablePlan, load_plan, open_store
 from natsobj.spark.stream_options import StreamOptions, source_options
 from natsobj.spark.stream_reader import NatsObjStreamReader
 from natsobj.spark.stream_writer import prepare_stream_writer
@@ -47,20 +46,20 @@ class NatsObjDataSource(DataSource):
     @in_words_of(spark_words)
     def schema(self) -> StructType:
         # readStream asks for the schema too, with its streaming options among the others.
-        opts = StreamOptions.parse(self.options).source
+        opts = StreamOptions.parse(self.options, header_default=False).source
         if opts.layout == BINARY:
             return BINARY_SCHEMA
         with open_store(opts) as store:
             plan = load_plan(store, opts)
             if plan.manifest is not None:
                 return StructType.fromJson(plan.manifest.schema)
-            # Foreign Parquet: take the schema of the first object, as spark.read.parquet does
-            # by default (no merging).
-            data = store.get_bytes(
-                plan.parts[0].name, allow_missing_digest=opts.allow_missing_digest
-            )
-        stored = from_arrow_schema(pq.ParquetFile(pa.BufferReader(data)).schema_arrow)
-        # Hive-style col=value folders become columns after the data, as Spark discovers them.
+            # Objects without a manifest: the schema of the first, as spark.read.parquet (or
+            # csv, json) does by default (no merging).
+            stored = infer_schema(store, opts, plan.parts[0])
+            if _reads_files(plan, opts):
+                return stored
+        # Hive-style col=value folders of Parquet become columns after the data, as Spark
+        # discovers them.
         layout = dataset_layout(
             opts.prefix, [p.name for p in plan.parts], manifest=None, where=opts.where
         )
@@ -73,6 +72,8 @@ class NatsObjDataSource(DataSource):
             return BinaryReader(opts)
         with open_store(opts) as store:
             plan = load_plan(store, opts)
+        if _reads_files(plan, opts):
+            return FileTableReader(opts, schema, plan.parts)
         generation = plan.manifest.generation if plan.manifest else 0
         reader = FilteringTableReader if opts.pushdown else TableReader
         layout = dataset_layout(
@@ -89,6 +90,7 @@ class NatsObjDataSource(DataSource):
                 bucket=opts.bucket,
                 hint="Write tables without the layout option; store files with `natsobj put`.",
             )
+        check_write_format(opts)
         return prepare_writer(opts, schema, overwrite)
 
     # Structured Streaming: see stream_reader / stream_writer.
@@ -98,4 +100,14 @@ class NatsObjDataSource(DataSource):
 
     @in_words_of(spark_words)
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        return prepare_stream_writer(source_options(self.options), schema, overwrite)
+        opts = source_options(self.options)
+        check_write_format(opts)
+        return prepare_stream_writer(opts, schema, overwrite)
+
+
+def _reads_files(plan: TablePlan, opts: SourceOptions) -> bool:
+    """A read of objects without a manifest, some not Parquet (CSV, JSON, text): read by
+    ``FileTableReader``, with no partition columns."""
+    return plan.manifest is None and any(
+        format_of(p.name, opts.object_format) != PARQUET for p in plan.parts
+    )

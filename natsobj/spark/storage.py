@@ -32,15 +32,16 @@ from natsobj.model import ObjectInfo
 from natsobj.paths import as_dir
 from natsobj.shared import shared_client
 from natsobj.spark.errors import DatasetNotFound, EmbeddedServerUnreachable
+from natsobj.spark.file_options import AUTO, OBJECT_FORMATS, TEXT, format_of
 from natsobj.spark.manifest import (
     WRITE_ID_KEY,
     Manifest,
     Part,
     abort_marker,
-    is_data_object,
     manifest_name,
 )
 from natsobj.spark.options import SourceOptions
+from natsobj.spark.selection import select_listed
 from natsobj.sync import run
 
 log = logging.getLogger("natsobj.spark")
@@ -192,20 +193,49 @@ def load_plan(store: natsobj.ObjectStore, opts: SourceOptions) -> TablePlan:
         return TablePlan(manifest.parts, manifest)
     listed = tuple(
         Part(info.name, -1, info.size, info.digest)
-        for info in objects_under(store, opts.prefix)
-        if is_data_object(opts.prefix, info.name)
+        for info in select_listed(objects_under(store, opts.prefix), opts)
     )
     if not listed:
+        single = _single_object(store, opts)
+        if single is not None:
+            return TablePlan((single,), None)
         raise DatasetNotFound(
-            f"no dataset at prefix {opts.prefix!r}: neither {manifest_name(opts.prefix)!r} nor "
-            "any .parquet objects under it",
+            f"dataset {opts.prefix!r} not found: no object of that name, no "
+            f"{manifest_name(opts.prefix)!r} and no {_wanted(opts)} objects under it",
             bucket=opts.bucket,
         )
     message = (
         f"bucket {opts.bucket!r}, prefix {opts.prefix!r} has no {manifest_name(opts.prefix)!r}: "
-        f"reading the {len(listed)} .parquet objects found by listing. A listing can include "
-        "parts of an unfinished write; write the dataset with format('natsobj') for atomic reads."
+        f"reading the {len(listed)} {_kind(listed, opts)} objects found by listing. A listing "
+        "can include parts of an unfinished write; write the dataset with format('natsobj') "
+        "for atomic reads."
     )
     warnings.warn(message, NoManifestWarning, stacklevel=2)
     log.warning(message)
     return TablePlan(listed, None)
+
+
+def _single_object(store: natsobj.ObjectStore, opts: SourceOptions) -> Part | None:
+    """``load("lake/with/pandas.parquet")``: one object is a dataset of one, as
+    ``spark.read.parquet`` reads one file (it is one put, so no listing caveat applies)."""
+    if not opts.prefix or opts.glob:
+        return None
+    try:
+        info = store.get_info(opts.prefix)
+    except ObjectNotFound:
+        return None
+    if info.is_link or format_of(info.name, opts.object_format) is None:
+        return None
+    return Part(info.name, -1, info.size, info.digest)
+
+
+def _kind(parts: tuple[Part, ...], opts: SourceOptions) -> str:
+    """``.parquet``, ``.csv``, ``.json`` or ``text``: what the listed objects hold."""
+    fmt = format_of(parts[0].name, opts.object_format)
+    return TEXT if fmt == TEXT else f".{fmt}"
+
+
+def _wanted(opts: SourceOptions) -> str:
+    auto = opts.object_format == AUTO
+    shown = [f for f in OBJECT_FORMATS if f != AUTO] if auto else [opts.object_format]
+    return "/".join(shown) + (f" matching glob {opts.glob!r}" if opts.glob else "")

@@ -16,12 +16,12 @@ from natsobj.matching import NameMatcher
 from natsobj.spark.errors import BadSparkOption
 from natsobj.spark.options import TABLE, SourceOptions, count_option, table_keys, table_options
 
-OBJECT_FORMATS = ("auto", "parquet", "csv", "json")
 # Spark passes these to every streaming source and sink; they are Spark's, not ours.
 SPARK_STREAM_KEYS = frozenset({"checkpointlocation", "queryname"})
 # The change feed's options (natsobj.operation_options: startingSequence, includeDeletes,
-# onRecreated) and the source's own.
-STREAM_KEYS = table_keys("follow") | {"maxobjectspertrigger", "maxbytespertrigger", "objectformat"}
+# onRecreated) and the source's own (objectFormat and the CSV/JSON/text options are the batch
+# reader's: natsobj.spark.file_options).
+STREAM_KEYS = table_keys("follow") | {"maxobjectspertrigger", "maxbytespertrigger"}
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,6 @@ class StreamOptions:
     on_recreated: OnRecreated
     max_objects: int | None = None
     max_bytes: int | None = None
-    object_format: str = "auto"
 
     @property
     def bucket(self) -> str:
@@ -53,29 +52,23 @@ class StreamOptions:
         return self.matcher is None or self.matcher.matches(name)
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> StreamOptions:
+    def parse(cls, options: Mapping[str, str], *, header_default: bool = True) -> StreamOptions:
+        """``header_default``: a streamed CSV object has a header line unless option header
+        says (as this source has always read them); ``schema()``, which serves batch reads
+        too, passes Spark's batch default instead."""
         lowered = {str(k).lower(): v for k, v in options.items() if v is not None}
         stream = {k: str(lowered.pop(k)) for k in STREAM_KEYS & set(lowered)}
         glob = lowered.get("glob") or None
-        if glob and not (lowered.get("path") or lowered.get("prefix")):
-            # A table stream needs no dataset prefix: the glob says where objects land.
-            lowered["prefix"] = glob_directory(glob)
-        source = source_options(lowered)
+        source = source_options(lowered, header_default=header_default)
         where = source.bucket
         follow = table_options(stream, "follow", where)
-        if source.layout != TABLE and "objectformat" in stream:
+        if source.layout != TABLE and "objectformat" in lowered:
             raise BadSparkOption("option objectFormat applies to table mode only", bucket=where)
         if source.layout == TABLE and follow["include_deletes"]:
             raise BadSparkOption(
                 "includeDeletes needs binary mode: a deleted object has no rows in a table",
                 bucket=where,
                 hint='Use .option("layout", "binary") to see deletes as rows with null content.',
-            )
-        object_format = stream.get("objectformat", "auto").lower()
-        if object_format not in OBJECT_FORMATS:
-            raise BadSparkOption(
-                f"objectFormat must be one of {list(OBJECT_FORMATS)}, got {object_format!r}",
-                bucket=where,
             )
         return cls(
             source=source,
@@ -85,21 +78,15 @@ class StreamOptions:
             on_recreated=cast(OnRecreated, follow["on_recreated"]),
             max_objects=_limit(stream, "maxobjectspertrigger", where),
             max_bytes=_limit(stream, "maxbytespertrigger", where),
-            object_format=object_format,
         )
 
 
-def source_options(options: Mapping[str, str]) -> SourceOptions:
+def source_options(options: Mapping[str, str], *, header_default: bool = False) -> SourceOptions:
     """The batch options of a streaming source or sink, without Spark's own stream keys."""
     return SourceOptions.parse(
-        {k: v for k, v in options.items() if k.lower() not in SPARK_STREAM_KEYS}
+        {k: v for k, v in options.items() if k.lower() not in SPARK_STREAM_KEYS},
+        header_default=header_default,
     )
-
-
-def glob_directory(glob: str) -> str:
-    """The folder every match of ``glob`` lives in ("" for a glob that starts with a wildcard)."""
-    literal = NameMatcher(glob, "glob").literal_prefix
-    return literal.rpartition("/")[0]
 
 
 def _matcher(glob: str | None, bucket: str) -> NameMatcher | None:

@@ -48,12 +48,12 @@ from natsobj.cursors import ChangeCursor
 from natsobj.errors import BucketRecreated, DigestMismatch, ObjectChanged, ObjectNotFound
 from natsobj.model import ObjectInfo, StoreStatus
 from natsobj.spark.arrowio import spark_arrow_schema
+from natsobj.spark.decode import decode, object_format
 from natsobj.spark.errors import CheckpointOfAnotherBucket
 from natsobj.spark.offsets import as_offset, cursor_of
 from natsobj.spark.options import BINARY
 from natsobj.spark.reader import BINARY_PARTITION_BYTES, SPILL_BYTES
 from natsobj.spark.storage import open_store
-from natsobj.spark.stream_decode import decode, object_format
 from natsobj.spark.stream_options import StreamOptions
 
 log = logging.getLogger("natsobj.spark")
@@ -311,7 +311,7 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         target = spark_arrow_schema(self.schema)
         with open_store(self.opts.source) as store, SkipCounter(self.opts.bucket) as skipped:
             for obj in partition.objects:
-                fmt = object_format(obj.name, self.opts.object_format)
+                fmt = object_format(obj.name, self.opts.source.object_format)
                 with contextlib.ExitStack() as stack:
                     source = fetch(
                         store,
@@ -323,7 +323,9 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     if source is None:
                         skipped.add(obj)
                         continue
-                    yield from decode(source, fmt, target, name=obj.name)
+                    yield from decode(
+                        source, fmt, target, name=obj.name, options=self.opts.source.file_format
+                    )
 
 
 def fetch(

@@ -60,7 +60,7 @@ def test_helpers_raise_python_errors_before_spark_runs(spark, nats_url, bucket_n
 
 
 def test_missing_dataset_and_bucket_are_named(spark, nats_url, store) -> None:
-    with pytest.raises(DatasetNotFound, match="no dataset at prefix 'nope'"):
+    with pytest.raises(DatasetNotFound, match="dataset 'nope' not found"):
         read_dataframe(spark, nats_url, store.bucket, "nope")
     with pytest.raises(PySparkException) as excinfo:
         spark.read.format("natsobj").options(url=nats_url, bucket="absent_bucket").load("x")
