@@ -11,13 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from natsobj.parsing import parse_bool
 from natsobj.spark.errors import BadSparkOption
-
-if TYPE_CHECKING:
-    from natsobj.spark.options import SourceOptions
 
 AUTO = "auto"
 PARQUET = "parquet"
@@ -206,15 +202,15 @@ def parse_object_format(values: Mapping[str, str], bucket: str) -> str:
     return fmt
 
 
-def check_write_format(opts: SourceOptions) -> None:
+def check_write_format(object_format: str, bucket: str) -> None:
     """A write stores a Parquet dataset (parts and a manifest, the commit point); a format
     option asking for another is refused rather than ignored."""
-    if opts.object_format in (AUTO, PARQUET):
+    if object_format in (AUTO, PARQUET):
         return
     raise BadSparkOption(
-        f"format {opts.object_format!r} cannot be written: format('natsobj') writes Parquet "
+        f"format {object_format!r} cannot be written: format('natsobj') writes Parquet "
         "datasets (parts and a _manifest.json commit), read back by Spark and every natsobj face",
-        bucket=opts.bucket,
+        bucket=bucket,
         hint="Drop the format/objectFormat option on the write; to store CSV or JSON files, "
         "write them to local files with Spark's own writer and copy them with "
         "`natsobj put -r`, or write them with pandas or pyarrow to nats:// paths.",

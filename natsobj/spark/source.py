@@ -90,7 +90,7 @@ class NatsObjDataSource(DataSource):
                 bucket=opts.bucket,
                 hint="Write tables without the layout option; store files with `natsobj put`.",
             )
-        check_write_format(opts)
+        check_write_format(opts.object_format, opts.bucket)
         return prepare_writer(opts, schema, overwrite)
 
     # Structured Streaming: see stream_reader / stream_writer.
@@ -101,7 +101,7 @@ class NatsObjDataSource(DataSource):
     @in_words_of(spark_words)
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         opts = source_options(self.options)
-        check_write_format(opts)
+        check_write_format(opts.object_format, opts.bucket)
         return prepare_stream_writer(opts, schema, overwrite)
 
 
