@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from natsobj.docs import doc_url
 from natsobj.errors import BucketRecreated, NatsObjError
 
 
@@ -17,7 +18,7 @@ class SparkSourceError(NatsObjError):
 class BadSparkOption(SparkSourceError, ValueError):
     """An option of ``format("natsobj")`` is missing or has a value that cannot work."""
 
-    hint = "See the option reference in docs/spark.md."
+    hint = f"See the option reference: {doc_url('spark')}"
 
 
 class DatasetExists(SparkSourceError):
