@@ -4,11 +4,13 @@ name real extras."""
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -128,3 +130,64 @@ def test_no_relative_link_in_the_readme() -> None:
     assert targets, "the README has no links at all: the pattern is wrong"
     relative = [t for t in targets if not re.match(r"(https?|mailto):", t)]
     assert not relative, relative
+
+
+def _strings_outside_docstrings(tree: ast.AST) -> Iterator[ast.Constant]:
+    """Every string constant a program can show (f-string parts included), docstrings aside."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+        ):
+            yield node
+
+
+def test_no_message_points_at_a_docs_file_the_wheel_does_not_ship() -> None:
+    """Messages link to the docs' address (``natsobj.docs.doc_url``), never to ``docs/X.md``."""
+    shipped = [ROOT / "natsobj", ROOT / "providers", ROOT / "dagster_natsobj"]
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
+        for folder in shipped
+        for path in sorted(folder.rglob("*.py"))
+        for node in _strings_outside_docstrings(ast.parse(path.read_text()))
+        if re.search(r"(?<![\w/.])docs/[\w-]+\.md", node.value)
+    ]
+    assert not found, found
+
+
+def test_the_core_imports_only_what_its_dependencies_declare() -> None:
+    """``pip install natsobj`` alone must import: every third-party module the core imports at
+    module level (the faces with extras aside) belongs to a declared dependency."""
+    from importlib.metadata import packages_distributions
+
+    faces = {"spark", "archive"}  # their extras' modules; natsobj.extras names the extra
+    declared = {Requirement(t).name.lower() for t in PROJECT["dependencies"]}
+    owners = packages_distributions()
+    stdlib = sys.stdlib_module_names
+    missing = []
+    for path in sorted((ROOT / "natsobj").rglob("*.py")):
+        if set(path.relative_to(ROOT / "natsobj").parts[:1]) & faces:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            names = (
+                [a.name for a in node.names] if isinstance(node, ast.Import)
+                else [node.module] if isinstance(node, ast.ImportFrom) and node.module
+                and not node.level else []
+            )  # fmt: skip
+            for name in names:
+                top = name.split(".")[0]
+                if top in stdlib or top == "natsobj":
+                    continue
+                dists = {d.lower() for d in owners.get(top, [top])}
+                if not dists & declared:
+                    missing.append(f"{path.relative_to(ROOT)}: {name} ({sorted(dists)})")
+    assert not missing, missing
