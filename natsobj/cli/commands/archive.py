@@ -72,6 +72,7 @@ def _target(
 ) -> Any:
     """``ArchiveTargets`` from repeated ``--to`` (or the configuration recorded)."""
     from natsobj.archive import ArchiveTargets, S3Options  # MissingExtra names the extra
+
     options = S3Options(endpoint=endpoint, region=region, profile=profile)
     try:
         return ArchiveTargets.parse(urls, strategy, options)
