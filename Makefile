@@ -4,14 +4,20 @@
 #   make bench        all of BENCHMARKS.md from one full run (BENCH_ARGS="--scale 10000,50000,1000000"
 #                     adds the million-object listing; BENCH_ARGS=--no-spark leaves out Spark)
 #   make bench-quick  the same comparisons, smaller and fewer, for development (under 10 min)
+#   make test-compat  the face suites at the lowest versions pyproject.toml declares, in .venv-compat
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JSPEER := tests/interop_js/node_modules/.package-lock.json
+COMPAT := .venv-compat
+# What test-compat runs: each face's suite (Airflow, Dagster, Spark, fsspec), the contract every
+# face keeps, and the faces' imports without their extras.
+COMPAT_SUITES := tests/airflow tests/dagster tests/spark tests/contract tests/test_fs.py \
+	tests/test_fs_ranges.py tests/test_missing_extras.py
 
-.PHONY: demo test test-slow bench bench-quick lint format clean
+.PHONY: demo test test-slow test-compat bench bench-quick lint format clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +39,20 @@ test: $(STAMP) $(JSPEER)
 test-slow: $(STAMP) $(JSPEER)
 	$(BIN)/python -m pytest -m slow
 
+# uv's lowest-direct resolution installs each direct dependency at its floor; scripts/floors.py
+# then fails by name on any floor the resolver had to go above, so the suites prove the floors.
+$(COMPAT)/bin/python: | $(BIN)/python
+	$(BIN)/uv venv --quiet --python $(PYTHON) $(COMPAT)
+
+$(COMPAT)/.installed: pyproject.toml | $(COMPAT)/bin/python $(BIN)/python
+	$(BIN)/uv pip install --quiet --python $(COMPAT)/bin/python --resolution lowest-direct \
+		-e ".[all,dev]"
+	$(COMPAT)/bin/python scripts/floors.py
+	touch $@
+
+test-compat: $(COMPAT)/.installed
+	$(COMPAT)/bin/python -m pytest $(COMPAT_SUITES)
+
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh
 
@@ -53,4 +73,4 @@ format: $(STAMP)
 
 clean:
 	if [ -x $(BIN)/natsobj ]; then $(BIN)/natsobj serve --stop --data-dir .natsobj; fi
-	rm -rf $(VENV) .natsobj .demo .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(COMPAT) .natsobj .demo .pytest_cache .ruff_cache

@@ -1,6 +1,10 @@
 """Dagster integration for natsobj: a resource, one IO manager for every artifact type,
 a meta-stream sensor and digest-versioned external assets."""
 
+from natsobj.extras import require_extra
+
+require_extra("dagster", "dagster_natsobj")
+
 from dagster_natsobj.errors import UntrustedPickle
 from dagster_natsobj.handlers import FileHandler, Handler, Stored, Target
 from dagster_natsobj.io_manager import NatsObjectStoreIOManager

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import Field, ValidationInfo, field_validator
 
+from natsobj.docs import doc_url
 from natsobj.operation_options import OPERATIONS, Face, Kind, Option, render_default, resolve
 
 FACE = Face.DAGSTER
@@ -36,7 +37,7 @@ def config_field(operation: str, name: str, note: str = "") -> Any:
     default = row.default_for(FACE)
     text = f"{row.help} Takes {row.describe()}."
     if default is not None:
-        text += f" Unset: {render_default(default)} (docs/options.md)."
+        text += f" Unset: {render_default(default)} ({doc_url('options')})."
     return Field(default=None, description=f"{text} {note}".strip())
 
 

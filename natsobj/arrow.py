@@ -15,6 +15,10 @@ docs/data-stack.md maps each S3 call to its ``nats://`` form.
 
 from __future__ import annotations
 
+from natsobj.extras import require_extra
+
+require_extra("arrow", "natsobj.arrow")
+
 from typing import Any
 
 from pyarrow.fs import FSSpecHandler, PyFileSystem

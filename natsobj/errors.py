@@ -192,6 +192,26 @@ class PermissionDenied(NatsObjError):
     hint = "The NATS user lacks permission for this subject; check the account's permissions."
 
 
+class MissingExtra(NatsObjError, ImportError):
+    """A face's libraries are not installed: says which extra brings them, where a bare
+    ``ModuleNotFoundError`` would name only a library the user never asked for. An
+    ``ImportError``, so code that treats a face as optional still catches it; ``module`` is
+    the library found missing (``name`` stays the object name of every natsobj error)."""
+
+    def __init__(self, face: str, extra: str, module: str) -> None:
+        self.extra = extra
+        self.module = module
+        super().__init__(
+            f"{face} needs the {extra} extra: {self.install_line(extra)}"
+            f" (no module named {module!r})"
+        )
+
+    @staticmethod
+    def install_line(extra: str) -> str:
+        """What to type to get ``extra``."""
+        return f"pip install 'natsobj[{extra}]'"
+
+
 class NotConnected(NatsObjError):
     hint = "Check that the NATS server is running and the URL and credentials are right."
 

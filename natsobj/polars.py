@@ -14,6 +14,10 @@ docs/data-stack.md maps each S3 call to its ``nats://`` form.
 
 from __future__ import annotations
 
+from natsobj.extras import require_extra
+
+require_extra("polars", "natsobj.polars")
+
 import posixpath
 from glob import has_magic
 from typing import Any

@@ -52,6 +52,27 @@ def domain_api_prefix(domain: str) -> str:
 
 STREAM_NAMES = "STREAM.NAMES"  # the API operation listing streams (paged, filtered by subject)
 
+# What a denied publish stops, as a permission error says it first: whether the subject reads
+# or writes its bucket, and the operations that send it. An API subject is matched on its part
+# before the stream name (the API prefix varies), first match wins; a store's own subjects
+# (its chunks and meta records, under OBJECT_SUBJECT_PREFIX) are written by OBJECT_WRITES.
+SUBJECT_ACCESS: tuple[tuple[str, str, str], ...] = (
+    ("STREAM.INFO", "read", "opening the bucket, status"),
+    ("STREAM.MSG.GET", "read", "get, get_info, list"),
+    ("DIRECT.GET", "read", "get, get_info, list"),
+    ("CONSUMER", "read", "get, list, watch"),
+    ("FC", "read", "get, list, watch"),  # flow-control replies of a push consumer
+    ("ACK", "read", "get, list, watch"),
+    (STREAM_NAMES, "read", "listing buckets"),
+    ("STREAM.LIST", "read", "listing buckets"),
+    ("STREAM.CREATE", "write", "create_store"),
+    ("STREAM.UPDATE", "write", "update_store"),
+    ("STREAM.DELETE", "write", "delete_store"),
+    ("STREAM.PURGE", "write", "put, delete, compact"),
+    ("STREAM.MSG.DELETE", "write", "put"),
+)
+OBJECT_WRITES = "put, delete, update_meta"
+
 # ADR-20: bucket ``b`` is stream ``OBJ_b``; its chunks are on ``$O.b.C.<nuid>``, its meta
 # records on ``$O.b.M.<encoded name>``.
 OBJECT_STREAM_PREFIX = "OBJ_"

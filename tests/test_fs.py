@@ -126,7 +126,11 @@ def test_pandas_round_trip_through_storage_options(nats_url: str, store, bucket_
     url = f"nats://{bucket_name}/weather/day=1/part.parquet"
     frame.to_parquet(url, storage_options={"servers": nats_url})
     back = pd.read_parquet(url, storage_options={"servers": nats_url})
-    pd.testing.assert_frame_equal(back, frame)
+    # as fsspec's memory filesystem reads it back: pandas 2 adds the path's day=1 as a column
+    # for any fsspec URL, pandas 3 does not
+    peer = f"memory://{bucket_name}/weather/day=1/part.parquet"
+    frame.to_parquet(peer)
+    pd.testing.assert_frame_equal(back, pd.read_parquet(peer))
 
 
 def test_a_second_event_loop_gets_its_own_connection(fs, bucket_name: str) -> None:

@@ -64,6 +64,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "natsobj.localfiles",
         "natsobj.embedded",
         "natsobj.deprecation",
+        "natsobj.docs",
+        "natsobj.extras",
     ),
     # The blocking facade over the core, and the process's shared connection.
     "facade": ("natsobj", "natsobj.sync", "natsobj.shared"),

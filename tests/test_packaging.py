@@ -4,11 +4,13 @@ name real extras."""
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -76,3 +78,116 @@ def test_a_clean_venv_resolves_the_airflow_extra_without_pyspark(tmp_path: Path)
     }
     assert "apache-airflow" in planned and "natsobj" in planned, done.stderr[-3000:]
     assert not planned & {"pyspark", "matplotlib", "py4j"}, sorted(planned)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The wheel and the sdist ``uv build`` makes of this tree, as they would go to PyPI."""
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    assert uv, "uv builds the distributions (it is in the dev extra)"
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run(
+        [uv, "build", "-q", "--out-dir", str(out), str(ROOT)], check=True, timeout=600
+    )  # fmt: skip
+    (wheel,) = out.glob("*.whl")
+    (sdist,) = out.glob("*.tar.gz")
+    return wheel, sdist
+
+
+def test_the_wheel_carries_the_license_and_the_project_urls(built: tuple[Path, Path]) -> None:
+    import email
+    import zipfile
+
+    with zipfile.ZipFile(built[0]) as wheel:
+        names = wheel.namelist()
+        (license_file,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert "Apache License" in wheel.read(license_file).decode()
+        (metadata_file,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        metadata = email.message_from_bytes(wheel.read(metadata_file))
+    assert metadata["License-Expression"] == "Apache-2.0"
+    urls = dict(u.split(", ", 1) for u in metadata.get_all("Project-URL") or [])
+    assert set(urls) == {"Homepage", "Documentation", "Source", "Issues", "Changelog"}, urls
+    assert all(u.startswith("https://github.com/natsobj/natsobj") for u in urls.values()), urls
+
+
+def test_the_sdist_ships_the_tests_but_no_ci_script_or_local_state(
+    built: tuple[Path, Path],
+) -> None:
+    import tarfile
+
+    with tarfile.open(built[1]) as sdist:
+        top = {name.split("/", 2)[1] for name in sdist.getnames() if name.count("/") >= 1}
+        paths = [name.split("/", 1)[1] for name in sdist.getnames() if "/" in name]
+    assert {"LICENSE", "README.md", "natsobj", "tests", "docs"} <= top, sorted(top)
+    assert not top & {".ci", ".venv", ".venv-compat", ".natsobj", ".demo"}, sorted(top)
+    assert not [p for p in paths if p.startswith("benchmarks/results/") or "node_modules" in p]
+
+
+def test_no_relative_link_in_the_readme() -> None:
+    """The README is the PyPI page, where only absolute links lead anywhere."""
+    readme = (ROOT / "README.md").read_text()
+    targets = re.findall(r"\]\(([^)\s]+)\)", readme) + re.findall(r"<a\s+href=\"([^\"]+)\"", readme)
+    assert targets, "the README has no links at all: the pattern is wrong"
+    relative = [t for t in targets if not re.match(r"(https?|mailto):", t)]
+    assert not relative, relative
+
+
+def _strings_outside_docstrings(tree: ast.AST) -> Iterator[ast.Constant]:
+    """Every string constant a program can show (f-string parts included), docstrings aside."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+        ):
+            yield node
+
+
+def test_no_message_points_at_a_docs_file_the_wheel_does_not_ship() -> None:
+    """Messages link to the docs' address (``natsobj.docs.doc_url``), never to ``docs/X.md``."""
+    shipped = [ROOT / "natsobj", ROOT / "providers", ROOT / "dagster_natsobj"]
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
+        for folder in shipped
+        for path in sorted(folder.rglob("*.py"))
+        for node in _strings_outside_docstrings(ast.parse(path.read_text()))
+        if re.search(r"(?<![\w/.])docs/[\w-]+\.md", node.value)
+    ]
+    assert not found, found
+
+
+def test_the_core_imports_only_what_its_dependencies_declare() -> None:
+    """``pip install natsobj`` alone must import: every third-party module the core imports at
+    module level (the faces with extras aside) belongs to a declared dependency."""
+    from importlib.metadata import packages_distributions
+
+    faces = {"spark", "archive"}  # their extras' modules; natsobj.extras names the extra
+    declared = {Requirement(t).name.lower() for t in PROJECT["dependencies"]}
+    owners = packages_distributions()
+    stdlib = sys.stdlib_module_names
+    missing = []
+    for path in sorted((ROOT / "natsobj").rglob("*.py")):
+        if set(path.relative_to(ROOT / "natsobj").parts[:1]) & faces:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            names = (
+                [a.name for a in node.names] if isinstance(node, ast.Import)
+                else [node.module] if isinstance(node, ast.ImportFrom) and node.module
+                and not node.level else []
+            )  # fmt: skip
+            for name in names:
+                top = name.split(".")[0]
+                if top in stdlib or top == "natsobj":
+                    continue
+                dists = {d.lower() for d in owners.get(top, [top])}
+                if not dists & declared:
+                    missing.append(f"{path.relative_to(ROOT)}: {name} ({sorted(dists)})")
+    assert not missing, missing

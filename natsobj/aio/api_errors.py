@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from natsobj.docs import doc_url
 from natsobj.errors import (
     BucketExists,
     BucketNotFound,
@@ -34,12 +35,16 @@ from natsobj.wire import (
     MESSAGE_TTL_DISABLED,
     NO_MESSAGE_FOUND,
     NO_SUITABLE_PEERS,
+    OBJECT_STREAM_PREFIX,
+    OBJECT_SUBJECT_PREFIX,
+    OBJECT_WRITES,
     STORAGE_RESOURCES_EXCEEDED,
     STREAM_MAX_BYTES_EXCEEDS_ACCOUNT,
     STREAM_NAME_IN_USE,
     STREAM_NOT_FOUND,
     STREAM_SEALED,
     STREAM_STORE_FAILED,
+    SUBJECT_ACCESS,
     TOO_MANY_REQUESTS,
     WRONG_LAST_SEQUENCE,
     WRONG_LAST_SEQUENCE_CONSTANT,
@@ -220,9 +225,28 @@ def _by_text(text: str) -> _ErrorFactory | None:
 
 
 def publish_denied(subject: str) -> PermissionDenied:
-    """The error for a denied publish, with the bucket the subject belongs to."""
+    """The error for a denied publish in the user's words first (the bucket, read or write,
+    the operations refused), then the subject NATS named."""
     found = _BUCKET_IN_SUBJECT.search(subject)
+    bucket = found.group(1) if found else None
+    said = f"NATS: not allowed to publish to {subject!r}"
+    before_stream = f".{subject.split('.' + OBJECT_STREAM_PREFIX)[0]}."
+    access = (
+        ("write", OBJECT_WRITES)
+        if subject.startswith(f"{OBJECT_SUBJECT_PREFIX}.")
+        else next(
+            ((kind, ops) for part, kind, ops in SUBJECT_ACCESS if f".{part}." in before_stream),
+            None,
+        )
+    )
+    if access is None:
+        return PermissionDenied(said, bucket=bucket)
+    kind, operations = access
+    scope = "" if bucket else " to the account's buckets"
     return PermissionDenied(
-        f"not allowed to publish to {subject!r}",
-        bucket=found.group(1) if found else None,
+        f"no {kind} access{scope} ({operations}): {said}",
+        bucket=bucket,
+        hint="Grant the NATS user publish rights on that subject: "
+        f"{doc_url('security', 'authorization-the-minimal-permission-set-for-one-bucket')}"
+        " lists what reading and writing one bucket need.",
     )

@@ -19,7 +19,7 @@ from importlib.metadata import entry_points
 from typing import Protocol
 
 from natsobj.aio.stream import BucketStream
-from natsobj.errors import DigestMismatch, NatsObjError
+from natsobj.errors import DigestMismatch, MissingExtra, NatsObjError
 from natsobj.model import ObjectInfo
 
 # The entry points whose modules register an offloaded reader when loaded, tried in turn.
@@ -106,6 +106,6 @@ def _factory(info: ObjectInfo) -> OffloadedReaderFactory:
             "the object is offloaded to an S3 archive, and this process cannot read from one",
             bucket=info.bucket,
             name=info.name,
-            hint="Install the archive extra: pip install 'natsobj[archive]'.",
+            hint=f"Install the archive extra: {MissingExtra.install_line('archive')}.",
         )
     return factory

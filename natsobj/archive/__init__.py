@@ -3,6 +3,10 @@
 Needs the ``archive`` extra (``pip install 'natsobj[archive]'``). See docs/archive.md.
 """
 
+from natsobj.extras import require_extra
+
+require_extra("archive", "natsobj.archive")
+
 from natsobj.archive.archiver import Archiver, ArchiveTotals
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.restore import RestoreResult, plan_restore, restore

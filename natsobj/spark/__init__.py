@@ -4,6 +4,10 @@
 are the one-call helpers the Dagster and Airflow front ends use. See docs/spark.md.
 """
 
+from natsobj.extras import require_extra
+
+require_extra("spark", "natsobj.spark")
+
 from natsobj.spark.errors import (
     BadSparkOption,
     CatalogTableUnsupported,

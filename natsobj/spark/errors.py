@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from natsobj.docs import doc_url
 from natsobj.errors import BucketRecreated, NatsObjError
 
 
@@ -17,10 +18,7 @@ class SparkSourceError(NatsObjError):
 class BadSparkOption(SparkSourceError, ValueError):
     """An option of ``format("natsobj")`` is missing or has a value that cannot work."""
 
-    hint = (
-        "See the option reference: "
-        "https://github.com/natsobj/natsobj/blob/main/docs/spark.md#options"
-    )
+    hint = f"See the option reference: {doc_url('spark', 'options')}"
 
 
 class CatalogTableUnsupported(SparkSourceError):

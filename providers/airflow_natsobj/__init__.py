@@ -1,0 +1,5 @@
+"""The Apache Airflow provider for natsobj; it needs the airflow extra."""
+
+from natsobj.extras import require_extra
+
+require_extra("airflow", "airflow_natsobj")

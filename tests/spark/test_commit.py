@@ -174,7 +174,7 @@ def _writer(options: dict, schema, *, overwrite: bool, **extra):
 def _batches(start: int, end: int):
     import pyarrow as pa
 
-    yield pa.record_batch({"id": pa.array(range(start, end), pa.int64())})
+    yield pa.RecordBatch.from_pydict({"id": pa.array(range(start, end), pa.int64())})
 
 
 def test_if_exists_error_is_checked_again_at_commit(spark, options, store) -> None:

@@ -13,7 +13,7 @@ from natsobj.spark.handoff import consume_behind, produce_ahead
 
 
 def _batch(i: int, rows: int = 1000) -> pa.RecordBatch:
-    return pa.record_batch({"id": pa.array(range(i * rows, (i + 1) * rows), pa.int64())})
+    return pa.RecordBatch.from_pydict({"id": pa.array(range(i * rows, (i + 1) * rows), pa.int64())})
 
 
 BATCH_BYTES = _batch(0).nbytes

@@ -79,13 +79,8 @@ def _target(
     profile: str | None,
 ) -> Any:
     """``ArchiveTargets`` from repeated ``--to`` (or the configuration recorded)."""
-    try:
-        from natsobj.archive import ArchiveTargets, S3Options
-    except ImportError as exc:
-        raise CliError(
-            f"the archive needs the 'archive' extra ({exc.name} is missing): "
-            "pip install 'natsobj[archive]'"
-        ) from exc
+    from natsobj.archive import ArchiveTargets, S3Options  # MissingExtra names the extra
+
     options = S3Options(endpoint=endpoint, region=region, profile=profile)
     try:
         return ArchiveTargets.parse(urls, strategy, options)

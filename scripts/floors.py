@@ -1,0 +1,54 @@
+"""Checks that an environment holds natsobj's dependencies at exactly their declared floors:
+``make test-compat`` installs with uv's ``--resolution lowest-direct`` and runs this before the
+face suites, so a floor the resolver could not reach (another dependency needing more) fails
+here by name instead of leaving the suites to pass on a newer version than pyproject.toml
+promises. Run it with the environment's own interpreter."""
+
+from __future__ import annotations
+
+import sys
+import tomllib
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+ROOT = Path(__file__).resolve().parent.parent
+# Test tools are not floors users get: the suite's needs decide their versions.
+NOT_FLOORS = ("dev",)
+
+
+def floors(project: dict[str, object]) -> dict[str, Version]:
+    """The ``>=`` bound of every dependency and every users' extra, by distribution name."""
+    texts = list(project["dependencies"])  # type: ignore[call-overload]
+    extras: dict[str, list[str]] = project["optional-dependencies"]  # type: ignore[assignment]
+    texts += [t for extra, ts in extras.items() if extra not in NOT_FLOORS for t in ts]
+    found: dict[str, Version] = {}
+    for requirement in map(Requirement, texts):
+        for spec in requirement.specifier:
+            if spec.operator == ">=":
+                found[requirement.name] = Version(spec.version)
+    return found
+
+
+def off_floor(wanted: dict[str, Version]) -> list[str]:
+    """Each distribution installed at another version than its floor, or not installed."""
+    wrong = []
+    for name, floor in sorted(wanted.items()):
+        try:
+            installed = Version(version(name))
+        except PackageNotFoundError:
+            wrong.append(f"{name}: not installed (floor {floor})")
+            continue
+        if installed != floor:
+            wrong.append(f"{name}: {installed} installed, floor {floor}")
+    return wrong
+
+
+if __name__ == "__main__":
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wrong = off_floor(floors(project))
+    for line in wrong:
+        print(f"floors.py: {line}", file=sys.stderr)
+    sys.exit(1 if wrong else 0)
