@@ -12,10 +12,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JSPEER := tests/interop_js/node_modules/.package-lock.json
 COMPAT := .venv-compat
-# What test-compat runs: each face's suite (Airflow, Dagster, Spark, fsspec), the contract every
-# face keeps, and the faces' imports without their extras.
+# What test-compat runs: each face's suite (Airflow, Dagster, Spark, fsspec and the Python data
+# stack's parity matrix), the contract every face keeps, and the faces' imports without their
+# extras.
 COMPAT_SUITES := tests/airflow tests/dagster tests/spark tests/contract tests/test_fs.py \
-	tests/test_fs_ranges.py tests/test_missing_extras.py
+	tests/test_fs_ranges.py tests/test_fs_create.py tests/fsspec_abstract tests/parity \
+	tests/test_missing_extras.py
 
 .PHONY: demo test test-slow test-compat bench bench-quick lint format clean
 
