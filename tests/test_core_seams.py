@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import ast
 import tomllib
-from collections.abc import Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
 
 from natsobj import sync
 from natsobj.aio import store
 from natsobj.aio.offloaded import READER_GROUP
+from tests.source_strings import strings_outside_docstrings
 
 ROOT = Path(__file__).resolve().parent.parent / "natsobj"
 CORE = [
@@ -34,32 +34,13 @@ ABOVE_CORE = (
 )
 
 
-def _code_strings(tree: ast.Module) -> Iterator[ast.Constant]:
-    """The string constants of a module that are not docstrings."""
-    docstrings = {
-        id(node.body[0].value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-        and node.body
-        and isinstance(node.body[0], ast.Expr)
-        and isinstance(node.body[0].value, ast.Constant)
-    }
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and id(node) not in docstrings
-        ):
-            yield node
-
-
 def test_the_core_names_no_layer_above_it_even_by_string() -> None:
     """As found: ``natsobj.aio.offloaded`` loaded ``"natsobj.archive.readthrough"`` by name.
     The archive now names itself, in the package's entry points."""
     offences = [
         f"{path.relative_to(ROOT.parent)}:{node.lineno} {node.value!r}"
         for path in CORE
-        for node in _code_strings(ast.parse(path.read_text()))
+        for node in strings_outside_docstrings(ast.parse(path.read_text()))
         if node.value.startswith(ABOVE_CORE)
     ]
     assert offences == []

@@ -10,11 +10,12 @@ import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+
+from tests.source_strings import strings_outside_docstrings
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
@@ -132,25 +133,6 @@ def test_no_relative_link_in_the_readme() -> None:
     assert not relative, relative
 
 
-def _strings_outside_docstrings(tree: ast.AST) -> Iterator[ast.Constant]:
-    """Every string constant a program can show (f-string parts included), docstrings aside."""
-    docstrings = {
-        id(node.body[0].value)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
-        and node.body
-        and isinstance(node.body[0], ast.Expr)
-        and isinstance(node.body[0].value, ast.Constant)
-    }
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Constant)
-            and isinstance(node.value, str)
-            and id(node) not in docstrings
-        ):
-            yield node
-
-
 def test_no_message_points_at_a_docs_file_the_wheel_does_not_ship() -> None:
     """Messages link to the docs' address (``natsobj.docs.doc_url``), never to ``docs/X.md``."""
     shipped = [ROOT / "natsobj", ROOT / "providers", ROOT / "dagster_natsobj"]
@@ -158,7 +140,7 @@ def test_no_message_points_at_a_docs_file_the_wheel_does_not_ship() -> None:
         f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}"
         for folder in shipped
         for path in sorted(folder.rglob("*.py"))
-        for node in _strings_outside_docstrings(ast.parse(path.read_text()))
+        for node in strings_outside_docstrings(ast.parse(path.read_text()))
         if re.search(r"(?<![\w/.])docs/[\w-]+\.md", node.value)
     ]
     assert not found, found
