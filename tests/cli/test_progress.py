@@ -13,8 +13,10 @@ from cli_support import cli_env
 SIZE = 32 * 1024 * 1024  # long enough for several refreshes of the bar
 
 
-def _run_with_tty_stderr(args: list[str]) -> tuple[int, bytes, bytes]:
-    """Run with stderr on a pseudo-terminal (as in an interactive shell), stdout piped."""
+def _run_on_a_terminal(args: list[str], *, stdout_too: bool) -> tuple[int, bytes, bytes]:
+    """Run with stderr on a pseudo-terminal, as in an interactive shell, and stdout piped or,
+    with ``stdout_too``, on the same terminal. Returns the exit code, what went through the
+    pipe and what the terminal showed."""
     master, slave = pty.openpty()
     captured = bytearray()
 
@@ -32,14 +34,15 @@ def _run_with_tty_stderr(args: list[str]) -> tuple[int, bytes, bytes]:
     reader.start()
     try:
         proc = subprocess.run(
-            args, stdout=subprocess.PIPE, stderr=slave, stdin=subprocess.DEVNULL,
-            env=cli_env(TERM="xterm-256color", COLUMNS="120"), timeout=60, check=False,
+            args, stdout=slave if stdout_too else subprocess.PIPE, stderr=slave,
+            stdin=subprocess.DEVNULL, env=cli_env(TERM="xterm-256color", COLUMNS="120"),
+            timeout=60, check=False,
         )  # fmt: skip
     finally:
         os.close(slave)
     reader.join(timeout=10)
     os.close(master)
-    return proc.returncode, proc.stdout, bytes(captured)
+    return proc.returncode, proc.stdout or b"", bytes(captured)
 
 
 def test_progress_bar_only_on_a_terminal(
@@ -49,19 +52,24 @@ def test_progress_bar_only_on_a_terminal(
     source.write_bytes(os.urandom(SIZE))
     base = [str(natsobj_bin), "--url", nats_url]
 
-    code, out, terminal = _run_with_tty_stderr([*base, "put", bucket_name, "big.bin", str(source)])
+    code, out, terminal = _run_on_a_terminal(
+        [*base, "put", bucket_name, "big.bin", str(source)], stdout_too=False
+    )
     assert code == 0, terminal
     assert b"big.bin" in out
     assert b"32.0/32.0 MiB" in terminal  # done/total, in binary units as sizes are counted
     assert b"MiB/s" in terminal  # the rate, in the same units
 
-    code, out, terminal = _run_with_tty_stderr([*base, "get", bucket_name, "big.bin", "-"])
+    code, out, terminal = _run_on_a_terminal(
+        [*base, "get", bucket_name, "big.bin", "-"], stdout_too=False
+    )
     assert code == 0
     assert out == source.read_bytes()  # the bar never leaks into the data stream
     assert b"32.0/32.0 MiB" in terminal and b"MiB/s" in terminal
 
-    code, out, terminal = _run_with_tty_stderr(
-        [*base, "get", bucket_name, "big.bin", str(tmp_path / "copy.bin"), "--no-progress"]
+    code, out, terminal = _run_on_a_terminal(
+        [*base, "get", bucket_name, "big.bin", str(tmp_path / "copy.bin"), "--no-progress"],
+        stdout_too=False,
     )
     assert code == 0
     assert terminal == b""
@@ -72,35 +80,6 @@ def test_progress_bar_only_on_a_terminal(
     )  # fmt: skip
     assert piped.returncode == 0
     assert piped.stderr == b""  # FORCE_COLOR does not turn a pipe into a terminal
-
-
-def _run_on_one_terminal(args: list[str]) -> tuple[int, bytes]:
-    """Run with stdout and stderr on one pseudo-terminal, as in an interactive shell."""
-    master, slave = pty.openpty()
-    captured = bytearray()
-
-    def drain() -> None:
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            captured.extend(data)
-
-    reader = threading.Thread(target=drain, daemon=True)
-    reader.start()
-    try:
-        proc = subprocess.run(
-            args, stdout=slave, stderr=slave, stdin=subprocess.DEVNULL,
-            env=cli_env(TERM="xterm-256color", COLUMNS="120"), timeout=60, check=False,
-        )  # fmt: skip
-    finally:
-        os.close(slave)
-    reader.join(timeout=10)
-    os.close(master)
-    return proc.returncode, bytes(captured)
 
 
 def test_the_summary_line_is_not_glued_to_the_finished_bar(
@@ -115,7 +94,7 @@ def test_the_summary_line_is_not_glued_to_the_finished_bar(
         ["put", bucket_name, "big.bin", str(source)],
         ["get", bucket_name, "big.bin", str(tmp_path / "copy.bin")],
     ):
-        code, screen = _run_on_one_terminal([*base, *args])
+        code, _, screen = _run_on_a_terminal([*base, *args], stdout_too=True)
         assert code == 0, screen
         verb = b"put " if args[0] == "put" else b"got "
         at = screen.index(verb + bucket_name.encode() + b"/big.bin")
