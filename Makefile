@@ -41,14 +41,15 @@ test: $(STAMP) $(JSPEER)
 test-slow: $(STAMP) $(JSPEER)
 	$(BIN)/python -m pytest -m slow
 
-# uv's lowest-direct resolution installs each direct dependency at its floor; scripts/floors.py
-# then fails by name on any floor the resolver had to go above, so the suites prove the floors.
+# Each dependency at its floor: scripts/floors.py writes the floors as constraints, uv installs
+# with them (lowest-direct for the test tools), and floors.py then checks what is installed.
 $(COMPAT)/bin/python: | $(BIN)/python
 	$(BIN)/uv venv --quiet --python $(PYTHON) $(COMPAT)
 
-$(COMPAT)/.installed: pyproject.toml | $(COMPAT)/bin/python $(BIN)/python
+$(COMPAT)/.installed: pyproject.toml | $(COMPAT)/bin/python $(STAMP)
+	$(BIN)/python scripts/floors.py --constraints > $(COMPAT)/floors.txt
 	$(BIN)/uv pip install --quiet --python $(COMPAT)/bin/python --resolution lowest-direct \
-		-e ".[all,dev]"
+		-c $(COMPAT)/floors.txt -e ".[all,dev]"
 	$(COMPAT)/bin/python scripts/floors.py
 	touch $@
 

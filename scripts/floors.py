@@ -1,8 +1,11 @@
-"""Checks that an environment holds natsobj's dependencies at exactly their declared floors:
-``make test-compat`` installs with uv's ``--resolution lowest-direct`` and runs this before the
-face suites, so a floor the resolver could not reach (another dependency needing more) fails
-here by name instead of leaving the suites to pass on a newer version than pyproject.toml
-promises. Run it with the environment's own interpreter."""
+"""natsobj's dependencies at exactly their declared floors, for ``make test-compat``.
+
+``floors.py --constraints`` prints ``name==floor`` for every floor; the target installs with
+them as uv constraints (and ``--resolution lowest-direct`` for the test tools), because
+lowest-direct alone may still pick a newer floor when a transitive dependency it keeps at its
+newest needs one (Dagster went up with protobuf). Without arguments it checks, with the
+environment's own interpreter, that every floor is installed exactly, so the face suites never
+pass on a newer version than pyproject.toml promises."""
 
 from __future__ import annotations
 
@@ -48,6 +51,10 @@ def off_floor(wanted: dict[str, Version]) -> list[str]:
 
 if __name__ == "__main__":
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    if sys.argv[1:] == ["--constraints"]:
+        for name, floor in sorted(floors(project).items()):
+            print(f"{name}=={floor}")
+        sys.exit(0)
     wrong = off_floor(floors(project))
     for line in wrong:
         print(f"floors.py: {line}", file=sys.stderr)
