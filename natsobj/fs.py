@@ -755,4 +755,9 @@ class NatsObjectFile(AbstractBufferedFile):
         if self.readable() and self._ranged is not None:
             # Not waited for: close() may run from __del__ inside some other running loop.
             asyncio.run_coroutine_threadsafe(self._aclose_reader(), self.fs.loop)
-        super().close()
+        try:
+            super().close()
+        finally:
+            # Closed even when the put failed (a create-only write that lost, a server gone),
+            # as fsspec's own close does since 2024.10: a second close must not try again.
+            self.closed = True
