@@ -198,13 +198,20 @@ class MissingExtra(NatsObjError, ImportError):
     ``ImportError``, so code that treats a face as optional still catches it; ``module`` is
     the library found missing (``name`` stays the object name of every natsobj error)."""
 
-    def __init__(self, face: str, extra: str, module: str) -> None:
-        self.extra = extra
-        self.module = module
-        super().__init__(
-            f"{face} needs the {extra} extra: {self.install_line(extra)}"
+    extra: str | None = None
+    module: str | None = None
+
+    @classmethod
+    def of(cls, face: str, extra: str, module: str) -> MissingExtra:
+        """The error for ``face`` missing ``module``, which ``extra`` brings (the constructor
+        stays every natsobj error's, which pickling across processes relies on)."""
+        error = cls(
+            f"{face} needs the {extra} extra: {cls.install_line(extra)}"
             f" (no module named {module!r})"
         )
+        error.extra = extra
+        error.module = module
+        return error
 
     @staticmethod
     def install_line(extra: str) -> str:

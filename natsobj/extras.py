@@ -30,4 +30,4 @@ def require_extra(extra: str, face: str) -> None:
         except ImportError:  # an import hook that refuses the module
             found = False
         if not found:
-            raise MissingExtra(face, extra, module)
+            raise MissingExtra.of(face, extra, module)

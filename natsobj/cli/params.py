@@ -224,10 +224,21 @@ class ChunkSize(click.ParamType):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         try:
-            return check_chunk_size(value if isinstance(value, int) else parse_size(value))
+            return check_chunk_size(_count_or_size(value))
         except ValueError as exc:  # BadChunkSize, or not a size at all
             message = exc.message if isinstance(exc, BadChunkSize) else f"{value!r} is not a size"
             self.fail(message, param, ctx)
+
+
+def _count_or_size(value: Any) -> int:
+    """A plain count of bytes as it is, negative ones too (the core's chunk-size rule says
+    what is wrong with them, in the words every face uses), else a size such as ``128KiB``."""
+    if isinstance(value, int):
+        return value
+    try:
+        return int(value)
+    except ValueError:
+        return parse_size(value)
 
 
 def dry_run_option(help_text: str = "Print what would be done; change nothing.") -> Any:
