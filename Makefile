@@ -37,8 +37,12 @@ $(STAMP): pyproject.toml | $(BIN)/python
 $(JSPEER): tests/interop_js/package-lock.json
 	npm ci --prefix tests/interop_js --no-audit --no-fund
 
+# Two workers, each test file on one of them (its module fixtures start once): the suite spends
+# most of its time waiting on servers, JVMs and subprocesses, so two overlap on two cores.
+TEST_WORKERS ?= 2
+
 test: $(STAMP) $(JSPEER)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: $(STAMP) $(JSPEER)
 	$(BIN)/python -m pytest -m slow

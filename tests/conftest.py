@@ -67,21 +67,24 @@ def isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    # Under pytest-xdist every worker inherits the controller's directories; each takes its
+    # own, so one worker's `serve --stop-all` or embedded server never meets another's.
+    own = "PYTEST_XDIST_WORKER" in os.environ
     # A process of the run that resolves "embedded" without a data dir of its own (a
     # subprocess started in the repository) starts its detached server here, not in the
     # checkout's ./.natsobj, and the run stops it at the end instead of leaving it running.
-    if "NATSOBJ_DATA_DIR" not in os.environ:
+    if own or "NATSOBJ_DATA_DIR" not in os.environ:
         data_dir = Path(tempfile.mkdtemp(prefix="natsobj-data-")) / ".natsobj"
         os.environ["NATSOBJ_DATA_DIR"] = str(data_dir)
         config.add_cleanup(functools.partial(shutil.rmtree, data_dir.parent, ignore_errors=True))
         config.add_cleanup(functools.partial(_stop_left_behind, data_dir))
     # the registry of embedded servers (serve --list/--stop-all) is the run's own, not ~/.local
-    if "XDG_STATE_HOME" not in os.environ:
+    if own or "XDG_STATE_HOME" not in os.environ:
         state = tempfile.mkdtemp(prefix="natsobj-state-")
         os.environ["XDG_STATE_HOME"] = state
         config.add_cleanup(functools.partial(shutil.rmtree, state, ignore_errors=True))
     # the listings' name indexes (natsobj.name_index) go to a directory of the run, not ~/.cache
-    if "NATSOBJ_CACHE_DIR" not in os.environ:
+    if own or "NATSOBJ_CACHE_DIR" not in os.environ:
         cache = tempfile.mkdtemp(prefix="natsobj-cache-")
         os.environ["NATSOBJ_CACHE_DIR"] = cache
         config.add_cleanup(functools.partial(shutil.rmtree, cache, ignore_errors=True))
