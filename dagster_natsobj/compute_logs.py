@@ -18,11 +18,11 @@ import logging
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from typing import Any
+from contextlib import contextmanager, suppress
+from typing import Any, cast
 from urllib.parse import unquote
 
-from dagster import Field, Noneable, StringSource
+from dagster import Field, Noneable, Shape, StringSource
 from dagster._core.storage.cloud_storage_compute_log_manager import (
     CloudStorageComputeLogManager,
     PollingComputeLogSubscriptionManager,
@@ -56,7 +56,8 @@ CONTENT_TYPE = "text/plain"
 def connection_config_fields() -> dict[str, Field]:
     """The resource's fields as ``dagster.yaml`` config: one schema (names, help, defaults and
     secrets) for the resource and this manager."""
-    return dict(NatsObjectStoreResource.to_config_schema().as_field().config_type.fields)
+    schema = cast(Shape, NatsObjectStoreResource.to_config_schema().as_field().config_type)
+    return dict(schema.fields)
 
 
 class NatsComputeLogManager(CloudStorageComputeLogManager, ConfigurableClass):
@@ -105,9 +106,7 @@ class NatsComputeLogManager(CloudStorageComputeLogManager, ConfigurableClass):
         self._show_url_only = show_url_only
         self._create_bucket = create_bucket
         self._inst_data = inst_data
-        self._local_manager = LocalComputeLogManager(
-            local_dir or seven.get_system_temp_directory()
-        )
+        self._local_manager = LocalComputeLogManager(local_dir or seven.get_system_temp_directory())
         self._subscription_manager = PollingComputeLogSubscriptionManager(self)
         # A partial upload and the final one never overlap, so the final one's deletion of
         # the partial copy cannot be undone by a partial upload finishing after it.
@@ -177,7 +176,9 @@ class NatsComputeLogManager(CloudStorageComputeLogManager, ConfigurableClass):
     def upload_interval(self) -> int | None:
         return self._upload_interval
 
-    def object_name(self, log_key: Sequence[str], io_type: ComputeIOType, partial: bool = False) -> str:
+    def object_name(
+        self, log_key: Sequence[str], io_type: ComputeIOType, partial: bool = False
+    ) -> str:
         """Where a log lives in the bucket: ``<prefix>/storage/<namespace...>/<base>.<ext>``."""
         *namespace, filebase = log_key
         filename = f"{filebase}.{IO_TYPE_EXTENSION[io_type]}"
@@ -327,10 +328,8 @@ class NatsComputeLogManager(CloudStorageComputeLogManager, ConfigurableClass):
 
     @staticmethod
     def _delete_quietly(store: natsobj.ObjectStore, name: str) -> None:
-        try:
+        with suppress(ObjectNotFound):
             store.delete(name)
-        except ObjectNotFound:
-            pass
 
     def on_subscribe(self, subscription: CapturedLogSubscription) -> None:
         self._subscription_manager.add_subscription(subscription)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import socket
 import sys
 import time
+import tracemalloc
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from dagster._core.storage.compute_log_manager import ComputeIOType
 
 from dagster_natsobj import NatsComputeLogManager, NatsObjectStoreResource
 from natsobj.errors import BucketNotFound, ObjectNotFound
+from natsobj.model import DEFAULT_CHUNK_SIZE, digest_of
 from tests.fetch_counter import FetchCounter
 
 PREFIX = "team/logs"
@@ -55,7 +57,9 @@ def _log_key(instance: DagsterInstance, run_id: str) -> list[str]:
     return list(instance.compute_log_manager.build_log_key_for_run(run_id, captured.file_key))
 
 
-def _wait_for_partial(resource: NatsObjectStoreResource, bucket: str, run_id: str, marker: str) -> bytes:
+def _wait_for_partial(
+    resource: NatsObjectStoreResource, bucket: str, run_id: str, marker: str
+) -> bytes:
     """The stdout copy the manager uploads while the step still runs, once it holds ``marker``
     (polled: the upload thread's interval decides when it lands)."""
     directory = f"{PREFIX}/storage/{run_id}/compute_logs/"
@@ -147,7 +151,9 @@ def test_both_logs_are_stored_whole_and_the_partial_copies_are_gone(
     out_name = f"{PREFIX}/storage/{run_id}/compute_logs/{file_key}.out"
     assert manager.object_name(stored_run.log_key, ComputeIOType.STDOUT) == out_name
     resource = NatsObjectStoreResource(url=nats_url)
-    with resource.get_store(manager.display_path_for_type(stored_run.log_key, ComputeIOType.STDOUT).split("/")[2]) as store:
+    with resource.get_store(
+        manager.display_path_for_type(stored_run.log_key, ComputeIOType.STDOUT).split("/")[2]
+    ) as store:
         out = store.get_bytes(out_name)
         err = store.get_bytes(out_name[: -len(".out")] + ".err")
         assert store.get_info(out_name).headers["Content-Type"] == ["text/plain"]
@@ -190,7 +196,7 @@ def test_a_cursor_read_fetches_only_the_chunks_it_needs(stored_run: Run) -> None
     assert chunk.stdout == whole[len(whole) // 2 : len(whole) // 2 + 1000]
     assert chunk.cursor is not None
     assert manager.parse_cursor(chunk.cursor)[0] == len(whole) // 2 + 1000
-    assert 0 < counted.bytes < len(whole) // 4
+    assert 0 < counted.bytes <= 2 * DEFAULT_CHUNK_SIZE
 
     pieces, cursor = [], None
     while True:
@@ -213,6 +219,38 @@ def test_the_ui_is_pointed_at_nats_urls(stored_run: Run) -> None:
     ):
         expected = f"nats://{bucket}/{manager.object_name(stored_run.log_key, io_type)}"
         assert location == url == expected
+
+
+def test_an_upload_streams_from_the_file(
+    tmp_path: Path, nats_resource: NatsObjectStoreResource, bucket_name: str
+) -> None:
+    """A log far larger than the put window goes up in bounded memory: the manager hands the
+    open file to the put, never the log's bytes."""
+    manager = NatsComputeLogManager(
+        bucket_name, resource=nats_resource, local_dir=str(tmp_path / "staging")
+    )
+    log_key = ["run", "compute_logs", "big"]
+    path = Path(manager.local_manager.get_captured_local_path(log_key, "out"))
+    path.parent.mkdir(parents=True)
+    block = bytes(range(256)) * 4096  # 1 MiB
+    with path.open("wb") as handle:
+        for _ in range(48):
+            handle.write(block)
+    tracemalloc.start()
+    try:
+        manager.upload_to_cloud_storage(log_key, ComputeIOType.STDOUT)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    try:
+        with nats_resource.get_store(bucket_name) as store:
+            info = store.get_info(manager.object_name(log_key, ComputeIOType.STDOUT))
+            assert info.size == path.stat().st_size
+            assert info.digest == digest_of(path.read_bytes())
+        assert peak < 16 * 1024 * 1024
+    finally:
+        with nats_resource.get_client() as client:
+            client.delete_store(bucket_name)
 
 
 def _closed_port() -> int:
