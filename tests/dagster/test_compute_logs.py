@@ -22,6 +22,7 @@ from dagster import (
     materialize,
 )
 from dagster._core.storage.compute_log_manager import ComputeIOType
+from dagster._core.storage.local_compute_log_manager import IO_TYPE_EXTENSION
 
 from dagster_natsobj import NatsComputeLogManager, NatsObjectStoreResource
 from natsobj.errors import BucketNotFound, ObjectNotFound
@@ -253,6 +254,50 @@ def test_an_upload_streams_from_the_file(
             client.delete_store(bucket_name)
 
 
+def test_deleting_a_runs_logs_removes_its_objects(
+    tmp_path: Path, nats_resource: NatsObjectStoreResource, bucket_name: str
+) -> None:
+    """What Dagster calls when a run is deleted: by log key, and by prefix (a run's logs); a
+    prefix of ["a"] never reaches the logs of ["apple"]."""
+    manager = NatsComputeLogManager(
+        bucket_name, resource=nats_resource, prefix="", local_dir=str(tmp_path / "staging")
+    )
+    keys = [
+        ["a", "compute_logs", "one"],
+        ["a", "compute_logs", "two"],
+        ["apple", "compute_logs", "x"],
+    ]
+    for log_key in keys:
+        for io_type in ComputeIOType:
+            path = Path(
+                manager.local_manager.get_captured_local_path(log_key, IO_TYPE_EXTENSION[io_type])
+            )
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"{log_key[-1]} {io_type.value}\n")
+            manager.upload_to_cloud_storage(log_key, io_type)
+            path.unlink()
+    try:
+        assert (
+            sorted(
+                manager.get_log_keys_for_log_key_prefix(["a", "compute_logs"], ComputeIOType.STDOUT)
+            )
+            == keys[:2]
+        )
+        assert manager.get_log_data(keys[0]).stdout == b"one stdout\n"
+        manager.delete_logs(log_key=keys[0])
+        assert manager.get_log_data(keys[0]).stdout is None
+        assert manager.get_log_data(keys[1]).stdout == b"two stdout\n"
+        manager.delete_logs(prefix=["a"])
+        with nats_resource.get_store(bucket_name) as store:
+            assert sorted(info.name for info in store.list()) == [
+                "storage/apple/compute_logs/x.err",
+                "storage/apple/compute_logs/x.out",
+            ]
+    finally:
+        with nats_resource.get_client() as client:
+            client.delete_store(bucket_name)
+
+
 def _closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -272,6 +317,7 @@ compute_logs:
     connect_timeout: 1
     bucket: unreachable-logs
     local_dir: {tmp_path / "staging"}
+    show_url_only: true
 """,
     )
     marker = f"KEPT-{uuid.uuid4().hex}"
@@ -295,7 +341,18 @@ compute_logs:
         assert error is not None and "NotConnected" in error.cls_name
         assert "cannot connect" in error.message
         # the captured logs stay where they were captured, and the instance reads them there
-        data = instance.compute_log_manager.get_log_data(_log_key(instance, result.run_id))
+        log_key = _log_key(instance, result.run_id)
+        data = instance.compute_log_manager.get_log_data(log_key)
         assert data.stdout is not None and marker.encode() in data.stdout
+        # show_url_only: the run's capture event points the UI at the store, not the content
+        (captured,) = [
+            record.dagster_event.logs_captured_data
+            for record in instance.all_logs(result.run_id, of_type=DagsterEventType.LOGS_CAPTURED)
+            if record.dagster_event is not None
+        ]
+        out_url = f"nats://unreachable-logs/dagster/storage/{result.run_id}/compute_logs/{log_key[-1]}.out"
+        assert captured.external_stdout_url == out_url
+        assert captured.external_stderr_url == out_url[: -len(".out")] + ".err"
+        assert captured.shell_cmd.stdout == f"natsobj cat {out_url}"
     finally:
         instance.dispose()
