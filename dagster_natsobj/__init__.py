@@ -1,10 +1,11 @@
 """Dagster integration for natsobj: a resource, one IO manager for every artifact type,
-a meta-stream sensor and digest-versioned external assets."""
+a meta-stream sensor, digest-versioned external assets and a compute log manager."""
 
 from natsobj.extras import require_extra
 
 require_extra("dagster", "dagster_natsobj")
 
+from dagster_natsobj.compute_logs import NatsComputeLogManager
 from dagster_natsobj.errors import UntrustedPickle
 from dagster_natsobj.handlers import FileHandler, Handler, Stored, Target
 from dagster_natsobj.io_manager import NatsObjectStoreIOManager
@@ -16,6 +17,7 @@ from dagster_natsobj.sensors import make_nats_object_sensor
 __all__ = [
     "FileHandler",
     "Handler",
+    "NatsComputeLogManager",
     "NatsObjectStoreIOManager",
     "NatsObjectStoreResource",
     "Stored",
