@@ -50,6 +50,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "natsobj.store_config",
         "natsobj.matching",
         "natsobj.json_values",
+        "natsobj.name_templates",
         "natsobj.paths",
         "natsobj.name_index",
         "natsobj.lifecycle",
