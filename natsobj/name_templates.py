@@ -73,7 +73,9 @@ def _parse_segment(template: str, segment: str) -> _Segment:
         parsed = list(string.Formatter().parse(segment))
     except ValueError as exc:
         raise ValueError(f"name template {template!r}: {exc}") from None
-    literals, names = [""], []  # literals[k] comes before names[k], the last one after all
+    # literals[k] comes before names[k], the last one after them all
+    literals: list[str] = [""]
+    names: list[str] = []
     for literal, name, spec, conversion in parsed:
         literals[-1] += literal
         if name is None:
