@@ -93,7 +93,11 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
     )
     allow_missing_digest: bool | None = config_field("get", "allow_missing_digest")
     compression: str | None = config_field("write_parquet", "compression")
-    dictionary: bool | None = config_field("write_parquet", "dictionary")
+    dictionary: bool | None = config_field(
+        "write_parquet",
+        "dictionary",
+        "Not applied to polars LazyFrames: polars' streaming writer chooses per column.",
+    )
     row_group_rows: int | None = config_field("write_parquet", "row_group_rows")
 
     _check_options = table_validator("put", "get", "write_parquet")
