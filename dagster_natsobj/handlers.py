@@ -16,7 +16,7 @@ import tempfile
 import types
 import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,8 @@ from dagster import TableColumn, TableSchema
 
 from dagster_natsobj.errors import UntrustedPickle
 from natsobj import ConnectionSettings, ObjectInfo
+from natsobj.embedded_rule import resolve_server
+from natsobj.json_values import is_json_native, read_json, write_json
 from natsobj.operation_options import PUT, Face, parquet_codec, resolve
 
 FORMAT_KEY = "natsobj.format"
@@ -330,6 +332,83 @@ class PolarsHandler(ParquetHandler):
         return pl.read_parquet(source, columns=columns, use_pyarrow=True)
 
 
+class PolarsLazyHandler(ParquetHandler):
+    """A polars LazyFrame: its query is sunk into the Parquet file by polars' streaming writer
+    (the frame is never collected whole) and loaded as a LazyFrame scanning the object through
+    the ``nats://`` filesystem, as ``natsobj.polars.scan_parquet`` does, so the reading
+    query's projection and predicate decide which column chunks and row groups are fetched,
+    when it is collected. polars' writer chooses dictionary encoding per column itself:
+    ``dictionary`` does not apply."""
+
+    type_name = "polars.LazyFrame"
+
+    def classes(self) -> tuple[type, ...]:
+        cls = loaded_class("polars", "LazyFrame")
+        return (cls,) if cls else ()
+
+    def write_parquet(
+        self, value: Any, path: Path, settings: ParquetWrite
+    ) -> tuple[int | None, TableSchema | None]:
+        import pyarrow.parquet as pq
+
+        value.sink_parquet(
+            path,
+            compression=parquet_codec(settings.compression) or "uncompressed",
+            row_group_size=settings.row_group_rows,
+        )
+        schema = TableSchema(
+            columns=[
+                TableColumn(name=name, type=str(t)) for name, t in value.collect_schema().items()
+            ]
+        )
+        return pq.read_metadata(path).num_rows, schema
+
+    def load(self, target: Target) -> Any:
+        import polars as pl
+        import pyarrow.dataset as ds
+
+        from natsobj.fs import NatsObjectFileSystem
+
+        settings = asdict(resolve_server(target.settings))
+        fs = NatsObjectFileSystem(
+            **{key: value for key, value in settings.items() if value is not None},
+            allow_missing_digest=target.allow_missing_digest,
+        )
+        # natsobj.polars.scan_parquet's scan of one object (a peer face, not importable here)
+        dataset = ds.dataset(f"{target.bucket}/{target.name}", filesystem=fs, format="parquet")
+        frame = pl.scan_pyarrow_dataset(dataset)
+        return frame if target.columns is None else frame.select(list(target.columns))
+
+
+class JsonHandler(FileHandler):
+    """Values JSON holds exactly (``natsobj.json_values``: dicts with ``str`` keys, lists,
+    numbers, booleans, None and nestings of them) stored as JSON rather than pickled. JSON runs
+    no code when read, so an untyped input loads it on the object's word, with no signing key;
+    any other value (a tuple, an ``int`` key, NaN...) stays a pickle rather than coming back
+    changed. Chosen by the value alone: an annotation such as ``dict`` cannot say whether the
+    value will fit, so it lets the value choose (``registry.handler_for_output``)."""
+
+    format = "json"
+    type_name = "json"
+    content_type = "application/json"
+
+    def classes(self) -> tuple[type, ...]:
+        return (dict, list, int, float, bool, type(None))
+
+    def accepts_type(self, tp: Any) -> bool:
+        return False
+
+    def accepts_value(self, value: Any) -> bool:
+        return is_json_native(value)
+
+    def write_file(self, value: Any, path: Path) -> tuple[int | None, TableSchema | None]:
+        write_json(value, path)
+        return None, None
+
+    def read_file(self, path: Path) -> Any:
+        return read_json(path)
+
+
 class PickleHandler(FileHandler):
     """The fallback for any other Python object.
 
@@ -337,6 +416,10 @@ class PickleHandler(FileHandler):
     load only when the input's annotation or its own configuration does, never because an
     object says it is a pickle. With a signing key, a pickle is stored with an HMAC of its
     exact bytes and only a pickle whose HMAC verifies is unpickled.
+
+    An input annotated with a type only pickle holds (``dict``, ``list``...) is loaded here,
+    and its upstream may have been stored as JSON (a JSON-native value): the version
+    downloaded says which, and JSON is read as JSON, which needs no signature.
     """
 
     format = "pickle"
@@ -363,6 +446,8 @@ class PickleHandler(FileHandler):
             info = target.store.get_file(
                 target.name, path, allow_missing_digest=target.allow_missing_digest
             )
+            if info.metadata.get(TYPE_KEY) == JsonHandler.type_name:
+                return read_json(path)
             if target.pickle_key is not None:
                 _verify_signature(target, info, path, target.pickle_key)
             return self.read_file(path)

@@ -28,7 +28,7 @@ from dagster_natsobj.handlers import (
 )
 from dagster_natsobj.metadata import output_metadata
 from dagster_natsobj.options import config_field, resolved, table_validator
-from dagster_natsobj.registry import handler_for_stored, handler_for_type, handler_for_value
+from dagster_natsobj.registry import handler_for_output, handler_for_stored, handler_for_type
 from dagster_natsobj.resource import (
     SECRET_HINT,
     NatsObjectStoreResource,
@@ -54,7 +54,8 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
 
     Asset ``a/b`` lands at ``<prefix>/a/b`` (``.../<partition>`` when partitioned); op outputs
     at ``<prefix>/storage/<run_id>/<step>/<output>``. The format follows the value's type:
-    bytes/str raw, pandas and Arrow as Parquet, PySpark through the executors, else pickle.
+    bytes/str raw, pandas, polars (LazyFrames too) and Arrow as Parquet, PySpark through the
+    executors, JSON-native values (dicts, lists, numbers...) as JSON, else pickle.
     Loading follows the input's annotation; what a stored object says about itself picks the
     format only for an untyped input, and never pickle on its own (docs/dagster.md, "Pickles
     and trust").
@@ -92,7 +93,11 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
     )
     allow_missing_digest: bool | None = config_field("get", "allow_missing_digest")
     compression: str | None = config_field("write_parquet", "compression")
-    dictionary: bool | None = config_field("write_parquet", "dictionary")
+    dictionary: bool | None = config_field(
+        "write_parquet",
+        "dictionary",
+        "Not applied to polars LazyFrames: polars' streaming writer chooses per column.",
+    )
     row_group_rows: int | None = config_field("write_parquet", "row_group_rows")
 
     _check_options = table_validator("put", "get", "write_parquet")
@@ -155,7 +160,7 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
                 "one partition per run (or use a single-run backfill policy with one key)."
             )
         ((partition, name),) = names.items()
-        handler = handler_for_type(_annotation(context)) or handler_for_value(obj)
+        handler = handler_for_output(_annotation(context), obj)
         settings = self.resource.settings()
         object_meta = _object_metadata(context, partition)
         content_type = naming.pinned_content_type(context)

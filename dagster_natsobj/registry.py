@@ -14,9 +14,11 @@ from dagster_natsobj.handlers import (
     ArrowHandler,
     BytesHandler,
     Handler,
+    JsonHandler,
     PandasHandler,
     PickleHandler,
     PolarsHandler,
+    PolarsLazyHandler,
     Target,
     TextHandler,
 )
@@ -24,15 +26,18 @@ from dagster_natsobj.spark import SparkHandler
 from natsobj.errors import ObjectNotFound
 
 _SPARK = SparkHandler()
-# Most specific first; pickle takes whatever is left.
+_PICKLE = PickleHandler()
+# Most specific first; JSON takes the JSON-native values left, pickle whatever is left then.
 BUILT_IN: tuple[Handler, ...] = (
     BytesHandler(),
     TextHandler(),
     ArrowHandler(),
     PandasHandler(),
     PolarsHandler(),
+    PolarsLazyHandler(),
     _SPARK,
-    PickleHandler(),
+    JsonHandler(),
+    _PICKLE,
 )
 _registered: list[Handler] = []
 
@@ -68,6 +73,16 @@ def unregister_handler(handler: Handler) -> None:
 
 def handler_for_value(value: Any) -> Handler:
     return next(h for h in handlers() if h.accepts_value(value))
+
+
+def handler_for_output(annotation: Any, value: Any) -> Handler:
+    """The handler of the output's annotation; the value's when the annotation names no
+    format (none, ``Any``, or a type only pickle holds, such as ``dict``), so a JSON-native
+    value is stored as JSON under ``-> dict`` too and is pickled only when it must be."""
+    handler = handler_for_type(annotation)
+    if handler is None or handler is _PICKLE:
+        return handler_for_value(value)
+    return handler
 
 
 def handler_for_type(annotation: Any) -> Handler | None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from dagster import (
     DefaultSensorStatus,
+    MultiPartitionKey,
     RunRequest,
     SensorDefinition,
     SensorEvaluationContext,
@@ -39,10 +40,12 @@ from natsobj.cursors import ChangeCursor
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import BucketNotFound, BucketRecreated, in_words_of
 from natsobj.matching import NameMatcher
+from natsobj.name_templates import NameTemplate
 from natsobj.operation_options import CURRENT, EARLIEST, LATEST
 
 TAG_PREFIX = "natsobj"
 RunConfigFn = Callable[[ObjectInfo], Mapping[str, Any]]
+PartitionKeyFn = Callable[[str], "str | None"]
 
 
 def make_nats_object_sensor(
@@ -64,6 +67,8 @@ def make_nats_object_sensor(
     name_glob: str | None = None,
     on_recreated: str | None = None,
     start: str | int | None = None,
+    partition_key_fn: PartitionKeyFn | None = None,
+    partition_key_template: str | None = None,
 ) -> SensorDefinition:
     """Build a sensor requesting one run per object put (and delete, if asked) in ``bucket``.
 
@@ -84,6 +89,13 @@ def make_nats_object_sensor(
     ``on_recreated="fail"`` (the default) raises ``BucketRecreated`` and leaves the cursor, so
     an operator decides; ``"restart"`` logs a warning and requests runs for the new bucket's
     objects from its beginning. Neither skips an object silently.
+
+    For a partitioned target, each run request carries the partition of its object:
+    ``partition_key_template`` reads it from the name (``"daily/{date}.parquet"``: the object
+    ``daily/2026-11-01.parquet`` runs partition ``2026-11-01``; several fields, such as
+    ``"{region}/{date}.csv"``, make a ``MultiPartitionKey`` of the dimensions so named), or
+    ``partition_key_fn(name)`` returns it. An object whose name gives no key (the template
+    does not match, the function returns None) requests no run.
     """
     where = f"sensor {name!r}"
     feed = resolved(
@@ -103,6 +115,9 @@ def make_nats_object_sensor(
     matcher = (
         None if glob is None and regex is None else NameMatcher.from_options(glob=glob, regex=regex)
     )
+    template = _template(where, partition_key_fn, partition_key_template)
+    partition = partition_key_fn if template is None else _key_from(template)
+    listing_prefix = _listing_prefix(matcher, template)
 
     @sensor(
         name=name,
@@ -128,7 +143,9 @@ def make_nats_object_sensor(
             if not context.cursor and feed["start"] != EARLIEST:
                 cursor = _start(store, feed["start"], where)
                 if feed["start"] == CURRENT:
-                    return _current(store, cursor, matcher, run_config_fn)
+                    return _current(
+                        store, cursor, matcher, run_config_fn, partition, listing_prefix
+                    )
             try:
                 changes = store.changes(cursor, limit=batch_size)
             except BucketRecreated as exc:
@@ -139,11 +156,12 @@ def make_nats_object_sensor(
                     "of the new bucket"
                 )
                 changes = store.changes(cursor, limit=batch_size)
-        requests = [
-            _run_request(bucket, info, run_config_fn)
-            for info in changes
-            if _wanted(info, matcher, feed["include_deletes"])
-        ]
+        requests = _run_requests(
+            bucket,
+            [info for info in changes if _wanted(info, matcher, feed["include_deletes"])],
+            run_config_fn,
+            partition,
+        )
         next_cursor = str(changes.cursor)
         if requests:
             return SensorResult(run_requests=requests, cursor=next_cursor)
@@ -173,28 +191,89 @@ def _current(
     cursor: ChangeCursor,
     matcher: NameMatcher | None,
     run_config_fn: RunConfigFn | None,
+    partition: PartitionKeyFn | None,
+    prefix: str,
 ) -> SensorResult:
     """The first tick of a sensor starting at ``current``: a run per object there now, and
     ``cursor``, the bucket's end read before the listing, so an object put meanwhile is
     listed and reported again under the same run key, which Dagster starts once."""
-    listed = store.list(prefix=matcher.literal_prefix if matcher else "")
-    requests = [
-        _run_request(store.bucket, info, run_config_fn)
-        for info in sorted(listed, key=lambda i: i.sequence or 0)
-        if matcher is None or matcher.matches(info.name)
-    ]
+    listed = store.list(prefix=prefix)
+    requests = _run_requests(
+        store.bucket,
+        [
+            info
+            for info in sorted(listed, key=lambda i: i.sequence or 0)
+            if matcher is None or matcher.matches(info.name)
+        ],
+        run_config_fn,
+        partition,
+    )
     if requests:
         return SensorResult(run_requests=requests, cursor=str(cursor))
     reason = f"no objects in {store.bucket!r} yet"
     return SensorResult(skip_reason=SkipReason(reason), cursor=str(cursor))
 
 
-def _run_request(bucket: str, info: ObjectInfo, run_config_fn: RunConfigFn | None) -> RunRequest:
-    return RunRequest(
-        run_key=f"{bucket}:{info.sequence}",
-        run_config=dict(run_config_fn(info)) if run_config_fn else {},
-        tags=object_tags(info),
-    )
+def _run_requests(
+    bucket: str,
+    infos: list[ObjectInfo],
+    run_config_fn: RunConfigFn | None,
+    partition: PartitionKeyFn | None,
+) -> list[RunRequest]:
+    """A run per object; with a partition rule, only for objects whose name gives a key."""
+    requests = []
+    for info in infos:
+        key = partition(info.name) if partition else None
+        if partition and key is None:
+            continue
+        requests.append(
+            RunRequest(
+                run_key=f"{bucket}:{info.sequence}",
+                run_config=dict(run_config_fn(info)) if run_config_fn else {},
+                tags=object_tags(info),
+                partition_key=key,
+            )
+        )
+    return requests
+
+
+def _template(
+    where: str, partition_key_fn: PartitionKeyFn | None, template: str | None
+) -> NameTemplate | None:
+    if template is None:
+        return None
+    if partition_key_fn is not None:
+        raise ValueError(f"{where}: give partition_key_fn= or partition_key_template=, not both")
+    try:
+        return NameTemplate(template)
+    except ValueError as exc:
+        raise ValueError(f"{where}: partition_key_template: {exc}") from None
+
+
+def _key_from(template: NameTemplate) -> PartitionKeyFn:
+    """Object name -> partition key by the template: its one field's text, or the
+    ``MultiPartitionKey`` of its fields (one per dimension, named as the dimensions are)."""
+
+    def key_of(name: str) -> str | None:
+        fields = template.fields_of(name)
+        if fields is None:
+            return None
+        if len(fields) == 1:
+            return next(iter(fields.values()))
+        return MultiPartitionKey(fields)
+
+    return key_of
+
+
+def _listing_prefix(matcher: NameMatcher | None, template: NameTemplate | None) -> str:
+    """What a ``current`` start lists: the longer of the filter's and the template's literal
+    prefixes (a name must match both; when neither prefix extends the other, the filter's)."""
+    prefix = matcher.literal_prefix if matcher else ""
+    if template is not None:
+        own = template.literal_prefix
+        if own.startswith(prefix):
+            return own
+    return prefix
 
 
 def object_tags(info: ObjectInfo) -> dict[str, str]:

@@ -49,6 +49,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "natsobj.settings",
         "natsobj.store_config",
         "natsobj.matching",
+        "natsobj.json_values",
+        "natsobj.name_templates",
         "natsobj.paths",
         "natsobj.name_index",
         "natsobj.lifecycle",

@@ -1,15 +1,24 @@
-"""The open handler registry: users store their own types; polars frames are Parquet."""
+"""The open handler registry: users store their own types; polars frames (lazy ones too) are
+Parquet."""
 
 from __future__ import annotations
 
+import io
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow.parquet as pq
 import pytest
-from dagster import AssetKey, TableSchema, asset, build_input_context, materialize
+from dagster import (
+    AssetKey,
+    TableSchema,
+    asset,
+    build_input_context,
+    materialize,
+)
 
 from dagster_natsobj import FileHandler, Handler, register_handler, unregister_handler
 
@@ -97,3 +106,49 @@ def test_polars_frames_round_trip_as_parquet(io_manager, bucket_store) -> None:
     assert bucket_store.get_bytes("pipe/temps")[:4] == b"PAR1"  # plain Parquet for any reader
     with build_input_context(asset_key=AssetKey("temps")) as context:
         assert io_manager.load_input(context).equals(frame)
+
+
+def test_a_lazy_frame_is_sunk_as_parquet_and_loads_lazily(io_manager, bucket_store) -> None:
+    settings = io_manager.model_dump() | {"row_group_rows": 2, "compression": "snappy"}
+    writer = type(io_manager)(**settings)
+    query = pl.LazyFrame({"city": ["Oslo", "Lima", "Pune"], "temp": [1.5, 19.0, 31.2]})
+    query = query.with_columns(warm=pl.col("temp") > 10)
+
+    @asset
+    def temps() -> pl.LazyFrame:
+        return query
+
+    @asset
+    def lazy(temps: pl.LazyFrame) -> list:
+        assert isinstance(temps, pl.LazyFrame)
+        return temps.filter(pl.col("warm")).select("city").collect()["city"].to_list()
+
+    @asset
+    def untyped(temps) -> int:  # the stored metadata says LazyFrame
+        assert isinstance(temps, pl.LazyFrame)
+        return temps.select(pl.len()).collect().item()
+
+    @asset
+    def eager(temps: pl.DataFrame) -> int:
+        assert isinstance(temps, pl.DataFrame)
+        return temps.height
+
+    result = materialize([temps, lazy, untyped, eager], resources={"io_manager": writer})
+    assert result.success
+    assert result.output_for_node("lazy") == ["Lima", "Pune"]
+    assert result.output_for_node("untyped") == result.output_for_node("eager") == 3
+    info = bucket_store.get_info("pipe/temps")
+    assert info.metadata["natsobj.type"] == "polars.LazyFrame"
+    assert info.metadata["natsobj.format"] == "parquet"
+    assert info.headers["Content-Type"] == ["application/vnd.apache.parquet"]
+    [mat] = result.asset_materializations_for_node("temps")
+    assert mat.metadata["dagster/row_count"].value == 3
+    schema = mat.metadata["dagster/column_schema"].value
+    assert [(c.name, c.type) for c in schema.columns] == [
+        ("city", "String"),
+        ("temp", "Float64"),
+        ("warm", "Boolean"),
+    ]
+    parquet = pq.ParquetFile(io.BytesIO(bucket_store.get_bytes("pipe/temps")))
+    assert parquet.metadata.num_row_groups == 2  # the IO manager's row_group_rows
+    assert parquet.metadata.row_group(0).column(0).compression == "SNAPPY"

@@ -109,7 +109,7 @@ def test_with_a_key_unsigned_and_forged_pickles_are_refused_and_signed_ones_load
     marker = tmp_path / "pwned"
 
     @asset
-    def typed(upstream: list) -> int:  # the annotation asks for a pickle
+    def typed(upstream: tuple) -> int:  # the annotation asks for a pickle
         return len(upstream)
 
     @asset
@@ -132,8 +132,8 @@ def test_with_a_key_unsigned_and_forged_pickles_are_refused_and_signed_ones_load
     assert not marker.exists()
 
     @asset(name="upstream")
-    def produce() -> list:
-        return [1, 2, 3]
+    def produce() -> tuple:  # not JSON-native: pickled
+        return (1, 2, 3)
 
     result = materialize([produce, typed, untyped], resources={"io_manager": signed})
     assert result.success
@@ -150,12 +150,14 @@ def test_unpickle_untyped_inputs_is_the_explicit_opt_in(io_manager, bucket_store
 
     @asset(name="upstream")
     def produce() -> dict:
-        return {"a": 1}
+        return {"a": (1, 2)}  # a tuple inside: pickled, JSON would make it a list
 
     @asset
     def untyped(upstream) -> dict:
         return upstream
 
     result = materialize([produce, untyped], resources={"io_manager": trusting})
-    assert result.output_for_node("untyped") == {"a": 1}
-    assert "natsobj.hmac" not in bucket_store.get_info("pipe/upstream").metadata
+    assert result.output_for_node("untyped") == {"a": (1, 2)}
+    info = bucket_store.get_info("pipe/upstream")
+    assert info.metadata["natsobj.format"] == "pickle"
+    assert "natsobj.hmac" not in info.metadata
