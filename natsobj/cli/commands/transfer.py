@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 import click
 
 from natsobj import paths
-from natsobj.aio.copy import copy_object
+from natsobj.aio.copy import copied_by_prefix, copy_object
 from natsobj.aio.ranges import byte_range as object_range
 from natsobj.aio.sources import Readable
 from natsobj.cli import render, tree
@@ -498,7 +498,7 @@ def _copy_within(
         pairs = [
             (info, tree.join_name(prefix, info.name[below:]))
             for info in paths.under(source.list(), name)
-            if not (info.link and info.link.is_bucket_link) and filters.wanted(info.name[below:])
+            if copied_by_prefix(info) and filters.wanted(info.name[below:])
         ]
         if not pairs:
             raise ObjectNotFound(
