@@ -394,3 +394,74 @@ def test_a_prefix_that_rendered_empty_deletes_nothing(nats_default: str, store) 
     with pytest.raises(ValueError, match="prefix rendered empty; nothing was deleted"):
         delete.execute({})
     assert [info.name for info in store.list()] == ["keep"]
+
+
+def _readers() -> dict[str, Any]:
+    """The new operators that read objects, each built with its required parameters."""
+    from airflow_natsobj.operators.copy import NatsCopyObjectOperator, NatsCopyPrefixOperator
+    from airflow_natsobj.operators.transform import NatsFileTransformOperator
+
+    return {
+        "copy": lambda **o: NatsCopyObjectOperator(
+            task_id="c", source_bucket_key="nats://b/a", dest_bucket_key="nats://b/c", **o
+        ),
+        "copy_prefix": lambda **o: NatsCopyPrefixOperator(
+            task_id="p", source_bucket_prefix="nats://b/a", dest_bucket_prefix="nats://b/c", **o
+        ),
+        "transform": lambda **o: NatsFileTransformOperator(
+            task_id="t",
+            source_key="nats://b/a",
+            dest_key="nats://b/c",
+            transform_script="/bin/true",
+            **o,
+        ),
+    }
+
+
+@pytest.mark.parametrize("operator", ["copy", "copy_prefix", "transform"])
+def test_the_read_option_is_the_tables(operator: str) -> None:
+    """``allow_missing_digest`` reads as on ``NatsGetObjectOperator``: every spelling of the
+    operation options table, and the table's Airflow default when not given."""
+    from natsobj.operation_options import Face
+    from tests.contract.cases import cases, defaults
+
+    build = _readers()[operator]
+    assert build().allow_missing_digest == defaults(Face.AIRFLOW, "get")["allow_missing_digest"]
+    for case in cases(Face.AIRFLOW, "get"):
+        built = build(**{case.option.spelled(Face.AIRFLOW): case.given})
+        assert built.allow_missing_digest == case.expected, case.id
+    with pytest.raises(ValueError, match="allow_missing_digest"):
+        build(allow_missing_digest="a fortnight")
+
+
+def test_a_copy_refuses_a_source_without_digest_unless_allowed(nats_default, store, raw) -> None:
+    """The copy is the core's digest-checked one: it does not vouch for unchecked data."""
+    from airflow_natsobj.operators.copy import NatsCopyObjectOperator, NatsCopyPrefixOperator
+
+    from natsobj.errors import MissingDigest
+    from tests.security.test_missing_digest_faces import CONTENT, strip_digest
+
+    store.put("in/plain", CONTENT)
+    strip_digest(raw, store.bucket, "in/plain")
+    ends = {"source_bucket_name": store.bucket, "dest_bucket_name": store.bucket}
+    strict = NatsCopyObjectOperator(
+        task_id="s", source_bucket_key="in/plain", dest_bucket_key="out/plain", **ends
+    )
+    with pytest.raises(MissingDigest):
+        strict.execute({})
+    prefix = NatsCopyPrefixOperator(
+        task_id="p", source_bucket_prefix="in/", dest_bucket_prefix="out/", **ends
+    )
+    with pytest.raises(MissingDigest):
+        prefix.execute({})
+    assert [info.name for info in store.list()] == ["in/plain"]
+    lenient = NatsCopyObjectOperator(
+        task_id="l",
+        source_bucket_key="in/plain",
+        dest_bucket_key="out/plain",
+        allow_missing_digest="on",
+        **ends,
+    )
+    copied = lenient.execute({})
+    assert store.get_bytes("out/plain") == CONTENT
+    assert copied["digest"] == store.get_info("out/plain").digest  # the copy has one now
