@@ -50,13 +50,6 @@ class NatsListOperator(NatsBaseOperator):
 
     @in_words_of(airflow_words)
     def execute(self, context: Context) -> list[str]:
-        self.log.info(
-            "Listing bucket %s, prefix %r, glob %r (delimiter %r)",
-            self.bucket,
-            self.prefix,
-            self.glob,
-            self.delimiter,
-        )
         with self.hook() as hook:
             listed = hook.list(
                 self.bucket,
@@ -64,7 +57,16 @@ class NatsListOperator(NatsBaseOperator):
                 glob=unset(self.glob),
                 delimiter=unset(self.delimiter),
             )
-        return [info.name for info in listed]
+        found = [info.name for info in listed]
+        self.log.info(
+            "Listed %d name(s) in bucket %s (prefix %r, glob %r, delimiter %r)",
+            len(found),
+            self.bucket,
+            self.prefix,
+            self.glob,
+            self.delimiter,
+        )
+        return found
 
 
 class NatsListPrefixesOperator(NatsBaseOperator):
@@ -85,13 +87,15 @@ class NatsListPrefixesOperator(NatsBaseOperator):
 
     @in_words_of(airflow_words)
     def execute(self, context: Context) -> list[str]:
+        with self.hook() as hook:
+            found = hook.list_prefixes(
+                self.bucket, prefix=unset(self.prefix), delimiter=unset(self.delimiter) or ""
+            )
         self.log.info(
-            "Listing the prefixes of bucket %s under %r (delimiter %r)",
+            "Listed %d prefix(es) in bucket %s under %r (delimiter %r)",
+            len(found),
             self.bucket,
             self.prefix,
             self.delimiter,
         )
-        with self.hook() as hook:
-            return hook.list_prefixes(
-                self.bucket, prefix=unset(self.prefix), delimiter=unset(self.delimiter) or ""
-            )
+        return found
