@@ -89,3 +89,16 @@ def split_level(
         elif head:
             objects.append(info)
     return dirs, objects
+
+
+def common_prefix(name: str, prefix: str, delimiter: str | None) -> str | None:
+    """S3's ``CommonPrefixes`` rule for a name listed under the string ``prefix`` with a
+    ``delimiter``: the prefix it rolls up into (``prefix`` and the rest of the name up to and
+    including the first ``delimiter`` after it), or None when it is listed as itself. Unlike
+    ``split_level`` the prefix is a plain string and the delimiter any string, as on S3, so
+    ``prefix="logs/2024-"`` with ``delimiter="-"`` groups ``logs/2024-01-03`` under
+    ``logs/2024-01-``."""
+    if not delimiter:
+        return None
+    cut = name.find(delimiter, len(prefix))
+    return None if cut == -1 else name[: cut + len(delimiter)]

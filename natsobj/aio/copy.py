@@ -1,5 +1,5 @@
 """Object-to-object copy, streamed chunk by chunk, for every face that copies (the fsspec
-filesystem's ``cp_file``, ``natsobj cp``)."""
+filesystem's ``cp_file``, ``natsobj cp``, Airflow's copy operators)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,12 @@ from collections.abc import AsyncIterator, Callable
 
 from natsobj.aio.store import ObjectStore
 from natsobj.model import ObjectInfo, kept_chunk_size
+
+
+def copied_by_prefix(info: ObjectInfo) -> bool:
+    """Whether a copy of everything below a prefix copies this listed object: not a bucket
+    link (it has no object to follow; an object link is followed to its data)."""
+    return not (info.link and info.link.is_bucket_link)
 
 
 async def copy_object(

@@ -83,6 +83,9 @@ def get_provider_info() -> dict[str, Any]:
                 "integration-name": integration,
                 "python-modules": [
                     "airflow_natsobj.operators.object_store",
+                    "airflow_natsobj.operators.copy",
+                    "airflow_natsobj.operators.listing",
+                    "airflow_natsobj.operators.transform",
                     "airflow_natsobj.operators.archive",
                 ],
             }

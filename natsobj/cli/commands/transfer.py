@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 import click
 
 from natsobj import paths
-from natsobj.aio.copy import copy_object
+from natsobj.aio.copy import copied_by_prefix, copy_object
 from natsobj.aio.ranges import byte_range as object_range
 from natsobj.aio.sources import Readable
 from natsobj.cli import render, tree
@@ -489,16 +489,17 @@ def _copy_within(
     report: Report,
     allow_missing_digest: bool,
 ) -> None:
-    """Object to object, server side through ``copy_object``: one, or with ``recursive``
-    every object below the prefix ``name``, below ``dest_name``. A ``dest_name`` of None
-    keeps the name; an empty one or one ending in '/' is a prefix (``object_name``)."""
+    """Object to object through ``copy_object`` (streamed through this client: NATS has no
+    server-side copy): one, or with ``recursive`` every object below the prefix ``name``,
+    below ``dest_name``. A ``dest_name`` of None keeps the name; an empty one or one ending
+    in '/' is a prefix (``object_name``)."""
     if recursive:
         below = len(paths.as_dir(name))
         prefix = name if dest_name is None else dest_name
         pairs = [
             (info, tree.join_name(prefix, info.name[below:]))
             for info in paths.under(source.list(), name)
-            if not (info.link and info.link.is_bucket_link) and filters.wanted(info.name[below:])
+            if copied_by_prefix(info) and filters.wanted(info.name[below:])
         ]
         if not pairs:
             raise ObjectNotFound(
@@ -554,7 +555,8 @@ def cp(
 ) -> None:
     """Copy as 'aws s3 cp' does: SOURCE and DEST are each a local path ('-' for stdin or
     stdout) or nats://BUCKET/NAME; a local file to an object, an object to a local file, or
-    an object to an object (copied by the server). With -r, a directory or a prefix.
+    an object to an object (streamed through this client, digest-checked). With -r, a
+    directory or a prefix.
 
     A DEST ending in '/' is a prefix or directory: the source's name is added to it. The
     older form 'cp BUCKET NAME DEST_BUCKET [DEST_NAME]' still copies object to object.

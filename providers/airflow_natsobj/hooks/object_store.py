@@ -15,8 +15,10 @@ import natsobj
 from airflow_natsobj.assets import asset_uri
 from airflow_natsobj.connection import settings_from_connection
 from airflow_natsobj.options import operation_options
+from natsobj.aio.copy import copy_object
 from natsobj.aio.sources import PutSource
 from natsobj.model import ObjectInfo
+from natsobj.paths import common_prefix
 from natsobj.settings import ConnectionSettings
 from natsobj.shared import SharedClient, shared_client
 from natsobj.store_config import StoreConfig, StoreSettings
@@ -222,8 +224,77 @@ class NatsObjectStoreHook(BaseHook):
     def get_info(self, bucket: str, name: str) -> ObjectInfo:
         return self.get_store(bucket).get_info(name)
 
-    def list(self, bucket: str) -> list[ObjectInfo]:
-        return self.get_store(bucket).list()
+    def list_prefixes(
+        self,
+        bucket: str,
+        *,
+        prefix: str | None = None,
+        delimiter: str,
+        glob: str | None = None,
+    ) -> list[str]:
+        """S3's ``list_prefixes``: the distinct common prefixes (``natsobj.paths.common_prefix``)
+        of the names under ``prefix`` (matching ``glob``, when given), sorted; a prefix is
+        held once however many objects it has."""
+        if not delimiter:
+            return []
+        prefixes = {
+            common_prefix(info.name, prefix or "", delimiter)
+            for info in self.get_store(bucket).iter_list(prefix=prefix, glob=glob)
+        }
+        return sorted(found for found in prefixes if found is not None)
+
+    def list(
+        self,
+        bucket: str,
+        *,
+        prefix: str | None = None,
+        glob: str | None = None,
+        delimiter: str | None = None,
+    ) -> list[ObjectInfo]:
+        """The objects whose names start with ``prefix`` and match the path-aware ``glob``
+        (``natsobj.matching``: ``*`` stays inside one ``/`` segment, ``**`` crosses them),
+        sorted by name, through the core's listing (the name index, then only the matching
+        records). With a ``delimiter``, as S3's ``list_keys``: a name that has the delimiter
+        after the prefix is left out (it is under one of ``list_prefixes``)."""
+        store = self.get_store(bucket)
+        if not delimiter:
+            return store.list(prefix=prefix, glob=glob)
+        found = [
+            info
+            for info in store.iter_list(prefix=prefix, glob=glob)
+            if common_prefix(info.name, prefix or "", delimiter) is None
+        ]
+        return sorted(found, key=lambda info: info.name)
+
+    def copy(
+        self,
+        source_bucket: str,
+        source_name: str,
+        dest_bucket: str,
+        dest_name: str,
+        *,
+        allow_missing_digest: bool | str | None = None,
+    ) -> ObjectInfo:
+        """The core's ``copy_object`` (``natsobj.aio.copy``): the object (following a link) to
+        ``dest_name`` in ``dest_bucket``, any earlier object there replaced as S3's copy does,
+        keeping description, headers, metadata and chunk size. It streams chunk by chunk
+        through this connection (NATS has no server-side copy), checked against the source's
+        digest: the worker holds a few chunks at a time and writes nothing to disk. Reported
+        to lineage as an input and an output."""
+        source = self.get_store(source_bucket)
+        target = self.get_store(dest_bucket)
+        info = run(
+            copy_object(
+                source.aio,
+                source_name,
+                target.aio,
+                dest_name,
+                **self._get_options(allow_missing_digest),
+            )
+        )
+        self._lineage_input(source_bucket, source_name)
+        self._lineage_output(dest_bucket, dest_name)
+        return info
 
     def delete(self, bucket: str, name: str) -> ObjectInfo:
         return self.get_store(bucket).delete(name)

@@ -19,7 +19,7 @@ from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.sdk import BaseOperator, ObjectStoragePath
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
-from airflow_natsobj.options import operation_options, rendered_sequence
+from airflow_natsobj.options import operation_options, rendered_sequence, unset
 from airflow_natsobj.wording import airflow_words
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import (
@@ -54,7 +54,11 @@ def _deprecated_name(old: str, new: type) -> None:
     warn_deprecated(old, new.__name__, category=AirflowProviderDeprecationWarning, stacklevel=4)
 
 
-class _NatsOperator(BaseOperator):
+class NatsBaseOperator(BaseOperator):
+    """What every natsobj operator shares: ``nats_conn_id``, its hook, and OpenLineage
+    datasets named by the fields in ``_lineage_inputs``/``_lineage_outputs`` (objects of
+    ``self.bucket``) or by ``_lineage_objects`` where an operator knows better."""
+
     ui_color = "#d7f0e8"
 
     def __init__(self, *, nats_conn_id: str = NatsObjectStoreHook.default_conn_name, **kwargs: Any):
@@ -75,17 +79,21 @@ class _NatsOperator(BaseOperator):
         from airflow.providers.common.compat.openlineage.facet import Dataset
         from airflow.providers.openlineage.extractors import OperatorLineage
 
-        def datasets(fields: tuple[str, ...]) -> list[Any]:
-            identities = (
-                dataset_identity(self.bucket, name)  # type: ignore[attr-defined]
-                for field in fields
-                for name in _names(getattr(self, field))
-            )
+        def datasets(objects: list[tuple[str, str]]) -> list[Any]:
+            identities = (dataset_identity(bucket, name) for bucket, name in objects)
             return [Dataset(namespace=namespace, name=name) for namespace, name in identities]
 
-        return OperatorLineage(
-            inputs=datasets(self._lineage_inputs), outputs=datasets(self._lineage_outputs)
-        )
+        inputs, outputs = self._lineage_objects()
+        return OperatorLineage(inputs=datasets(inputs), outputs=datasets(outputs))
+
+    def _lineage_objects(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """The ``(bucket, name)`` of the objects read and of those written."""
+
+        def objects(fields: tuple[str, ...]) -> list[tuple[str, str]]:
+            bucket: str = self.bucket  # type: ignore[attr-defined]
+            return [(bucket, name) for field in fields for name in _names(getattr(self, field))]
+
+        return objects(self._lineage_inputs), objects(self._lineage_outputs)
 
     def get_openlineage_facets_on_start(self) -> Any:
         return self._lineage()
@@ -94,7 +102,7 @@ class _NatsOperator(BaseOperator):
         return self._lineage()
 
 
-class NatsCreateObjectOperator(_NatsOperator):
+class NatsCreateObjectOperator(NatsBaseOperator):
     """Store a local file, an ObjectStoragePath or rendered ``data`` as one object.
 
     Give exactly one of ``source`` (a local path, or an ObjectStoragePath on any filesystem,
@@ -223,7 +231,7 @@ class NatsCreateObjectOperator(_NatsOperator):
                 outlet_events[outlet].extra.update(extra)
 
 
-class NatsGetObjectOperator(_NatsOperator):
+class NatsGetObjectOperator(NatsBaseOperator):
     """Read an object into a local file or an ObjectStoragePath (streamed), or into XCom.
 
     With ``destination`` the ObjectInfo dict is returned. Without it the content is returned
@@ -378,38 +386,78 @@ class _StoragePlace:
             self._part(part_name).unlink(missing_ok=True)
 
 
-class NatsDeleteObjectsOperator(_NatsOperator):
-    """Delete one object or several (``name`` may be a list); returns the names deleted."""
+class NatsDeleteObjectsOperator(NatsBaseOperator):
+    """Delete one object or several (``name`` may be a list), or, as the Amazon provider's
+    ``S3DeleteObjectsOperator`` does with ``prefix``, every object whose name starts with
+    ``prefix``; give exactly one of the two. Returns the names deleted.
 
-    template_fields: Sequence[str] = ("bucket", "name")
+    ``missing_ok`` lets a given name be absent; an object listed under ``prefix`` that is gone
+    by the time it is deleted (another task deleted it) is not an error. An empty ``prefix``
+    (one that rendered nothing) is refused rather than read as "the whole bucket": delete
+    the bucket with ``NatsDeleteObjectStoreOperator`` for that.
+    """
+
+    template_fields: Sequence[str] = ("bucket", "name", "prefix")
     _lineage_outputs = ("name",)
 
     def __init__(
-        self, *, bucket: str, name: str | list[str], missing_ok: bool = False, **kwargs: Any
+        self,
+        *,
+        bucket: str,
+        name: str | list[str] | None = None,
+        prefix: str | None = None,
+        missing_ok: bool = False,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if (name is None) == (prefix is None):
+            raise ValueError(f"{self.task_id}: give exactly one of name= (or a list) or prefix=")
         self.bucket = bucket
         self.name = name
+        self.prefix = prefix
         self.missing_ok = missing_ok
+        self._deleted: list[str] = []
 
     @in_words_of(airflow_words)
     def execute(self, context: Context) -> list[str]:
-        names = [self.name] if isinstance(self.name, str) else list(self.name)
-        deleted = []
         with self.hook() as hook:
-            for name in names:
-                try:
-                    hook.delete(self.bucket, name)
-                except ObjectNotFound:
-                    if not self.missing_ok:
-                        raise
-                    self.log.info("nats://%s/%s was already gone", self.bucket, name)
-                    continue
-                deleted.append(name)
+            if self.prefix is None:
+                self._deleted = self._delete(hook, _names(self.name), self.missing_ok)
+                return self._deleted
+            prefix = unset(self.prefix)
+            if prefix is None:
+                raise ValueError(
+                    f"{self.task_id}: prefix rendered empty; nothing was deleted from bucket "
+                    f"{self.bucket!r} (NatsDeleteObjectStoreOperator deletes a whole bucket)"
+                )
+            listed = [info.name for info in hook.list(self.bucket, prefix=prefix)]
+            self._deleted = self._delete(hook, listed, missing_ok=True)
+        self.log.info(
+            "Deleted %d object(s) below nats://%s/%s", len(self._deleted), self.bucket, prefix
+        )
+        return self._deleted
+
+    def _delete(self, hook: NatsObjectStoreHook, names: list[str], missing_ok: bool) -> list[str]:
+        deleted = []
+        for name in names:
+            try:
+                hook.delete(self.bucket, name)
+            except ObjectNotFound:
+                if not missing_ok:
+                    raise
+                self.log.info("nats://%s/%s was already gone", self.bucket, name)
+                continue
+            deleted.append(name)
         return deleted
 
+    def _lineage_objects(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        """By ``prefix``, the names are known once deleted (on complete), not at the start."""
+        if self.prefix is None:
+            return super()._lineage_objects()
+        return [], [(self.bucket, name) for name in self._deleted]
 
-class NatsCreateObjectStoreOperator(_NatsOperator):
+
+class NatsCreateObjectStoreOperator(NatsBaseOperator):
     """Create a bucket (or, with ``exists_ok``, accept one that exists); returns its status.
 
     Store settings are ``create_store``'s keywords, the fields of ``natsobj.StoreConfig``
@@ -432,7 +480,7 @@ class NatsCreateObjectStoreOperator(_NatsOperator):
             return open_store(self.bucket, **self.store_settings).status().as_dict()
 
 
-class NatsDeleteObjectStoreOperator(_NatsOperator):
+class NatsDeleteObjectStoreOperator(NatsBaseOperator):
     """Delete a bucket and everything in it."""
 
     template_fields: Sequence[str] = ("bucket",)
