@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from airflow_natsobj.log.nats_task_handler import NatsRemoteLogIO
+
 from natsobj.embedded import free_port
 from tests.airflow.conftest import AIRFLOW_BIN, AIRFLOW_HOME, conn_json
 
@@ -217,3 +217,29 @@ def test_a_large_log_streams_back_in_bounded_memory(nats_default, store, tmp_pat
         tracemalloc.stop()
     assert seen == count
     assert peak < 12 * 1024 * 1024, peak  # half the log: the reader holds a window of it
+
+
+def test_a_logging_config_of_its_own_gets_the_io_from_the_provider(airflow_db, tmp_path):
+    """A deployment's own logging module without REMOTE_TASK_LOG: Airflow finds the IO by the
+    folder's scheme in the provider info (``remote-logging``)."""
+    (tmp_path / "site_logging.py").write_text(
+        "from airflow_natsobj.log.config import LOGGING_CONFIG as BASE\n"
+        "LOGGING_CONFIG = dict(BASE)\n"
+    )
+    probe = (
+        "from airflow.logging_config import get_remote_task_log\n"
+        "io = get_remote_task_log()\n"
+        "print(type(io).__qualname__, io.bucket, io.prefix)\n"
+    )
+    env = {
+        **os.environ,
+        **remote_logging(
+            "sitelogs", AIRFLOW__LOGGING__LOGGING_CONFIG_CLASS="site_logging.LOGGING_CONFIG"
+        ),
+        "PYTHONPATH": os.pathsep.join((str(tmp_path), os.environ.get("PYTHONPATH", ""))),
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, timeout=180
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == f"NatsRemoteLogIO sitelogs {PREFIX}"

@@ -141,9 +141,7 @@ class NatsRemoteLogIO:
         except ObjectNotFound:
             store.put(name, local, if_absent=True)
             return
-        store.put(
-            name, _appended(store, name, local), expected_sequence=earlier.sequence or None
-        )
+        store.put(name, _appended(store, name, local), expected_sequence=earlier.sequence or None)
 
     # -- read -------------------------------------------------------------------------------------
 
