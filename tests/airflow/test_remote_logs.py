@@ -187,6 +187,9 @@ def test_an_attempt_resumed_after_deferral_appends_its_new_lines(nats_default, s
         handle.write(b"after deferral\n")
     io.upload(local)  # absolute paths are taken too
     assert store.get_bytes(f"{PREFIX}/{relative}") == b"before deferral\nafter deferral\n"
+    stored = store.get_info(f"{PREFIX}/{relative}")
+    io.upload(relative)  # nothing new: the stored log is left as it is
+    assert store.get_info(f"{PREFIX}/{relative}").sequence == stored.sequence
 
 
 def test_a_missing_bucket_warns_and_keeps_the_local_log(nats_default, tmp_path, caplog):

@@ -120,7 +120,7 @@ class NatsRemoteLogIO:
             return
         name = self.object_name(relative.as_posix())
         try:
-            self._put(self.hook.get_store(self.bucket), name, local)
+            self._put(self._store(), name, local)
         except Exception as exc:
             # The task's state is already reported; nothing a log upload raises may change it.
             log.warning(
@@ -141,6 +141,8 @@ class NatsRemoteLogIO:
         except ObjectNotFound:
             store.put(name, local, if_absent=True)
             return
+        if local.stat().st_size == 0:
+            return  # nothing new since the last upload
         store.put(name, _appended(store, name, local), expected_sequence=earlier.sequence or None)
 
     # -- read -------------------------------------------------------------------------------------
