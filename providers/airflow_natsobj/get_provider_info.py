@@ -103,6 +103,12 @@ def get_provider_info() -> dict[str, Any]:
             }
         ],
         "filesystems": ["airflow_natsobj.fs.nats"],
+        "remote-logging": [
+            {
+                "classpath": "airflow_natsobj.log.nats_task_handler.NatsRemoteLogIO",
+                "scheme": "nats",
+            }
+        ],
         "asset-uris": [
             {
                 "schemes": ["nats"],

@@ -115,15 +115,23 @@ class DagRunResult:
 
 @pytest.fixture
 def run_dag(run_airflow):
-    """Write DAG source (``DAG_ID`` is replaced by a unique id) and run ``airflow dags test``."""
+    """Write DAG source (``DAG_ID`` is replaced by a unique id) and run ``airflow dags test``
+    (``args``: more of its options, e.g. ``--use-executor``)."""
     written: list[Path] = []
 
-    def run(source: str, env: dict[str, str] | None = None, timeout: float = 240) -> DagRunResult:
+    def run(
+        source: str,
+        env: dict[str, str] | None = None,
+        timeout: float = 240,
+        args: tuple[str, ...] = (),
+    ) -> DagRunResult:
         dag_id = f"t_{uuid.uuid4().hex[:10]}"
         path = DAGS_DIR / f"{dag_id}.py"
         path.write_text(textwrap.dedent(source).replace("DAG_ID", dag_id))
         written.append(path)
-        result = run_airflow("dags", "test", dag_id, "-f", str(path), env=env, timeout=timeout)
+        result = run_airflow(
+            "dags", "test", dag_id, "-f", str(path), *args, env=env, timeout=timeout
+        )
         return DagRunResult(dag_id, result.returncode, result.stdout + result.stderr)
 
     yield run
