@@ -9,7 +9,11 @@ from dagster_natsobj.errors import UntrustedPickle
 from dagster_natsobj.handlers import FileHandler, Handler, Stored, Target
 from dagster_natsobj.io_manager import NatsObjectStoreIOManager
 from dagster_natsobj.observe import make_nats_object_observable, nats_object_observable_asset
-from dagster_natsobj.pipes import PipesNatsContextInjector, PipesNatsMessageReader
+from dagster_natsobj.pipes import (
+    PipesNatsContextInjector,
+    PipesNatsLogReader,
+    PipesNatsMessageReader,
+)
 from dagster_natsobj.registry import register_handler, unregister_handler
 from dagster_natsobj.resource import NatsObjectStoreResource
 from dagster_natsobj.sensors import make_nats_object_sensor
@@ -20,6 +24,7 @@ __all__ = [
     "NatsObjectStoreIOManager",
     "NatsObjectStoreResource",
     "PipesNatsContextInjector",
+    "PipesNatsLogReader",
     "PipesNatsMessageReader",
     "Stored",
     "Target",

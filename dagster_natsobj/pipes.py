@@ -13,15 +13,18 @@ context object when the process is done with it, the message chunks once they ar
 from __future__ import annotations
 
 import json
+import sys
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import IO
 
 from dagster import PipesBlobStoreMessageReader, PipesContextInjector, PipesLogReader
+from dagster._core.pipes.utils import PipesChunkedLogReader
 from dagster_pipes import PipesBlobStoreMessageWriter, PipesContextData, PipesParams
 
 from dagster_natsobj.resource import NatsObjectStoreResource
-from natsobj.errors import ObjectNotFound
+from natsobj.errors import BucketNotFound, ObjectNotFound
 from natsobj.pipes import BUCKET_PARAM, KEY_PARAM, KEY_PREFIX_PARAM, chunk_name
 
 CONTEXT_OBJECT = "context.json"  # under the session's own prefix, as dagster-aws names it
@@ -131,3 +134,58 @@ class PipesNatsMessageReader(PipesBlobStoreMessageReader):
             " natsobj.pipes.PipesNatsMessageWriter to be passed to open_dagster_pipes in the"
             " external process."
         )
+
+
+class PipesNatsLogReader(PipesChunkedLogReader):
+    """Tails a log object that the process (or what runs it) puts again and again as it grows,
+    writing what is new since the last read to ``target_stream`` (the twin of dagster-aws'
+    ``PipesS3LogReader``). Started once the object exists; pass it in the message reader's
+    ``log_readers``.
+
+    Args:
+        bucket: the bucket holding the log object.
+        key: the log object's name.
+        resource: the connection.
+        interval: seconds between reads.
+        target_stream: where the text goes; stdout by default.
+        decode_fn: bytes of the object to text (UTF-8 by default; ``gzip`` logs need one).
+        debug_info: added to the warning Dagster gives when the object never appears.
+    """
+
+    def __init__(
+        self,
+        *,
+        bucket: str,
+        key: str,
+        resource: NatsObjectStoreResource,
+        interval: float = 10,
+        target_stream: IO[str] | None = None,
+        decode_fn: Callable[[bytes], str] | None = None,
+        debug_info: str | None = None,
+    ) -> None:
+        super().__init__(
+            interval=interval, target_stream=target_stream or sys.stdout, debug_info=debug_info
+        )
+        self.bucket = bucket
+        self.key = key
+        self.resource = resource
+        self.decode_fn = decode_fn or bytes.decode
+        self.log_position = 0
+
+    @property
+    def name(self) -> str:
+        return f"PipesNatsLogReader(nats://{self.bucket}/{self.key})"
+
+    def target_is_readable(self, params: PipesParams) -> bool:
+        try:
+            with self.resource.get_store(self.bucket) as store:
+                store.get_info(self.key)
+        except (BucketNotFound, ObjectNotFound):
+            return False
+        return True
+
+    def download_log_chunk(self, params: PipesParams) -> str | None:
+        with self.resource.get_store(self.bucket) as store:
+            text = self.decode_fn(store.get_bytes(self.key))
+        new, self.log_position = text[self.log_position :], len(text)
+        return new

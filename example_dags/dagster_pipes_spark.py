@@ -40,6 +40,7 @@ BUCKET = os.environ.get("NATSOBJ_DEMO_BUCKET", "demo")
 DATASET = "dagster/pipes/trips_hourly"
 JOB = Path(__file__).with_name("dagster_pipes_spark_job.py")
 CHECK = "durations_positive"
+SPARK_CONF = ("--conf", "spark.ui.enabled=false", "--conf", "spark.sql.shuffle.partitions=2")
 
 
 def spark_submit() -> str:
@@ -49,7 +50,9 @@ def spark_submit() -> str:
 
 
 @asset(check_specs=[AssetCheckSpec(CHECK, asset="trips_hourly_pipes")])
-def trips_hourly_pipes(context: AssetExecutionContext, nats: NatsObjectStoreResource) -> Iterator[Any]:
+def trips_hourly_pipes(
+    context: AssetExecutionContext, nats: NatsObjectStoreResource
+) -> Iterator[Any]:
     """Hourly trip counts, computed by a Spark job that Dagster launches and hears from."""
     client = PipesSubprocessClient(
         context_injector=PipesNatsContextInjector(bucket=BUCKET, resource=nats),
@@ -57,7 +60,7 @@ def trips_hourly_pipes(context: AssetExecutionContext, nats: NatsObjectStoreReso
     )
     yield from client.run(
         context=context,
-        command=[spark_submit(), "--master", "local[2]", "--conf", "spark.ui.enabled=false", str(JOB)],
+        command=[spark_submit(), "--master", "local[2]", *SPARK_CONF, str(JOB)],
         extras={"bucket": BUCKET, "dataset": DATASET},
         # the job's driver and workers run this interpreter, which has natsobj and dagster-pipes
         env={"PYSPARK_PYTHON": sys.executable},

@@ -116,10 +116,10 @@ class PipesNatsMessageWriter(PipesBlobStoreMessageWriter["PipesNatsMessageWriter
 
     def make_channel(self, params: PipesParams) -> PipesNatsMessageWriterChannel:
         user = type(self).__name__
+        bucket = _param(params, BUCKET_PARAM, user)
+        key_prefix = _param(params, KEY_PREFIX_PARAM, user)
         return PipesNatsMessageWriterChannel(
-            self._connected.store(_param(params, BUCKET_PARAM, user)),
-            _param(params, KEY_PREFIX_PARAM, user),
-            interval=self.interval,
+            self._connected.store(bucket), key_prefix, interval=self.interval
         )
 
 

@@ -6,12 +6,16 @@ lists every module it loaded."""
 
 from __future__ import annotations
 
+import io
 import json
 
 import pytest
 from dagster import AssetKey, DagsterEventType, materialize
+from dagster_pipes import DagsterPipesError
 
+from dagster_natsobj import PipesNatsLogReader
 from example_dags import dagster_pipes_spark as example
+from natsobj.pipes import PipesNatsContextLoader, PipesNatsMessageWriter, PipesParamsMismatch
 
 
 def imported_modules(trace: str) -> set[str]:
@@ -59,7 +63,7 @@ def test_a_spark_job_reports_through_nats_and_imports_no_dagster(run, instance):
         example.CHECK,
         True,
     )
-    assert evaluation.metadata["not_positive"].value == 0
+    assert evaluation.metadata["shortest_trip_s"].value == 60
 
     logs = [e.user_message for e in instance.all_logs(result.run_id)]
     assert any(f"wrote 24 hourly rows to nats://{store.bucket}/" in m for m in logs), logs
@@ -69,5 +73,53 @@ def test_a_spark_job_reports_through_nats_and_imports_no_dagster(run, instance):
 
     modules = imported_modules(trace)
     assert {"dagster_pipes", "natsobj.pipes", "pyspark.sql"} <= modules, sorted(modules)[:50]
-    dagster = sorted(m for m in modules if m.split(".")[0].startswith("dagster") and m.split(".")[0] != "dagster_pipes")
+    dagster = sorted(
+        m
+        for m in modules
+        if m.split(".")[0].startswith("dagster") and m.split(".")[0] != "dagster_pipes"
+    )
     assert dagster == [], dagster
+
+
+def test_the_log_reader_passes_on_what_is_new_each_time(nats_resource, bucket_name, sync_client):
+    """A log object put again as it grows reaches the target stream once, line by line, as
+    dagster-aws' S3 log reader passes on a growing S3 log."""
+    sink = io.StringIO()
+    reader = PipesNatsLogReader(
+        bucket=bucket_name, key="job/stdout", resource=nats_resource, target_stream=sink
+    )
+    store = sync_client.create_store(bucket_name)
+    try:
+        assert not reader.target_is_readable({})
+        store.put("job/stdout", b"started\n")
+        assert reader.target_is_readable({})
+        assert reader.download_log_chunk({}) == "started\n"
+        assert reader.download_log_chunk({}) == ""
+        store.put("job/stdout", "started\nwrote 24 rows ✓\n".encode())
+        assert reader.download_log_chunk({}) == "wrote 24 rows ✓\n"
+        assert reader.name == f"PipesNatsLogReader(nats://{bucket_name}/job/stdout)"
+    finally:
+        sync_client.delete_store(bucket_name)
+
+
+@pytest.mark.parametrize(
+    ("side", "params", "missing"),
+    [
+        (PipesNatsMessageWriter, {"path": "/tmp/messages"}, "bucket"),
+        (PipesNatsMessageWriter, {"bucket": "b"}, "key_prefix"),
+    ],
+)
+def test_a_writer_given_another_readers_params_says_which_is_missing(side, params, missing):
+    with pytest.raises(PipesParamsMismatch) as caught:
+        side().make_channel(params)
+    assert isinstance(caught.value, DagsterPipesError)
+    assert f"{side.__name__} found no {missing!r}" in str(caught.value)
+    assert "dagster_natsobj.PipesNatsMessageReader" in str(caught.value)
+
+
+def test_a_loader_given_another_injectors_params_says_which_is_missing():
+    with (
+        pytest.raises(PipesParamsMismatch, match="PipesNatsContextLoader found no 'key'"),
+        PipesNatsContextLoader().load_context({"bucket": "b", "path": "/tmp/context.json"}),
+    ):
+        pass
