@@ -17,6 +17,9 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "dagster": ("dagster",),
     "polars": ("polars", "pyarrow"),
     "arrow": ("pyarrow",),
+    # natsobj.pipes, the external process's side of Dagster Pipes: no Dagster, only its
+    # light protocol package
+    "pipes": ("dagster_pipes",),
 }
 
 

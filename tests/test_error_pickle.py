@@ -9,6 +9,7 @@ import pickle
 import pytest
 
 import natsobj.errors
+from natsobj import pipes
 from natsobj.archive.target import ArchiveTargetError
 from natsobj.errors import NatsObjError
 from natsobj.retry import RetryableError
@@ -18,7 +19,7 @@ from natsobj.spark import errors as spark_errors
 def _error_classes() -> list[type[NatsObjError]]:
     """Every error class of natsobj.errors, plus those other modules derive with their own
     ``__init__`` (Spark's) or bases, so a subclass added later is covered without a list."""
-    modules = (natsobj.errors, spark_errors)
+    modules = (natsobj.errors, spark_errors, pipes)
     found = {
         cls
         for module in modules
@@ -74,3 +75,4 @@ def test_an_extra_attribute_and_a_second_base_survive() -> None:
 def test_the_classes_under_test_include_every_error_of_the_module() -> None:
     names = {cls.__name__ for cls in _error_classes()}
     assert {"NatsObjError", "ChunkTooLarge", "NotConnected", "SparkSourceError"} <= names
+    assert "PipesParamsMismatch" in names

@@ -71,8 +71,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
     ),
     # The blocking facade over the core, and the process's shared connection.
     "facade": ("natsobj", "natsobj.sync", "natsobj.shared"),
-    # What the faces are built from: each stands on the facade and the core alone.
-    "services": ("natsobj.archive", "natsobj.fs", "natsobj.spark"),
+    # What the faces are built from: each stands on the facade and the core alone. (natsobj.pipes
+    # is what a Pipes process calls and what dagster_natsobj.pipes takes its names from.)
+    "services": ("natsobj.archive", "natsobj.fs", "natsobj.spark", "natsobj.pipes"),
     # The faces users call: none depends on another.
     "faces": (
         "natsobj.cli",

@@ -57,6 +57,7 @@ else:
         ("natsobj.polars", {"polars"}, "natsobj.polars", "polars", "polars"),
         ("natsobj.polars", {"pyarrow"}, "natsobj.polars", "polars", "pyarrow"),
         ("natsobj.arrow", {"pyarrow"}, "natsobj.arrow", "arrow", "pyarrow"),
+        ("natsobj.pipes", {"dagster_pipes"}, "natsobj.pipes", "pipes", "dagster_pipes"),
     ],
 )
 def test_importing_a_face_without_its_extra_names_the_extra(
@@ -102,7 +103,11 @@ def test_each_extra_names_the_modules_of_its_distributions() -> None:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
-    module_of = {"apache-airflow": "airflow", "apache-airflow-providers-common-io": None}
+    module_of = {
+        "apache-airflow": "airflow",
+        "apache-airflow-providers-common-io": None,
+        "dagster-pipes": "dagster_pipes",
+    }
     for extra, modules in EXTRA_MODULES.items():
         wanted = {module_of.get(n, n) for n in (Requirement(t).name for t in extras[extra])}
         assert set(modules) == wanted - {None}, (extra, modules, wanted)
