@@ -206,7 +206,7 @@ class NatsObjectTrigger(BaseTrigger):
                     ):
                         for each in found:
                             self.log.info(
-                                "nats://%s/%s is there (sequence %s)",
+                                "nats://%s/%s appeared (sequence %s)",
                                 self.bucket,
                                 each.name,
                                 each.sequence,
