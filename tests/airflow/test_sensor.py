@@ -223,7 +223,7 @@ def test_several_names_or_patterns_must_all_be_there(nats_default, store, bucket
     sensor waits on the watch for the one missing, check_fn refusals carry over a deferral,
     and the XCom is the list of objects in the list's order."""
     a = store.put("multi/a.csv", b"1")
-    meta = store.put("multi/m.json", b"{}")
+    meta = store.put("multi/m.json", b'{"a": 1}')
     dag_id = f"t_{uuid.uuid4().hex[:10]}"
     path = DAGS_DIR / f"{dag_id}.py"
     path.write_text(MULTI_DAG.format(bucket=bucket_name).replace("DAG_ID", dag_id))

@@ -268,6 +268,14 @@ class NatsKeysUnchangedSensor(BaseSensorOperator):
                 len(self._quiet.present),
             )
             return True
+        if now >= self._quiet.quiet_at:
+            self.log.warning(
+                "nats://%s/%s is quiet but holds %s objects, fewer than min_objects=%s",
+                self.bucket_name,
+                self.prefix,
+                len(self._quiet.present),
+                self.min_objects,
+            )
         return False
 
     def execute(self, context: Context) -> None:
