@@ -253,6 +253,16 @@ class ObjectChanged(NatsObjError):
     hint = "The object was overwritten or deleted while being read; read it again."
 
 
+class PrefixChanged(NatsObjError):
+    """Objects under a prefix were deleted while a sensor waited for the prefix to be quiet,
+    and the sensor was told not to accept deletes (``allow_delete=False``)."""
+
+    hint = (
+        "Objects were deleted under a prefix expected only to grow; pass allow_delete=True "
+        "to count a delete as activity instead."
+    )
+
+
 class UntrustedArchiveLocation(NatsObjError):
     """An offloaded object's record names an S3 location the reader does not trust: any writer
     of the bucket can publish such a record, so nothing is sent there."""

@@ -10,13 +10,15 @@ from __future__ import annotations
 import math
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal
+from typing import Literal, TypeVar
 
 from natsobj.deprecation import warn_deprecated
 
 MatchKind = Literal["exact", "glob", "regex"]
+T = TypeVar("T")
 MATCH_KINDS = ("exact", "glob", "regex")
 # the parameter each face takes for a kind: exact names stay ``name``
 OPTION_OF_KIND: dict[MatchKind, str] = {"exact": "name", "glob": "glob", "regex": "regex"}
@@ -208,13 +210,27 @@ class NameMatcher:
     ) -> NameMatcher:
         """The matcher for a face's ``name=``/``glob=``/``regex=`` parameters: exactly one is
         given, so every face names its patterns the same way."""
-        options: dict[MatchKind, str | None] = {"exact": name, "glob": glob, "regex": regex}
-        given = [(kind, value) for kind, value in options.items() if value is not None]
-        if len(given) != 1:
-            got = ", ".join(OPTION_OF_KIND[kind] + "=" for kind, _ in given) or "none"
-            raise ValueError(f"give exactly one of name=, glob= or regex= (got {got})")
-        kind, value = given[0]
+        kind, value = _one_option(name=name, glob=glob, regex=regex)
         return cls(value, kind)
+
+    @classmethod
+    def all_from_options(
+        cls,
+        *,
+        name: str | Sequence[str] | None = None,
+        glob: str | Sequence[str] | None = None,
+        regex: str | Sequence[str] | None = None,
+    ) -> list[NameMatcher]:
+        """The matchers of a face that waits for several names or patterns at once: exactly
+        one of ``name=``/``glob=``/``regex=``, a string or a non-empty list of them."""
+        kind, value = _one_option(name=name, glob=glob, regex=regex)
+        if isinstance(value, str):
+            return [cls(value, kind)]
+        if not value:
+            raise ValueError(
+                f"{OPTION_OF_KIND[kind]}= is an empty list: give at least one name or pattern"
+            )
+        return [cls(each, kind) for each in value]
 
     @property
     def option(self) -> tuple[str, str]:
@@ -223,3 +239,13 @@ class NameMatcher:
 
     def describe(self) -> str:
         return self.pattern if self.match == "exact" else f"{self.match} {self.pattern!r}"
+
+
+def _one_option(*, name: T | None, glob: T | None, regex: T | None) -> tuple[MatchKind, T]:
+    """The one of ``name=``/``glob=``/``regex=`` given, by its kind; two or none is an error."""
+    options: dict[MatchKind, T | None] = {"exact": name, "glob": glob, "regex": regex}
+    given = [(kind, value) for kind, value in options.items() if value is not None]
+    if len(given) != 1:
+        got = ", ".join(OPTION_OF_KIND[kind] + "=" for kind, _ in given) or "none"
+        raise ValueError(f"give exactly one of name=, glob= or regex= (got {got})")
+    return given[0]

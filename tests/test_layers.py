@@ -62,6 +62,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "natsobj.hints",
         "natsobj.cursors",
         "natsobj.changefeed",
+        "natsobj.sensing",
         "natsobj.record_fields",
         "natsobj.localfiles",
         "natsobj.embedded",

@@ -62,8 +62,9 @@ def get_provider_info() -> dict[str, Any]:
     return {
         "package-name": "natsobj",
         "name": "NATS Object Store",
-        "description": "NATS JetStream Object Store: hook, operators, watch-driven sensor and "
-        "asset triggers, and ``nats://`` ObjectStoragePath.",
+        "description": "NATS JetStream Object Store: hook, operators, watch-driven sensors, "
+        "asset triggers and the ``natsobj`` common-messaging queue, and ``nats://`` "
+        "ObjectStoragePath.",
         "versions": ["0.2.0", "0.1.0"],
         "integrations": [
             {
@@ -102,6 +103,7 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["airflow_natsobj.triggers.object_store"],
             }
         ],
+        "queues": ["airflow_natsobj.queues.object_store.NatsObjectMessageQueueProvider"],
         "filesystems": ["airflow_natsobj.fs.nats"],
         "remote-logging": [
             {

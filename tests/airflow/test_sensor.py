@@ -186,3 +186,122 @@ def test_deprecated_match_parameter_still_works_and_warns(match, expected) -> No
 def test_sensor_takes_exactly_one_of_name_glob_regex() -> None:
     with pytest.raises(ValueError, match="exactly one of name=, glob= or regex="):
         NatsObjectSensor(task_id="s", bucket="b", name="a", glob="*.csv").execute(context={})
+
+
+# -- several names or patterns at once (S3KeySensor's bucket_key list) ------------------------
+
+MULTI_DAG = """
+from airflow.sdk import DAG
+
+from airflow_natsobj.sensors.object_store import NatsObjectSensor
+
+B = "{bucket}"
+deferred = dict(bucket=B, deferrable=True)
+poked = dict(bucket=B, deferrable=False, mode="poke", poke_interval=0.2)
+
+with DAG("DAG_ID", schedule=None) as dag:
+    both = NatsObjectSensor(task_id="both", name=["multi/a.csv", "multi/b.csv"], timeout=120,
+                            **deferred)
+    checked = NatsObjectSensor(
+        task_id="checked", glob=["multi/*.csv", "multi/*.json"],
+        check_fn=lambda i: i.size >= 3, timeout=120, **deferred,
+    )
+    globs = NatsObjectSensor(task_id="globs", glob=["multi/*.json", "multi/*.csv"],
+                             timeout=10, **poked)
+    not_all_deferred = NatsObjectSensor(task_id="not_all_deferred",
+                                        name=["multi/a.csv", "multi/never"], timeout=3,
+                                        **deferred)
+    not_all_poked = NatsObjectSensor(task_id="not_all_poked",
+                                     regex=[r"multi/a\\.csv", r"multi/.*\\.parquet"], timeout=1,
+                                     **poked)
+    both >> checked >> globs >> [not_all_deferred, not_all_poked]
+"""
+
+
+def test_several_names_or_patterns_must_all_be_there(nats_default, store, bucket_name):
+    """Every entry of the list needs a live object, in poke mode and deferred; the deferred
+    sensor waits on the watch for the one missing, check_fn refusals carry over a deferral,
+    and the XCom is the list of objects in the list's order."""
+    a = store.put("multi/a.csv", b"1")
+    meta = store.put("multi/m.json", b'{"a": 1}')
+    dag_id = f"t_{uuid.uuid4().hex[:10]}"
+    path = DAGS_DIR / f"{dag_id}.py"
+    path.write_text(MULTI_DAG.format(bucket=bucket_name).replace("DAG_ID", dag_id))
+    process = subprocess.Popen(
+        [AIRFLOW_BIN, "dags", "test", dag_id, "-f", str(path)],
+        env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    b = None
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+            if "running trigger in line" in line and b is None:
+                b = store.put("multi/b.csv", b"12345")  # seen by the watch or its replay
+        process.wait(120)
+    finally:
+        process.kill()
+        path.unlink(missing_ok=True)
+    output = "".join(lines)
+    assert b is not None, output[-6000:]
+    assert task_states(dag_id) == {
+        "both": "success",
+        "checked": "success",
+        "globs": "success",
+        "not_all_deferred": "failed",
+        "not_all_poked": "failed",
+    }, output[-6000:]
+    assert [o["sequence"] for o in xcom(dag_id, "both")] == [a.sequence, b.sequence]
+    assert "multi/a.csv failed check_fn; waiting for the next" in output
+    assert [o["name"] for o in xcom(dag_id, "checked")] == ["multi/b.csv", "multi/m.json"]
+    assert [o["sequence"] for o in xcom(dag_id, "globs")] == [meta.sequence, a.sequence]
+    assert output.count("Sensor has timed out") >= 2
+
+
+# -- the trigger keeps the sensor's deadline ---------------------------------------------------
+
+DEADLINE_DAG = """
+from airflow.sdk import DAG
+
+from airflow_natsobj.sensors.object_store import NatsObjectSensor
+
+with DAG("DAG_ID", schedule=None) as dag:
+    NatsObjectSensor(task_id="timed_out", bucket="{bucket}", name="never.csv", timeout=3,
+                     deferrable=True)
+    NatsObjectSensor(task_id="skipped", bucket="{bucket}", glob="never/*", timeout=3,
+                     deferrable=True, soft_fail=True)
+"""
+
+
+def test_dags_test_of_a_deferred_sensor_that_never_matches_ends_at_its_timeout(
+    run_dag, store, bucket_name
+) -> None:
+    """``dags test`` runs the trigger in line, without the deferral timeout a triggerer
+    enforces: the trigger ends at the sensor's deadline itself, and the task fails by timeout
+    (or is skipped under soft_fail) instead of waiting for ever."""
+    started = time.monotonic()
+    run = run_dag(DEADLINE_DAG.format(bucket=bucket_name), timeout=150)
+    assert time.monotonic() - started < 150
+    assert run.states == {"timed_out": "failed", "skipped": "skipped"}, run.output[-6000:]
+    assert "AirflowSensorTimeout" in run.output
+    assert f"Sensor has timed out: nats://{bucket_name}/never.csv not there" in run.output
+
+
+def test_the_trigger_fires_a_timeout_at_its_deadline_and_the_sensor_turns_it_into_one() -> None:
+    from datetime import UTC, datetime
+
+    sensor = _sensor(timeout=1)
+    with pytest.raises(TaskDeferred) as deferred:
+        sensor.execute(context={})
+    kwargs = deferred.value.trigger.serialize()[1]
+    deadline = datetime.fromisoformat(kwargs["deadline"])
+    assert 0 < (deadline - datetime.now(UTC)).total_seconds() <= 1
+    event = {"status": "timeout", "message": "Sensor has timed out: x not there"}
+    with pytest.raises(AirflowSensorTimeout, match="x not there"):
+        sensor.resume_execution("execute_complete", {"event": event}, {})
+    with pytest.raises(AirflowSkipException):
+        _sensor(soft_fail=True).resume_execution("execute_complete", {"event": event}, {})

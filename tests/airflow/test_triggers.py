@@ -22,6 +22,7 @@ from airflow.sdk.execution_time.supervisor import (
 )
 from airflow.triggers.base import TriggerEvent
 from airflow_natsobj.triggers.object_store import (
+    NatsKeysUnchangedTrigger,
     NatsObjectChangeTrigger,
     NatsObjectTrigger,
 )
@@ -79,6 +80,23 @@ async def no_event(events: AsyncIterator[TriggerEvent], wait: float = 1.0) -> No
     "trigger",
     [
         NatsObjectTrigger(bucket="b", glob="raw/*.csv", after_sequence=7, nats_conn_id="other"),
+        NatsObjectTrigger(
+            bucket="b",
+            name=["a", "b"],
+            rejected=[3, 1],
+            deadline="2030-01-01T00:00:00+00:00",
+            nats_conn_id="other",
+        ),
+        NatsKeysUnchangedTrigger(
+            bucket_name="b",
+            prefix="batch/",
+            inactivity_period=5,
+            min_objects=2,
+            previous_objects=["batch/1"],
+            allow_delete=False,
+            deadline="2030-01-01T00:00:00+00:00",
+            nats_conn_id="other",
+        ),
         NatsObjectChangeTrigger(
             bucket="b",
             regex="^in/.+$",
@@ -474,3 +492,41 @@ def test_the_cursor_key_of_an_upgraded_trigger_is_the_one_it_kept() -> None:
 
     for given, before in [(None, "new"), ("latest", "new"), ("new", "new"), ("current", "all")]:
         assert NatsObjectChangeTrigger(bucket="b", start_at=given).cursor_key == key_before(before)
+
+
+async def test_object_trigger_fires_once_every_name_is_there(astore, bucket_name) -> None:
+    first = await astore("in/a.csv")
+    events = NatsObjectTrigger(bucket=bucket_name, name=["in/a.csv", "in/b.csv"]).run()
+    waiting = asyncio.ensure_future(next_event(events))
+    await no_event_yet(waiting)
+    second = await astore("in/b.csv")
+    payload = await waiting
+    assert [o["sequence"] for o in payload["objects"]] == [first.sequence, second.sequence]
+    assert "object" not in payload  # a list was given: the objects are a list
+
+
+async def test_object_trigger_skips_the_records_the_sensor_rejected(astore, bucket_name) -> None:
+    refused = await astore("in/a.csv")
+    taken = await astore("in/b.csv")
+    payload = await next_event(
+        NatsObjectTrigger(bucket=bucket_name, glob="in/*.csv", rejected=[refused.sequence]).run()
+    )
+    assert payload["object"]["sequence"] == taken.sequence
+    assert payload["rejected"] == [refused.sequence]
+
+
+async def test_object_trigger_ends_with_a_timeout_event_at_its_deadline(astore, bucket_name):
+    from datetime import UTC, datetime, timedelta
+
+    await astore("in/a.csv")
+    deadline = datetime.now(UTC) + timedelta(seconds=1)
+    trigger = NatsObjectTrigger(bucket=bucket_name, name=["in/a.csv", "never"], deadline=deadline)
+    payload = await next_event(trigger.run(), timeout=10)
+    assert payload["status"] == "timeout"
+    assert datetime.now(UTC) >= deadline
+    assert payload["message"].startswith(f"Sensor has timed out: nats://{bucket_name}/in/a.csv")
+
+
+async def no_event_yet(waiting: asyncio.Future[Any], wait: float = 0.5) -> None:
+    done, _ = await asyncio.wait([waiting], timeout=wait)
+    assert not done

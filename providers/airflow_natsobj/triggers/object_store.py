@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import replace
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
@@ -30,6 +31,7 @@ from natsobj.matching import MatchKind, NameMatcher, legacy_matcher
 from natsobj.model import ObjectInfo
 from natsobj.operation_options import CURRENT, LATEST
 from natsobj.retry import RESUME
+from natsobj.sensing import AllPresent, QuietPrefix
 
 CURSOR_KEY = "nats_meta_sequence"
 # The words releases before the options table hashed into a cursor key for these positions:
@@ -71,26 +73,81 @@ def _matcher_kwargs(matcher: NameMatcher) -> dict[str, str]:
     return {parameter: value}
 
 
+def _matchers_kwargs(matchers: list[NameMatcher], several: bool) -> dict[str, str | list[str]]:
+    """The ``name``/``glob``/``regex`` keyword the matchers came from: a list when the sensor
+    was given one, a string otherwise (as a trigger serialized before lists were taken)."""
+    if not several:
+        return _matcher_kwargs(matchers[0])
+    parameter, _ = matchers[0].option
+    return {parameter: [matcher.pattern for matcher in matchers]}
+
+
+def _deadline(value: datetime | str | None) -> datetime | None:
+    return datetime.fromisoformat(value) if isinstance(value, str) else value
+
+
+T = TypeVar("T")
+
+
+async def by_deadline(deadline: datetime | None, wait: Awaitable[T]) -> T | None:
+    """``wait``'s result, or None once ``deadline`` passes first. A trigger keeps the sensor's
+    deadline itself: ``airflow dags test`` runs a trigger in line, without the deferral
+    timeout a triggerer enforces, and would otherwise wait for ever."""
+    if deadline is None:
+        return await wait
+    remaining = (deadline - datetime.now(UTC)).total_seconds()
+    try:
+        async with asyncio.timeout(max(remaining, 0)) as scope:
+            return await wait
+    except TimeoutError:
+        if scope.expired():
+            return None
+        raise
+
+
+def timeout_payload(deadline: datetime, waited_for: str) -> dict[str, Any]:
+    """The event of a trigger whose deadline passed; the sensor fails (or skips) on it."""
+    return {
+        "status": "timeout",
+        "message": f"Sensor has timed out: {waited_for} by its deadline {deadline.isoformat()}",
+    }
+
+
 class NatsObjectTrigger(BaseTrigger):
-    """Fire once with the first live object named ``name`` (or matching ``glob`` or ``regex``)
-    whose meta record is newer than ``after_sequence`` (any current object when it is None)."""
+    """Fire once every one of ``name`` (or ``glob`` or ``regex``; a string or a list) has a
+    live object whose meta record is newer than ``after_sequence`` (any current object when
+    it is None), like the Amazon provider's ``S3KeyTrigger`` given several keys; records
+    whose meta sequence is in ``rejected`` (objects the sensor's ``check_fn`` refused) do
+    not count. At ``deadline`` it fires a timeout event instead.
+
+    The success event carries ``objects`` (one ``ObjectInfo.as_dict()`` per name or pattern,
+    in their order; ``object`` too when one was given), and ``rejected`` and ``deadline`` as
+    given, so a sensor deferring again resumes with them."""
 
     def __init__(
         self,
         *,
         bucket: str,
-        name: str | None = None,
-        glob: str | None = None,
-        regex: str | None = None,
+        name: str | list[str] | None = None,
+        glob: str | list[str] | None = None,
+        regex: str | list[str] | None = None,
         after_sequence: int | None = None,
+        rejected: list[int] | None = None,
+        deadline: datetime | str | None = None,
         nats_conn_id: str = NatsObjectStoreHook.default_conn_name,
         pattern: str | None = None,
         match: MatchKind | None = None,
     ) -> None:
         super().__init__()
         self.bucket = bucket
-        self.matcher = _matcher(name, glob, regex, pattern, match)
+        if pattern is not None:
+            self.matchers = [_matcher(None, None, None, pattern, match)]
+        else:
+            self.matchers = NameMatcher.all_from_options(name=name, glob=glob, regex=regex)
+        self.several = not isinstance(name or glob or regex or pattern, str)
         self.after_sequence = after_sequence
+        self.rejected = sorted(set(rejected or ()))
+        self.deadline = _deadline(deadline)
         self.nats_conn_id = nats_conn_id
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
@@ -98,42 +155,185 @@ class NatsObjectTrigger(BaseTrigger):
             f"{type(self).__module__}.{type(self).__qualname__}",
             {
                 "bucket": self.bucket,
-                **_matcher_kwargs(self.matcher),
+                **_matchers_kwargs(self.matchers, self.several),
                 "after_sequence": self.after_sequence,
+                "rejected": self.rejected,
+                "deadline": self.deadline.isoformat() if self.deadline else None,
+                "nats_conn_id": self.nats_conn_id,
+            },
+        )
+
+    def describe(self) -> str:
+        return f"nats://{self.bucket}/" + " and ".join(m.describe() for m in self.matchers)
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        try:
+            found = await by_deadline(self.deadline, self._wait())
+        except (NatsObjError, ValueError) as exc:
+            yield TriggerEvent(error_payload(exc))
+            return
+        if found is None:
+            assert self.deadline is not None
+            yield TriggerEvent(timeout_payload(self.deadline, f"{self.describe()} not there"))
+            return
+        objects = [info.as_dict() for info in found]
+        payload: dict[str, Any] = {
+            "status": "success",
+            "objects": objects,
+            "rejected": self.rejected,
+            "deadline": self.deadline.isoformat() if self.deadline else None,
+        }
+        if not self.several:
+            payload["object"] = objects[0]
+        yield TriggerEvent(payload)
+
+    async def _wait(self) -> list[ObjectInfo]:
+        rejected = frozenset(self.rejected)
+        present = AllPresent(self.matchers, accept=lambda info: info.sequence not in rejected)
+        hook = NatsObjectStoreHook(nats_conn_id=self.nats_conn_id)
+        async with hook.aclient() as client:
+            store = await client.store(self.bucket)
+            if self.after_sequence is None:
+                watcher = store.watch(include_deletes=True)  # current objects first, then changes
+            else:
+                watcher = store.watch(after_sequence=self.after_sequence, include_deletes=True)
+            async with watcher:
+                async for info in watcher:
+                    present.observe(info)
+                    found = present.found()
+                    if found is not None and (
+                        watcher.initial_done or await _all_current(store, found)
+                    ):
+                        for each in found:
+                            self.log.info(
+                                "nats://%s/%s appeared (sequence %s)",
+                                self.bucket,
+                                each.name,
+                                each.sequence,
+                            )
+                        return found
+        raise AssertionError("a watch never ends")
+
+
+class NatsKeysUnchangedTrigger(BaseTrigger):
+    """Fire once nothing under ``prefix`` was put or deleted for ``inactivity_period`` seconds
+    while at least ``min_objects`` objects are there (``natsobj.sensing.QuietPrefix``, the
+    rule of the Amazon provider's ``S3KeysUnchangedTrigger``), fed by the change feed: the
+    prefix is listed once, then every put and delete is pushed, nothing polls. A put of a
+    name already there counts as activity too (a listing of keys misses it). At ``deadline``
+    it fires a timeout event instead."""
+
+    def __init__(
+        self,
+        *,
+        bucket_name: str,
+        prefix: str,
+        inactivity_period: float = 60 * 60,
+        min_objects: int = 1,
+        previous_objects: list[str] | None = None,
+        allow_delete: bool = True,
+        deadline: datetime | str | None = None,
+        nats_conn_id: str = NatsObjectStoreHook.default_conn_name,
+    ) -> None:
+        super().__init__()
+        self.bucket_name = bucket_name
+        self.prefix = prefix
+        self.inactivity_period = inactivity_period
+        self.min_objects = min_objects
+        self.previous_objects = sorted(previous_objects or ())
+        self.allow_delete = allow_delete
+        self.deadline = _deadline(deadline)
+        self.nats_conn_id = nats_conn_id
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "bucket_name": self.bucket_name,
+                "prefix": self.prefix,
+                "inactivity_period": self.inactivity_period,
+                "min_objects": self.min_objects,
+                "previous_objects": self.previous_objects,
+                "allow_delete": self.allow_delete,
+                "deadline": self.deadline.isoformat() if self.deadline else None,
                 "nats_conn_id": self.nats_conn_id,
             },
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         try:
-            info = await self._wait()
+            quiet = await by_deadline(self.deadline, self._wait())
         except (NatsObjError, ValueError) as exc:
             yield TriggerEvent(error_payload(exc))
             return
-        yield TriggerEvent({"status": "success", "object": info.as_dict()})
+        where = f"nats://{self.bucket_name}/{self.prefix}"
+        if quiet is None:
+            assert self.deadline is not None
+            yield TriggerEvent(timeout_payload(self.deadline, f"{where} was not quiet"))
+            return
+        yield TriggerEvent(
+            {
+                "status": "success",
+                "bucket_name": self.bucket_name,
+                "prefix": self.prefix,
+                "objects": len(quiet.present),
+            }
+        )
 
-    async def _wait(self) -> ObjectInfo:
-        matcher = self.matcher
+    async def _wait(self) -> QuietPrefix:
+        loop = asyncio.get_running_loop()
+        quiet = QuietPrefix(
+            self.bucket_name,
+            self.prefix,
+            inactivity_period=self.inactivity_period,
+            min_objects=self.min_objects,
+            allow_delete=self.allow_delete,
+            previous_objects=self.previous_objects,
+            now=loop.time(),
+        )
         hook = NatsObjectStoreHook(nats_conn_id=self.nats_conn_id)
         async with hook.aclient() as client:
-            store = await client.store(self.bucket)
-            if self.after_sequence is None:
-                watcher = store.watch(include_deletes=False)  # current objects first, then changes
-            else:
-                watcher = store.watch(after_sequence=self.after_sequence, include_deletes=False)
-            async with watcher:
-                async for info in watcher:
-                    if not matcher.matches(info.name):
-                        continue
-                    if watcher.initial_done or await _is_current(store, info):
+            store = await client.store(self.bucket_name)
+            # the end of the feed first, then the listing: a change in between is in both,
+            # seen twice under one meta sequence, which is no change
+            start = ChangeCursor.end_of(await store.status())
+            quiet.seen(await store.list(prefix=self.prefix), loop.time())
+            too_few_logged = False
+            async with store.watch(after_sequence=start, include_deletes=True) as watcher:
+                while True:
+                    now = loop.time()
+                    if quiet.is_quiet(now):
                         self.log.info(
-                            "nats://%s/%s appeared (sequence %s)",
-                            self.bucket,
-                            info.name,
-                            info.sequence,
+                            "nats://%s/%s unchanged for %ss with %s objects",
+                            self.bucket_name,
+                            self.prefix,
+                            self.inactivity_period,
+                            len(quiet.present),
                         )
-                        return info
-        raise AssertionError("a watch never ends")
+                        return quiet
+                    if now >= quiet.quiet_at and not too_few_logged:
+                        too_few_logged = True
+                        self.log.warning(
+                            "nats://%s/%s is quiet but holds %s objects, fewer than "
+                            "min_objects=%s; waiting for more",
+                            self.bucket_name,
+                            self.prefix,
+                            len(quiet.present),
+                            self.min_objects,
+                        )
+                    wait = quiet.quiet_at - now if now < quiet.quiet_at else None
+                    info = await watcher.next(timeout=wait)
+                    if info is not None and quiet.observe(info, loop.time()):
+                        too_few_logged = False
+
+
+async def _all_current(store: Any, infos: list[ObjectInfo]) -> bool:
+    """Replayed records may have been replaced or deleted since; only the latest count (a
+    later record of the replay corrects what one that is not current left behind)."""
+    for info in infos:
+        if not await _is_current(store, info):
+            return False
+    return True
 
 
 async def _is_current(store: Any, info: ObjectInfo) -> bool:

@@ -1,0 +1,203 @@
+"""common-messaging's ``MessageQueueTrigger(scheme="natsobj", ...)`` under a real Airflow: the
+test starts a dag processor, a scheduler, a triggerer and the API server its tasks report to
+(on the session's temporary AIRFLOW_HOME and sqlite database), and a put into the bucket makes
+the DAG scheduled on the watched asset run, its task reading the object the event names."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import AIRFLOW_BIN, AIRFLOW_HOME, _query
+
+CONSUMER = """
+from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
+from airflow.sdk import DAG, Asset, AssetWatcher, task
+
+from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
+
+landed = Asset(
+    "nats://{bucket}/landing",
+    watchers=[
+        AssetWatcher(
+            name="landing_csv",
+            trigger=MessageQueueTrigger(scheme="natsobj", bucket="{bucket}",
+                                        glob="landing/*.csv"),
+        )
+    ],
+)
+
+with DAG("{dag_id}", schedule=[landed]):
+
+    @task
+    def acknowledge(triggering_asset_events=None):
+        (event,) = triggering_asset_events[landed]
+        name = event.extra["payload"]["name"]
+        with NatsObjectStoreHook() as hook:
+            store = hook.get_store("{bucket}")
+            store.put("done/" + name, store.get_bytes(name))
+        return name
+
+    acknowledge()
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(condition: Callable[[], Any], timeout: float, what: str, logs: Path) -> Any:
+    """Poll ``condition`` until it is truthy; fail with the services' logs after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.5)
+    tails = "\n".join(
+        f"--- {log.name}\n{log.read_text(errors='replace')[-3000:]}"
+        for log in sorted(logs.glob("*.log"))
+    )
+    pytest.fail(f"{what} within {timeout}s\n{tails}")
+
+
+@pytest.fixture
+def airflow_services(nats_default: str, bucket_name: str, store) -> Iterator[dict[str, Any]]:
+    """The consumer DAG in a DAG folder of its own, and the four services running on it."""
+    work = Path(tempfile.mkdtemp(prefix="natsobj-mq-"))
+    dags, logs = work / "dags", work / "logs"
+    dags.mkdir()
+    logs.mkdir()
+    dag_id = f"mq_{bucket_name.replace('-', '_')}"[:60]
+    (dags / "consumer.py").write_text(
+        textwrap.dedent(CONSUMER.format(bucket=bucket_name, dag_id=dag_id))
+    )
+    port = _free_port()
+    env = {
+        **os.environ,
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{port}/execution/",
+        "AIRFLOW__API__PORT": str(port),
+        "AIRFLOW__API__HOST": "127.0.0.1",
+        "AIRFLOW__API_AUTH__JWT_SECRET": "natsobj-test-secret",
+        "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
+        "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
+        "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(logs / "tasks"),
+        "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port()),
+        "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(_free_port()),
+        "AIRFLOW__CORE__PARALLELISM": "2",
+    }
+    commands = {
+        "api-server": ["api-server", "--port", str(port), "--host", "127.0.0.1"],
+        "dag-processor": ["dag-processor"],
+        "scheduler": ["scheduler"],
+        "triggerer": ["triggerer"],
+    }
+    processes = []
+    try:
+        for name, args in commands.items():
+            with open(logs / f"{name}.log", "w") as log:
+                processes.append(
+                    subprocess.Popen(
+                        [AIRFLOW_BIN, *args],
+                        env=env,
+                        cwd=str(AIRFLOW_HOME),
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,  # its workers go down with it
+                    )
+                )
+        yield {"dag_id": dag_id, "logs": logs}
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_a_put_runs_the_dag_scheduled_on_the_watched_asset(
+    airflow_services, store, bucket_name
+) -> None:
+    dag_id, logs = airflow_services["dag_id"], airflow_services["logs"]
+    # the triggerer runs the watcher once it has stored where its watch starts
+    wait_for(
+        lambda: _query(
+            "select 1 from asset_state_store where key like ?",
+            f"nats_meta_sequence:{bucket_name}:%",
+        ),
+        timeout=240,
+        what="the asset watcher's trigger did not start",
+        logs=logs,
+    )
+    (classpath,) = wait_for(
+        lambda: _query(
+            "select t.classpath from trigger t join asset_watcher w on w.trigger_id = t.id"
+            " where w.name = 'landing_csv'"
+        ),
+        timeout=30,
+        what="no trigger row for the watcher",
+        logs=logs,
+    )[0]
+    assert classpath == "airflow_natsobj.triggers.object_store.NatsObjectChangeTrigger"
+    store.put("landing/notes.txt", b"not a csv")
+    put = store.put("landing/a.csv", b"x,y\n1,2\n")
+    wait_for(
+        lambda: _query(
+            "select 1 from dag_run where dag_id = ? and state in ('success', 'failed')", dag_id
+        ),
+        timeout=180,
+        what="the asset-scheduled DAG did not run",
+        logs=logs,
+    )
+    assert _query("select state from dag_run where dag_id = ?", dag_id) == [("success",)], "".join(
+        log.read_text(errors="replace")[-3000:] for log in logs.rglob("attempt=*.log")
+    )
+    assert store.get_bytes("done/landing/a.csv") == b"x,y\n1,2\n"
+    runs = _query("select run_type from dag_run where dag_id = ?", dag_id)
+    assert runs == [("asset_triggered",)]  # one put of a matching name, one run
+    (extra,) = _query(
+        "select e.extra from asset_event e join asset a on a.id = e.asset_id where a.uri = ?",
+        f"nats://{bucket_name}/landing",
+    )[0]
+    assert json.loads(extra)["payload"]["sequence"] == put.sequence
+
+
+def test_the_natsobj_scheme_is_registered_and_builds_the_change_trigger() -> None:
+    from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
+    from airflow_natsobj.get_provider_info import get_provider_info
+
+    assert get_provider_info()["queues"] == [
+        "airflow_natsobj.queues.object_store.NatsObjectMessageQueueProvider"
+    ]
+    trigger = MessageQueueTrigger(
+        scheme="natsobj", bucket="b", glob="in/*.csv", start_at="current", include_deletes="on"
+    )
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "airflow_natsobj.triggers.object_store.NatsObjectChangeTrigger"
+    assert (kwargs["glob"], kwargs["start_at"], kwargs["include_deletes"]) == (
+        "in/*.csv",
+        "current",
+        True,
+    )
