@@ -64,6 +64,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "natsobj.changefeed",
         "natsobj.record_fields",
         "natsobj.localfiles",
+        "natsobj.local_mirror",
         "natsobj.embedded",
         "natsobj.deprecation",
         "natsobj.docs",

@@ -56,13 +56,6 @@ def one_level(
     return dirs, sorted(objects, key=lambda i: i.name)
 
 
-def local_files(root: Path) -> Iterator[tuple[Path, str]]:
-    """Every regular file below ``root`` with its '/'-joined relative path, in stable order."""
-    for path in sorted(root.rglob("*")):
-        if path.is_file():
-            yield path, path.relative_to(root).as_posix()
-
-
 def join_name(prefix: str, relative: str) -> str:
     return as_dir(prefix) + relative
 
