@@ -180,3 +180,24 @@ def test_sync_to_local_dir_refuses_a_name_leaving_the_directory(hook, tmp_path) 
         assert not (tmp_path / "escape.txt").exists()
     finally:
         hook.delete_store(name)
+
+
+def test_sync_to_local_dir_takes_allow_missing_digest(hook, raw, tmp_path) -> None:
+    """A record without a digest is refused, as by the hook's other reads, unless allowed
+    (any spelling of ``natsobj.operation_options``)."""
+    from natsobj.errors import MissingDigest
+    from tests.security.test_missing_digest_faces import strip_digest
+
+    name = f"t{uuid.uuid4().hex[:12]}"
+    store = hook.create_store(name)
+    try:
+        store.put("p/plain", b"no digest")
+        strip_digest(raw, name, "p/plain")
+        with pytest.raises(MissingDigest, match="p/plain"):
+            hook.sync_to_local_dir(name, tmp_path, prefix="p")
+        assert hook.sync_to_local_dir(name, tmp_path, prefix="p", allow_missing_digest="yes") == [
+            "p/plain"
+        ]
+        assert (tmp_path / "plain").read_bytes() == b"no digest"
+    finally:
+        hook.delete_store(name)
