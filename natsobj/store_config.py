@@ -17,12 +17,12 @@ from datetime import timedelta
 from typing import Any, TypedDict
 
 from natsobj.lifecycle import DEFAULT_DELETE_MARKER_TTL, checked_ttl
+from natsobj.model import user_metadata
 from natsobj.names import all_chunks_subject, all_meta_subject, check_bucket, stream_name
 from natsobj.parsing import parse_bool, parse_duration
 
 STORAGE_TYPES = ("file", "memory")
 _NANOS = 1_000_000_000
-_SERVER_METADATA = "_nats"  # keys the server adds to a stream's metadata (its version...)
 
 
 def _about(help_text: str, stream_key: str, *, json_example: str = "") -> dict[str, str]:
@@ -230,11 +230,7 @@ class StoreConfig:
         return cls(
             bucket=bucket,
             description=config.get("description") or "",
-            metadata={
-                k: v
-                for k, v in (config.get("metadata") or {}).items()
-                if not k.startswith(_SERVER_METADATA)
-            },
+            metadata=user_metadata(config.get("metadata")),
             ttl=_from_nanos(config.get("max_age")),
             max_bytes=int(config.get("max_bytes") or -1),
             storage=config.get("storage") or "file",

@@ -4,8 +4,9 @@
 
 A NATS object store's metadata (``StoreConfig.metadata``, string keys and values on the
 bucket's stream) is what a bucket's tag set is on S3. The keys the server adds itself (its
-version, under ``_nats``) are not the user's: the store's status leaves them out, so they are
-never shown, and an update never sends them, so the server keeps them.
+version, under ``_nats``) are not the user's (``natsobj.model.user_metadata``): the store's
+status leaves them out, so they are never shown, and an update never sends them, so the
+server keeps them.
 """
 
 from __future__ import annotations
