@@ -168,15 +168,30 @@ def test_sync_to_local_dir_fetches_what_changed(hook, bucket, tmp_path) -> None:
     assert sorted(_tree(root)) == ["2024/deep/y.csv", "2024/x.csv", "a.csv"]
 
 
-def test_sync_to_local_dir_refuses_a_name_leaving_the_directory(hook, tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("names", "refused"),
+    [
+        (["p/ok", "p/../../escape.txt"], r"object 'p/\.\./\.\./escape\.txt'.*no local path"),
+        (["p/ok", "p/x", "p//x"], r"object 'p/x'.*local path 'x' is also that of.*'p//x'.*alone"),
+        (["p/ok", "p/a", "p/a/b"], r"object 'p/a'.*local path 'a' is also that of.*'p/a/b'"),
+    ],
+)
+def test_sync_to_local_dir_writes_nothing_when_a_name_has_no_place(
+    hook, tmp_path, names, refused
+) -> None:
+    """A name leaving the directory, two names on one local path, a file another name needs
+    as a directory: the CLI skips these (natsobj.local_mirror's layout); the hook refuses the
+    sync before writing anything."""
     from natsobj.errors import UnsafeLocalPath
 
     name = f"t{uuid.uuid4().hex[:12]}"
     store = hook.create_store(name)
     try:
-        store.put("p/../../escape.txt", b"x")
-        with pytest.raises(UnsafeLocalPath, match=r"p/\.\./\.\./escape\.txt"):
+        for object_name in names:
+            store.put(object_name, object_name.encode())
+        with pytest.raises(UnsafeLocalPath, match=refused):
             hook.sync_to_local_dir(name, tmp_path / "inside", prefix="p")
+        assert not (tmp_path / "inside").exists()
         assert not (tmp_path / "escape.txt").exists()
     finally:
         hook.delete_store(name)

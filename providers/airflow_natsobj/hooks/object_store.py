@@ -19,8 +19,7 @@ from airflow_natsobj.options import operation_options
 from natsobj.aio.copy import copy_object
 from natsobj.aio.sources import PutSource
 from natsobj.errors import BucketNotFound, ObjectNotFound, UnsafeLocalPath
-from natsobj.local_mirror import local_files, objects_below, up_to_date
-from natsobj.localfiles import SEP, local_relative
+from natsobj.local_mirror import Layout, lay_out, local_files, objects_below, up_to_date
 from natsobj.model import ObjectInfo
 from natsobj.paths import as_dir, common_prefix
 from natsobj.settings import ConnectionSettings
@@ -35,6 +34,30 @@ async def _probe(settings: ConnectionSettings) -> list[str]:
         return await client.store_names()
     finally:
         await client.close()
+
+
+def _refuse_left_out(layout: Layout, bucket: str, root: Path) -> None:
+    """UnsafeLocalPath for the first object the layout leaves out: the hook mirrors all of
+    the prefix or nothing, where the CLI skips such names and says so."""
+    if layout.unmapped:
+        info, reason = layout.unmapped[0]
+        raise UnsafeLocalPath(
+            f"not written below {root}: the name has no local path there ({reason})",
+            bucket=bucket,
+            name=info.name,
+        )
+    if layout.collisions:
+        collision = layout.collisions[0]
+        others = [i.name for i in collision.here[1:]]
+        if collision.inside is not None:
+            others.append(collision.inside.name)
+        raise UnsafeLocalPath(
+            f"not written below {root}: its local path {collision.relative!r} is also that of"
+            f" object(s) {others}",
+            bucket=bucket,
+            name=collision.here[0].name,
+            hint="Fetch each of them alone to a path you name (get_file(name, path)).",
+        )
 
 
 def _delete_stale(root: Path, kept: set[str]) -> None:
@@ -358,34 +381,28 @@ class NatsObjectStoreHook(BaseHook):
         ``natsobj sync`` decides (``natsobj.local_mirror``: size, then the SHA-256 the store
         recorded, where S3Hook compares modification times). With ``delete_stale``, files no
         object maps to are removed, and the directories that leaves empty. Links are left
-        alone. A name with no place below ``local_dir`` (a ``..``, a symlink leading out)
-        raises UnsafeLocalPath before anything of it is written. Returns the names fetched;
-        each is reported to lineage as an input."""
+        alone. A name with no place below ``local_dir`` (a ``..``; names that share a local
+        path, or one whose file another needs as a directory: ``natsobj.local_mirror``'s
+        layout) raises UnsafeLocalPath before anything is written, as does a symlink leading
+        out when its object is fetched. Returns the names fetched; each is reported to
+        lineage as an input."""
         root = Path(local_dir)
-        root.mkdir(parents=True, exist_ok=True)
         store = self.get_store(bucket_name)
         options = self._get_options(allow_missing_digest)
-        kept: set[str] = set()
-        fetched: list[str] = []
         below = objects_below(store.iter_list(prefix=as_dir(prefix) or None), prefix)
-        for relative_name, info in sorted(below.items()):
-            try:
-                relative = local_relative(relative_name)
-            except ValueError as reason:
-                raise UnsafeLocalPath(
-                    f"not written below {root}: the name has no local path there ({reason})",
-                    bucket=bucket_name,
-                    name=info.name,
-                ) from None
-            kept.add(relative)
-            target = root.joinpath(*relative.split(SEP))
+        layout = lay_out(below.values(), prefix)
+        _refuse_left_out(layout, bucket_name, root)
+        root.mkdir(parents=True, exist_ok=True)
+        fetched: list[str] = []
+        for relative, info in sorted(layout.targets.items()):
+            target = layout.path(root, relative)
             if up_to_date(target, info):
                 continue
             store.get_file(info.name, target, within=root, **options)
             self._lineage_input(bucket_name, info.name)
             fetched.append(info.name)
         if delete_stale:
-            _delete_stale(root, kept)
+            _delete_stale(root, layout.claimed)
         return fetched
 
     def _lineage_input(self, bucket: str, name: str) -> None:
