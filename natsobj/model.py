@@ -10,6 +10,7 @@ import base64
 import binascii
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -546,6 +547,16 @@ class StreamInfo:
         return bool(self.config.get("allow_atomic", False))
 
 
+SERVER_METADATA = "_nats"  # the prefix of the keys the server adds to a stream's metadata
+
+
+def user_metadata(metadata: Mapping[str, str] | None) -> dict[str, str]:
+    """A bucket stream's metadata without the keys the server adds (its version, ...): they
+    are not the user's, so no face shows them, and an update that leaves them out lets the
+    server keep them."""
+    return {k: v for k, v in (metadata or {}).items() if not k.startswith(SERVER_METADATA)}
+
+
 @dataclass
 class StoreStatus:
     """ADR-20's ObjectStoreStatus, read from the backing stream's info."""
@@ -577,9 +588,7 @@ class StoreStatus:
         return cls(
             bucket=bucket,
             description=config.get("description", "") or "",
-            metadata={
-                k: v for k, v in (config.get("metadata") or {}).items() if not k.startswith("_nats")
-            },
+            metadata=user_metadata(config.get("metadata")),
             ttl=timedelta(microseconds=max_age / 1000) if max_age else None,
             storage=config.get("storage", "file"),
             replicas=info.replicas,

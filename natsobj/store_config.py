@@ -17,12 +17,12 @@ from datetime import timedelta
 from typing import Any, TypedDict
 
 from natsobj.lifecycle import DEFAULT_DELETE_MARKER_TTL, checked_ttl
+from natsobj.model import user_metadata
 from natsobj.names import all_chunks_subject, all_meta_subject, check_bucket, stream_name
 from natsobj.parsing import parse_bool, parse_duration
 
 STORAGE_TYPES = ("file", "memory")
 _NANOS = 1_000_000_000
-_SERVER_METADATA = "_nats"  # keys the server adds to a stream's metadata (its version...)
 
 
 def _about(help_text: str, stream_key: str, *, json_example: str = "") -> dict[str, str]:
@@ -230,11 +230,7 @@ class StoreConfig:
         return cls(
             bucket=bucket,
             description=config.get("description") or "",
-            metadata={
-                k: v
-                for k, v in (config.get("metadata") or {}).items()
-                if not k.startswith(_SERVER_METADATA)
-            },
+            metadata=user_metadata(config.get("metadata")),
             ttl=_from_nanos(config.get("max_age")),
             max_bytes=int(config.get("max_bytes") or -1),
             storage=config.get("storage") or "file",
@@ -329,3 +325,29 @@ def _ttl(value: float | timedelta | None) -> timedelta | None:
 SETTING_FIELDS = {f.name: f for f in fields(StoreConfig) if f.name != "bucket"}
 # The one table of store settings: every face accepts exactly these.
 STORE_SETTINGS: tuple[str, ...] = tuple(SETTING_FIELDS)
+
+NATSOBJ_METADATA = "natsobj"
+"""The prefix of the keys natsobj itself keeps in a bucket's metadata: its lifecycle rules
+(``natsobj.lifecycle``) and its archive's targets (``natsobj_archive``, ...). They are
+bookkeeping, not the user's tags: replacing the tags must not drop them."""
+
+
+def tag_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
+    """A bucket's tags, the twin of an S3 bucket's tag set: its user metadata
+    (``StoreStatus.metadata``) without natsobj's own keys."""
+    return {k: v for k, v in metadata.items() if not k.startswith(NATSOBJ_METADATA)}
+
+
+def retagged_metadata(current: Mapping[str, str], tags: Mapping[str, str]) -> dict[str, str]:
+    """The user metadata a bucket gets when its tags are replaced by ``tags`` (S3's
+    ``PutBucketTagging`` replaces the whole set): ``tags``, with natsobj's own keys of
+    ``current`` kept as they are. A tag named like one of natsobj's keys is refused
+    (ValueError): it would rewrite the bucket's lifecycle rules or archive."""
+    reserved = sorted(k for k in tags if k.startswith(NATSOBJ_METADATA))
+    if reserved:
+        raise ValueError(
+            f"metadata keys {reserved} start with {NATSOBJ_METADATA!r}, which natsobj keeps for"
+            " the bucket's lifecycle rules and archive; set those through lifecycle rules or"
+            " the archive, and name tags otherwise"
+        )
+    return {**dict(tags), **{k: v for k, v in current.items() if k.startswith(NATSOBJ_METADATA)}}

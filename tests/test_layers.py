@@ -65,6 +65,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "natsobj.sensing",
         "natsobj.record_fields",
         "natsobj.localfiles",
+        "natsobj.local_mirror",
         "natsobj.embedded",
         "natsobj.deprecation",
         "natsobj.docs",

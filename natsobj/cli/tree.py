@@ -7,15 +7,14 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 
 import click
 
 from natsobj.cli.exits import CliError, ExitCode, exit_code_for, said
 from natsobj.errors import NatsObjError, costs_only_its_object
-from natsobj.localfiles import local_relative
+from natsobj.local_mirror import Collision, Layout, lay_out
 from natsobj.model import ObjectInfo
-from natsobj.paths import SEP, as_dir, split_level
+from natsobj.paths import as_dir, split_level
 
 
 @dataclass
@@ -56,31 +55,18 @@ def one_level(
     return dirs, sorted(objects, key=lambda i: i.name)
 
 
-def local_files(root: Path) -> Iterator[tuple[Path, str]]:
-    """Every regular file below ``root`` with its '/'-joined relative path, in stable order."""
-    for path in sorted(root.rglob("*")):
-        if path.is_file():
-            yield path, path.relative_to(root).as_posix()
-
-
 def join_name(prefix: str, relative: str) -> str:
     return as_dir(prefix) + relative
 
 
 @dataclass
-class LocalPlan:
-    """Where each object below a prefix goes in a local directory, worked out before anything
-    is written: names that share a local path are all left out (choosing one would be a
-    silent guess), and so are names with no local path, so one bad name costs only itself."""
+class LocalPlan(Layout):
+    """The core's ``Layout`` of a recursive get or a sync, with the CLI's account of what was
+    left out (``problems``, said before the transfer) and of what failed on the way."""
 
-    bucket: str
-    targets: dict[str, ObjectInfo] = field(default_factory=dict)
-    claimed: set[str] = field(default_factory=set)
+    bucket: str = ""
     problems: list[str] = field(default_factory=list)
     failures: list[ExitCode] = field(default_factory=list)  # of the objects that failed
-
-    def path(self, root: Path, relative: str) -> Path:
-        return root.joinpath(*relative.split(SEP))
 
     def warn(self) -> None:
         """Say what will be skipped before the transfer starts, one line per problem."""
@@ -124,62 +110,32 @@ def plan_local(
     bucket: str,
     wanted: Callable[[str], bool] = lambda _: True,
 ) -> LocalPlan:
-    """Map every object below ``prefix`` to its local path (``local_relative``) and find the
-    names that collide: on one path, or an object whose path another needs as a directory.
-    ``wanted`` filters by local path, as ``sync --include/--exclude`` do."""
-    plan = LocalPlan(bucket)
-    owners: dict[str, list[ObjectInfo]] = {}
-    below = len(as_dir(prefix))
-    for info in infos:
-        relative_name = info.name[below:]
-        try:
-            relative = local_relative(relative_name)
-        except ValueError as reason:
-            if wanted(relative_name):
-                plan.problems.append(
-                    f"bucket {bucket!r}, object {info.name!r}: skipped, the name does not map "
-                    f"to a local path ({reason}); fetch it alone with "
-                    f"`natsobj get {bucket} NAME PATH`"
-                )
-            continue
-        if wanted(relative):
-            owners.setdefault(relative, []).append(info)
-    plan.claimed = set(owners)
-    directories = _directories(owners)
-    for relative, infos_here in owners.items():
-        problem = _collision(bucket, relative, infos_here, directories.get(relative))
-        if problem:
-            plan.problems.append(problem)
-        else:
-            plan.targets[relative] = infos_here[0]
+    """The core's ``lay_out`` of the objects below ``prefix``, each name left out said as a
+    problem naming what to do instead."""
+    layout = lay_out(infos, prefix, wanted)
+    plan = LocalPlan(layout.targets, layout.claimed, bucket=bucket)
+    for info, reason in layout.unmapped:
+        plan.problems.append(
+            f"bucket {bucket!r}, object {info.name!r}: skipped, the name does not map "
+            f"to a local path ({reason}); fetch it alone with "
+            f"`natsobj get {bucket} NAME PATH`"
+        )
+    plan.problems.extend(_collision(bucket, collision) for collision in layout.collisions)
     return plan
 
 
-def _directories(owners: dict[str, list[ObjectInfo]]) -> dict[str, ObjectInfo]:
-    """Every local directory the plan needs, with one object that needs it."""
-    needed: dict[str, ObjectInfo] = {}
-    for relative, infos in owners.items():
-        parts = relative.split(SEP)
-        for depth in range(1, len(parts)):
-            needed.setdefault(SEP.join(parts[:depth]), infos[0])
-    return needed
-
-
-def _collision(
-    bucket: str, relative: str, here: list[ObjectInfo], inside: ObjectInfo | None
-) -> str | None:
-    """Why the objects mapped to ``relative`` cannot be written, or None; ``inside`` is an
-    object that needs ``relative`` as a directory."""
-    names = " and ".join(repr(i.name) for i in here)
-    if len(here) > 1:
+def _collision(bucket: str, collision: Collision) -> str:
+    """Why the objects mapped to one local path are not written."""
+    names = " and ".join(repr(i.name) for i in collision.here)
+    inside = collision.inside
+    if inside is None or len(collision.here) > 1:
         return (
-            f"bucket {bucket!r}: objects {names} all map to the local path {relative!r}; "
-            "skipped them, fetch each alone with `natsobj get BUCKET NAME PATH`"
+            f"bucket {bucket!r}: objects {names} all map to the local path "
+            f"{collision.relative!r}; skipped them, fetch each alone with "
+            "`natsobj get BUCKET NAME PATH`"
         )
-    if inside is None:
-        return None
     return (
-        f"bucket {bucket!r}: object {names} maps to the local file {relative!r}, which object "
-        f"{inside.name!r} needs as a directory; skipped {names}, fetch it alone with "
-        "`natsobj get BUCKET NAME PATH`"
+        f"bucket {bucket!r}: object {names} maps to the local file {collision.relative!r}, "
+        f"which object {inside.name!r} needs as a directory; skipped {names}, fetch "
+        "it alone with `natsobj get BUCKET NAME PATH`"
     )

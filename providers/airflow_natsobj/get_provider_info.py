@@ -88,6 +88,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_natsobj.operators.listing",
                     "airflow_natsobj.operators.transform",
                     "airflow_natsobj.operators.archive",
+                    "airflow_natsobj.operators.store_metadata",
                 ],
             }
         ],

@@ -1,20 +1,19 @@
 """``natsobj sync``: make a prefix look like a local directory, or the other way round.
 
 Files are compared by size and SHA-256 digest (the digest the store already records), never by
-modification time alone, so a re-run transfers nothing and a changed file of the same size is
+modification time alone (``natsobj.local_mirror``, shared with the Airflow hook's
+``sync_to_local_dir``), so a re-run transfers nothing and a changed file of the same size is
 still sent. ``--include``/``--exclude`` are ``aws s3``'s filters (``natsobj.cli.filters``),
 applied to both sides' relative paths.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
-from natsobj import paths
 from natsobj.cli import render, tree
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.filters import FilteredCommand, Filters, filter_options
@@ -28,7 +27,8 @@ from natsobj.cli.params import (
 from natsobj.cli.progress import CountingReader, meter
 from natsobj.cli.report import Report
 from natsobj.cli.session import Session, pass_session
-from natsobj.model import ObjectInfo, format_digest
+from natsobj.local_mirror import local_files, objects_below, up_to_date
+from natsobj.model import ObjectInfo
 from natsobj.paths import nats_url
 from natsobj.sync import ObjectStore
 
@@ -47,24 +47,8 @@ def _location(text: str) -> Location | None:
     return None if location is None else Location(location[0], location[1].strip("/"))
 
 
-def _file_digest(path: Path) -> str:
-    with path.open("rb") as handle:
-        return format_digest(hashlib.file_digest(handle, "sha256").digest())
-
-
-def _same(path: Path, info: ObjectInfo) -> bool:
-    """Size first (cheap), then the digest the store recorded."""
-    return path.stat().st_size == info.size and _file_digest(path) == info.digest
-
-
 def _remote_objects(store: ObjectStore, where: Location) -> dict[str, ObjectInfo]:
-    """Objects below the prefix by relative name; links are left alone."""
-    below = len(paths.as_dir(where.prefix))
-    return {
-        info.name[below:]: info
-        for info in paths.under(store.list(), where.prefix)
-        if info.link is None and info.name[below:]
-    }
+    return objects_below(store.list(), where.prefix)
 
 
 @click.command("sync", cls=FilteredCommand)
@@ -126,9 +110,9 @@ def _upload(
         raise UsageProblem(f"{root} is not a directory")
     store = session.store(where.bucket)
     remote = {k: v for k, v in _remote_objects(store, where).items() if filters.wanted(k)}
-    local = {rel: path for path, rel in tree.local_files(root) if filters.wanted(rel)}
+    local = {rel: path for path, rel in local_files(root) if filters.wanted(rel)}
     for relative, path in local.items():
-        if relative in remote and _same(path, remote[relative]):
+        if relative in remote and up_to_date(path, remote[relative]):
             continue
         say(
             f"upload: {render.shell_escape(str(path))}"
@@ -163,13 +147,13 @@ def _download(
     )
     plan.warn()
     local = (
-        {rel: path for path, rel in tree.local_files(root) if filters.wanted(rel)}
+        {rel: path for path, rel in local_files(root) if filters.wanted(rel)}
         if root.exists()
         else {}
     )
     for relative, info in plan.targets.items():
         target = plan.path(root, relative)
-        if target.is_file() and _same(target, info):
+        if up_to_date(target, info):
             continue
         source = nats_url(info.bucket, render.shell_escape(info.name))
         say(f"download: {source} to {render.shell_escape(str(target))}")

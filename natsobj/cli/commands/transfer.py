@@ -44,6 +44,7 @@ from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.report import Report
 from natsobj.cli.session import Session, pass_session
 from natsobj.errors import NatsObjError, ObjectNotFound
+from natsobj.local_mirror import local_files
 from natsobj.localfiles import open_target, replacing
 from natsobj.model import ObjectInfo
 from natsobj.paths import nats_url
@@ -126,9 +127,7 @@ def upload(
         return
     if recursive:
         files = [
-            (f, tree.join_name(name, rel))
-            for f, rel in tree.local_files(source)
-            if filters.wanted(rel)
+            (f, tree.join_name(name, rel)) for f, rel in local_files(source) if filters.wanted(rel)
         ]
     else:
         files = [(source, object_name(name, path))]

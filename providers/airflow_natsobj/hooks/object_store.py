@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from datetime import timedelta
 from functools import cached_property
 from pathlib import Path
@@ -17,8 +18,10 @@ from airflow_natsobj.connection import settings_from_connection
 from airflow_natsobj.options import operation_options
 from natsobj.aio.copy import copy_object
 from natsobj.aio.sources import PutSource
+from natsobj.errors import BucketNotFound, ObjectNotFound, UnsafeLocalPath
+from natsobj.local_mirror import Layout, lay_out, local_files, objects_below, up_to_date
 from natsobj.model import ObjectInfo
-from natsobj.paths import common_prefix
+from natsobj.paths import as_dir, common_prefix
 from natsobj.settings import ConnectionSettings
 from natsobj.shared import SharedClient, shared_client
 from natsobj.store_config import StoreConfig, StoreSettings
@@ -31,6 +34,41 @@ async def _probe(settings: ConnectionSettings) -> list[str]:
         return await client.store_names()
     finally:
         await client.close()
+
+
+def _refuse_left_out(layout: Layout, bucket: str, root: Path) -> None:
+    """UnsafeLocalPath for the first object the layout leaves out: the hook mirrors all of
+    the prefix or nothing, where the CLI skips such names and says so."""
+    if layout.unmapped:
+        info, reason = layout.unmapped[0]
+        raise UnsafeLocalPath(
+            f"not written below {root}: the name has no local path there ({reason})",
+            bucket=bucket,
+            name=info.name,
+        )
+    if layout.collisions:
+        collision = layout.collisions[0]
+        others = [i.name for i in collision.here[1:]]
+        if collision.inside is not None:
+            others.append(collision.inside.name)
+        raise UnsafeLocalPath(
+            f"not written below {root}: its local path {collision.relative!r} is also that of"
+            f" object(s) {others}",
+            bucket=bucket,
+            name=collision.here[0].name,
+            hint="Fetch each of them alone to a path you name (get_file(name, path)).",
+        )
+
+
+def _delete_stale(root: Path, kept: set[str]) -> None:
+    """Remove the files below ``root`` whose relative path is not in ``kept``, then the
+    directories left empty (deepest first), as S3Hook's ``sync_to_local_dir`` does."""
+    for path, relative in local_files(root):
+        if relative not in kept:
+            path.unlink()
+    for directory, _, _ in os.walk(root, topdown=False):
+        if Path(directory) != root and not os.listdir(directory):
+            os.rmdir(directory)
 
 
 class NatsObjectStoreHook(BaseHook):
@@ -130,6 +168,15 @@ class NatsObjectStoreHook(BaseHook):
     def store_names(self) -> list[str]:
         return self.get_conn().store_names()
 
+    def check_for_bucket(self, bucket_name: str) -> bool:
+        """S3Hook's ``check_for_bucket``: whether the bucket exists now (its stream is asked,
+        not this process's cached binding)."""
+        try:
+            self.get_conn().store(bucket_name)
+        except BucketNotFound:
+            return False
+        return True
+
     # -- objects (with lineage) -------------------------------------------------------------------
 
     def put(
@@ -224,6 +271,27 @@ class NatsObjectStoreHook(BaseHook):
     def get_info(self, bucket: str, name: str) -> ObjectInfo:
         return self.get_store(bucket).get_info(name)
 
+    def check_for_key(self, key: str, bucket_name: str) -> bool:
+        """S3Hook's ``check_for_key`` (its argument order and names): whether object ``key``
+        exists (a link counts; a deleted object does not). As on S3, a missing bucket has no
+        keys: False, not an error."""
+        try:
+            self.get_store(bucket_name).get_info(key)
+        except (ObjectNotFound, BucketNotFound):
+            return False
+        return True
+
+    def check_for_prefix(self, prefix: str, delimiter: str, bucket_name: str) -> bool:
+        """S3Hook's ``check_for_prefix``: whether some object's name starts with ``prefix``
+        followed by ``delimiter`` (added when ``prefix`` does not end with it), i.e. the
+        "directory" holds something. The first match ends the listing."""
+        if not prefix.endswith(delimiter):
+            prefix += delimiter
+        with suppress(BucketNotFound):
+            for _ in self.get_store(bucket_name).iter_list(prefix=prefix):
+                return True
+        return False
+
     def list_prefixes(
         self,
         bucket: str,
@@ -298,6 +366,44 @@ class NatsObjectStoreHook(BaseHook):
 
     def delete(self, bucket: str, name: str) -> ObjectInfo:
         return self.get_store(bucket).delete(name)
+
+    def sync_to_local_dir(
+        self,
+        bucket_name: str,
+        local_dir: str | Path,
+        prefix: str = "",
+        delete_stale: bool = True,
+        *,
+        allow_missing_digest: bool | str | None = None,
+    ) -> list[str]:
+        """S3Hook's ``sync_to_local_dir``: make ``local_dir`` hold the objects below the
+        directory ``prefix`` (relative to it), fetching only those whose file differs, as
+        ``natsobj sync`` decides (``natsobj.local_mirror``: size, then the SHA-256 the store
+        recorded, where S3Hook compares modification times). With ``delete_stale``, files no
+        object maps to are removed, and the directories that leaves empty. Links are left
+        alone. A name with no place below ``local_dir`` (a ``..``; names that share a local
+        path, or one whose file another needs as a directory: ``natsobj.local_mirror``'s
+        layout) raises UnsafeLocalPath before anything is written, as does a symlink leading
+        out when its object is fetched. Returns the names fetched; each is reported to
+        lineage as an input."""
+        root = Path(local_dir)
+        store = self.get_store(bucket_name)
+        options = self._get_options(allow_missing_digest)
+        below = objects_below(store.iter_list(prefix=as_dir(prefix) or None), prefix)
+        layout = lay_out(below.values(), prefix)
+        _refuse_left_out(layout, bucket_name, root)
+        root.mkdir(parents=True, exist_ok=True)
+        fetched: list[str] = []
+        for relative, info in sorted(layout.targets.items()):
+            target = layout.path(root, relative)
+            if up_to_date(target, info):
+                continue
+            store.get_file(info.name, target, within=root, **options)
+            self._lineage_input(bucket_name, info.name)
+            fetched.append(info.name)
+        if delete_stale:
+            _delete_stale(root, layout.claimed)
+        return fetched
 
     def _lineage_input(self, bucket: str, name: str) -> None:
         from airflow.sdk.lineage import get_hook_lineage_collector
