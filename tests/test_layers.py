@@ -72,7 +72,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "natsobj.extras",
     ),
     # The blocking facade over the core, and the process's shared connection.
-    "facade": ("natsobj", "natsobj.sync", "natsobj.shared"),
+    "facade": ("natsobj", "natsobj.sync", "natsobj.shared", "natsobj.placement"),
     # What the faces are built from: each stands on the facade and the core alone. (natsobj.pipes
     # is what a Pipes process calls and what dagster_natsobj.pipes takes its names from.)
     "services": ("natsobj.archive", "natsobj.fs", "natsobj.spark", "natsobj.pipes"),

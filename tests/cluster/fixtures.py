@@ -7,7 +7,6 @@ node is started again and the cluster waits for a meta leader, so the next test 
 from __future__ import annotations
 
 import contextlib
-import time
 import uuid
 from collections.abc import Callable, Iterator
 
@@ -15,6 +14,7 @@ import pytest
 
 import natsobj
 from natsobj.names import stream_name
+from natsobj.placement import wait_until_placeable
 from tests.cluster.harness import ClusterHarness
 
 REPLICAS = 3
@@ -38,22 +38,7 @@ def heal(cluster: ClusterHarness) -> None:
         cluster.start_node(index)
     cluster.wait_for_meta_leader()
     if stopped:
-        wait_until_placeable(cluster)
-
-
-def wait_until_placeable(cluster: ClusterHarness, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    with natsobj.connect(cluster.url, failover_timeout=5.0) as client:
-        while True:
-            probe = f"heal{uuid.uuid4().hex[:10]}"
-            try:
-                client.create_store(probe, replicas=REPLICAS)
-                client.delete_store(probe)
-                return
-            except natsobj.ClusterUnavailable:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        wait_until_placeable(cluster.url, REPLICAS)
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ from natsobj.embedded import (
     running_server,
     stop_server,
 )
+from natsobj.placement import wait_until_placeable
 
 POLL_SECONDS = 0.5
 CLUSTER_DIR = "cluster"
@@ -146,6 +147,7 @@ def _serve_cluster(data_dir: Path, size: int, port: int | None) -> None:
     cluster = NatsCluster(data_dir, size, client_port=port, detach=True)
     try:
         cluster.start()
+        wait_until_placeable(cluster.url, replicas=min(size, 3))
         click.echo(cluster.url)
         for index, node in enumerate(cluster.nodes):
             click.echo(
