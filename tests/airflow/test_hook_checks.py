@@ -141,16 +141,17 @@ def test_sync_to_local_dir_lays_out_files_as_s3hook(hook, bucket, s3_bucket, s3,
     fetched = hook.sync_to_local_dir(bucket, ours, prefix="site")
     s3.sync_to_local_dir(s3_bucket, theirs, s3_prefix="site")
     assert fetched == ["site/css/a.css", "site/img/deep/logo.svg", "site/index.html"]
-    assert (
-        _tree(ours)
-        == _tree(theirs)
-        == {
-            "css/a.css": b"site/css/a.css",
-            "img/deep/logo.svg": b"site/img/deep/logo.svg",
-            "index.html": b"site/index.html",
-        }
-    )
-    assert _dirs(ours) == _dirs(theirs) == ["css", "img", "img/deep"]  # stale dirs removed
+    expected = {
+        "css/a.css": b"site/css/a.css",
+        "img/deep/logo.svg": b"site/img/deep/logo.svg",
+        "index.html": b"site/index.html",
+    }
+    assert _tree(ours) == expected
+    assert _dirs(ours) == ["css", "img", "img/deep"]  # stale files and dirs removed, nested too
+    # the same as S3Hook's; its older releases (the floor make test-compat installs) left stale
+    # files below the top level alone, so the comparison leaves out the nested stale folder
+    assert {k: v for k, v in _tree(theirs).items() if not k.startswith("stale/")} == expected
+    assert [d for d in _dirs(theirs) if not d.startswith("stale")] == _dirs(ours)
 
 
 def test_sync_to_local_dir_fetches_what_changed(hook, bucket, tmp_path) -> None:
