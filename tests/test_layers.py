@@ -72,7 +72,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     # The blocking facade over the core, and the process's shared connection.
     "facade": ("natsobj", "natsobj.sync", "natsobj.shared"),
     # What the faces are built from: each stands on the facade and the core alone.
-    "services": ("natsobj.archive", "natsobj.fs", "natsobj.spark"),
+    "services": ("natsobj.archive", "natsobj.fs", "natsobj.spark", "natsobj.gateway"),
     # The faces users call: none depends on another.
     "faces": (
         "natsobj.cli",
@@ -86,7 +86,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
 # Layers whose entries are peers: one never imports another.
 INDEPENDENT = {"services", "faces"}
 # Libraries of a face, which the core and the facade never import.
-FACE_LIBRARIES = ("airflow", "dagster", "pyspark", "click", "fsspec")
+FACE_LIBRARIES = ("airflow", "dagster", "pyspark", "click", "fsspec", "aiohttp")
 
 # (module, attribute): why natsobj touches a third-party library's private member. These are
 # issue 24 item 4's matter (bound nats-py, or check each attribute and fall back); listed one

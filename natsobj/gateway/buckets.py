@@ -1,0 +1,130 @@
+"""Bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation,
+and the two listings of a bucket's objects."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from aiohttp import web
+
+from natsobj.aio import Client
+from natsobj.errors import BucketNotFound
+from natsobj.gateway import listing, xml
+from natsobj.gateway.s3errors import S3Error
+from natsobj.model import parse_server_time
+
+XML = "application/xml"
+REGION = "us-east-1"  # the region the gateway answers GetBucketLocation with (S3's default)
+
+
+async def list_buckets(client: Client) -> web.Response:
+    parts = []
+    for name in sorted(await client.store_names()):
+        store = await client.store(name)
+        parts.append(
+            "<Bucket>"
+            + xml.element("Name", name)
+            + xml.element("CreationDate", xml.iso(_created(store.bucket_stream.created)))
+            + "</Bucket>"
+        )
+    body = xml.document(
+        "ListAllMyBucketsResult",
+        [
+            "<Owner><ID>natsobj</ID><DisplayName>natsobj</DisplayName></Owner>",
+            "<Buckets>" + "".join(parts) + "</Buckets>",
+        ],
+    )
+    return web.Response(body=body, content_type=XML)
+
+
+def _created(value: str) -> datetime | None:
+    """The stream's creation time as the server reported it (None when it did not)."""
+    return parse_server_time(value) if value else None
+
+
+async def create_bucket(client: Client, bucket: str) -> web.Response:
+    """A new bucket; one that exists already is BucketAlreadyOwnedByYou (the core's create is
+    idempotent, S3's is not)."""
+    try:
+        await client.store(bucket)
+    except BucketNotFound:
+        await client.create_store(bucket)
+        return web.Response(headers={"Location": f"/{bucket}"})
+    raise S3Error(
+        "BucketAlreadyOwnedByYou",
+        "Your previous request to create the named bucket succeeded and you already own it.",
+        bucket=bucket,
+    )
+
+
+async def head_bucket(client: Client, bucket: str) -> web.Response:
+    await client.store(bucket)
+    return web.Response(headers={"x-amz-bucket-region": REGION})
+
+
+async def delete_bucket(client: Client, bucket: str) -> web.Response:
+    """Only an empty bucket is deleted, as S3 does (BucketNotEmpty otherwise)."""
+    store = await client.store(bucket)
+    async for _ in store.iter_list():
+        raise S3Error(
+            "BucketNotEmpty", "The bucket you tried to delete is not empty", bucket=bucket
+        )
+    await client.delete_store(bucket)
+    return web.Response(status=204)
+
+
+async def get_location(client: Client, bucket: str) -> web.Response:
+    await client.store(bucket)
+    body = xml.document("LocationConstraint", [])  # empty: us-east-1, as S3 answers it
+    return web.Response(body=body, content_type=XML)
+
+
+def _max_keys(value: str | None) -> int:
+    if value is None:
+        return listing.MAX_KEYS
+    try:
+        count = int(value)
+    except ValueError:
+        raise S3Error("InvalidArgument", "max-keys must be an integer") from None
+    if count < 0:
+        raise S3Error("InvalidArgument", "max-keys must be at least 0")
+    return count
+
+
+async def list_objects(
+    client: Client, bucket: str, query: dict[str, str], *, version: int
+) -> web.Response:
+    """ListObjectsV2 (``version`` 2: continuation-token, start-after, fetch-owner) or
+    ListObjects (v1: marker)."""
+    store = await client.store(bucket)
+    prefix = query.get("prefix", "")
+    delimiter = query.get("delimiter", "")
+    encoding = query.get("encoding-type")
+    if encoding not in (None, "url"):
+        raise S3Error("InvalidArgument", "Invalid Encoding Method specified in Request")
+    max_keys = _max_keys(query.get("max-keys"))
+    token = query.get("continuation-token") if version == 2 else None
+    start_after = query.get("start-after", "") if version == 2 else ""
+    marker = query.get("marker", "") if version == 1 else ""
+    result = await listing.page(
+        store,
+        prefix=prefix,
+        delimiter=delimiter,
+        start_after=start_after,
+        after_entry=listing.decode_token(token) if token is not None else marker,
+        max_keys=max_keys,
+    )
+    body = listing.render(
+        bucket,
+        result,
+        version=version,
+        prefix=prefix,
+        delimiter=delimiter,
+        max_keys=max_keys,
+        encode=encoding == "url",
+        fetch_owner=query.get("fetch-owner") == "true",
+        marker=marker,
+        token=token,
+        start_after=start_after,
+    )
+    return web.Response(body=body, content_type=XML)
