@@ -17,6 +17,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "dagster": ("dagster",),
     "polars": ("polars", "pyarrow"),
     "arrow": ("pyarrow",),
+    "gateway": ("aiohttp",),
 }
 
 

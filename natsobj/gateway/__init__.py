@@ -4,6 +4,10 @@
 running event loop. See docs/gateway.md for what it serves and how it maps S3 onto ADR-20.
 """
 
+from natsobj.extras import require_extra
+
+require_extra("gateway", "natsobj.gateway")
+
 from natsobj.gateway.credentials import AccessKey, BadCredentialsFile
 from natsobj.gateway.server import Running, serve, start
 

@@ -4,6 +4,7 @@ until interrupted (the CLI)."""
 from __future__ import annotations
 
 import asyncio
+import signal
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,14 +68,18 @@ def serve(
     domain: str | None = None,
     announce: bool = True,
 ) -> None:
-    """Serve until interrupted (Ctrl-C or SIGTERM)."""
+    """Serve until interrupted (Ctrl-C or SIGTERM), then close every connection."""
 
     async def main() -> None:
         running = await start(settings, credentials_file, listen=listen, domain=domain)
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stopping.set)
         if announce:
             print(f"S3 gateway on {running.endpoint}", flush=True)
         try:
-            await asyncio.Event().wait()
+            await stopping.wait()
         finally:
             await running.stop()
 

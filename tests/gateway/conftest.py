@@ -64,7 +64,9 @@ def make_s3(endpoint: str, *, secret: str = SECRET):  # type: ignore[no-untyped-
         aws_access_key_id=ACCESS_KEY,
         aws_secret_access_key=secret,
         region_name="us-east-1",
-        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}),
+        config=Config(
+            s3={"addressing_style": "path"}, retries={"max_attempts": 1}, signature_version="s3v4"
+        ),
     )
 
 

@@ -1,0 +1,196 @@
+"""The gateway through boto3, against a real nats-server: what an S3 client sees, and what a
+NATS client sees of the same objects."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import botocore.auth
+import botocore.exceptions
+import pytest
+import urllib3
+from botocore.auth import SigV4Auth, SigV4QueryAuth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+
+from tests.gateway.conftest import ACCESS_KEY, SECRET, GatewayThread, make_s3
+
+
+@pytest.fixture
+def bucket(s3) -> str:  # type: ignore[no-untyped-def]
+    name = f"gw-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=name)
+    return name
+
+
+def _code(error: pytest.ExceptionInfo[botocore.exceptions.ClientError]) -> str:
+    return str(error.value.response["Error"]["Code"])
+
+
+def test_put_get_head_delete_keep_bytes_and_metadata(s3, bucket: str, sync_client) -> None:  # type: ignore[no-untyped-def]
+    body = os.urandom(300_000)
+    put = s3.put_object(
+        Bucket=bucket,
+        Key="dir/data.bin",
+        Body=body,
+        ContentType="application/x-test",
+        CacheControl="max-age=60",
+        Metadata={"Owner": "etl"},
+    )
+    got = s3.get_object(Bucket=bucket, Key="dir/data.bin")
+    assert got["Body"].read() == body
+    assert got["ETag"] == put["ETag"]
+    assert got["ContentType"] == "application/x-test"
+    assert got["CacheControl"] == "max-age=60"
+    assert got["Metadata"] == {"owner": "etl"}
+    head = s3.head_object(Bucket=bucket, Key="dir/data.bin")
+    assert head["ContentLength"] == len(body) and head["ETag"] == put["ETag"]
+    # what another NATS client sees: ADR-20 headers and metadata, the same bytes
+    info = sync_client.store(bucket).get_info("dir/data.bin")
+    assert info.headers["Content-Type"] == ["application/x-test"]
+    assert info.metadata == {"owner": "etl"}
+    assert hashlib.sha256(body).digest()[:16].hex() in put["ETag"]
+    s3.delete_object(Bucket=bucket, Key="dir/data.bin")
+    with pytest.raises(botocore.exceptions.ClientError) as missing:
+        s3.get_object(Bucket=bucket, Key="dir/data.bin")
+    assert _code(missing) == "NoSuchKey"
+
+
+def test_object_written_by_nats_has_the_digest_etag(s3, bucket: str, sync_client) -> None:  # type: ignore[no-untyped-def]
+    sync_client.store(bucket).put("from-nats", b"abc")
+    got = s3.get_object(Bucket=bucket, Key="from-nats")
+    assert got["Body"].read() == b"abc"
+    assert got["ETag"] == f'"{hashlib.sha256(b"abc").digest()[:16].hex()}"'
+    assert got["ContentType"] == "binary/octet-stream"
+
+
+@pytest.mark.parametrize(
+    ("header", "start", "end"),
+    [
+        ("bytes=100-199", 100, 200),
+        ("bytes=-50", 950_000, 950_050),
+        ("bytes=949990-", 949_990, None),
+    ],
+)
+def test_range_get(s3, bucket: str, header: str, start: int, end: int | None) -> None:  # type: ignore[no-untyped-def]
+    body = os.urandom(950_050)  # several chunks: a range is cut from the ones that hold it
+    s3.put_object(Bucket=bucket, Key="r", Body=body)
+    got = s3.get_object(Bucket=bucket, Key="r", Range=header)
+    assert got["Body"].read() == body[start:end]
+    last = (len(body) if end is None else end) - 1
+    assert got["ContentRange"] == f"bytes {start}-{last}/{len(body)}"
+
+
+def test_range_past_the_end_is_invalid_range(s3, bucket: str) -> None:  # type: ignore[no-untyped-def]
+    s3.put_object(Bucket=bucket, Key="r", Body=b"0123456789")
+    with pytest.raises(botocore.exceptions.ClientError) as error:
+        s3.get_object(Bucket=bucket, Key="r", Range="bytes=10-20")
+    assert _code(error) == "InvalidRange"
+    assert error.value.response["ResponseMetadata"]["HTTPStatusCode"] == 416
+
+
+def test_list_v2_pages_in_key_order_with_common_prefixes(s3, bucket: str) -> None:  # type: ignore[no-untyped-def]
+    keys = [f"k{i:02d}" for i in range(13)] + [f"dir{d}/f{i}" for d in range(3) for i in range(4)]
+    for key in keys:
+        s3.put_object(Bucket=bucket, Key=key, Body=b"x")
+    pages = list(
+        s3.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, PaginationConfig={"PageSize": 5}
+        )
+    )
+    assert [len(p.get("Contents", [])) for p in pages] == [5, 5, 5, 5, 5]
+    assert [o["Key"] for p in pages for o in p["Contents"]] == sorted(keys)
+    grouped = list(
+        s3.get_paginator("list_objects_v2").paginate(
+            Bucket=bucket, Delimiter="/", PaginationConfig={"PageSize": 2}
+        )
+    )
+    assert [c["Prefix"] for p in grouped for c in p.get("CommonPrefixes", [])] == [
+        "dir0/",
+        "dir1/",
+        "dir2/",
+    ]
+    assert [o["Key"] for p in grouped for o in p.get("Contents", [])] == sorted(
+        k for k in keys if "/" not in k
+    )
+    under = s3.list_objects_v2(Bucket=bucket, Prefix="dir1/", StartAfter="dir1/f1")
+    assert [o["Key"] for o in under["Contents"]] == ["dir1/f2", "dir1/f3"]
+    v1 = s3.list_objects(Bucket=bucket, Prefix="dir", Delimiter="/", MaxKeys=2)
+    assert v1["IsTruncated"] and v1["NextMarker"] == "dir1/"
+    rest = s3.list_objects(Bucket=bucket, Prefix="dir", Delimiter="/", Marker=v1["NextMarker"])
+    assert [c["Prefix"] for c in rest["CommonPrefixes"]] == ["dir2/"]
+
+
+def test_buckets(s3) -> None:  # type: ignore[no-untyped-def]
+    name = f"gw-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=name)
+    assert name in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    with pytest.raises(botocore.exceptions.ClientError) as again:
+        s3.create_bucket(Bucket=name)
+    assert _code(again) == "BucketAlreadyOwnedByYou"
+    s3.put_object(Bucket=name, Key="k", Body=b"x")
+    with pytest.raises(botocore.exceptions.ClientError) as full:
+        s3.delete_bucket(Bucket=name)
+    assert _code(full) == "BucketNotEmpty"
+    s3.delete_object(Bucket=name, Key="k")
+    s3.delete_bucket(Bucket=name)
+    with pytest.raises(botocore.exceptions.ClientError) as gone:
+        s3.head_bucket(Bucket=name)
+    assert gone.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    with pytest.raises(botocore.exceptions.ClientError) as missing:
+        s3.list_objects_v2(Bucket=name)
+    assert _code(missing) == "NoSuchBucket"
+
+
+def test_bad_signature_is_refused(gateway: GatewayThread, bucket: str) -> None:
+    wrong = make_s3(gateway.endpoint, secret="not-the-secret")
+    with pytest.raises(botocore.exceptions.ClientError) as error:
+        wrong.put_object(Bucket=bucket, Key="k", Body=b"x")
+    assert _code(error) == "SignatureDoesNotMatch"
+    anonymous = urllib3.request("GET", f"{gateway.endpoint}/{bucket}")
+    assert anonymous.status == 403 and b"<Code>AccessDenied</Code>" in anonymous.data
+
+
+def _signed(gateway: GatewayThread, method: str, path: str, body: bytes, sha256: str):  # type: ignore[no-untyped-def]
+    request = AWSRequest(
+        method=method,
+        url=f"{gateway.endpoint}{path}",
+        data=body,
+        headers={"x-amz-content-sha256": sha256},
+    )
+    SigV4Auth(Credentials(ACCESS_KEY, SECRET), "s3", "us-east-1").add_auth(request)
+    return urllib3.request(method, request.url, body=body, headers=dict(request.headers))
+
+
+def test_body_that_lies_about_its_sha256_stores_nothing(
+    s3, gateway: GatewayThread, bucket: str
+) -> None:  # type: ignore[no-untyped-def]
+    lie = hashlib.sha256(b"something else").hexdigest()
+    answer = _signed(gateway, "PUT", f"/{bucket}/lied", b"the real body", lie)
+    assert answer.status == 400 and b"XAmzContentSHA256Mismatch" in answer.data
+    with pytest.raises(botocore.exceptions.ClientError) as error:
+        s3.head_object(Bucket=bucket, Key="lied")
+    assert error.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+
+def test_presigned_get_and_its_expiry(
+    s3, gateway: GatewayThread, bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    s3.put_object(Bucket=bucket, Key="shared", Body=b"presigned bytes")
+    url = s3.generate_presigned_url(
+        "get_object", Params={"Bucket": bucket, "Key": "shared"}, ExpiresIn=60
+    )
+    assert urllib3.request("GET", url).data == b"presigned bytes"
+    old = AWSRequest(method="GET", url=f"{gateway.endpoint}/{bucket}/shared")
+    signer = SigV4QueryAuth(Credentials(ACCESS_KEY, SECRET), "s3", "us-east-1", expires=60)
+    # signed five minutes ago for one minute: a URL replayed past its expiry
+    signed_at = datetime.now(UTC).replace(tzinfo=None) - timedelta(minutes=5)
+    monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda: signed_at)
+    signer.add_auth(old)
+    expired = urllib3.request("GET", old.url)
+    assert expired.status == 403 and b"Request has expired" in expired.data
+    tampered = urllib3.request("GET", url.replace("shared", "sharee"))
+    assert tampered.status == 403 and b"SignatureDoesNotMatch" in tampered.data
