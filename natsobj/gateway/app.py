@@ -16,7 +16,7 @@ from aiohttp import web
 
 from natsobj.aio import Client
 from natsobj.errors import NatsObjError
-from natsobj.gateway import buckets, objects, sigv4, xml
+from natsobj.gateway import buckets, deletes, objects, sigv4, xml
 from natsobj.gateway.clients import ClientPool
 from natsobj.gateway.s3errors import S3Error, from_natsobj
 
@@ -32,7 +32,6 @@ UNSUPPORTED = frozenset(
     {
         "acl",
         "cors",
-        "delete",
         "encryption",
         "lifecycle",
         "logging",
@@ -48,7 +47,6 @@ UNSUPPORTED = frozenset(
         "uploadId",
         "uploads",
         "versioning",
-        "versions",
         "website",
         "select",
         "accelerate",
@@ -110,6 +108,10 @@ async def dispatch(
             return await buckets.delete_bucket(client, bucket)
         if method == "GET" and "location" in query:
             return await buckets.get_location(client, bucket)
+        if method == "GET" and "versions" in query:
+            return await buckets.list_object_versions(client, bucket, query)
+        if method == "POST" and "delete" in query:
+            return await deletes.delete_objects(client, request, bucket)
         if method == "GET":
             version = 2 if query.get("list-type") == "2" else 1
             return await buckets.list_objects(client, bucket, query, version=version)

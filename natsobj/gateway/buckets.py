@@ -91,18 +91,48 @@ def _max_keys(value: str | None) -> int:
     return count
 
 
+def _listing_params(query: dict[str, str]) -> tuple[str, str, int, bool]:
+    """``(prefix, delimiter, max-keys, url-encoded)`` of a listing request."""
+    encoding = query.get("encoding-type")
+    if encoding not in (None, "url"):
+        raise S3Error("InvalidArgument", "Invalid Encoding Method specified in Request")
+    max_keys = _max_keys(query.get("max-keys"))
+    return query.get("prefix", ""), query.get("delimiter", ""), max_keys, encoding == "url"
+
+
+async def list_object_versions(client: Client, bucket: str, query: dict[str, str]) -> web.Response:
+    """ListObjectVersions of a bucket without versioning: the current objects, version null
+    (what S3 answers for a bucket that never had versioning, and what cleanup tools ask)."""
+    store = await client.store(bucket)
+    prefix, delimiter, max_keys, encode = _listing_params(query)
+    key_marker = query.get("key-marker", "")
+    result = await listing.page(
+        store,
+        prefix=prefix,
+        delimiter=delimiter,
+        start_after="",
+        after_entry=key_marker,
+        max_keys=max_keys,
+    )
+    body = listing.render_versions(
+        bucket,
+        result,
+        prefix=prefix,
+        delimiter=delimiter,
+        max_keys=max_keys,
+        key_marker=key_marker,
+        encode=encode,
+    )
+    return web.Response(body=body, content_type=XML)
+
+
 async def list_objects(
     client: Client, bucket: str, query: dict[str, str], *, version: int
 ) -> web.Response:
     """ListObjectsV2 (``version`` 2: continuation-token, start-after, fetch-owner) or
     ListObjects (v1: marker)."""
     store = await client.store(bucket)
-    prefix = query.get("prefix", "")
-    delimiter = query.get("delimiter", "")
-    encoding = query.get("encoding-type")
-    if encoding not in (None, "url"):
-        raise S3Error("InvalidArgument", "Invalid Encoding Method specified in Request")
-    max_keys = _max_keys(query.get("max-keys"))
+    prefix, delimiter, max_keys, encode = _listing_params(query)
     token = query.get("continuation-token") if version == 2 else None
     start_after = query.get("start-after", "") if version == 2 else ""
     marker = query.get("marker", "") if version == 1 else ""
@@ -121,7 +151,7 @@ async def list_objects(
         prefix=prefix,
         delimiter=delimiter,
         max_keys=max_keys,
-        encode=encoding == "url",
+        encode=encode,
         fetch_owner=query.get("fetch-owner") == "true",
         marker=marker,
         token=token,

@@ -154,3 +154,50 @@ def render(
         for p in result.prefixes
     )
     return xml.document("ListBucketResult", parts)
+
+
+def render_versions(
+    bucket: str,
+    result: Page,
+    *,
+    prefix: str,
+    delimiter: str,
+    max_keys: int,
+    key_marker: str,
+    encode: bool,
+) -> bytes:
+    """The ListVersionsResult of a bucket without versioning, as S3 shows one: each current
+    object once, version ``null``, latest."""
+    parts = [
+        xml.element("Name", bucket),
+        xml.element("Prefix", _encoded(prefix, encode)),
+        xml.element("KeyMarker", _encoded(key_marker, encode)),
+        xml.element("VersionIdMarker", ""),
+        xml.element("MaxKeys", max_keys),
+        xml.element("IsTruncated", result.truncated),
+    ]
+    if delimiter:
+        parts.append(xml.element("Delimiter", _encoded(delimiter, encode)))
+    if encode:
+        parts.append(xml.element("EncodingType", "url"))
+    if result.truncated and result.last_entry is not None:
+        parts.append(xml.element("NextKeyMarker", _encoded(result.last_entry, encode)))
+        parts.append(xml.element("NextVersionIdMarker", "null"))
+    for info in result.keys:
+        parts.append(
+            "<Version>"
+            + xml.element("Key", _encoded(info.name, encode))
+            + xml.element("VersionId", "null")
+            + xml.element("IsLatest", True)
+            + xml.element("LastModified", xml.iso(info.mtime))
+            + xml.element("ETag", etag(info))
+            + xml.element("Size", info.size)
+            + xml.element("StorageClass", "STANDARD")
+            + "<Owner><ID>natsobj</ID><DisplayName>natsobj</DisplayName></Owner>"
+            + "</Version>"
+        )
+    parts.extend(
+        "<CommonPrefixes>" + xml.element("Prefix", _encoded(p, encode)) + "</CommonPrefixes>"
+        for p in result.prefixes
+    )
+    return xml.document("ListVersionsResult", parts)

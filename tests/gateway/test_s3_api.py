@@ -194,3 +194,19 @@ def test_presigned_get_and_its_expiry(
     assert expired.status == 403 and b"Request has expired" in expired.data
     tampered = urllib3.request("GET", url.replace("shared", "sharee"))
     assert tampered.status == 403 and b"SignatureDoesNotMatch" in tampered.data
+
+
+def test_batch_delete_and_the_unversioned_version_listing(s3, bucket: str) -> None:  # type: ignore[no-untyped-def]
+    for key in ("a", "b", "c/d"):
+        s3.put_object(Bucket=bucket, Key=key, Body=b"x")
+    versions = s3.list_object_versions(Bucket=bucket, MaxKeys=2)
+    assert [(v["Key"], v["VersionId"], v["IsLatest"]) for v in versions["Versions"]] == [
+        ("a", "null", True),
+        ("b", "null", True),
+    ]
+    assert versions["IsTruncated"] and versions["NextKeyMarker"] == "b"
+    done = s3.delete_objects(
+        Bucket=bucket, Delete={"Objects": [{"Key": "a"}, {"Key": "c/d"}, {"Key": "never"}]}
+    )
+    assert sorted(d["Key"] for d in done["Deleted"]) == ["a", "c/d", "never"]
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["b"]
