@@ -132,7 +132,7 @@ def _error_response(error: S3Error, request: web.Request, request_id: str) -> we
     headers = {"x-amz-request-id": request_id, **error.headers}
     body = (
         b""
-        if request.method == "HEAD"
+        if request.method == "HEAD" or error.status == 304
         else xml.error(error.code, error.message, resource, request_id)
     )
     return web.Response(

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from natsobj.aio import Client, ObjectStore
 from natsobj.errors import ObjectNotFound
-from natsobj.gateway import metadata
+from natsobj.gateway import conditions, metadata
 from natsobj.gateway.s3errors import S3Error
 from natsobj.gateway.sigv4 import STREAMING_PREFIX, PayloadCheck
 
@@ -74,11 +74,14 @@ async def put_object(
         raise S3Error("MissingContentLength", "You must provide the Content-Length HTTP header.")
     store = await client.store(bucket)
     headers, meta = metadata.from_request(request.headers)
+    if_absent, expected_sequence = await conditions.write_precondition(store, key, request.headers)
     info = await store.put(
         key,
         _body(request, declared_sha256, bucket, key),
         headers=headers,
         metadata=meta,
+        if_absent=if_absent,
+        expected_sequence=expected_sequence,
     )
     return web.Response(headers={"ETag": metadata.etag(info)})
 
@@ -114,6 +117,7 @@ async def get_object(
     range_header = request.headers.get("Range")
     if not head and range_header is None:
         async with store.get(key) as whole:
+            conditions.check_read(request.headers, whole.info)
             headers = metadata.response_headers(whole.info)
             headers["Content-Length"] = str(whole.info.size)
             response = web.StreamResponse(status=200, headers=headers)
@@ -125,6 +129,7 @@ async def get_object(
     reader = await store.open_range(key)
     try:
         info = reader.info
+        conditions.check_read(request.headers, info)
         headers = metadata.response_headers(info)
         try:
             span = parse_range(range_header, info.size) if range_header is not None else None

@@ -41,6 +41,7 @@ STATUS: dict[str, int] = {
     "NoSuchBucket": 404,
     "NoSuchKey": 404,
     "NotImplemented": 501,
+    "NotModified": 304,
     "PreconditionFailed": 412,
     "RequestTimeTooSkewed": 403,
     "ServiceUnavailable": 503,

@@ -210,3 +210,31 @@ def test_batch_delete_and_the_unversioned_version_listing(s3, bucket: str) -> No
     )
     assert sorted(d["Key"] for d in done["Deleted"]) == ["a", "c/d", "never"]
     assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["b"]
+
+
+def test_conditional_reads_and_writes(s3, bucket: str) -> None:  # type: ignore[no-untyped-def]
+    tag = s3.put_object(Bucket=bucket, Key="c", Body=b"one")["ETag"]
+    assert s3.get_object(Bucket=bucket, Key="c", IfMatch=tag)["Body"].read() == b"one"
+    with pytest.raises(botocore.exceptions.ClientError) as failed:
+        s3.get_object(Bucket=bucket, Key="c", IfMatch='"0000"')
+    assert _code(failed) == "PreconditionFailed"
+    with pytest.raises(botocore.exceptions.ClientError) as same:
+        s3.get_object(Bucket=bucket, Key="c", IfNoneMatch=tag)
+    assert same.value.response["ResponseMetadata"]["HTTPStatusCode"] == 304
+    later = datetime.now(UTC) + timedelta(days=1)
+    with pytest.raises(botocore.exceptions.ClientError) as unmodified:
+        s3.get_object(Bucket=bucket, Key="c", IfModifiedSince=later)
+    assert unmodified.value.response["ResponseMetadata"]["HTTPStatusCode"] == 304
+    earlier = datetime.now(UTC) - timedelta(days=1)
+    with pytest.raises(botocore.exceptions.ClientError) as modified:
+        s3.get_object(Bucket=bucket, Key="c", IfUnmodifiedSince=earlier)
+    assert _code(modified) == "PreconditionFailed"
+    with pytest.raises(botocore.exceptions.ClientError) as exists:
+        s3.put_object(Bucket=bucket, Key="c", Body=b"two", IfNoneMatch="*")
+    assert _code(exists) == "PreconditionFailed"
+    with pytest.raises(botocore.exceptions.ClientError) as stale:
+        s3.put_object(Bucket=bucket, Key="c", Body=b"two", IfMatch='"0000"')
+    assert _code(stale) == "PreconditionFailed"
+    s3.put_object(Bucket=bucket, Key="c", Body=b"two", IfMatch=tag)
+    s3.put_object(Bucket=bucket, Key="new", Body=b"x", IfNoneMatch="*")
+    assert s3.get_object(Bucket=bucket, Key="c")["Body"].read() == b"two"
