@@ -9,6 +9,7 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 
 from natsobj.aio import ObjectStore
+from natsobj.errors import ObjectNotFound
 from natsobj.gateway.metadata import etag
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import ObjectInfo
@@ -34,6 +35,13 @@ def _failed() -> S3Error:
     )
 
 
+def _not_modified(tag: str) -> S3Error:
+    """304, which carries the ETag the client's cached copy is validated by."""
+    error = S3Error("NotModified", "Not Modified")
+    error.headers["ETag"] = tag
+    return error
+
+
 def check_read(headers: Mapping[str, str], info: ObjectInfo) -> None:
     """PreconditionFailed (412) or NotModified (304) when the request's conditions say so."""
     tag = etag(info)
@@ -47,24 +55,32 @@ def check_read(headers: Mapping[str, str], info: ObjectInfo) -> None:
     if_none_match = headers.get("If-None-Match")
     if if_none_match is not None:
         if _matches(if_none_match, tag):
-            raise S3Error("NotModified", "Not Modified")
+            raise _not_modified(tag)
     elif (since := _date(headers.get("If-Modified-Since", ""))) and modified and modified <= since:
-        raise S3Error("NotModified", "Not Modified")
+        raise _not_modified(tag)
 
 
 async def write_precondition(
     store: ObjectStore, key: str, headers: Mapping[str, str]
 ) -> tuple[bool, int | None]:
-    """``(if_absent, expected_sequence)`` for the core's put: ``If-None-Match: *`` creates
-    only; ``If-Match`` replaces only the version with that ETag (its sequence is what the
-    put swaps, so a writer in between makes the put fail too)."""
+    """``(if_absent, expected_sequence)`` for the core's put. ``If-Match`` replaces only a
+    current version with that ETag (``*``: any), NoSuchKey when there is none; ``If-None-Match``
+    refuses a current version with that ETag (``*``: any). The put then swaps exactly the
+    version judged (its sequence), or creates only when there was none, so a writer in between
+    makes it fail too."""
     if_none_match = headers.get("If-None-Match")
     if_match = headers.get("If-Match")
-    if if_none_match is not None and if_none_match.strip() != "*":
-        raise S3Error("NotImplemented", "If-None-Match on a write takes only '*'")
-    if if_match is None:
-        return if_none_match is not None, None
-    info = await store.get_info(key)
-    if not _matches(if_match, etag(info)):
+    if if_none_match is None and if_match is None:
+        return False, None
+    try:
+        info = await store.get_info(key)
+    except ObjectNotFound:
+        if if_match is not None:
+            raise
+        return True, None
+    tag = etag(info)
+    if if_match is not None and not _matches(if_match, tag):
+        raise _failed()
+    if if_none_match is not None and _matches(if_none_match, tag):
         raise _failed()
     return False, info.sequence

@@ -238,3 +238,19 @@ def test_conditional_reads_and_writes(s3, bucket: str) -> None:  # type: ignore[
     s3.put_object(Bucket=bucket, Key="c", Body=b"two", IfMatch=tag)
     s3.put_object(Bucket=bucket, Key="new", Body=b"x", IfNoneMatch="*")
     assert s3.get_object(Bucket=bucket, Key="c")["Body"].read() == b"two"
+
+
+def test_conditional_writes_against_a_named_etag_and_a_missing_key(s3, bucket: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(botocore.exceptions.ClientError) as missing:
+        s3.put_object(Bucket=bucket, Key="w", Body=b"x", IfMatch="*")
+    assert _code(missing) == "NoSuchKey"
+    first = s3.put_object(Bucket=bucket, Key="w", Body=b"one", IfNoneMatch='"other"')["ETag"]
+    with pytest.raises(botocore.exceptions.ClientError) as same:
+        s3.put_object(Bucket=bucket, Key="w", Body=b"two", IfNoneMatch=first)
+    assert _code(same) == "PreconditionFailed"
+    s3.put_object(Bucket=bucket, Key="w", Body=b"two", IfMatch="*")
+    with pytest.raises(botocore.exceptions.ClientError) as cached:
+        s3.head_object(
+            Bucket=bucket, Key="w", IfNoneMatch=s3.head_object(Bucket=bucket, Key="w")["ETag"]
+        )
+    assert cached.value.response["ResponseMetadata"]["HTTPHeaders"]["etag"]
