@@ -254,3 +254,15 @@ def test_conditional_writes_against_a_named_etag_and_a_missing_key(s3, bucket: s
             Bucket=bucket, Key="w", IfNoneMatch=s3.head_object(Bucket=bucket, Key="w")["ETag"]
         )
     assert cached.value.response["ResponseMetadata"]["HTTPHeaders"]["etag"]
+
+
+def test_unknown_bucket_long_key_and_unserved_subresource(s3, bucket: str) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(botocore.exceptions.ClientError) as nobucket:
+        s3.put_object(Bucket=f"{bucket}-absent", Key="k", Body=b"x")
+    assert _code(nobucket) == "NoSuchBucket"
+    with pytest.raises(botocore.exceptions.ClientError) as long_key:
+        s3.put_object(Bucket=bucket, Key="k" * 1025, Body=b"x")
+    assert _code(long_key) == "KeyTooLongError"
+    with pytest.raises(botocore.exceptions.ClientError) as tagging:
+        s3.get_object_tagging(Bucket=bucket, Key="k")
+    assert _code(tagging) == "NotImplemented"
