@@ -3,6 +3,7 @@ and the two listings of a bucket's objects."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 
 from aiohttp import web
@@ -37,6 +38,17 @@ async def list_buckets(client: Client) -> web.Response:
     return web.Response(body=body, content_type=XML)
 
 
+_S3_BUCKET = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
+
+
+def check_bucket_name(bucket: str) -> None:
+    """S3's rules for a new bucket's name (3 to 63 lower-case letters, digits and hyphens,
+    starting and ending with a letter or digit); NATS's own rule (no dots) then applies too.
+    Existing buckets of other names stay reachable: the rule is for creating."""
+    if not _S3_BUCKET.fullmatch(bucket):
+        raise S3Error("InvalidBucketName", "The specified bucket is not valid.", bucket=bucket)
+
+
 def _created(value: str) -> datetime | None:
     """The stream's creation time as the server reported it (None when it did not)."""
     return parse_server_time(value) if value else None
@@ -44,7 +56,9 @@ def _created(value: str) -> datetime | None:
 
 async def create_bucket(client: Client, bucket: str) -> web.Response:
     """A new bucket; one that exists already is BucketAlreadyOwnedByYou (the core's create is
-    idempotent, S3's is not)."""
+    idempotent, S3's is not). The name must be one S3 accepts too, so the bucket is reachable
+    by every S3 client (``check_bucket_name``)."""
+    check_bucket_name(bucket)
     try:
         await client.store(bucket)
     except BucketNotFound:

@@ -60,6 +60,8 @@ async def page(
     ``after_entry`` (a continuation token's or a v1 marker's: every key a common prefix
     stands for is past it too); "" skips nothing."""
     limit = min(max(max_keys, 0), MAX_KEYS)
+    if limit == 0:
+        return Page()  # S3 answers max-keys=0 with an empty page that is not truncated
     entries: list[str] = []  # sorted, at most limit + 1: whether more follow is the extra one
     found: dict[str, ObjectInfo | None] = {}
     async for info in store.iter_list(prefix=prefix or None):
@@ -128,7 +130,7 @@ def render(
     """The ListBucketResult document of a v1 (``version`` 1) or v2 page."""
     parts = [
         xml.element("Name", bucket),
-        xml.element("Prefix", _encoded(prefix, encode)),
+        xml.element("Prefix", prefix),  # as S3 does, the one element left unencoded
         xml.element("MaxKeys", max_keys),
         xml.element("IsTruncated", result.truncated),
     ]

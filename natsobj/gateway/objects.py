@@ -18,10 +18,30 @@ from natsobj.errors import ObjectNotFound
 from natsobj.gateway import conditions, metadata
 from natsobj.gateway.s3errors import S3Error
 from natsobj.gateway.sigv4 import STREAMING_PREFIX, PayloadCheck
+from natsobj.model import ObjectInfo
 
 RANGE_PIECE = 1 << 20
 """Bytes a ranged GET reads from the core per write to the client: its memory per request."""
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+# GetObject's query parameters that override a response header (S3's response-* overrides)
+OVERRIDES = {
+    "response-content-type": "Content-Type",
+    "response-content-language": "Content-Language",
+    "response-expires": "Expires",
+    "response-cache-control": "Cache-Control",
+    "response-content-disposition": "Content-Disposition",
+    "response-content-encoding": "Content-Encoding",
+}
+
+
+def _response_headers(request: web.Request, info: ObjectInfo) -> dict[str, str]:
+    """What a GET or HEAD answers with: the object's headers, with the request's overrides."""
+    headers = metadata.response_headers(info)
+    for parameter, header in OVERRIDES.items():
+        value = request.query.get(parameter)
+        if value is not None:
+            headers[header] = value
+    return headers
 
 
 async def _body(
@@ -118,7 +138,7 @@ async def get_object(
     if not head and range_header is None:
         async with store.get(key) as whole:
             conditions.check_read(request.headers, whole.info)
-            headers = metadata.response_headers(whole.info)
+            headers = _response_headers(request, whole.info)
             headers["Content-Length"] = str(whole.info.size)
             response = web.StreamResponse(status=200, headers=headers)
             await response.prepare(request)
@@ -130,7 +150,7 @@ async def get_object(
     try:
         info = reader.info
         conditions.check_read(request.headers, info)
-        headers = metadata.response_headers(info)
+        headers = _response_headers(request, info)
         try:
             span = parse_range(range_header, info.size) if range_header is not None else None
         except S3Error as exc:

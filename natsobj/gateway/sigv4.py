@@ -214,10 +214,7 @@ def _verify_presigned(
             "AuthorizationQueryParametersError", "the presigned URL's parameters are incomplete"
         ) from None
     if not 0 <= expires <= MAX_PRESIGN_EXPIRES:
-        raise S3Error(
-            "AuthorizationQueryParametersError",
-            "X-Amz-Expires must be between 0 and 604800 seconds",
-        )
+        raise S3Error("AccessDenied", "X-Amz-Expires must be between 0 and 604800 seconds")
     access_key, scope = _scope(credential)
     secret = _secret(access_key, secret_of)
     when = _parse_time(amz_date)

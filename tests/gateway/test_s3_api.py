@@ -266,3 +266,21 @@ def test_unknown_bucket_long_key_and_unserved_subresource(s3, bucket: str) -> No
     with pytest.raises(botocore.exceptions.ClientError) as tagging:
         s3.get_object_tagging(Bucket=bucket, Key="k")
     assert _code(tagging) == "NotImplemented"
+
+
+def test_s3_habits_of_naming_listing_and_overrides(s3, bucket: str) -> None:  # type: ignore[no-untyped-def]
+    for bad in ("ab", "Upper-case", "under_score", "-leading"):
+        with pytest.raises(botocore.exceptions.ClientError) as refused:
+            s3.create_bucket(Bucket=bad)
+        assert _code(refused) == "InvalidBucketName", bad
+    s3.put_object(Bucket=bucket, Key="o", Body=b"x", ContentType="text/plain")
+    empty = s3.list_objects_v2(Bucket=bucket, MaxKeys=0)
+    assert empty["KeyCount"] == 0 and not empty["IsTruncated"]
+    got = s3.get_object(
+        Bucket=bucket, Key="o", ResponseContentType="foo/bar", ResponseContentDisposition="x"
+    )
+    assert (got["ContentType"], got["ContentDisposition"]) == ("foo/bar", "x")
+    too_long = s3.generate_presigned_url(
+        "get_object", Params={"Bucket": bucket, "Key": "o"}, ExpiresIn=7 * 24 * 3600 + 1
+    )
+    assert urllib3.request("GET", too_long).status == 403
