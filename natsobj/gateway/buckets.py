@@ -9,7 +9,6 @@ from datetime import datetime
 from aiohttp import web
 
 from natsobj.aio import Client
-from natsobj.errors import BucketNotFound
 from natsobj.gateway import listing, xml
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import parse_server_time
@@ -55,20 +54,13 @@ def _created(value: str) -> datetime | None:
 
 
 async def create_bucket(client: Client, bucket: str) -> web.Response:
-    """A new bucket; one that exists already is BucketAlreadyOwnedByYou (the core's create is
-    idempotent, S3's is not). The name must be one S3 accepts too, so the bucket is reachable
-    by every S3 client (``check_bucket_name``)."""
+    """A new bucket. Re-creating one the caller can reach succeeds, as S3 answers in
+    ``us-east-1`` (the region this gateway reports) and as the core's create is idempotent; one
+    made with other settings is BucketAlreadyOwnedByYou. The name must be one S3 accepts too,
+    so the bucket is reachable by every S3 client (``check_bucket_name``)."""
     check_bucket_name(bucket)
-    try:
-        await client.store(bucket)
-    except BucketNotFound:
-        await client.create_store(bucket)
-        return web.Response(headers={"Location": f"/{bucket}"})
-    raise S3Error(
-        "BucketAlreadyOwnedByYou",
-        "Your previous request to create the named bucket succeeded and you already own it.",
-        bucket=bucket,
-    )
+    await client.create_store(bucket)
+    return web.Response(headers={"Location": f"/{bucket}"})
 
 
 async def head_bucket(client: Client, bucket: str) -> web.Response:
