@@ -57,11 +57,11 @@ def gateway(nats_url: str, credentials_file: Path) -> Iterator[GatewayThread]:
     running.stop()
 
 
-def make_s3(endpoint: str, *, secret: str = SECRET):  # type: ignore[no-untyped-def]
+def make_s3(endpoint: str, *, access_key: str = ACCESS_KEY, secret: str = SECRET):  # type: ignore[no-untyped-def]
     return boto3.client(
         "s3",
         endpoint_url=endpoint,
-        aws_access_key_id=ACCESS_KEY,
+        aws_access_key_id=access_key,
         aws_secret_access_key=secret,
         region_name="us-east-1",
         config=Config(
