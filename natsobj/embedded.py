@@ -48,7 +48,7 @@ from pathlib import Path
 import nkeys
 
 from natsobj.errors import NotConnected, UnsafeLocalState
-from natsobj.localfiles import OTHERS_ANY, OTHERS_WRITE, check_private
+from natsobj.localfiles import OTHERS_ANY, OTHERS_WRITE, check_private, read_private
 
 log = logging.getLogger("natsobj")
 
@@ -160,25 +160,6 @@ def _private_dir(data_dir: Path, *, create: bool) -> bool:
     return True
 
 
-def _read_private(path: Path, *, secret: bool, fix: str) -> bytes | None:
-    """``path``'s content (None when absent) once it is proven a regular file of ours that no
-    one else can change (nor read, when ``secret``). O_NOFOLLOW: a symlink is refused, never
-    followed to what someone else chose."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        problem = f"{path} cannot be opened safely: {exc.strerror}"
-        raise UnsafeLocalState(problem, hint=fix) from None
-    with os.fdopen(fd, "rb") as file:
-        st = os.fstat(file.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafeLocalState(f"{path} is not a regular file", hint=fix)
-        check_private(path, st, OTHERS_ANY if secret else OTHERS_WRITE, fix, _STATE)
-        return file.read()
-
-
 def _write_private(path: Path, data: bytes) -> None:
     """Write ``path`` whole, 0600 from its creation: readers see the old content or the new,
     never a part."""
@@ -198,7 +179,7 @@ def _load_credentials(data_dir: Path) -> Credentials | None:
     natsobj wrote (its server is restarted with an nkey)."""
     path = data_dir / CREDENTIALS_FILE
     fix = f"Remove {path}; the server is restarted with a new key at its next start."
-    raw = _read_private(path, secret=True, fix=fix)
+    raw = read_private(path, secret=True, fix=fix, what=_STATE)
     if raw is None:
         return None
     try:
@@ -234,7 +215,7 @@ def _recorded_pid(data_dir: Path) -> int | None:
     """The pid ``server.json`` names, a hint to be proven; None for a garbled record."""
     path = data_dir / STATE_FILE
     fix = f"Remove {path}; natsobj starts a new server and writes a new record."
-    raw = _read_private(path, secret=False, fix=fix)
+    raw = read_private(path, secret=False, fix=fix, what=_STATE)
     if raw is None:
         return None
     try:
@@ -590,7 +571,9 @@ def registered_servers() -> list[ServerInfo]:
         fix = f"Remove {path}."
         try:
             data_dir = Path(
-                json.loads(_read_private(path, secret=False, fix=fix) or b"")["data_dir"]
+                json.loads(read_private(path, secret=False, fix=fix, what=_STATE) or b"")[
+                    "data_dir"
+                ]
             )
         except (ValueError, TypeError, KeyError):
             path.unlink(missing_ok=True)

@@ -285,3 +285,22 @@ def check_private(path: Path, st: os.stat_result, forbidden: int, fix: str, what
             f"{path} has mode {stat.S_IMODE(st.st_mode):03o}: users other than you can {who} it",
             hint=fix,
         )
+
+
+def read_private(path: Path, *, secret: bool, fix: str, what: str) -> bytes | None:
+    """``path``'s content (None when absent) once it is proven a regular file of ours that no
+    one else can change (nor read, when ``secret``). O_NOFOLLOW: a symlink is refused, never
+    followed to what someone else chose. ``what`` as for ``check_private``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        problem = f"{path} cannot be opened safely: {exc.strerror}"
+        raise UnsafeLocalState(problem, hint=fix) from None
+    with os.fdopen(fd, "rb") as file:
+        st = os.fstat(file.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafeLocalState(f"{path} is not a regular file", hint=fix)
+        check_private(path, st, OTHERS_ANY if secret else OTHERS_WRITE, fix, what)
+        return file.read()

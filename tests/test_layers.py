@@ -75,7 +75,13 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "facade": ("natsobj", "natsobj.sync", "natsobj.shared", "natsobj.placement"),
     # What the faces are built from: each stands on the facade and the core alone. (natsobj.pipes
     # is what a Pipes process calls and what dagster_natsobj.pipes takes its names from.)
-    "services": ("natsobj.archive", "natsobj.fs", "natsobj.spark", "natsobj.pipes"),
+    "services": (
+        "natsobj.archive",
+        "natsobj.fs",
+        "natsobj.spark",
+        "natsobj.pipes",
+        "natsobj.gateway",
+    ),
     # The faces users call: none depends on another.
     "faces": (
         "natsobj.cli",
@@ -89,7 +95,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
 # Layers whose entries are peers: one never imports another.
 INDEPENDENT = {"services", "faces"}
 # Libraries of a face, which the core and the facade never import.
-FACE_LIBRARIES = ("airflow", "dagster", "pyspark", "click", "fsspec")
+FACE_LIBRARIES = ("airflow", "dagster", "pyspark", "click", "fsspec", "aiohttp")
 
 # (module, attribute): why natsobj touches a third-party library's private member. These are
 # issue 24 item 4's matter (bound nats-py, or check each attribute and fall back); listed one

@@ -58,6 +58,7 @@ else:
         ("natsobj.polars", {"pyarrow"}, "natsobj.polars", "polars", "pyarrow"),
         ("natsobj.arrow", {"pyarrow"}, "natsobj.arrow", "arrow", "pyarrow"),
         ("natsobj.pipes", {"dagster_pipes"}, "natsobj.pipes", "pipes", "dagster_pipes"),
+        ("natsobj.gateway", {"aiohttp"}, "natsobj.gateway", "gateway", "aiohttp"),
     ],
 )
 def test_importing_a_face_without_its_extra_names_the_extra(
@@ -73,7 +74,7 @@ def test_importing_a_face_without_its_extra_names_the_extra(
 
 def test_the_core_and_fsspec_import_without_any_extra() -> None:
     done = run_without(
-        {"pyspark", "pyarrow", "pandas", "obstore", "airflow", "dagster", "polars"},
+        {"pyspark", "pyarrow", "pandas", "obstore", "airflow", "dagster", "polars", "aiohttp"},
         "import natsobj, natsobj.fs, natsobj.cli; print('ok')",
     )
     assert done.stdout.strip() == "ok", done.stderr[-2000:]

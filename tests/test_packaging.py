@@ -151,7 +151,7 @@ def test_the_core_imports_only_what_its_dependencies_declare() -> None:
     module level (the faces with extras aside) belongs to a declared dependency."""
     from importlib.metadata import packages_distributions
 
-    faces = {"spark", "archive"}  # their extras' modules; natsobj.extras names the extra
+    faces = {"spark", "archive", "gateway"}  # their extras' modules; natsobj.extras names the extra
     # natsobj.upath is imported by universal_pathlib itself (its implementations entry point)
     plugins = {"upath.py"}
     declared = {Requirement(t).name.lower() for t in PROJECT["dependencies"]}

@@ -9,6 +9,7 @@ import click
 
 from natsobj.cli.commands import (
     archive,
+    gateway,
     lifecycle,
     objects,
     serve,
@@ -60,7 +61,7 @@ def _route_library_logs(ctx: click.Context, debug: bool) -> None:
     ctx.call_on_close(restore)
 
 
-for module in (serve, stores, lifecycle, objects, transfer, syncing, watch, archive):
+for module in (serve, stores, lifecycle, objects, transfer, syncing, watch, archive, gateway):
     for command in module.COMMANDS:
         cli.add_command(command)
 cli.add_command(objects.rm, "del")  # as `nats obj del BUCKET NAME` deletes an object

@@ -1,0 +1,14 @@
+"""An S3-compatible gateway in front of NATS object stores: a face on the async core.
+
+``natsobj gateway --listen HOST:PORT --credentials FILE`` runs it; ``start`` embeds it in a
+running event loop. See docs/gateway.md for what it serves and how it maps S3 onto ADR-20.
+"""
+
+from natsobj.extras import require_extra
+
+require_extra("gateway", "natsobj.gateway")
+
+from natsobj.gateway.credentials import AccessKey, BadCredentialsFile
+from natsobj.gateway.server import Running, serve, start
+
+__all__ = ["AccessKey", "BadCredentialsFile", "Running", "serve", "start"]

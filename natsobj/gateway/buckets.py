@@ -1,0 +1,166 @@
+"""Bucket operations: ListBuckets, CreateBucket, HeadBucket, DeleteBucket, GetBucketLocation,
+and the two listings of a bucket's objects."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from aiohttp import web
+
+from natsobj.aio import Client
+from natsobj.gateway import listing, xml
+from natsobj.gateway.s3errors import S3Error
+from natsobj.model import parse_server_time
+
+XML = "application/xml"
+REGION = "us-east-1"  # the region the gateway answers GetBucketLocation with (S3's default)
+
+
+async def list_buckets(client: Client) -> web.Response:
+    parts = []
+    for name in sorted(await client.store_names()):
+        store = await client.store(name)
+        parts.append(
+            "<Bucket>"
+            + xml.element("Name", name)
+            + xml.element("CreationDate", xml.iso(_created(store.bucket_stream.created)))
+            + "</Bucket>"
+        )
+    body = xml.document(
+        "ListAllMyBucketsResult",
+        [
+            "<Owner><ID>natsobj</ID><DisplayName>natsobj</DisplayName></Owner>",
+            "<Buckets>" + "".join(parts) + "</Buckets>",
+        ],
+    )
+    return web.Response(body=body, content_type=XML)
+
+
+_S3_BUCKET = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
+
+
+def check_bucket_name(bucket: str) -> None:
+    """S3's rules for a new bucket's name (3 to 63 lower-case letters, digits and hyphens,
+    starting and ending with a letter or digit); NATS's own rule (no dots) then applies too.
+    Existing buckets of other names stay reachable: the rule is for creating."""
+    if not _S3_BUCKET.fullmatch(bucket):
+        raise S3Error("InvalidBucketName", "The specified bucket is not valid.", bucket=bucket)
+
+
+def _created(value: str) -> datetime | None:
+    """The stream's creation time as the server reported it (None when it did not)."""
+    return parse_server_time(value) if value else None
+
+
+async def create_bucket(client: Client, bucket: str) -> web.Response:
+    """A new bucket. Re-creating one the caller can reach succeeds, as S3 answers in
+    ``us-east-1`` (the region this gateway reports) and as the core's create is idempotent; one
+    made with other settings is BucketAlreadyOwnedByYou. The name must be one S3 accepts too,
+    so the bucket is reachable by every S3 client (``check_bucket_name``)."""
+    check_bucket_name(bucket)
+    await client.create_store(bucket)
+    return web.Response(headers={"Location": f"/{bucket}"})
+
+
+async def head_bucket(client: Client, bucket: str) -> web.Response:
+    await client.store(bucket)
+    return web.Response(headers={"x-amz-bucket-region": REGION})
+
+
+async def delete_bucket(client: Client, bucket: str) -> web.Response:
+    """Only an empty bucket is deleted, as S3 does (BucketNotEmpty otherwise)."""
+    store = await client.store(bucket)
+    async for _ in store.iter_list():
+        raise S3Error(
+            "BucketNotEmpty", "The bucket you tried to delete is not empty", bucket=bucket
+        )
+    await client.delete_store(bucket)
+    return web.Response(status=204)
+
+
+async def get_location(client: Client, bucket: str) -> web.Response:
+    await client.store(bucket)
+    body = xml.document("LocationConstraint", [])  # empty: us-east-1, as S3 answers it
+    return web.Response(body=body, content_type=XML)
+
+
+def _max_keys(value: str | None) -> int:
+    if value is None:
+        return listing.MAX_KEYS
+    try:
+        count = int(value)
+    except ValueError:
+        raise S3Error("InvalidArgument", "max-keys must be an integer") from None
+    if count < 0:
+        raise S3Error("InvalidArgument", "max-keys must be at least 0")
+    return count
+
+
+def _listing_params(query: dict[str, str]) -> tuple[str, str, int, bool]:
+    """``(prefix, delimiter, max-keys, url-encoded)`` of a listing request."""
+    encoding = query.get("encoding-type")
+    if encoding not in (None, "url"):
+        raise S3Error("InvalidArgument", "Invalid Encoding Method specified in Request")
+    max_keys = _max_keys(query.get("max-keys"))
+    return query.get("prefix", ""), query.get("delimiter", ""), max_keys, encoding == "url"
+
+
+async def list_object_versions(client: Client, bucket: str, query: dict[str, str]) -> web.Response:
+    """ListObjectVersions of a bucket without versioning: the current objects, version null
+    (what S3 answers for a bucket that never had versioning, and what cleanup tools ask)."""
+    store = await client.store(bucket)
+    prefix, delimiter, max_keys, encode = _listing_params(query)
+    key_marker = query.get("key-marker", "")
+    result = await listing.page(
+        store,
+        prefix=prefix,
+        delimiter=delimiter,
+        start_after="",
+        after_entry=key_marker,
+        max_keys=max_keys,
+    )
+    body = listing.render_versions(
+        bucket,
+        result,
+        prefix=prefix,
+        delimiter=delimiter,
+        max_keys=max_keys,
+        key_marker=key_marker,
+        encode=encode,
+    )
+    return web.Response(body=body, content_type=XML)
+
+
+async def list_objects(
+    client: Client, bucket: str, query: dict[str, str], *, version: int
+) -> web.Response:
+    """ListObjectsV2 (``version`` 2: continuation-token, start-after, fetch-owner) or
+    ListObjects (v1: marker)."""
+    store = await client.store(bucket)
+    prefix, delimiter, max_keys, encode = _listing_params(query)
+    token = query.get("continuation-token") if version == 2 else None
+    start_after = query.get("start-after", "") if version == 2 else ""
+    marker = query.get("marker", "") if version == 1 else ""
+    result = await listing.page(
+        store,
+        prefix=prefix,
+        delimiter=delimiter,
+        start_after=start_after,
+        after_entry=listing.decode_token(token) if token is not None else marker,
+        max_keys=max_keys,
+    )
+    body = listing.render(
+        bucket,
+        result,
+        version=version,
+        prefix=prefix,
+        delimiter=delimiter,
+        max_keys=max_keys,
+        encode=encode,
+        fetch_owner=query.get("fetch-owner") == "true",
+        marker=marker,
+        token=token,
+        start_after=start_after,
+    )
+    return web.Response(body=body, content_type=XML)

@@ -1,0 +1,99 @@
+"""The gateway's access keys: a TOML file with one table per key, each naming the NATS identity
+that key acts as.
+
+    [keys.AKIAEXAMPLE]
+    secret = "wJalrXUtnFEMI..."
+    user = "etl"            # or password / token / nkey_seed / creds_file
+    password = "..."
+
+A key without identity fields acts as the gateway's own connection. The file holds secrets, so
+it is read as natsobj reads its other local secrets (``natsobj.localfiles.read_private``): a
+regular file of the current user that no one else can read or write, never through a symlink.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from natsobj.errors import NatsObjError
+from natsobj.localfiles import read_private
+from natsobj.settings import ConnectionSettings
+
+IDENTITY_FIELDS = ("user", "password", "token", "nkey_seed", "creds_file")
+"""The connection-settings fields that say who a connection is (``ConnectionSettings``)."""
+_WHAT = "a gateway credentials file"
+
+
+class BadCredentialsFile(NatsObjError, ValueError):
+    """The credentials file is missing, malformed, or names a field the gateway does not know:
+    refused at start, so no key silently acts as an identity it was not meant to."""
+
+
+@dataclass(frozen=True)
+class AccessKey:
+    """One access key: its secret and the identity fields it connects with (empty: the
+    gateway's own connection)."""
+
+    access_key: str
+    secret: str = field(repr=False)
+    identity: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    def settings(self, base: ConnectionSettings) -> ConnectionSettings:
+        """The gateway's settings with this key's identity instead of the gateway's own (every
+        identity field replaced, so a key never inherits a credential it was not given)."""
+        if not self.identity:
+            return base
+        cleared: dict[str, Any] = dict.fromkeys(IDENTITY_FIELDS)
+        cleared.update(self.identity)
+        return ConnectionSettings.coerce(base, **cleared)
+
+
+def load(path: str | Path) -> dict[str, AccessKey]:
+    """The access keys of the credentials file at ``path``, by access key id."""
+    path = Path(path)
+    fix = f"Make {path} a regular file only you can read: chmod 600 {path}."
+    raw = read_private(path, secret=True, fix=fix, what=_WHAT)
+    if raw is None:
+        raise BadCredentialsFile(f"gateway credentials file {path} does not exist")
+    try:
+        document = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise BadCredentialsFile(
+            f"gateway credentials file {path} is not valid TOML: {exc}"
+        ) from None
+    return parse(document, str(path))
+
+
+def parse(document: Mapping[str, Any], source: str) -> dict[str, AccessKey]:
+    """The keys of an already-decoded credentials document (``source`` names it in errors)."""
+    unknown = set(document) - {"keys"}
+    if unknown:
+        raise BadCredentialsFile(
+            f"{source}: unknown top-level entries {sorted(unknown)}; only [keys.<ID>]"
+        )
+    tables = document.get("keys")
+    if not isinstance(tables, dict) or not tables:
+        raise BadCredentialsFile(f"{source}: no [keys.<ACCESS_KEY_ID>] table")
+    keys = {}
+    for access_key, table in tables.items():
+        where = f"{source}: [keys.{access_key}]"
+        if not isinstance(table, dict):
+            raise BadCredentialsFile(f"{where} is not a table")
+        secret = table.get("secret")
+        if not isinstance(secret, str) or not secret:
+            raise BadCredentialsFile(f"{where} has no secret")
+        identity = {k: v for k, v in table.items() if k != "secret"}
+        for name, value in identity.items():
+            if name not in IDENTITY_FIELDS:
+                raise BadCredentialsFile(
+                    f"{where}: unknown field {name!r};"
+                    f" identity fields are {', '.join(IDENTITY_FIELDS)}"
+                )
+            if not isinstance(value, str):
+                raise BadCredentialsFile(f"{where}: {name} must be a string")
+        keys[access_key] = AccessKey(access_key, secret, identity)
+    return keys

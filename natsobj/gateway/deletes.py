@@ -1,0 +1,70 @@
+"""DeleteObjects: up to 1,000 keys in one request, each deleted on its own and reported as
+deleted or as its error (S3 reports per key; one failure does not stop the others)."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ElementTree
+
+from aiohttp import web
+
+from natsobj.aio import Client
+from natsobj.errors import NatsObjError, ObjectNotFound
+from natsobj.gateway import xml
+from natsobj.gateway.s3errors import S3Error, from_natsobj
+
+MAX_KEYS = 1000  # S3's limit per request
+MAX_BODY = 2 << 20  # 1,000 keys of 1,024 bytes, escaped, with room to spare
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def parse(body: bytes) -> tuple[list[str], bool]:
+    """``(keys, quiet)`` of a ``<Delete>`` document; MalformedXML for anything else."""
+    try:
+        root = ElementTree.fromstring(body)
+    except ElementTree.ParseError:
+        raise S3Error("MalformedXML", "The XML you provided was not well-formed") from None
+    if _local(root.tag) != "Delete":
+        raise S3Error("MalformedXML", "The XML you provided was not well-formed")
+    keys: list[str] = []
+    quiet = False
+    for child in root:
+        if _local(child.tag) == "Quiet":
+            quiet = (child.text or "").strip().lower() == "true"
+        elif _local(child.tag) == "Object":
+            key = next((c.text for c in child if _local(c.tag) == "Key"), None)
+            if not key:
+                raise S3Error("MalformedXML", "An Object without a Key")
+            keys.append(key)
+    if not keys or len(keys) > MAX_KEYS:
+        raise S3Error("MalformedXML", f"a Delete names 1 to {MAX_KEYS} objects")
+    return keys, quiet
+
+
+async def delete_objects(client: Client, request: web.Request, bucket: str) -> web.Response:
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise S3Error("MalformedXML", "The Delete document is too large", bucket=bucket)
+    keys, quiet = parse(await request.content.read(MAX_BODY + 1))
+    store = await client.store(bucket)
+    parts = []
+    for key in keys:
+        try:
+            await store.delete(key)
+        except ObjectNotFound:
+            pass
+        except NatsObjError as exc:
+            error = from_natsobj(exc, bucket=bucket, key=key)
+            parts.append(
+                "<Error>"
+                + xml.element("Key", key)
+                + xml.element("Code", error.code)
+                + xml.element("Message", error.message)
+                + "</Error>"
+            )
+            continue
+        if not quiet:
+            parts.append("<Deleted>" + xml.element("Key", key) + "</Deleted>")
+    body = xml.document("DeleteResult", parts)
+    return web.Response(body=body, content_type="application/xml")

@@ -1,0 +1,67 @@
+"""How an S3 object's metadata maps onto ADR-20's record, both ways, so other NATS clients see
+what an S3 client set and an S3 client sees what they set.
+
+* ``x-amz-meta-<name>`` ↔ the record's ``metadata`` (``<name>`` lower-cased, as S3 keeps it);
+* ``Content-Type`` and the other representation headers S3 stores ↔ the record's ``headers``;
+* the ETag is derived from the record's SHA-256 digest, so it is the same for every reader and
+  for objects written by any client.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from email.utils import format_datetime
+
+from natsobj.model import ObjectInfo, digest_bytes
+
+META_PREFIX = "x-amz-meta-"
+STORED_HEADERS = (
+    "Content-Type",
+    "Content-Encoding",
+    "Cache-Control",
+    "Content-Disposition",
+    "Content-Language",
+    "Expires",
+)
+DEFAULT_CONTENT_TYPE = "binary/octet-stream"  # what S3 answers for an object stored without one
+
+
+def from_request(
+    headers: Mapping[str, str],
+) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """``(ADR-20 headers, ADR-20 metadata)`` from an upload's HTTP headers."""
+    stored = {name: [headers[name]] for name in STORED_HEADERS if name in headers}
+    meta = {
+        name[len(META_PREFIX) :].lower(): value
+        for name, value in headers.items()
+        if name.lower().startswith(META_PREFIX)
+    }
+    return stored, meta
+
+
+def etag(info: ObjectInfo) -> str:
+    """A quoted 32-hex-digit entity tag: the first half of the object's SHA-256 (the nuid's
+    hash for a record without a digest, which still changes with every version)."""
+    digest = digest_bytes(info.digest) if info.digest else None
+    if digest is None:
+        digest = hashlib.sha256(info.nuid.encode()).digest()
+    return f'"{digest[:16].hex()}"'
+
+
+def response_headers(info: ObjectInfo) -> dict[str, str]:
+    """The headers a GET or HEAD of ``info`` answers with (the length is the caller's)."""
+    out = {
+        "ETag": etag(info),
+        "Accept-Ranges": "bytes",
+        "Content-Type": DEFAULT_CONTENT_TYPE,
+    }
+    if info.mtime is not None:
+        out["Last-Modified"] = format_datetime(info.mtime, usegmt=True)
+    for name in STORED_HEADERS:
+        values = info.headers.get(name)
+        if values:
+            out[name] = values[0]
+    for name, value in info.metadata.items():
+        out[META_PREFIX + name] = value
+    return out

@@ -1,0 +1,186 @@
+"""Object operations: PutObject (streamed), GetObject (whole or one ``Range``, the latter from
+the chunks that hold it), HeadObject, DeleteObject."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import hashlib
+import hmac
+import re
+from collections.abc import AsyncIterator
+
+from aiohttp import web
+
+from natsobj.aio import Client, ObjectStore
+from natsobj.errors import ObjectNotFound
+from natsobj.gateway import conditions, metadata
+from natsobj.gateway.s3errors import S3Error
+from natsobj.gateway.sigv4 import STREAMING_PREFIX, PayloadCheck
+from natsobj.model import ObjectInfo
+
+RANGE_PIECE = 1 << 20
+"""Bytes a ranged GET reads from the core per write to the client: its memory per request."""
+_RANGE = re.compile(r"bytes=(\d*)-(\d*)")
+# GetObject's query parameters that override a response header (S3's response-* overrides)
+OVERRIDES = {
+    "response-content-type": "Content-Type",
+    "response-content-language": "Content-Language",
+    "response-expires": "Expires",
+    "response-cache-control": "Cache-Control",
+    "response-content-disposition": "Content-Disposition",
+    "response-content-encoding": "Content-Encoding",
+}
+
+
+def _response_headers(request: web.Request, info: ObjectInfo) -> dict[str, str]:
+    """What a GET or HEAD answers with: the object's headers, with the request's overrides."""
+    headers = metadata.response_headers(info)
+    for parameter, header in OVERRIDES.items():
+        value = request.query.get(parameter)
+        if value is not None:
+            headers[header] = value
+    return headers
+
+
+async def _body(
+    request: web.Request, declared_sha256: str, bucket: str, key: str
+) -> AsyncIterator[bytes]:
+    """The request body as it arrives (aiohttp pauses the socket while the core is behind), its
+    length, SHA-256 and ``Content-MD5`` checked at the end: a failed check fails the put,
+    which then writes no meta record (the core's put leaves no object)."""
+    expected_length = request.content_length
+    md5_header = request.headers.get("Content-MD5")
+    md5 = hashlib.md5(usedforsecurity=False) if md5_header is not None else None
+    payload = PayloadCheck(declared_sha256)
+    received = 0
+    async for piece in request.content.iter_any():
+        received += len(piece)
+        payload.update(piece)
+        if md5 is not None:
+            md5.update(piece)
+        yield piece
+    if expected_length is not None and received != expected_length:
+        raise S3Error(
+            "IncompleteBody",
+            "You did not provide the number of bytes specified by the Content-Length HTTP header",
+            bucket=bucket,
+            key=key,
+        )
+    payload.finish()
+    if md5 is not None and md5_header is not None:
+        try:
+            wanted = base64.b64decode(md5_header, validate=True)
+        except (binascii.Error, ValueError):
+            raise S3Error("InvalidDigest", "The Content-MD5 you specified was invalid") from None
+        if not hmac.compare_digest(md5.digest(), wanted):
+            raise S3Error(
+                "BadDigest",
+                "The Content-MD5 you specified did not match what we received.",
+                bucket=bucket,
+                key=key,
+            )
+
+
+async def put_object(
+    client: Client, request: web.Request, bucket: str, key: str, declared_sha256: str
+) -> web.Response:
+    if declared_sha256.startswith(STREAMING_PREFIX):
+        raise S3Error(
+            "NotImplemented", "aws-chunked request bodies are not supported yet", bucket=bucket
+        )
+    if request.content_length is None and request.headers.get("Transfer-Encoding") is None:
+        raise S3Error("MissingContentLength", "You must provide the Content-Length HTTP header.")
+    store = await client.store(bucket)
+    headers, meta = metadata.from_request(request.headers)
+    if_absent, expected_sequence = await conditions.write_precondition(store, key, request.headers)
+    info = await store.put(
+        key,
+        _body(request, declared_sha256, bucket, key),
+        headers=headers,
+        metadata=meta,
+        if_absent=if_absent,
+        expected_sequence=expected_sequence,
+    )
+    return web.Response(headers={"ETag": metadata.etag(info)})
+
+
+def parse_range(header: str, size: int) -> tuple[int, int] | None:
+    """``[start, end)`` of a ``Range: bytes=…`` header for an object of ``size`` bytes; None
+    when the header is not one range S3 honours (the whole object is served then);
+    InvalidRange when it starts past the end."""
+    match = _RANGE.fullmatch(header.strip())
+    if match is None or (not match[1] and not match[2]):
+        return None
+    if not match[1]:
+        suffix = int(match[2])
+        if suffix == 0:
+            raise S3Error("InvalidRange", "The requested range is not satisfiable")
+        return max(size - suffix, 0), size
+    start = int(match[1])
+    end = size if not match[2] else min(int(match[2]) + 1, size)
+    if match[2] and int(match[2]) < start:
+        return None
+    if start >= size:
+        raise S3Error("InvalidRange", "The requested range is not satisfiable")
+    return start, end
+
+
+async def get_object(
+    client: Client, request: web.Request, bucket: str, key: str, *, head: bool
+) -> web.StreamResponse:
+    """GET or HEAD. A ranged GET reads through the core's range reader (only the chunks that
+    hold the bytes); a whole GET streams the object and checks its digest at the end (a
+    mismatch aborts the connection: the client never gets a complete-looking bad body)."""
+    store: ObjectStore = await client.store(bucket)
+    range_header = request.headers.get("Range")
+    if not head and range_header is None:
+        async with store.get(key) as whole:
+            conditions.check_read(request.headers, whole.info)
+            headers = _response_headers(request, whole.info)
+            headers["Content-Length"] = str(whole.info.size)
+            response = web.StreamResponse(status=200, headers=headers)
+            await response.prepare(request)
+            async for piece in whole:
+                await response.write(piece)
+        await response.write_eof()
+        return response
+    reader = await store.open_range(key)
+    try:
+        info = reader.info
+        conditions.check_read(request.headers, info)
+        headers = _response_headers(request, info)
+        try:
+            span = parse_range(range_header, info.size) if range_header is not None else None
+        except S3Error as exc:
+            exc.bucket, exc.key = bucket, key
+            exc.headers["Content-Range"] = f"bytes */{info.size}"
+            raise
+        start, end = span if span is not None else (0, info.size)
+        headers["Content-Length"] = str(end - start)
+        status = 200
+        if span is not None:
+            status = 206
+            headers["Content-Range"] = f"bytes {start}-{end - 1}/{info.size}"
+        if head:
+            return web.Response(status=status, headers=headers)
+        response = web.StreamResponse(status=status, headers=headers)
+        await response.prepare(request)
+        position = start
+        while position < end:
+            piece = await reader.read_range(position, min(position + RANGE_PIECE, end))
+            await response.write(piece)
+            position += len(piece)
+        await response.write_eof()
+        return response
+    finally:
+        await reader.close()
+
+
+async def delete_object(client: Client, bucket: str, key: str) -> web.Response:
+    """S3 answers 204 whether or not the key existed."""
+    store = await client.store(bucket)
+    with contextlib.suppress(ObjectNotFound):
+        await store.delete(key)
+    return web.Response(status=204)

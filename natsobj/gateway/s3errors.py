@@ -1,0 +1,94 @@
+"""S3's error codes: the exception the gateway's handlers raise, its HTTP status, and how a
+natsobj error (``natsobj.errors``) reads to an S3 client."""
+
+from __future__ import annotations
+
+from natsobj.errors import (
+    BadBucketName,
+    BadObjectName,
+    BucketExists,
+    BucketNotFound,
+    DigestMismatch,
+    NatsObjError,
+    ObjectChanged,
+    ObjectExists,
+    ObjectNotFound,
+    PermissionDenied,
+    StoreFull,
+    StoreSealed,
+)
+
+STATUS: dict[str, int] = {
+    "AccessDenied": 403,
+    "AuthorizationHeaderMalformed": 400,
+    "AuthorizationQueryParametersError": 400,
+    "BadDigest": 400,
+    "BucketAlreadyOwnedByYou": 409,
+    "BucketNotEmpty": 409,
+    "EntityTooLarge": 400,
+    "IncompleteBody": 400,
+    "InternalError": 500,
+    "InvalidDigest": 400,
+    "InvalidAccessKeyId": 403,
+    "InvalidArgument": 400,
+    "InvalidBucketName": 400,
+    "InvalidRange": 416,
+    "InvalidRequest": 400,
+    "KeyTooLongError": 400,
+    "MalformedXML": 400,
+    "MethodNotAllowed": 405,
+    "MissingContentLength": 411,
+    "NoSuchBucket": 404,
+    "NoSuchKey": 404,
+    "NotImplemented": 501,
+    "NotModified": 304,
+    "PreconditionFailed": 412,
+    "RequestTimeTooSkewed": 403,
+    "ServiceUnavailable": 503,
+    "SignatureDoesNotMatch": 403,
+    "XAmzContentSHA256Mismatch": 400,
+}
+
+
+class S3Error(Exception):
+    """An S3 error response: ``code`` as S3 spells it, a message, and the resource it is
+    about (bucket and key, shown in the XML's ``Resource``)."""
+
+    def __init__(
+        self, code: str, message: str, *, bucket: str | None = None, key: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.bucket = bucket
+        self.key = key
+        self.headers: dict[str, str] = {}
+
+    @property
+    def status(self) -> int:
+        return STATUS.get(self.code, 400)
+
+
+# Most specific first: the first class the error is an instance of decides.
+_CODES: tuple[tuple[type[NatsObjError], str], ...] = (
+    (BucketNotFound, "NoSuchBucket"),
+    (ObjectNotFound, "NoSuchKey"),
+    (BucketExists, "BucketAlreadyOwnedByYou"),
+    (ObjectExists, "PreconditionFailed"),
+    (ObjectChanged, "PreconditionFailed"),
+    (BadBucketName, "InvalidBucketName"),
+    (BadObjectName, "InvalidArgument"),
+    (DigestMismatch, "BadDigest"),
+    (PermissionDenied, "AccessDenied"),
+    (StoreSealed, "AccessDenied"),
+    (StoreFull, "EntityTooLarge"),
+)
+
+
+def from_natsobj(error: NatsObjError, *, bucket: str | None, key: str | None) -> S3Error:
+    """The S3 error a natsobj error stands for; anything unmapped is an InternalError that
+    still carries natsobj's message (which names the bucket, object and NATS detail)."""
+    for cls, code in _CODES:
+        if isinstance(error, cls):
+            return S3Error(code, str(error), bucket=bucket, key=key)
+    return S3Error("InternalError", str(error), bucket=bucket, key=key)

@@ -1,0 +1,86 @@
+"""Running the gateway: ``start`` in a running event loop (for embedding and tests), ``serve``
+until interrupted (the CLI)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+
+from aiohttp import web
+
+from natsobj.gateway import credentials
+from natsobj.gateway.app import make_app
+from natsobj.gateway.clients import ClientPool
+from natsobj.settings import ConnectionSettings
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[::1]:9000`` for IPv6) → (host, port)."""
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"--listen wants HOST:PORT, got {listen!r}")
+    return host.strip("[]") or "127.0.0.1", int(port)
+
+
+@dataclass
+class Running:
+    """A started gateway: where it listens, and how to stop it."""
+
+    runner: web.AppRunner
+    host: str
+    port: int
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def stop(self) -> None:
+        await self.runner.cleanup()
+
+
+async def start(
+    settings: ConnectionSettings,
+    credentials_file: str | Path,
+    *,
+    listen: str = "127.0.0.1:9000",
+    domain: str | None = None,
+    tls: ssl.SSLContext | None = None,
+) -> Running:
+    """Start serving in the running loop; ``listen`` with port 0 picks a free port."""
+    keys = credentials.load(credentials_file)
+    host, port = parse_listen(listen)
+    runner = web.AppRunner(make_app(ClientPool(settings, keys), domain=domain), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, ssl_context=tls)
+    await site.start()
+    bound = runner.addresses[0]
+    return Running(runner, host, int(bound[1]))
+
+
+def serve(
+    settings: ConnectionSettings,
+    credentials_file: str | Path,
+    *,
+    listen: str,
+    domain: str | None = None,
+    announce: bool = True,
+) -> None:
+    """Serve until interrupted (Ctrl-C or SIGTERM), then close every connection."""
+
+    async def main() -> None:
+        running = await start(settings, credentials_file, listen=listen, domain=domain)
+        stopping = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stopping.set)
+        if announce:
+            print(f"S3 gateway on {running.endpoint}", flush=True)
+        try:
+            await stopping.wait()
+        finally:
+            await running.stop()
+
+    asyncio.run(main())

@@ -1,0 +1,70 @@
+"""The gateway's credentials file: read as a private secret, every field checked."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from natsobj.errors import UnsafeLocalState
+from natsobj.gateway.credentials import BadCredentialsFile, load
+from natsobj.settings import ConnectionSettings
+
+GOOD = """
+[keys.AKIAGATEWAY]
+secret = "s3cret"
+
+[keys.AKIAETL]
+secret = "other"
+user = "etl"
+password = "pw"
+"""
+
+
+def _write(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
+    path = tmp_path / "keys.toml"
+    path.write_text(text)
+    path.chmod(mode)
+    return path
+
+
+def test_keys_and_the_identity_each_acts_as(tmp_path: Path) -> None:
+    keys = load(_write(tmp_path, GOOD))
+    base = ConnectionSettings.coerce("nats://gateway:gwpass@127.0.0.1:4222")
+    assert keys["AKIAGATEWAY"].settings(base) is base
+    etl = keys["AKIAETL"].settings(base)
+    assert (etl.user, etl.password, etl.token) == ("etl", "pw", None)
+    assert "s3cret" not in repr(keys["AKIAGATEWAY"])
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604, 0o660])
+def test_a_file_others_can_read_is_refused(tmp_path: Path, mode: int) -> None:
+    with pytest.raises(UnsafeLocalState, match="mode"):
+        load(_write(tmp_path, GOOD, mode))
+
+
+def test_a_symlink_is_refused(tmp_path: Path) -> None:
+    real = _write(tmp_path, GOOD)
+    link = tmp_path / "link.toml"
+    link.symlink_to(real)
+    with pytest.raises(UnsafeLocalState):
+        load(link)
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ('[keys.A]\nsecret = "s"\npasword = "typo"\n', "unknown field 'pasword'"),
+        ('[keys.A]\nuser = "u"\n', "has no secret"),
+        ('[key.A]\nsecret = "s"\n', "unknown top-level"),
+        ("[keys.A\n", "not valid TOML"),
+    ],
+)
+def test_malformed_files_are_refused(tmp_path: Path, text: str, match: str) -> None:
+    with pytest.raises(BadCredentialsFile, match=match):
+        load(_write(tmp_path, text))
+
+
+def test_a_missing_file_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(BadCredentialsFile, match="does not exist"):
+        load(tmp_path / "absent.toml")
