@@ -107,6 +107,7 @@ def test_each_extra_names_the_modules_of_its_distributions() -> None:
     module_of = {
         "apache-airflow": "airflow",
         "apache-airflow-providers-common-io": None,
+        "apache-airflow-providers-common-messaging": None,
         "dagster-pipes": "dagster_pipes",
     }
     for extra, modules in EXTRA_MODULES.items():
