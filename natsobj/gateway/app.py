@@ -16,7 +16,7 @@ from aiohttp import web
 
 from natsobj.aio import Client
 from natsobj.errors import NatsObjError
-from natsobj.gateway import buckets, deletes, objects, sigv4, xml
+from natsobj.gateway import buckets, copying, deletes, objects, sigv4, xml
 from natsobj.gateway.clients import ClientPool
 from natsobj.gateway.s3errors import S3Error, from_natsobj
 
@@ -117,7 +117,7 @@ async def dispatch(
             return await buckets.list_objects(client, bucket, query, version=version)
     else:
         if method == "PUT" and "x-amz-copy-source" in request.headers:
-            raise S3Error("NotImplemented", "CopyObject is not implemented yet", bucket=bucket)
+            return await copying.copy_object(client, request, bucket, key)
         if method == "PUT":
             return await objects.put_object(client, request, bucket, key, payload)
         if method in ("GET", "HEAD"):
