@@ -84,7 +84,11 @@ def route(request: web.Request, domain: str | None) -> tuple[str | None, str | N
 
 
 async def dispatch(
-    client: Client, request: web.Request, bucket: str | None, key: str | None, payload: str
+    client: Client,
+    request: web.Request,
+    bucket: str | None,
+    key: str | None,
+    verified: sigv4.Verified,
 ) -> web.StreamResponse:
     query = dict(parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True))
     method = request.method
@@ -119,7 +123,7 @@ async def dispatch(
         if method == "PUT" and "x-amz-copy-source" in request.headers:
             return await copying.copy_object(client, request, bucket, key)
         if method == "PUT":
-            return await objects.put_object(client, request, bucket, key, payload)
+            return await objects.put_object(client, request, bucket, key, verified)
         if method in ("GET", "HEAD"):
             return await objects.get_object(client, request, bucket, key, head=method == "HEAD")
         if method == "DELETE":
@@ -157,7 +161,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         if verified is None:
             raise S3Error("AccessDenied", "Anonymous access is not allowed", bucket=bucket)
         client = await pool.client(verified.access_key)
-        response = await dispatch(client, request, bucket, key, verified.payload_hash)
+        response = await dispatch(client, request, bucket, key, verified)
     except S3Error as exc:
         if exc.bucket is None:
             exc.bucket, exc.key = bucket, key
