@@ -244,3 +244,31 @@ def test_put_with_boto3_checksums_echoes_them_and_refuses_a_lie(
     answer = urllib3.request("PUT", lie.url, body=data, headers=dict(lie.headers))
     assert answer.status == 400 and b"<Code>BadDigest</Code>" in answer.data
     _assert_absent(s3, bucket, "lie")
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"zz\r\nabc\r\n0\r\n\r\n", "InvalidRequest"),  # a size that is not hexadecimal
+        (b"3\r\nabcdef\r\n0\r\n\r\n", "InvalidRequest"),  # a chunk longer than its size
+        (b"10\r\nabc", "IncompleteBody"),  # the body ends inside a chunk
+        (b"3" + b"0" * 200_000, "InvalidRequest"),  # a size line with no end
+    ],
+)
+def test_malformed_framing_is_a_clean_error_and_stores_nothing(
+    s3, gateway: GatewayThread, bucket: str, body: bytes, code: str
+) -> None:  # type: ignore[no-untyped-def]
+    request = AWSRequest(
+        method="PUT",
+        url=f"{gateway.endpoint}/{bucket}/framed",
+        headers={
+            "x-amz-content-sha256": MODES[0],
+            "Content-Encoding": "aws-chunked",
+            "x-amz-trailer": "x-amz-checksum-crc32",
+        },
+    )
+    SigV4Auth(Credentials(ACCESS_KEY, SECRET), "s3", "us-east-1").add_auth(request)
+    answer = urllib3.request("PUT", request.url, body=body, headers=dict(request.headers))
+    assert answer.status == 400 and f"<Code>{code}</Code>".encode() in answer.data
+    _assert_absent(s3, bucket, "framed")
+    assert s3.list_buckets()  # the gateway still serves
