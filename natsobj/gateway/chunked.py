@@ -28,7 +28,7 @@ SIGNED = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
 SIGNED_TRAILER = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"
 PIECE = 1 << 20
 """Bytes of a chunk handed on at a time: a client's chunk size never sets the memory."""
-MAX_LINE = 4096  # a chunk header or trailer line; real ones are under 200 bytes
+MAX_LINE = 4096  # a chunk header or trailer line, far longer than any client sends
 MAX_TRAILERS = 16
 _EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
