@@ -44,12 +44,13 @@ def _response_headers(request: web.Request, info: ObjectInfo) -> dict[str, str]:
     return headers
 
 
-class _Body:
+class UploadBody:
     """An upload's request body as it arrives (aiohttp pauses the socket while the core is
     behind): plain, or ``aws-chunked`` decoded (``natsobj.gateway.chunked``). Its length,
     SHA-256, ``Content-MD5`` and ``x-amz-checksum-*`` (header or trailer) are checked at the
     end: a failed check fails the put, which then writes no meta record (nothing is stored).
-    ``checksums`` holds the verified ``x-amz-checksum-*`` afterwards, which S3 echoes."""
+    ``checksums`` holds the verified ``x-amz-checksum-*`` afterwards, which S3 echoes. Public
+    so that every upload (UploadPart as well as PutObject) checks its body by the same rules."""
 
     def __init__(self, request: web.Request, verified: Verified) -> None:
         self.request = request
@@ -109,7 +110,7 @@ async def put_object(
 ) -> web.Response:
     if request.content_length is None and request.headers.get("Transfer-Encoding") is None:
         raise S3Error("MissingContentLength", "You must provide the Content-Length HTTP header.")
-    body = _Body(request, verified)
+    body = UploadBody(request, verified)
     store = await client.store(bucket)
     headers, meta = metadata.from_request(request.headers)
     if_absent, expected_sequence = await conditions.write_precondition(store, key, request.headers)
