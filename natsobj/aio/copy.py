@@ -3,7 +3,7 @@ filesystem's ``cp_file``, ``natsobj cp``, Airflow's copy operators)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 
 from natsobj.aio.store import ObjectStore
 from natsobj.model import ObjectInfo, kept_chunk_size
@@ -23,6 +23,9 @@ async def copy_object(
     *,
     progress: Callable[[int], None] | None = None,
     allow_missing_digest: bool = False,
+    check: Callable[[ObjectInfo], None] | None = None,
+    headers: Mapping[str, list[str]] | None = None,
+    metadata: dict[str, str] | None = None,
 ) -> ObjectInfo:
     """Copy ``name`` (following a link) to ``target_name`` (default: the same name) in
     ``target``, which may be another bucket, keeping description, headers, metadata and the
@@ -32,9 +35,15 @@ async def copy_object(
 
     A source record without a digest is refused (MissingDigest) unless
     ``allow_missing_digest``, as by every read: the copy gets a digest of the bytes read, so
-    copying would otherwise vouch for data nothing checked."""
+    copying would otherwise vouch for data nothing checked.
+
+    ``check`` sees the very version about to be copied before a byte is written (how S3's
+    ``x-amz-copy-source-if-*`` conditions judge it without a race); raising there stops the
+    copy. ``headers`` and ``metadata`` replace the source's instead of keeping them."""
     async with source.get(name, allow_missing_digest=allow_missing_digest) as reader:
         info = reader.info
+        if check is not None:
+            check(info)
 
         async def chunks() -> AsyncIterator[bytes]:
             async for chunk in reader:
@@ -46,7 +55,7 @@ async def copy_object(
             target_name or name,
             chunks(),
             description=info.description or None,
-            headers=info.headers,
-            metadata=info.metadata,
+            headers=info.headers if headers is None else headers,
+            metadata=info.metadata if metadata is None else metadata,
             chunk_size=kept_chunk_size(info.chunk_size),
         )

@@ -16,7 +16,7 @@ from aiohttp import web
 
 from natsobj.aio import Client
 from natsobj.errors import NatsObjError
-from natsobj.gateway import buckets, deletes, objects, sigv4, xml
+from natsobj.gateway import buckets, copying, deletes, objects, sigv4, xml
 from natsobj.gateway.clients import ClientPool
 from natsobj.gateway.s3errors import S3Error, from_natsobj
 
@@ -84,7 +84,11 @@ def route(request: web.Request, domain: str | None) -> tuple[str | None, str | N
 
 
 async def dispatch(
-    client: Client, request: web.Request, bucket: str | None, key: str | None, payload: str
+    client: Client,
+    request: web.Request,
+    bucket: str | None,
+    key: str | None,
+    verified: sigv4.Verified,
 ) -> web.StreamResponse:
     query = dict(parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True))
     method = request.method
@@ -117,9 +121,9 @@ async def dispatch(
             return await buckets.list_objects(client, bucket, query, version=version)
     else:
         if method == "PUT" and "x-amz-copy-source" in request.headers:
-            raise S3Error("NotImplemented", "CopyObject is not implemented yet", bucket=bucket)
+            return await copying.copy_object(client, request, bucket, key)
         if method == "PUT":
-            return await objects.put_object(client, request, bucket, key, payload)
+            return await objects.put_object(client, request, bucket, key, verified)
         if method in ("GET", "HEAD"):
             return await objects.get_object(client, request, bucket, key, head=method == "HEAD")
         if method == "DELETE":
@@ -157,7 +161,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         if verified is None:
             raise S3Error("AccessDenied", "Anonymous access is not allowed", bucket=bucket)
         client = await pool.client(verified.access_key)
-        response = await dispatch(client, request, bucket, key, verified.payload_hash)
+        response = await dispatch(client, request, bucket, key, verified)
     except S3Error as exc:
         if exc.bucket is None:
             exc.bucket, exc.key = bucket, key

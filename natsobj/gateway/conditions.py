@@ -84,3 +84,20 @@ async def write_precondition(
     if if_none_match is not None and _matches(if_none_match, tag):
         raise _failed()
     return False, info.sequence
+
+
+def check_copy_source(headers: Mapping[str, str], info: ObjectInfo) -> None:
+    """CopyObject's ``x-amz-copy-source-if-*`` conditions on the source version: the read
+    conditions' rule, except that every failed one is PreconditionFailed (a copy has no 304)."""
+    prefix = "x-amz-copy-source-"
+    renamed = {
+        name: headers[prefix + name]
+        for name in ("If-Match", "If-None-Match", "If-Modified-Since", "If-Unmodified-Since")
+        if prefix + name in headers
+    }
+    try:
+        check_read(renamed, info)
+    except S3Error as exc:
+        if exc.code == "NotModified":
+            raise _failed() from None
+        raise

@@ -30,8 +30,19 @@ DEFAULT_CONTENT_TYPE = "binary/octet-stream"  # what S3 answers for an object st
 def from_request(
     headers: Mapping[str, str],
 ) -> tuple[dict[str, list[str]], dict[str, str]]:
-    """``(ADR-20 headers, ADR-20 metadata)`` from an upload's HTTP headers."""
+    """``(ADR-20 headers, ADR-20 metadata)`` from an upload's HTTP headers. ``aws-chunked`` in
+    ``Content-Encoding`` is how the body was framed in transit, not the object's encoding: it is
+    not stored (as S3 does not)."""
     stored = {name: [headers[name]] for name in STORED_HEADERS if name in headers}
+    encodings = [
+        part.strip()
+        for part in headers.get("Content-Encoding", "").split(",")
+        if part.strip() and part.strip().lower() != "aws-chunked"
+    ]
+    if encodings:
+        stored["Content-Encoding"] = [", ".join(encodings)]
+    else:
+        stored.pop("Content-Encoding", None)
     meta = {
         name[len(META_PREFIX) :].lower(): value
         for name, value in headers.items()

@@ -15,9 +15,9 @@ from aiohttp import web
 
 from natsobj.aio import Client, ObjectStore
 from natsobj.errors import ObjectNotFound
-from natsobj.gateway import conditions, metadata
+from natsobj.gateway import checksums, chunked, conditions, metadata
 from natsobj.gateway.s3errors import S3Error
-from natsobj.gateway.sigv4 import STREAMING_PREFIX, PayloadCheck
+from natsobj.gateway.sigv4 import STREAMING_PREFIX, UNSIGNED, PayloadCheck, Verified
 from natsobj.model import ObjectInfo
 
 RANGE_PIECE = 1 << 20
@@ -44,66 +44,85 @@ def _response_headers(request: web.Request, info: ObjectInfo) -> dict[str, str]:
     return headers
 
 
-async def _body(
-    request: web.Request, declared_sha256: str, bucket: str, key: str
-) -> AsyncIterator[bytes]:
-    """The request body as it arrives (aiohttp pauses the socket while the core is behind), its
-    length, SHA-256 and ``Content-MD5`` checked at the end: a failed check fails the put,
-    which then writes no meta record (the core's put leaves no object)."""
-    expected_length = request.content_length
-    md5_header = request.headers.get("Content-MD5")
-    md5 = hashlib.md5(usedforsecurity=False) if md5_header is not None else None
-    payload = PayloadCheck(declared_sha256)
-    received = 0
-    async for piece in request.content.iter_any():
-        received += len(piece)
-        payload.update(piece)
-        if md5 is not None:
-            md5.update(piece)
-        yield piece
-    if expected_length is not None and received != expected_length:
-        raise S3Error(
-            "IncompleteBody",
-            "You did not provide the number of bytes specified by the Content-Length HTTP header",
-            bucket=bucket,
-            key=key,
+class UploadBody:
+    """An upload's request body as it arrives (aiohttp pauses the socket while the core is
+    behind): plain, or ``aws-chunked`` decoded (``natsobj.gateway.chunked``). Its length,
+    SHA-256, ``Content-MD5`` and ``x-amz-checksum-*`` (header or trailer) are checked at the
+    end: a failed check fails the put, which then writes no meta record (nothing is stored).
+    ``checksums`` holds the verified ``x-amz-checksum-*`` afterwards, which S3 echoes. Public
+    so that every upload (UploadPart as well as PutObject) checks its body by the same rules."""
+
+    def __init__(self, request: web.Request, verified: Verified) -> None:
+        self.request = request
+        self.decoder: chunked.Decoder | None = None
+        self.length = request.content_length
+        self.payload = PayloadCheck(verified.payload_hash)
+        if verified.payload_hash.startswith(STREAMING_PREFIX):
+            self.decoder = chunked.Decoder(request.content, request.headers, verified)
+            self.length = self.decoder.decoded_length
+            self.payload = PayloadCheck(UNSIGNED)
+        self.declared = checksums.declared(request.headers)
+        self.checksums: dict[str, str] = {}
+
+    async def pieces(self) -> AsyncIterator[bytes]:
+        md5_header = self.request.headers.get("Content-MD5")
+        md5 = hashlib.md5(usedforsecurity=False) if md5_header is not None else None
+        source = (
+            self.decoder.pieces() if self.decoder is not None else self.request.content.iter_any()
         )
-    payload.finish()
-    if md5 is not None and md5_header is not None:
-        try:
-            wanted = base64.b64decode(md5_header, validate=True)
-        except (binascii.Error, ValueError):
-            raise S3Error("InvalidDigest", "The Content-MD5 you specified was invalid") from None
-        if not hmac.compare_digest(md5.digest(), wanted):
+        received = 0
+        async for piece in source:
+            received += len(piece)
+            self.payload.update(piece)
+            if md5 is not None:
+                md5.update(piece)
+            if self.declared is not None:
+                self.declared[0].update(piece)
+            yield piece
+        if self.length is not None and received != self.length:
             raise S3Error(
-                "BadDigest",
-                "The Content-MD5 you specified did not match what we received.",
-                bucket=bucket,
-                key=key,
+                "IncompleteBody",
+                "You did not provide the number of bytes specified by the Content-Length HTTP "
+                "header",
             )
+        self.payload.finish()
+        if md5 is not None and md5_header is not None:
+            try:
+                wanted = base64.b64decode(md5_header, validate=True)
+            except (binascii.Error, ValueError):
+                raise S3Error(
+                    "InvalidDigest", "The Content-MD5 you specified was invalid"
+                ) from None
+            if not hmac.compare_digest(md5.digest(), wanted):
+                raise S3Error(
+                    "BadDigest", "The Content-MD5 you specified did not match what we received."
+                )
+        if self.declared is not None:
+            checksum, value = self.declared
+            self.checksums[checksum.header] = checksum.verify(value)
+        if self.decoder is not None and self.decoder.checksum is not None:
+            header, value = self.decoder.checksum
+            self.checksums[header] = value
 
 
 async def put_object(
-    client: Client, request: web.Request, bucket: str, key: str, declared_sha256: str
+    client: Client, request: web.Request, bucket: str, key: str, verified: Verified
 ) -> web.Response:
-    if declared_sha256.startswith(STREAMING_PREFIX):
-        raise S3Error(
-            "NotImplemented", "aws-chunked request bodies are not supported yet", bucket=bucket
-        )
     if request.content_length is None and request.headers.get("Transfer-Encoding") is None:
         raise S3Error("MissingContentLength", "You must provide the Content-Length HTTP header.")
+    body = UploadBody(request, verified)
     store = await client.store(bucket)
     headers, meta = metadata.from_request(request.headers)
     if_absent, expected_sequence = await conditions.write_precondition(store, key, request.headers)
     info = await store.put(
         key,
-        _body(request, declared_sha256, bucket, key),
+        body.pieces(),
         headers=headers,
         metadata=meta,
         if_absent=if_absent,
         expected_sequence=expected_sequence,
     )
-    return web.Response(headers={"ETag": metadata.etag(info)})
+    return web.Response(headers={"ETag": metadata.etag(info), **body.checksums})
 
 
 def parse_range(header: str, size: int) -> tuple[int, int] | None:

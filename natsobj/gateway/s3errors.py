@@ -40,6 +40,7 @@ STATUS: dict[str, int] = {
     "MissingContentLength": 411,
     "NoSuchBucket": 404,
     "NoSuchKey": 404,
+    "NoSuchVersion": 404,
     "NotImplemented": 501,
     "NotModified": 304,
     "PreconditionFailed": 412,

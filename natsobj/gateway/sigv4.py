@@ -39,10 +39,27 @@ class Request:
 
 @dataclass(frozen=True)
 class Verified:
-    """A request whose signature matched: who sent it, and the payload hash it declared."""
+    """A request whose signature matched: who sent it, the payload hash it declared, and what
+    an ``aws-chunked`` body's chunk signatures chain from (its signature, date, scope and
+    signing key)."""
 
     access_key: str
     payload_hash: str
+    signature: str
+    amz_date: str
+    scope: str
+    signing_key: bytes
+
+
+def chained_signature(verified: Verified, kind: str, previous: str, hashes: list[str]) -> str:
+    """The signature of one chunk (``kind`` ``PAYLOAD``: the empty string's and the chunk's
+    SHA-256) or of the trailer (``TRAILER``: the trailing headers' SHA-256) of a signed
+    ``aws-chunked`` body, chained from the previous chunk's signature (the request's for the
+    first)."""
+    to_sign = "\n".join(
+        [f"{ALGORITHM}-{kind}", verified.amz_date, verified.scope, previous, *hashes]
+    )
+    return hmac.new(verified.signing_key, to_sign.encode(), hashlib.sha256).hexdigest()
 
 
 def _uri_encode(value: str, *, slash: bool) -> str:
@@ -94,9 +111,13 @@ def _signature(
     to_sign = "\n".join(
         [ALGORITHM, amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()]
     )
-    day, region = scope.split("/")[0], scope.split("/")[1]
-    key = _signing_key(secret, day, region)
+    key = _scope_key(secret, scope)
     return hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+
+
+def _scope_key(secret: str, scope: str) -> bytes:
+    day, region = scope.split("/")[0], scope.split("/")[1]
+    return _signing_key(secret, day, region)
 
 
 def _parse_time(value: str) -> datetime:
@@ -191,7 +212,7 @@ def _verify_header(
             "SignatureDoesNotMatch",
             "The request signature we calculated does not match the signature you provided.",
         )
-    return Verified(access_key, payload)
+    return Verified(access_key, payload, signature, amz_date, scope, _scope_key(secret, scope))
 
 
 def _verify_presigned(
@@ -229,7 +250,7 @@ def _verify_presigned(
             "SignatureDoesNotMatch",
             "The request signature we calculated does not match the signature you provided.",
         )
-    return Verified(access_key, payload)
+    return Verified(access_key, payload, expected, amz_date, scope, _scope_key(secret, scope))
 
 
 class PayloadCheck:

@@ -1,0 +1,73 @@
+"""CopyObject: ``PUT`` with ``x-amz-copy-source``. NATS has no server-side copy, so the bytes
+stream through the gateway with the core's ``copy_object`` (read, digest-checked, into a put),
+in the memory of one chunk; the result is an ordinary ADR-20 object like any put's."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+from aiohttp import web
+
+from natsobj.aio import Client
+from natsobj.aio.copy import copy_object as core_copy
+from natsobj.gateway import conditions, metadata, xml
+from natsobj.gateway.s3errors import S3Error
+from natsobj.model import ObjectInfo
+
+SOURCE = "x-amz-copy-source"
+DIRECTIVE = "x-amz-metadata-directive"
+
+
+def parse_source(value: str) -> tuple[str, str]:
+    """``(bucket, key)`` of an ``x-amz-copy-source`` header: ``bucket/key`` or ``/bucket/key``,
+    percent-encoded, optionally with ``?versionId=`` (only the current version, ``null``, is
+    there to copy in an object store)."""
+    path, _, query = value.partition("?")
+    if query and query not in ("versionId=null", ""):
+        raise S3Error("NoSuchVersion", "The specified version does not exist.")
+    bucket, _, key = unquote(path).lstrip("/").partition("/")
+    if not bucket or not key:
+        raise S3Error(
+            "InvalidArgument",
+            "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
+        )
+    return bucket, key
+
+
+async def copy_object(client: Client, request: web.Request, bucket: str, key: str) -> web.Response:
+    """Copy the source object to ``bucket``/``key``: its headers and metadata kept
+    (``x-amz-metadata-directive: COPY``, the default) or taken from this request (``REPLACE``,
+    the only way to copy an object onto itself, as S3 has it). The source's conditions are
+    judged on the version that is copied, before a byte is written."""
+    source_bucket, source_key = parse_source(request.headers[SOURCE])
+    directive = request.headers.get(DIRECTIVE, "COPY").upper()
+    if directive not in ("COPY", "REPLACE"):
+        raise S3Error("InvalidArgument", f"Unknown metadata directive: {directive}")
+    if (source_bucket, source_key) == (bucket, key) and directive == "COPY":
+        raise S3Error(
+            "InvalidRequest",
+            "This copy request is illegal because it is trying to copy an object to itself "
+            "without changing the object's metadata, storage class, website redirect location "
+            "or encryption attributes.",
+        )
+    source = await client.store(source_bucket)
+    target = source if source_bucket == bucket else await client.store(bucket)
+    headers: dict[str, list[str]] | None = None
+    meta: dict[str, str] | None = None
+    if directive == "REPLACE":
+        headers, meta = metadata.from_request(request.headers)
+
+    def check(info: ObjectInfo) -> None:
+        conditions.check_copy_source(request.headers, info)
+
+    copied = await core_copy(
+        source, source_key, target, key, check=check, headers=headers, metadata=meta
+    )
+    body = xml.document(
+        "CopyObjectResult",
+        [
+            xml.element("LastModified", xml.iso(copied.mtime)),
+            xml.element("ETag", metadata.etag(copied)),
+        ],
+    )
+    return web.Response(body=body, content_type="application/xml")
