@@ -33,9 +33,10 @@ def bucket(s3) -> str:  # type: ignore[no-untyped-def]
 
 
 class ServedBytes:
-    """``with ServedBytes() as served:`` then ``served.bytes``: the body bytes the gateway
-    wrote to its clients meanwhile, counted by a spy on aiohttp's ``StreamResponse.write``
-    (the real method runs; the gateway runs in this process)."""
+    """``with ServedBytes() as served:`` then ``served.bytes``: the object bytes the gateway
+    streamed to its clients meanwhile (every GET body, whole or ranged, goes out through
+    aiohttp's ``StreamResponse.write``; XML answers are not streamed), counted by a spy on that
+    method: the real method runs, and the gateway runs in this process."""
 
     def __init__(self) -> None:
         self.bytes = 0
