@@ -10,15 +10,16 @@ Everything of an upload lives in one hidden object store per NATS account, ``UPL
 * ``parts/<bucket>/<upload id>/<part number>``: each part, streamed in as an ordinary object.
 
 Both are put with ``UPLOAD_TTL``, so an abandoned upload expires on the server with no gateway
-running; Abort deletes them at once. The target bucket's own listings never see any of it.
+running; Abort purges them at once (no tombstone is left). The target bucket's own listings
+never see any of it.
 Complete streams the parts in order into one ordinary ADR-20 object through the core's put
 (chunks first, meta record last: readers see the old version or the whole new one), then marks
-the record completed (a retried Complete answers the same) and deletes the parts.
+the record completed (a retried Complete answers the same until it expires) and purges the
+parts.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import re
@@ -35,6 +36,7 @@ from natsobj.gateway import conditions, metadata, objects, xml
 from natsobj.gateway.s3errors import S3Error
 from natsobj.gateway.sigv4 import STREAMING_PREFIX
 from natsobj.model import ObjectInfo
+from natsobj.names import chunk_subject, meta_subject
 
 UPLOADS_STORE = "natsobj_multipart"
 UPLOAD_TTL = timedelta(days=7)
@@ -290,26 +292,31 @@ async def complete(
         metadata={**record.metadata, "state": "completed", "etag": tag},
         ttl=UPLOAD_TTL,
     )
-    await _delete_parts(uploads, bucket, upload_id)
+    await _forget_parts(uploads, bucket, upload_id)
     return _complete_result(bucket, key, tag)
 
 
-async def _delete_parts(uploads: ObjectStore, bucket: str, upload_id: str) -> None:
+async def _forget(uploads: ObjectStore, info: ObjectInfo) -> None:
+    """Purge an object of the hidden store outright: its meta record first (so no reader sees
+    a record without its chunks), then its chunks. A delete would leave a tombstone per part
+    for ever; the purge leaves nothing."""
+    await uploads.bucket_stream.purge(meta_subject(uploads.bucket, info.name))
+    if info.nuid:
+        await uploads.bucket_stream.purge(chunk_subject(uploads.bucket, info.nuid))
+
+
+async def _forget_parts(uploads: ObjectStore, bucket: str, upload_id: str) -> None:
     async for info in uploads.iter_list(prefix=_parts_prefix(bucket, upload_id)):
-        try:
-            await uploads.delete(info.name)
-        except ObjectNotFound:
-            continue  # another gateway's Abort or Complete got there first
+        await _forget(uploads, info)
 
 
 async def abort(client: Client, bucket: str, key: str, upload_id: str | None) -> web.Response:
-    """The upload's parts and record deleted at once (their TTL would get them otherwise)."""
+    """The upload's parts and record purged at once (their TTL would get them otherwise)."""
     uploads = await _uploads(client)
     record = await _record(uploads, bucket, key, upload_id)
     assert upload_id is not None  # _record refused a missing one
-    await _delete_parts(uploads, bucket, upload_id)
-    with contextlib.suppress(ObjectNotFound):  # aborted twice at once: either way it is gone
-        await uploads.delete(record.name)
+    await _forget_parts(uploads, bucket, upload_id)
+    await _forget(uploads, record)
     return web.Response(status=204)
 
 

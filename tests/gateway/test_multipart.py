@@ -30,11 +30,11 @@ def _code(error: pytest.ExceptionInfo[botocore.exceptions.ClientError]) -> str:
 
 
 def _leftovers(sync_client, bucket: str) -> list[str]:  # type: ignore[no-untyped-def]
-    """Whatever of ``bucket``'s uploads is still in the hidden store."""
+    """Whatever of ``bucket``'s uploads is still in the hidden store, tombstones included."""
     uploads = sync_client.store(UPLOADS_STORE)
     return [
         info.name
-        for info in uploads.list()
+        for info in uploads.list(include_deleted=True)
         if info.name.startswith((f"uploads/{bucket}/", f"parts/{bucket}/"))
     ]
 
