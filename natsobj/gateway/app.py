@@ -82,7 +82,11 @@ def route(request: web.Request, domain: str | None) -> tuple[str | None, str | N
 
 
 async def dispatch(
-    client: Client, request: web.Request, bucket: str | None, key: str | None, payload: str
+    client: Client,
+    request: web.Request,
+    bucket: str | None,
+    key: str | None,
+    verified: sigv4.Verified,
 ) -> web.StreamResponse:
     query = dict(parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True))
     method = request.method
@@ -116,12 +120,12 @@ async def dispatch(
             version = 2 if query.get("list-type") == "2" else 1
             return await buckets.list_objects(client, bucket, query, version=version)
     elif "uploads" in query or "uploadId" in query:
-        return await _multipart(client, request, bucket, key, query, payload)
+        return await _multipart(client, request, bucket, key, query, verified)
     else:
         if method == "PUT" and "x-amz-copy-source" in request.headers:
             raise S3Error("NotImplemented", "CopyObject is not implemented yet", bucket=bucket)
         if method == "PUT":
-            return await objects.put_object(client, request, bucket, key, payload)
+            return await objects.put_object(client, request, bucket, key, verified.payload_hash)
         if method in ("GET", "HEAD"):
             return await objects.get_object(client, request, bucket, key, head=method == "HEAD")
         if method == "DELETE":
@@ -135,7 +139,7 @@ async def _multipart(
     bucket: str,
     key: str,
     query: dict[str, str],
-    payload: str,
+    verified: sigv4.Verified,
 ) -> web.StreamResponse:
     """The multipart upload operations on one key (natsobj.gateway.multipart)."""
     method = request.method
@@ -145,7 +149,7 @@ async def _multipart(
     if method == "PUT" and "x-amz-copy-source" in request.headers:
         raise S3Error("NotImplemented", "UploadPartCopy is not implemented yet", bucket=bucket)
     if method == "PUT":
-        return await multipart.upload_part(client, request, bucket, key, query, payload)
+        return await multipart.upload_part(client, request, bucket, key, query, verified)
     if method == "POST":
         return await multipart.complete(client, request, bucket, key, upload_id)
     if method == "DELETE":
@@ -185,7 +189,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         if verified is None:
             raise S3Error("AccessDenied", "Anonymous access is not allowed", bucket=bucket)
         client = await pool.client(verified.access_key)
-        response = await dispatch(client, request, bucket, key, verified.payload_hash)
+        response = await dispatch(client, request, bucket, key, verified)
     except S3Error as exc:
         if exc.bucket is None:
             exc.bucket, exc.key = bucket, key

@@ -34,7 +34,7 @@ from natsobj.aio import Client, ObjectStore
 from natsobj.errors import BucketNotFound, ObjectNotFound
 from natsobj.gateway import conditions, metadata, objects, xml
 from natsobj.gateway.s3errors import S3Error
-from natsobj.gateway.sigv4 import STREAMING_PREFIX
+from natsobj.gateway.sigv4 import STREAMING_PREFIX, Verified
 from natsobj.model import ObjectInfo
 from natsobj.names import chunk_subject, meta_subject
 
@@ -143,12 +143,12 @@ async def upload_part(
     bucket: str,
     key: str,
     query: dict[str, str],
-    declared_sha256: str,
+    verified: Verified,
 ) -> web.Response:
     """One part, streamed into the hidden store in bounded memory (the same checks as a
     PutObject's body); re-sending a part number replaces it."""
     number = _part_number(query)
-    if declared_sha256.startswith(STREAMING_PREFIX):
+    if verified.payload_hash.startswith(STREAMING_PREFIX):
         raise S3Error(
             "NotImplemented", "aws-chunked request bodies are not supported yet", bucket=bucket
         )
@@ -159,7 +159,7 @@ async def upload_part(
         raise _no_upload(bucket, key)
     info = await uploads.put(
         f"{_parts_prefix(bucket, upload_id)}{number:05d}",
-        objects._body(request, declared_sha256, bucket, key),
+        objects._body(request, verified.payload_hash, bucket, key),
         ttl=UPLOAD_TTL,
     )
     return web.Response(headers={"ETag": metadata.etag(info)})
