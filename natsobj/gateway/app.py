@@ -16,7 +16,7 @@ from aiohttp import web
 
 from natsobj.aio import Client
 from natsobj.errors import NatsObjError
-from natsobj.gateway import buckets, copying, deletes, objects, sigv4, xml
+from natsobj.gateway import buckets, copying, deletes, multipart, objects, sigv4, xml
 from natsobj.gateway.clients import ClientPool
 from natsobj.gateway.s3errors import S3Error, from_natsobj
 
@@ -44,8 +44,6 @@ UNSUPPORTED = frozenset(
         "legal-hold",
         "tagging",
         "torrent",
-        "uploadId",
-        "uploads",
         "versioning",
         "website",
         "select",
@@ -112,6 +110,8 @@ async def dispatch(
             return await buckets.delete_bucket(client, bucket)
         if method == "GET" and "location" in query:
             return await buckets.get_location(client, bucket)
+        if method == "GET" and "uploads" in query:
+            return await multipart.list_uploads(client, bucket, query)
         if method == "GET" and "versions" in query:
             return await buckets.list_object_versions(client, bucket, query)
         if method == "POST" and "delete" in query:
@@ -119,6 +119,8 @@ async def dispatch(
         if method == "GET":
             version = 2 if query.get("list-type") == "2" else 1
             return await buckets.list_objects(client, bucket, query, version=version)
+    elif "uploads" in query or "uploadId" in query:
+        return await _multipart(client, request, bucket, key, query, verified)
     else:
         if method == "PUT" and "x-amz-copy-source" in request.headers:
             return await copying.copy_object(client, request, bucket, key)
@@ -128,6 +130,32 @@ async def dispatch(
             return await objects.get_object(client, request, bucket, key, head=method == "HEAD")
         if method == "DELETE":
             return await objects.delete_object(client, bucket, key)
+    raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
+
+
+async def _multipart(
+    client: Client,
+    request: web.Request,
+    bucket: str,
+    key: str,
+    query: dict[str, str],
+    verified: sigv4.Verified,
+) -> web.StreamResponse:
+    """The multipart upload operations on one key (natsobj.gateway.multipart)."""
+    method = request.method
+    upload_id = query.get("uploadId")
+    if method == "POST" and "uploads" in query:
+        return await multipart.create(client, request, bucket, key)
+    if method == "PUT" and "x-amz-copy-source" in request.headers:
+        raise S3Error("NotImplemented", "UploadPartCopy is not implemented yet", bucket=bucket)
+    if method == "PUT":
+        return await multipart.upload_part(client, request, bucket, key, query, verified)
+    if method == "POST":
+        return await multipart.complete(client, request, bucket, key, upload_id)
+    if method == "DELETE":
+        return await multipart.abort(client, bucket, key, upload_id)
+    if method == "GET":
+        return await multipart.list_parts(client, bucket, key, query)
     raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
 
 

@@ -10,6 +10,7 @@ from aiohttp import web
 
 from natsobj.aio import Client
 from natsobj.gateway import listing, xml
+from natsobj.gateway.multipart import UPLOADS_STORE
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import parse_server_time
 
@@ -20,6 +21,8 @@ REGION = "us-east-1"  # the region the gateway answers GetBucketLocation with (S
 async def list_buckets(client: Client) -> web.Response:
     parts = []
     for name in sorted(await client.store_names()):
+        if name == UPLOADS_STORE:
+            continue  # the gateway's own, for multipart uploads in progress
         store = await client.store(name)
         parts.append(
             "<Bucket>"

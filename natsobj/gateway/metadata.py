@@ -25,6 +25,9 @@ STORED_HEADERS = (
     "Expires",
 )
 DEFAULT_CONTENT_TYPE = "binary/octet-stream"  # what S3 answers for an object stored without one
+MULTIPART_ETAG = "S3-Multipart-ETag"
+"""The ADR-20 header holding the ETag S3 gives an object completed from parts (MD5 of the parts'
+ETags, ``-count``): its ETag from then on, so Complete's answer holds for If-Match."""
 
 
 def from_request(
@@ -53,7 +56,11 @@ def from_request(
 
 def etag(info: ObjectInfo) -> str:
     """A quoted 32-hex-digit entity tag: the first half of the object's SHA-256 (the nuid's
-    hash for a record without a digest, which still changes with every version)."""
+    hash for a record without a digest, which still changes with every version); an object
+    completed from parts keeps the multipart ETag Complete answered with."""
+    completed = info.headers.get(MULTIPART_ETAG)
+    if completed:
+        return completed[0]
     digest = digest_bytes(info.digest) if info.digest else None
     if digest is None:
         digest = hashlib.sha256(info.nuid.encode()).digest()
