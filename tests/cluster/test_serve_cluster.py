@@ -31,6 +31,7 @@ def test_serve_cluster_survives_a_killed_leader_and_stops_on_ctrl_c(tmp_path: Pa
         [str(NATSOBJ_BIN), "serve", "--cluster", "3", "--data-dir", str(tmp_path)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
     )  # fmt: skip
+    pids: dict[str, int] = {}
     try:
         assert server.stdout is not None and server.stderr is not None
         url = server.stdout.readline().decode().strip()
@@ -64,15 +65,37 @@ def test_serve_cluster_survives_a_killed_leader_and_stops_on_ctrl_c(tmp_path: Pa
 
         server.send_signal(signal.SIGINT)
         _, err = server.communicate(timeout=60)
+    except BaseException:
+        _kill(pids)  # a failure leaves no node running
+        raise
     finally:
-        server.kill()
-        server.wait()
-    assert server.returncode == 0, err
-    assert "Traceback" not in err.decode()
+        _stop(server)
     deadline = time.monotonic() + 10
     while any(_alive(pid) for pid in pids.values()) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(_alive(pid) for pid in pids.values())
+    left = [name for name, pid in pids.items() if _alive(pid)]
+    _kill(pids)
+    assert not left, f"serve left {left} running after Ctrl-C"
+    assert server.returncode == 0, err
+    assert "Traceback" not in err.decode()
+
+
+def _stop(server: subprocess.Popen[bytes]) -> None:
+    """Ctrl-C, as a user stops ``serve`` (it stops its detached nodes); killed if it hangs."""
+    if server.poll() is None:
+        server.send_signal(signal.SIGINT)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _kill(pids: dict[str, int]) -> None:
+    """Kill, by the PIDs ``serve`` printed, any node still running."""
+    for pid in pids.values():
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
 
 
 def _jsz(data_dir: Path, pids: dict[str, int]) -> dict:
