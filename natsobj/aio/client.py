@@ -34,7 +34,7 @@ from natsobj.lifecycle import server_supports_ttl
 from natsobj.model import StreamInfo
 from natsobj.names import all_meta_subject, check_bucket, stream_name
 from natsobj.settings import ConnectionSettings
-from natsobj.store_config import STORE_SETTINGS, StoreConfig, StoreSettings
+from natsobj.store_config import STORE_SETTINGS, StoreConfig, StoreSettings, retagged_metadata
 from natsobj.wire import OBJECT_STREAM_PREFIX, STREAM_NAMES, stream_api
 
 log = logging.getLogger("natsobj")
@@ -276,7 +276,9 @@ class Client:
         self, bucket: str | StoreConfig, **changes: Unpack[StoreSettings]
     ) -> ObjectStore:
         """Change the settings given as keywords and keep the others; a ``StoreConfig``
-        replaces every setting (as nats.go's ``UpdateObjectStore``), keywords on top."""
+        replaces every setting (as nats.go's ``UpdateObjectStore``), keywords on top.
+        ``metadata=`` replaces the user's keys and keeps natsobj's own (lifecycle rules,
+        archive targets), which only their own calls change."""
         name = bucket.bucket if isinstance(bucket, StoreConfig) else check_bucket(bucket)
         current = await self.api.call(stream_api("INFO", stream_name(name)), bucket=name)
         present = current["config"]
@@ -285,6 +287,9 @@ class Client:
         else:
             base = StoreConfig.from_stream_config(name, present)
             touched = {k for k, v in changes.items() if v is not None}
+            tags = changes.get("metadata")
+            if tags is not None:
+                changes["metadata"] = retagged_metadata(base.metadata, tags)
         config = self._with_expiry(StoreConfig.build(base, **changes))
         if "allow_msg_ttl" in touched and not present.get("subject_delete_marker_ttl"):
             touched.add("delete_marker_ttl")  # turning expiry on turns its markers on

@@ -188,3 +188,21 @@ def test_ls_and_the_rules_survive_what_another_writer_stored(
     lines = shown.stdout.splitlines()
     assert lines[2].split()[:3] == ["1", "[]", "unusable:"]
     assert lines[3].split() == ["2", "tmp/**", "1m"]
+
+
+def test_store_update_metadata_keeps_the_lifecycle_rules(
+    invoke: Invoke, bucket: str, sync_client
+) -> None:
+    """``store update --metadata`` replaced the whole stream metadata and so dropped the
+    bucket's lifecycle rules (natsobj's own ``natsobj.lifecycle`` key); they are kept now,
+    and a user key named like natsobj's is refused rather than written."""
+    assert invoke("store", "lifecycle", bucket, "--set", "tmp/**=7d").exit_code == 0
+    updated = invoke("store", "update", bucket, "--metadata", "owner=etl")
+    assert updated.exit_code == 0, updated.stderr
+    store = sync_client.store(bucket)
+    assert [rule.pattern for rule in store.lifecycle_rules()] == ["tmp/**"]
+    assert store.status().metadata["owner"] == "etl"
+    refused = invoke("store", "update", bucket, "--metadata", "natsobj.lifecycle=[]")
+    assert refused.exit_code != 0
+    assert "natsobj.lifecycle" in refused.stderr
+    assert [rule.pattern for rule in sync_client.store(bucket).lifecycle_rules()] == ["tmp/**"]

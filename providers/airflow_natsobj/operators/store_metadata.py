@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_natsobj.operators.object_store import NatsBaseOperator
 from airflow_natsobj.wording import airflow_words
 from natsobj.errors import in_words_of
-from natsobj.store_config import retagged_metadata, tag_metadata
+from natsobj.store_config import tag_metadata
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -28,9 +28,8 @@ if TYPE_CHECKING:
 
 
 def _retag(hook: NatsObjectStoreHook, bucket: str, tags: Mapping[str, str]) -> dict[str, str]:
-    """Replace the bucket's tags, keeping natsobj's own keys; the tags it has afterwards."""
-    current = hook.get_store(bucket).status().metadata
-    updated = hook.update_store(bucket, metadata=retagged_metadata(current, tags))
+    """Replace the bucket's tags (the core keeps natsobj's own keys); the tags it has afterwards."""
+    updated = hook.update_store(bucket, metadata=dict(tags))
     return tag_metadata(updated.status().metadata)
 
 
