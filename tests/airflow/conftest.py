@@ -81,6 +81,15 @@ def nats_default(nats_url: str, airflow_db: Path) -> str:
     return nats_url
 
 
+@pytest.fixture(scope="module")
+def hook(nats_default: str):
+    """A hook on ``nats_default``, shared by a module's tests of the hook's own methods."""
+    from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
+
+    with NatsObjectStoreHook() as hook:
+        yield hook
+
+
 @pytest.fixture
 def run_airflow(nats_default: str):
     """Run the ``airflow`` CLI with the test environment; returns the CompletedProcess."""

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.archive.conftest import create_s3_bucket, moto, s3_client, s3_env  # noqa: F401  (fixtures)
+from tests.airflow.s3_twins import nats_bucket_holding, s3_bucket_holding
+from tests.archive.conftest import moto, s3_env  # noqa: F401  (fixtures)
 
 NAMES = [
     "raw/a.csv",
@@ -26,35 +27,13 @@ NAMES = [
 
 @pytest.fixture(scope="module")
 def bucket(nats_default: str):
-    import natsobj
-
-    name = f"t{uuid.uuid4().hex[:12]}"
-    with natsobj.connect(nats_default) as client:
-        store = client.create_store(name)
-        for object_name in NAMES:
-            store.put(object_name, object_name.encode())
-        store.put("gone", b"deleted")
-        store.delete("gone")
-    yield name
-    with natsobj.connect(nats_default) as client:
-        client.delete_store(name)
+    yield from nats_bucket_holding(nats_default, NAMES, deleted=["gone"])
 
 
 @pytest.fixture(scope="module")
 def s3_bucket(moto) -> str:  # noqa: F811
-    name = create_s3_bucket(moto.endpoint)
-    client = s3_client(moto.endpoint)
-    for key in NAMES:
-        client.put_object(Bucket=name, Key=key, Body=key.encode())
-    return name
-
-
-@pytest.fixture(scope="module")
-def hook(nats_default: str):
-    from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
-
-    with NatsObjectStoreHook() as hook:
-        yield hook
+    """``bucket``'s names as keys of an S3 bucket."""
+    return s3_bucket_holding(moto.endpoint, NAMES)
 
 
 @pytest.fixture
