@@ -32,7 +32,7 @@ from aiohttp import web
 
 from natsobj.aio import Client, ObjectStore
 from natsobj.errors import BucketNotFound, ObjectNotFound
-from natsobj.gateway import conditions, metadata, objects, xml
+from natsobj.gateway import conditions, etags, metadata, objects, xml
 from natsobj.gateway.s3errors import S3Error
 from natsobj.gateway.sigv4 import Verified
 from natsobj.model import ObjectInfo
@@ -158,6 +158,7 @@ async def upload_part(
         f"{_parts_prefix(bucket, upload_id)}{number:05d}",
         body.pieces(),
         ttl=UPLOAD_TTL,
+        digest_headers=lambda digest: etags.bind(etags.ETAG, body.etag(), digest),
     )
     return web.Response(headers={"ETag": metadata.etag(info), **body.checksums})
 
@@ -273,7 +274,6 @@ async def complete(
     chosen = _chosen(wanted, await _parts(uploads, bucket, upload_id), bucket, key)
     tag = multipart_etag(chosen)
     headers: dict[str, list[str]] = json.loads(record.metadata["headers"])
-    headers[metadata.MULTIPART_ETAG] = [tag]
     if_absent, expected_sequence = await conditions.write_precondition(store, key, request.headers)
     await store.put(
         key,
@@ -282,6 +282,7 @@ async def complete(
         metadata=json.loads(record.metadata["metadata"]),
         if_absent=if_absent,
         expected_sequence=expected_sequence,
+        digest_headers=lambda digest: etags.bind(etags.ETAG, tag, digest),
     )
     await uploads.put(
         record.name,

@@ -15,7 +15,7 @@ from aiohttp import web
 
 from natsobj.aio import Client, ObjectStore
 from natsobj.errors import ObjectNotFound
-from natsobj.gateway import checksums, chunked, conditions, metadata
+from natsobj.gateway import checksums, chunked, conditions, etags, metadata
 from natsobj.gateway.s3errors import S3Error
 from natsobj.gateway.sigv4 import STREAMING_PREFIX, UNSIGNED, PayloadCheck, Verified
 from natsobj.model import ObjectInfo
@@ -49,7 +49,8 @@ class UploadBody:
     behind): plain, or ``aws-chunked`` decoded (``natsobj.gateway.chunked``). Its length,
     SHA-256, ``Content-MD5`` and ``x-amz-checksum-*`` (header or trailer) are checked at the
     end: a failed check fails the put, which then writes no meta record (nothing is stored).
-    ``checksums`` holds the verified ``x-amz-checksum-*`` afterwards, which S3 echoes. Public
+    ``checksums`` holds the verified ``x-amz-checksum-*`` afterwards, which S3 echoes, and
+    ``etag`` the body's MD5 (S3's ETag), which the put binds to its digest. Public
     so that every upload (UploadPart as well as PutObject) checks its body by the same rules."""
 
     def __init__(self, request: web.Request, verified: Verified) -> None:
@@ -63,10 +64,15 @@ class UploadBody:
             self.payload = PayloadCheck(UNSIGNED)
         self.declared = checksums.declared(request.headers)
         self.checksums: dict[str, str] = {}
+        self.md5 = hashlib.md5(usedforsecurity=False)
+
+    def etag(self) -> str:
+        """S3's ETag of the body read: its MD5, quoted."""
+        return f'"{self.md5.hexdigest()}"'
 
     async def pieces(self) -> AsyncIterator[bytes]:
         md5_header = self.request.headers.get("Content-MD5")
-        md5 = hashlib.md5(usedforsecurity=False) if md5_header is not None else None
+        md5 = self.md5
         source = (
             self.decoder.pieces() if self.decoder is not None else self.request.content.iter_any()
         )
@@ -74,8 +80,7 @@ class UploadBody:
         async for piece in source:
             received += len(piece)
             self.payload.update(piece)
-            if md5 is not None:
-                md5.update(piece)
+            md5.update(piece)
             if self.declared is not None:
                 self.declared[0].update(piece)
             yield piece
@@ -86,7 +91,7 @@ class UploadBody:
                 "header",
             )
         self.payload.finish()
-        if md5 is not None and md5_header is not None:
+        if md5_header is not None:
             try:
                 wanted = base64.b64decode(md5_header, validate=True)
             except (binascii.Error, ValueError):
@@ -121,6 +126,7 @@ async def put_object(
         metadata=meta,
         if_absent=if_absent,
         expected_sequence=expected_sequence,
+        digest_headers=lambda digest: etags.bind(etags.ETAG, body.etag(), digest),
     )
     return web.Response(headers={"ETag": metadata.etag(info), **body.checksums})
 
