@@ -185,12 +185,11 @@ def test_s3fs_reads_writes_lists(gateway: GatewayThread, bucket: str) -> None:
 
 @pytest.fixture
 def pyarrow_s3(gateway: GatewayThread, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """pyarrow's S3FileSystem on the gateway. Its AWS SDK sends a write's body aws-chunked with a
-    trailing CRC64NVME checksum, which the gateway does not compute yet, unless told to add
-    checksums only where S3 requires them."""
+    """pyarrow's S3FileSystem on the gateway, with its AWS SDK's defaults: a write's body goes
+    aws-chunked with a trailing CRC64NVME checksum, which the gateway verifies."""
     from pyarrow import fs
 
-    monkeypatch.setenv("AWS_REQUEST_CHECKSUM_CALCULATION", "when_required")
+    monkeypatch.delenv("AWS_REQUEST_CHECKSUM_CALCULATION", raising=False)
     return fs.S3FileSystem(
         access_key=ACCESS_KEY,
         secret_key=SECRET,
