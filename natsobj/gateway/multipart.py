@@ -211,17 +211,25 @@ async def copy_part(
         algorithm = _algorithm(record)
         checksum = checksums.Checksum(algorithm) if algorithm is not None else None
 
+        md5 = hashlib.md5(usedforsecurity=False)
+
         async def pieces() -> AsyncIterator[bytes]:
             async for piece in objects.range_pieces(reader, start, end):
+                md5.update(piece)
                 if checksum is not None:
                     checksum.update(piece)
                 yield piece
 
         def keep(digest: str) -> dict[str, list[str]]:
-            if checksum is None:
-                return {}
-            kept = checksums.Stored(checksum.algorithm, checksums.FULL_OBJECT, checksum.value())
-            return kept.bind(digest)
+            """The part's ETag (the MD5 of the bytes copied, as an uploaded part's) and its
+            checksum, bound to its digest."""
+            kept = {**etags.bind(etags.ETAG, f'"{md5.hexdigest()}"', digest)}
+            if checksum is not None:
+                value = checksum.value()
+                kept.update(
+                    checksums.Stored(checksum.algorithm, checksums.FULL_OBJECT, value).bind(digest)
+                )
+            return kept
 
         info = await uploads.put(
             part_name(bucket, upload_id, number), pieces(), ttl=UPLOAD_TTL, digest_headers=keep
@@ -336,27 +344,28 @@ def multipart_etag(parts: list[ObjectInfo]) -> str:
 class Whole:
     """The checksum of an object completed from parts, from its upload's algorithm and type:
     COMPOSITE is known before a byte is read (the checksum of the parts' checksums),
-    FULL_OBJECT once the parts have streamed through (``update``). ``declared``: the value
-    Complete's ``x-amz-checksum-*`` header gives, checked in ``finish`` (BadDigest), which
-    runs before the object is committed."""
+    FULL_OBJECT once the parts have streamed through (``update``, then ``finish``, before the
+    object is committed). The value Complete's ``x-amz-checksum-*`` header declares is
+    compared as soon as the checksum is known: BadDigest, nothing stored."""
 
     def __init__(self, record: ObjectInfo, chosen: list[ObjectInfo], request: web.Request):
         self.algorithm = _algorithm(record)
         self.kind = record.metadata.get("checksum_type", checksums.COMPOSITE)
         self.declared = checksums.declared(request.headers)
-        self.part_values: list[str | None] = []
-        for info in chosen:
-            kept = checksums.stored(info)
-            ok = kept is not None and kept.algorithm == self.algorithm
-            self.part_values.append(kept.value if ok and kept is not None else None)
+        kept = [checksums.stored(info) for info in chosen]
+        self.part_values: list[str | None] = [
+            part.value if part is not None and part.algorithm == self.algorithm else None
+            for part in kept
+        ]
         self.full: checksums.Checksum | None = None
         self.value: str | None = None
         if self.algorithm is None or None in self.part_values:
             return
         if self.kind == checksums.FULL_OBJECT:
             self.full = checksums.Checksum(self.algorithm)
-        else:
+        else:  # known now: a wrong declared one fails before a byte is read
             self.value = checksums.composite(self.algorithm, [v or "" for v in self.part_values])
+            self._check()
 
     def update(self, piece: bytes) -> None:
         if self.full is not None:
@@ -365,6 +374,9 @@ class Whole:
     def finish(self) -> None:
         if self.full is not None:
             self.value = self.full.value()
+            self._check()
+
+    def _check(self) -> None:
         if self.declared is None or self.value is None:
             return
         checksum, given = self.declared

@@ -357,6 +357,7 @@ def test_upload_part_copy_ranges_and_conditions(s3, bucket: str) -> None:  # typ
         CopySourceIfMatch=put["ETag"],
     )["CopyPartResult"]
     assert one["ChecksumCRC32"] == _checksum("CRC32", source[:PART])
+    assert one["ETag"] == f'"{hashlib.md5(source[:PART]).hexdigest()}"'
     two = s3.upload_part_copy(
         Bucket=bucket,
         Key=key,
