@@ -6,7 +6,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from natsobj.aio import Client
-from natsobj.gateway import checksums, conditions, metadata, parts, xml
+from natsobj.gateway import checksums, metadata, parts, xml
 from natsobj.gateway.s3errors import S3Error
 
 NAMES = frozenset({"ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"})
@@ -40,7 +40,6 @@ async def get_attributes(
         )
     store = await client.store(bucket)
     info = await store.get_info(key)
-    conditions.check_read(request.headers, info)
     kept = checksums.stored(info)
     fields: list[str] = []
     if "ETag" in wanted:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ MODE_HEADER = "x-amz-checksum-mode"
 STORED = "S3-Checksum"
 """The record header keeping an object's verified checksum, ``<algorithm>:<type>:<value>``."""
 COMPOSITE = "COMPOSITE"
+_VALUE = re.compile(r"[A-Za-z0-9+/]{4,88}={0,2}(-[0-9]{1,5})?")
 FULL_OBJECT = "FULL_OBJECT"
 
 
@@ -147,15 +149,6 @@ def declared(headers: Mapping[str, str]) -> tuple[Checksum, str] | None:
     return Checksum(algorithm), value
 
 
-def hasher(algorithm: str) -> Hasher:
-    """A fresh hasher of ``algorithm`` (lower-case, as in the header's name)."""
-    return Checksum(algorithm).hasher
-
-
-def encode(digest: bytes) -> str:
-    return base64.b64encode(digest).decode()
-
-
 def upload_algorithm(headers: Mapping[str, str]) -> tuple[str, str] | None:
     """``(algorithm, type)`` a CreateMultipartUpload asks for (``x-amz-checksum-algorithm``,
     ``x-amz-checksum-type``), None for none. S3's defaults and rules: COMPOSITE unless asked,
@@ -182,10 +175,10 @@ def upload_algorithm(headers: Mapping[str, str]) -> tuple[str, str] | None:
 
 def composite(algorithm: str, values: list[str]) -> str:
     """S3's COMPOSITE checksum of parts: the checksum of their checksums' bytes, ``-count``."""
-    combined = hasher(algorithm)
+    combined = Checksum(algorithm)
     for value in values:
         combined.update(base64.b64decode(value))
-    return f"{encode(combined.digest())}-{len(values)}"
+    return f"{combined.value()}-{len(values)}"
 
 
 @dataclass(frozen=True)
@@ -218,9 +211,15 @@ def stored(info: ObjectInfo) -> Stored | None:
         return None
     algorithm, _, rest = value.partition(":")
     kind, _, checksum = rest.partition(":")
-    if algorithm not in ALGORITHMS or kind not in (COMPOSITE, FULL_OBJECT) or not checksum:
+    if algorithm not in ALGORITHMS or kind not in (COMPOSITE, FULL_OBJECT):
         return None
-    return Stored(algorithm, kind, checksum)
+    return Stored(algorithm, kind, checksum) if well_formed(checksum) else None
+
+
+def well_formed(value: str) -> bool:
+    """Whether a kept checksum is one S3 could answer (base64, ``-count`` for a composite):
+    a header value from a record is input, never copied into a response unchecked."""
+    return _VALUE.fullmatch(value) is not None
 
 
 def only_one(checksums: Mapping[str, str], algorithm: str | None = None) -> Stored | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from natsobj.gateway import etags
+from natsobj.gateway import checksums, etags
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import ObjectInfo
 
@@ -45,7 +45,9 @@ def layout(info: ObjectInfo) -> list[Part] | None:
     start = 0
     for number, entry in enumerate(value.split(","), start=1):
         size_text, _, checksum = entry.partition(":")
-        if not size_text.isdigit():
+        if not (size_text.isascii() and size_text.isdigit()) or (
+            checksum and not checksums.well_formed(checksum)
+        ):
             return None
         found.append(Part(number, start, int(size_text), checksum or None))
         start += int(size_text)

@@ -397,3 +397,25 @@ def test_upload_part_copy_ranges_and_conditions(s3, bucket: str) -> None:  # typ
     )
     assert done["ChecksumCRC32"] == _checksum("CRC32", source)
     assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == source
+
+
+def test_a_kept_value_that_is_no_checksum_is_not_answered(s3, bucket: str, sync_client) -> None:  # type: ignore[no-untyped-def]
+    """Headers are any NATS client's to write: a checksum or part list bound to the right
+    digest but not of S3's form is ignored, never copied into a response."""
+    store = sync_client.store(bucket)
+    data = os.urandom(100)
+    digest = store.put("forged.bin", data).digest
+    store.put(
+        "forged.bin",
+        data,
+        headers={
+            "S3-Checksum": [f"crc32:FULL_OBJECT:AAAA<x> {digest}"],
+            "S3-Parts": [f"50:AAAA<x>,50 {digest}"],
+        },
+    )
+    head = s3.head_object(Bucket=bucket, Key="forged.bin", ChecksumMode="ENABLED")
+    assert not [name for name in head["ResponseMetadata"]["HTTPHeaders"] if "checksum" in name]
+    assert "PartsCount" not in s3.head_object(Bucket=bucket, Key="forged.bin", PartNumber=1)
+    with pytest.raises(botocore.exceptions.ClientError) as past:
+        s3.head_object(Bucket=bucket, Key="forged.bin", PartNumber=2)
+    assert past.value.response["ResponseMetadata"]["HTTPStatusCode"] == 416
