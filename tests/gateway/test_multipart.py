@@ -419,3 +419,17 @@ def test_a_kept_value_that_is_no_checksum_is_not_answered(s3, bucket: str, sync_
     with pytest.raises(botocore.exceptions.ClientError) as past:
         s3.head_object(Bucket=bucket, Key="forged.bin", PartNumber=2)
     assert past.value.response["ResponseMetadata"]["HTTPStatusCode"] == 416
+
+
+def test_boto3_managed_copy_above_the_threshold_is_upload_part_copy(s3, bucket: str) -> None:  # type: ignore[no-untyped-def]
+    """boto3's managed ``copy`` (what ``aws s3 cp`` between S3 URLs uses) copies an object
+    above its multipart threshold part by part with UploadPartCopy."""
+    data = os.urandom(2 * PART + 777)
+    s3.put_object(Bucket=bucket, Key="managed/source.bin", Body=data)
+    config = TransferConfig(multipart_threshold=PART, multipart_chunksize=PART)
+    s3.copy(
+        {"Bucket": bucket, "Key": "managed/source.bin"}, bucket, "managed/copy.bin", Config=config
+    )
+    head = s3.head_object(Bucket=bucket, Key="managed/copy.bin")
+    assert head["ETag"].endswith('-3"')
+    assert s3.get_object(Bucket=bucket, Key="managed/copy.bin")["Body"].read() == data
