@@ -186,6 +186,7 @@ async def put_atomic(
     required: int | None,
     chunk_headers: Mapping[str, str] | None = None,
     meta_headers: Callable[[], Mapping[str, str]] | None = None,
+    digest_headers: Callable[[str], Mapping[str, list[str]]] | None = None,
 ) -> tuple[Committed | None, PutSource]:
     """``ObjectStore.put``'s atomic way: ``(committed, source)``, with ``committed`` None when
     the object does not fit a batch or the server turned the batch away, and ``source`` what
@@ -195,7 +196,8 @@ async def put_atomic(
     reads the version the put replaces (it runs while the chunks go out); ``required`` is
     the put's compare-and-swap sequence.
     ``chunk_headers`` go with every chunk and ``meta_headers()`` (called when the record
-    goes out) with the record: an expiring put's Nats-TTL (natsobj.aio.expiry)."""
+    goes out) with the record: an expiring put's Nats-TTL (natsobj.aio.expiry).
+    ``digest_headers(digest)`` adds to the record's own headers (``ObjectStore.put``)."""
     if max_bytes is None:
         max_bytes = default_max_bytes(bucket_stream.replicas)
     limit = min(max_bytes, (ATOMIC_BATCH_MESSAGES - 1) * chunk_size)
@@ -211,6 +213,7 @@ async def put_atomic(
         window_bytes=window_bytes,
         chunk_headers=chunk_headers,
         meta_headers=meta_headers,
+        digest_headers=digest_headers,
     )
     first = asyncio.ensure_future(current())
     try:
@@ -265,6 +268,7 @@ class AtomicPut:
         window_bytes: int,
         chunk_headers: Mapping[str, str] | None = None,
         meta_headers: Callable[[], Mapping[str, str]] | None = None,
+        digest_headers: Callable[[str], Mapping[str, list[str]]] | None = None,
     ) -> None:
         self.stream = bucket_stream
         self.api = bucket_stream.api
@@ -274,6 +278,7 @@ class AtomicPut:
         self.bucket = bucket_stream.bucket
         self.chunk_headers = dict(chunk_headers or {})
         self.meta_headers = meta_headers
+        self.digest_headers = digest_headers
 
     async def run(
         self,
@@ -353,6 +358,8 @@ class AtomicPut:
                 chunks=count,
                 digest=format_digest(await hasher.digest()),
             )
+            if self.digest_headers is not None:
+                info.headers = {**info.headers, **self.digest_headers(info.digest)}
             headers = {
                 **(self.meta_headers() if self.meta_headers is not None else {}),
                 BATCH_ID: batch,

@@ -69,6 +69,7 @@ async def put(
     expected_sequence: int | None,
     tiering: Tiering | None,
     ttl: float | str | timedelta | None,
+    digest_headers: Callable[[str], Mapping[str, list[str]]] | None = None,
 ) -> ObjectInfo:
     """``ObjectStore.put`` of a checked name (its docstring says what a put promises), with
     the client's put window and the server's max_payload."""
@@ -101,6 +102,7 @@ async def put(
             meta_headers=(
                 (lambda: expiry.meta_headers(bucket, name)) if expiry is not None else None
             ),
+            digest_headers=digest_headers,
         )
         if atomic is not None:
             atomic.info.expires = expiry.expires if expiry is not None else None
@@ -138,6 +140,8 @@ async def put(
         info = template
         info.nuid, info.size, info.chunks = nuid, size, chunks
         info.digest = format_digest(digest)
+        if digest_headers is not None:
+            info.headers.update(digest_headers(info.digest))
         committed = await _commit_behind_last_chunk(
             stream, info, window, replacing, expected_sequence, meta_headers
         )

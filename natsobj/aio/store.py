@@ -158,6 +158,7 @@ class ObjectStore:
         if_absent: bool = False,
         tiering: Tiering | None = None,
         ttl: float | str | timedelta | None = None,
+        digest_headers: Callable[[str], Mapping[str, list[str]]] | None = None,
     ) -> ObjectInfo:
         """Store ``source`` as ``name``. Chunks first, meta last: a failed put leaves no object
         and the previous version intact, and its chunks are purged where the server allows.
@@ -177,7 +178,12 @@ class ObjectStore:
         that long after the put started, with no client running (docs/lifecycle.md); None
         applies the bucket's first matching lifecycle rule, 0 keeps it whatever the rules
         say. Every put is a new version with a clock of its own. ExpiryNotEnabled when the
-        bucket does not allow per-object TTLs."""
+        bucket does not allow per-object TTLs.
+
+        ``digest_headers`` is called with the object's digest once every byte is read, before
+        the record is written; the headers it returns are added to the record's. It is how a
+        value that holds only for these bytes is bound to them (the S3 gateway's ETag:
+        natsobj.gateway.etags)."""
         self._check_name(name)
         if if_absent:
             if expected_sequence is not None:
@@ -199,6 +205,7 @@ class ObjectStore:
             expected_sequence=expected_sequence,
             tiering=tiering,
             ttl=ttl,
+            digest_headers=digest_headers,
         )
 
     # -- get --------------------------------------------------------------------------------------

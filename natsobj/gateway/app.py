@@ -16,7 +16,16 @@ from aiohttp import web
 
 from natsobj.aio import Client
 from natsobj.errors import NatsObjError
-from natsobj.gateway import buckets, copying, deletes, multipart, objects, sigv4, xml
+from natsobj.gateway import (
+    attributes,
+    buckets,
+    copying,
+    deletes,
+    multipart,
+    objects,
+    sigv4,
+    xml,
+)
 from natsobj.gateway.clients import ClientPool
 from natsobj.gateway.s3errors import S3Error, from_natsobj
 
@@ -52,7 +61,6 @@ UNSUPPORTED = frozenset(
         "inventory",
         "metrics",
         "ownershipControls",
-        "attributes",
         "publicAccessBlock",
         "intelligent-tiering",
         "restore",
@@ -124,6 +132,8 @@ async def dispatch(
     else:
         if method == "PUT" and "x-amz-copy-source" in request.headers:
             return await copying.copy_object(client, request, bucket, key)
+        if method == "GET" and "attributes" in query:
+            return await attributes.get_attributes(client, request, bucket, key)
         if method == "PUT":
             return await objects.put_object(client, request, bucket, key, verified)
         if method in ("GET", "HEAD"):
@@ -147,7 +157,7 @@ async def _multipart(
     if method == "POST" and "uploads" in query:
         return await multipart.create(client, request, bucket, key)
     if method == "PUT" and "x-amz-copy-source" in request.headers:
-        raise S3Error("NotImplemented", "UploadPartCopy is not implemented yet", bucket=bucket)
+        return await multipart.copy_part(client, request, bucket, key, query)
     if method == "PUT":
         return await multipart.upload_part(client, request, bucket, key, query, verified)
     if method == "POST":

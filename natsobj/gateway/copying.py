@@ -10,7 +10,7 @@ from aiohttp import web
 
 from natsobj.aio import Client
 from natsobj.aio.copy import copy_object as core_copy
-from natsobj.gateway import conditions, metadata, xml
+from natsobj.gateway import conditions, etags, metadata, xml
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import ObjectInfo
 
@@ -37,8 +37,9 @@ def parse_source(value: str) -> tuple[str, str]:
 async def copy_object(client: Client, request: web.Request, bucket: str, key: str) -> web.Response:
     """Copy the source object to ``bucket``/``key``: its headers and metadata kept
     (``x-amz-metadata-directive: COPY``, the default) or taken from this request (``REPLACE``,
-    the only way to copy an object onto itself, as S3 has it). The source's conditions are
-    judged on the version that is copied, before a byte is written."""
+    the only way to copy an object onto itself, as S3 has it); the source's ETag is kept
+    either way. The source's conditions are judged on the version that is copied, before a
+    byte is written."""
     source_bucket, source_key = parse_source(request.headers[SOURCE])
     directive = request.headers.get(DIRECTIVE, "COPY").upper()
     if directive not in ("COPY", "REPLACE"):
@@ -59,6 +60,9 @@ async def copy_object(client: Client, request: web.Request, bucket: str, key: st
 
     def check(info: ObjectInfo) -> None:
         conditions.check_copy_source(request.headers, info)
+        if headers is not None and etags.ETAG in info.headers:
+            # the copy has the source's bytes, so the source's ETag holds for it too
+            headers[etags.ETAG] = info.headers[etags.ETAG]
 
     copied = await core_copy(
         source, source_key, target, key, check=check, headers=headers, metadata=meta

@@ -3,8 +3,9 @@ what an S3 client set and an S3 client sees what they set.
 
 * ``x-amz-meta-<name>`` ↔ the record's ``metadata`` (``<name>`` lower-cased, as S3 keeps it);
 * ``Content-Type`` and the other representation headers S3 stores ↔ the record's ``headers``;
-* the ETag is derived from the record's SHA-256 digest, so it is the same for every reader and
-  for objects written by any client.
+* the ETag is S3's (the body's MD5) for an object the gateway wrote, kept in the record bound
+  to its digest (natsobj.gateway.etags); any other object's is derived from the record's
+  SHA-256 digest, the same for every reader.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import hashlib
 from collections.abc import Mapping
 from email.utils import format_datetime
 
+from natsobj.gateway import etags
 from natsobj.model import ObjectInfo, digest_bytes
 
 META_PREFIX = "x-amz-meta-"
@@ -25,9 +27,6 @@ STORED_HEADERS = (
     "Expires",
 )
 DEFAULT_CONTENT_TYPE = "binary/octet-stream"  # what S3 answers for an object stored without one
-MULTIPART_ETAG = "S3-Multipart-ETag"
-"""The ADR-20 header holding the ETag S3 gives an object completed from parts (MD5 of the parts'
-ETags, ``-count``): its ETag from then on, so Complete's answer holds for If-Match."""
 
 
 def from_request(
@@ -55,12 +54,13 @@ def from_request(
 
 
 def etag(info: ObjectInfo) -> str:
-    """A quoted 32-hex-digit entity tag: the first half of the object's SHA-256 (the nuid's
-    hash for a record without a digest, which still changes with every version); an object
-    completed from parts keeps the multipart ETag Complete answered with."""
-    completed = info.headers.get(MULTIPART_ETAG)
-    if completed:
-        return completed[0]
+    """A quoted entity tag: the one the gateway stored with the object for these very bytes
+    (``etags.ETAG``: the body's MD5, or the multipart form Complete answered with), else the
+    first half of the object's SHA-256 in hex (the nuid's hash for a record without a digest,
+    which still changes with every version)."""
+    stored = etags.bound(info, etags.ETAG)
+    if stored is not None:
+        return stored
     digest = digest_bytes(info.digest) if info.digest else None
     if digest is None:
         digest = hashlib.sha256(info.nuid.encode()).digest()

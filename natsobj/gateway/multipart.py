@@ -26,13 +26,14 @@ import re
 import secrets
 import xml.etree.ElementTree as ElementTree
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import timedelta
 
 from aiohttp import web
 
 from natsobj.aio import Client, ObjectStore
 from natsobj.errors import BucketNotFound, ObjectNotFound
-from natsobj.gateway import conditions, metadata, objects, xml
+from natsobj.gateway import checksums, conditions, copying, etags, metadata, objects, parts, xml
 from natsobj.gateway.s3errors import S3Error
 from natsobj.gateway.sigv4 import Verified
 from natsobj.model import ObjectInfo
@@ -42,9 +43,10 @@ UPLOADS_STORE = "natsobj_multipart"
 UPLOAD_TTL = timedelta(days=7)
 """How long an upload and its parts live without Complete or Abort."""
 MIN_PART_SIZE = 5 << 20  # S3's smallest part but the last
-MAX_PART_NUMBER = 10000
 MAX_LISTED = 1000  # S3's ceiling on one page of parts or uploads
 _UPLOAD_ID = re.compile(r"[0-9a-f]{32}")
+_COPY_RANGE = re.compile(r"bytes=(\d+)-(\d+)")
+COPY_RANGE = "x-amz-copy-source-range"
 XML = "application/xml"
 OWNER = "<Owner><ID>natsobj</ID><DisplayName>natsobj</DisplayName></Owner>"
 INITIATOR = "<Initiator><ID>natsobj</ID><DisplayName>natsobj</DisplayName></Initiator>"
@@ -91,18 +93,6 @@ async def _record(uploads: ObjectStore, bucket: str, key: str, upload_id: str | 
     return info
 
 
-def _part_number(query: dict[str, str]) -> int:
-    try:
-        number = int(query.get("partNumber", ""))
-    except ValueError:
-        number = 0
-    if not 1 <= number <= MAX_PART_NUMBER:
-        raise S3Error(
-            "InvalidArgument", f"Part number must be an integer between 1 and {MAX_PART_NUMBER}"
-        )
-    return number
-
-
 async def _parts(uploads: ObjectStore, bucket: str, upload_id: str) -> dict[int, ObjectInfo]:
     """The upload's parts by number (the latest upload of each number)."""
     prefix = _parts_prefix(bucket, upload_id)
@@ -114,18 +104,22 @@ async def create(client: Client, request: web.Request, bucket: str, key: str) ->
     await client.store(bucket)  # NoSuchBucket before anything is written
     uploads = await _uploads(client)
     headers, meta = metadata.from_request(request.headers)
+    chosen = checksums.upload_algorithm(request.headers)
     upload_id = secrets.token_hex(16)
-    await uploads.put(
-        _record_name(bucket, upload_id),
-        b"",
-        metadata={
-            "key": key,
-            "headers": json.dumps(headers),
-            "metadata": json.dumps(meta),
-            "state": "open",
-        },
-        ttl=UPLOAD_TTL,
-    )
+    record = {
+        "key": key,
+        "headers": json.dumps(headers),
+        "metadata": json.dumps(meta),
+        "state": "open",
+    }
+    answer: dict[str, str] = {}
+    if chosen is not None:
+        record["checksum_algorithm"], record["checksum_type"] = chosen
+        answer = {
+            checksums.ALGORITHM_HEADER: chosen[0].upper(),
+            checksums.TYPE_HEADER: chosen[1],
+        }
+    await uploads.put(_record_name(bucket, upload_id), b"", metadata=record, ttl=UPLOAD_TTL)
     body = xml.document(
         "InitiateMultipartUploadResult",
         [
@@ -134,7 +128,28 @@ async def create(client: Client, request: web.Request, bucket: str, key: str) ->
             xml.element("UploadId", upload_id),
         ],
     )
-    return web.Response(body=body, content_type=XML)
+    return web.Response(body=body, content_type=XML, headers=answer)
+
+
+def _algorithm(record: ObjectInfo) -> str | None:
+    """The checksum algorithm the upload was created with (every part gets its checksum)."""
+    return record.metadata.get("checksum_algorithm") or None
+
+
+async def _open_record(
+    client: Client, bucket: str, key: str, query: dict[str, str]
+) -> tuple[ObjectStore, str, ObjectInfo]:
+    """``(hidden store, upload id, record)`` of an upload still open (NoSuchUpload else)."""
+    uploads = await _uploads(client)
+    upload_id = query.get("uploadId", "")
+    record = await _record(uploads, bucket, key, upload_id)
+    if record.metadata.get("state") != "open":
+        raise _no_upload(bucket, key)
+    return uploads, upload_id, record
+
+
+def part_name(bucket: str, upload_id: str, number: int) -> str:
+    return f"{_parts_prefix(bucket, upload_id)}{number:05d}"
 
 
 async def upload_part(
@@ -147,28 +162,105 @@ async def upload_part(
 ) -> web.Response:
     """One part, streamed into the hidden store in bounded memory (the same checks as a
     PutObject's body); re-sending a part number replaces it."""
-    number = _part_number(query)
-    body = objects.UploadBody(request, verified)
-    uploads = await _uploads(client)
-    upload_id = query.get("uploadId", "")
-    record = await _record(uploads, bucket, key, upload_id)
-    if record.metadata.get("state") != "open":
-        raise _no_upload(bucket, key)
+    number = parts.part_number(query.get("partNumber", ""))
+    uploads, upload_id, record = await _open_record(client, bucket, key, query)
+    body = objects.UploadBody(request, verified, _algorithm(record))
     info = await uploads.put(
-        f"{_parts_prefix(bucket, upload_id)}{number:05d}",
+        part_name(bucket, upload_id, number),
         body.pieces(),
         ttl=UPLOAD_TTL,
+        digest_headers=body.keep,
     )
     return web.Response(headers={"ETag": metadata.etag(info), **body.checksums})
+
+
+def parse_copy_range(value: str | None, size: int) -> tuple[int, int]:
+    """``[start, end)`` of an ``x-amz-copy-source-range`` (``bytes=FIRST-LAST``, one range,
+    both ends given) for a source of ``size`` bytes: the whole source without one;
+    InvalidArgument for any other form, InvalidRange past the source's end (as S3 answers)."""
+    if value is None:
+        return 0, size
+    match = _COPY_RANGE.fullmatch(value.strip())
+    if match is None or int(match[2]) < int(match[1]):
+        raise S3Error(
+            "InvalidArgument",
+            "The x-amz-copy-source-range value must be of the form bytes=first-last where first"
+            " and last are the zero-based offsets of the first and last bytes to copy",
+        )
+    start, last = int(match[1]), int(match[2])
+    if last >= size:
+        raise S3Error("InvalidRange", "The requested range is not satisfiable")
+    return start, last + 1
+
+
+async def copy_part(
+    client: Client, request: web.Request, bucket: str, key: str, query: dict[str, str]
+) -> web.Response:
+    """UploadPartCopy: a range of an existing object (``x-amz-copy-source``,
+    ``x-amz-copy-source-range``) as a part, read through the core's range reader (only the
+    chunks that hold it, one piece in memory) into the part's put. The copy-source conditions
+    are CopyObject's, judged on the version read."""
+    number = parts.part_number(query.get("partNumber", ""))
+    uploads, upload_id, record = await _open_record(client, bucket, key, query)
+    source_bucket, source_key = copying.parse_source(request.headers[copying.SOURCE])
+    source = await client.store(source_bucket)
+    reader = await source.open_range(source_key)
+    try:
+        conditions.check_copy_source(request.headers, reader.info)
+        start, end = parse_copy_range(request.headers.get(COPY_RANGE), reader.info.size)
+        algorithm = _algorithm(record)
+        checksum = checksums.Checksum(algorithm) if algorithm is not None else None
+
+        md5 = hashlib.md5(usedforsecurity=False)
+
+        async def pieces() -> AsyncIterator[bytes]:
+            async for piece in objects.range_pieces(reader, start, end):
+                md5.update(piece)
+                if checksum is not None:
+                    checksum.update(piece)
+                yield piece
+
+        def keep(digest: str) -> dict[str, list[str]]:
+            """The part's ETag (the MD5 of the bytes copied, as an uploaded part's) and its
+            checksum, bound to its digest."""
+            kept = {**etags.bind(etags.ETAG, f'"{md5.hexdigest()}"', digest)}
+            if checksum is not None:
+                value = checksum.value()
+                kept.update(
+                    checksums.Stored(checksum.algorithm, checksums.FULL_OBJECT, value).bind(digest)
+                )
+            return kept
+
+        info = await uploads.put(
+            part_name(bucket, upload_id, number), pieces(), ttl=UPLOAD_TTL, digest_headers=keep
+        )
+    finally:
+        await reader.close()
+    fields = [
+        xml.element("LastModified", xml.iso(info.mtime)),
+        xml.element("ETag", metadata.etag(info)),
+    ]
+    if checksum is not None:
+        fields.append(xml.element("Checksum" + checksum.algorithm.upper(), checksum.value()))
+    return web.Response(body=xml.document("CopyPartResult", fields), content_type=XML)
 
 
 def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def parse_complete(body: bytes) -> list[tuple[int, str]]:
-    """``[(part number, ETag)]`` of a ``<CompleteMultipartUpload>`` document, in its order;
-    MalformedXML for anything else or for no parts at all (as S3 answers)."""
+@dataclass(frozen=True)
+class Wanted:
+    """One ``<Part>`` of a CompleteMultipartUpload document."""
+
+    number: int
+    etag: str
+    checksums: dict[str, str]  # its ``Checksum<ALGORITHM>`` elements, by lower-case algorithm
+
+
+def parse_complete(body: bytes) -> list[Wanted]:
+    """The parts of a ``<CompleteMultipartUpload>`` document, in its order; MalformedXML for
+    anything else or for no parts at all (as S3 answers)."""
     malformed = S3Error("MalformedXML", "The XML you provided was not well-formed")
     try:
         root = ElementTree.fromstring(body)
@@ -176,7 +268,7 @@ def parse_complete(body: bytes) -> list[tuple[int, str]]:
         raise malformed from None
     if _local(root.tag) != "CompleteMultipartUpload":
         raise malformed
-    parts: list[tuple[int, str]] = []
+    wanted: list[Wanted] = []
     for child in root:
         if _local(child.tag) != "Part":
             continue
@@ -185,22 +277,37 @@ def parse_complete(body: bytes) -> list[tuple[int, str]]:
             number = int(fields.get("PartNumber", ""))
         except ValueError:
             raise malformed from None
-        parts.append((number, fields.get("ETag", "").strip('"')))
-    if not parts:
+        sums = {
+            name[len("Checksum") :].lower(): value
+            for name, value in fields.items()
+            if name.startswith("Checksum") and name != "ChecksumType"
+        }
+        wanted.append(Wanted(number, fields.get("ETag", "").strip('"'), sums))
+    if not wanted:
         raise malformed
-    return parts
+    return wanted
+
+
+def _invalid_part(bucket: str, key: str) -> S3Error:
+    return S3Error(
+        "InvalidPart",
+        "One or more of the specified parts could not be found. The part may not have been"
+        " uploaded, or the specified entity tag may not match the part's entity tag.",
+        bucket=bucket,
+        key=key,
+    )
 
 
 def _chosen(
-    wanted: list[tuple[int, str]], stored: dict[int, ObjectInfo], bucket: str, key: str
+    wanted: list[Wanted], stored: dict[int, ObjectInfo], bucket: str, key: str
 ) -> list[ObjectInfo]:
     """The parts Complete names, checked as S3 checks them: ascending numbers
-    (InvalidPartOrder), each uploaded with the ETag given (InvalidPart), every part but the
-    last at least ``MIN_PART_SIZE`` (EntityTooSmall)."""
+    (InvalidPartOrder), each uploaded with the ETag and checksum given (InvalidPart), every
+    part but the last at least ``MIN_PART_SIZE`` (EntityTooSmall)."""
     chosen: list[ObjectInfo] = []
     previous = 0
-    for number, tag in wanted:
-        if number <= previous:
+    for part in wanted:
+        if part.number <= previous:
             raise S3Error(
                 "InvalidPartOrder",
                 "The list of parts was not in ascending order. The parts list must be specified"
@@ -208,17 +315,14 @@ def _chosen(
                 bucket=bucket,
                 key=key,
             )
-        previous = number
-        info = stored.get(number)
-        if info is None or metadata.etag(info).strip('"') != tag:
-            raise S3Error(
-                "InvalidPart",
-                "One or more of the specified parts could not be found. The part may not have"
-                " been uploaded, or the specified entity tag may not match the part's entity"
-                " tag.",
-                bucket=bucket,
-                key=key,
-            )
+        previous = part.number
+        info = stored.get(part.number)
+        if info is None or metadata.etag(info).strip('"') != part.etag:
+            raise _invalid_part(bucket, key)
+        kept = checksums.stored(info)
+        for algorithm, value in part.checksums.items():
+            if kept is None or (kept.algorithm, kept.value) != (algorithm, value):
+                raise _invalid_part(bucket, key)
         chosen.append(info)
     for info in chosen[:-1]:
         if info.size < MIN_PART_SIZE:
@@ -237,60 +341,143 @@ def multipart_etag(parts: list[ObjectInfo]) -> str:
     return f'"{hashlib.md5(joined, usedforsecurity=False).hexdigest()}-{len(parts)}"'
 
 
-async def _concatenated(uploads: ObjectStore, parts: list[ObjectInfo]) -> AsyncIterator[bytes]:
-    """The parts' bytes in order, one chunk at a time, each part digest-checked as it ends."""
+class Whole:
+    """The checksum of an object completed from parts, from its upload's algorithm and type:
+    COMPOSITE is known before a byte is read (the checksum of the parts' checksums),
+    FULL_OBJECT once the parts have streamed through (``update``, then ``finish``, before the
+    object is committed). The value Complete's ``x-amz-checksum-*`` header declares is
+    compared as soon as the checksum is known: BadDigest, nothing stored."""
+
+    def __init__(self, record: ObjectInfo, chosen: list[ObjectInfo], request: web.Request):
+        self.algorithm = _algorithm(record)
+        self.kind = record.metadata.get("checksum_type", checksums.COMPOSITE)
+        self.declared = checksums.declared(request.headers)
+        kept = [checksums.stored(info) for info in chosen]
+        self.part_values: list[str | None] = [
+            part.value if part is not None and part.algorithm == self.algorithm else None
+            for part in kept
+        ]
+        self.full: checksums.Checksum | None = None
+        self.value: str | None = None
+        if self.algorithm is None or None in self.part_values:
+            return
+        if self.kind == checksums.FULL_OBJECT:
+            self.full = checksums.Checksum(self.algorithm)
+        else:  # known now: a wrong declared one fails before a byte is read
+            self.value = checksums.composite(self.algorithm, [v or "" for v in self.part_values])
+            self._check()
+
+    def update(self, piece: bytes) -> None:
+        if self.full is not None:
+            self.full.update(piece)
+
+    def finish(self) -> None:
+        if self.full is not None:
+            self.value = self.full.value()
+            self._check()
+
+    def _check(self) -> None:
+        if self.declared is None or self.value is None:
+            return
+        checksum, given = self.declared
+        given = given.strip()
+        if checksum.algorithm != self.algorithm or given not in (
+            self.value,
+            self.value.partition("-")[0],
+        ):
+            raise S3Error(
+                "BadDigest",
+                f"The {checksum.algorithm.upper()} you specified did not match the calculated "
+                "checksum.",
+            )
+
+    def stored(self) -> checksums.Stored | None:
+        if self.algorithm is None or self.value is None:
+            return None
+        return checksums.Stored(self.algorithm, self.kind, self.value)
+
+
+async def _concatenated(
+    uploads: ObjectStore, parts: list[ObjectInfo], whole: Whole
+) -> AsyncIterator[bytes]:
+    """The parts' bytes in order, one chunk at a time, each part digest-checked as it ends;
+    the whole object's checksum is checked after the last (before the put commits)."""
     for info in parts:
-        async with uploads.get(info.name) as whole:
-            async for piece in whole:
+        async with uploads.get(info.name) as reader:
+            async for piece in reader:
+                whole.update(piece)
                 yield piece
+    whole.finish()
 
 
-def _complete_result(bucket: str, key: str, tag: str) -> web.Response:
-    body = xml.document(
-        "CompleteMultipartUploadResult",
-        [
-            xml.element("Location", f"/{bucket}/{key}"),
-            xml.element("Bucket", bucket),
-            xml.element("Key", key),
-            xml.element("ETag", tag),
-        ],
-    )
+def _complete_result(
+    bucket: str, key: str, tag: str, kept: checksums.Stored | None
+) -> web.Response:
+    fields = [
+        xml.element("Location", f"/{bucket}/{key}"),
+        xml.element("Bucket", bucket),
+        xml.element("Key", key),
+        xml.element("ETag", tag),
+    ]
+    if kept is not None:
+        fields.append(checksums.element(kept) + xml.element("ChecksumType", kept.kind))
+    body = xml.document("CompleteMultipartUploadResult", fields)
     return web.Response(body=body, content_type=XML, headers={"ETag": tag})
+
+
+def _kept_in(record: ObjectInfo) -> checksums.Stored | None:
+    """The checksum a completed upload's record remembers, for a retried Complete."""
+    value = record.metadata.get("checksum")
+    algorithm = _algorithm(record)
+    if not value or algorithm is None:
+        return None
+    return checksums.Stored(algorithm, record.metadata.get("checksum_type", ""), value)
 
 
 async def complete(
     client: Client, request: web.Request, bucket: str, key: str, upload_id: str | None
 ) -> web.Response:
     """The parts named, in order, as one object under ``key``; ``If-None-Match`` /
-    ``If-Match`` hold against the current object through the core's compare-and-swap."""
+    ``If-Match`` hold against the current object through the core's compare-and-swap. The
+    object keeps its checksum and its parts' sizes and checksums (natsobj.gateway.parts)."""
     store = await client.store(bucket)
     uploads = await _uploads(client)
     record = await _record(uploads, bucket, key, upload_id)
     wanted = parse_complete(await request.read())
     if record.metadata.get("state") == "completed":
-        return _complete_result(bucket, key, record.metadata["etag"])
+        return _complete_result(bucket, key, record.metadata["etag"], _kept_in(record))
     assert upload_id is not None  # _record refused a missing one
     chosen = _chosen(wanted, await _parts(uploads, bucket, upload_id), bucket, key)
+    whole = Whole(record, chosen, request)
     tag = multipart_etag(chosen)
     headers: dict[str, list[str]] = json.loads(record.metadata["headers"])
-    headers[metadata.MULTIPART_ETAG] = [tag]
+
+    def keep(digest: str) -> dict[str, list[str]]:
+        kept = whole.stored()
+        layout = list(zip((info.size for info in chosen), whole.part_values, strict=True))
+        return {
+            **etags.bind(etags.ETAG, tag, digest),
+            **parts.bind(layout, digest),
+            **(kept.bind(digest) if kept else {}),
+        }
+
     if_absent, expected_sequence = await conditions.write_precondition(store, key, request.headers)
     await store.put(
         key,
-        _concatenated(uploads, chosen),
+        _concatenated(uploads, chosen, whole),
         headers=headers,
         metadata=json.loads(record.metadata["metadata"]),
         if_absent=if_absent,
         expected_sequence=expected_sequence,
+        digest_headers=keep,
     )
-    await uploads.put(
-        record.name,
-        b"",
-        metadata={**record.metadata, "state": "completed", "etag": tag},
-        ttl=UPLOAD_TTL,
-    )
+    kept = whole.stored()
+    done = {**record.metadata, "state": "completed", "etag": tag}
+    if kept is not None:
+        done["checksum"] = kept.value
+    await uploads.put(record.name, b"", metadata=done, ttl=UPLOAD_TTL)
     await _forget_parts(uploads, bucket, upload_id)
-    return _complete_result(bucket, key, tag)
+    return _complete_result(bucket, key, tag, kept)
 
 
 async def _forget(uploads: ObjectStore, info: ObjectInfo) -> None:
@@ -349,9 +536,17 @@ async def list_parts(client: Client, bucket: str, key: str, query: dict[str, str
         + xml.element("LastModified", xml.iso(stored[number].mtime))
         + xml.element("ETag", metadata.etag(stored[number]))
         + xml.element("Size", stored[number].size)
+        + checksums.element(checksums.stored(stored[number]))
         + "</Part>"
         for number in page
     ]
+    algorithm = _algorithm(record)
+    chosen = (
+        xml.element("ChecksumAlgorithm", algorithm.upper())
+        + xml.element("ChecksumType", record.metadata.get("checksum_type", ""))
+        if algorithm
+        else ""
+    )
     body = xml.document(
         "ListPartsResult",
         [
@@ -361,6 +556,7 @@ async def list_parts(client: Client, bucket: str, key: str, query: dict[str, str
             INITIATOR,
             OWNER,
             xml.element("StorageClass", "STANDARD"),
+            chosen,
             xml.element("PartNumberMarker", marker),
             xml.element("NextPartNumberMarker", page[-1] if page else marker),
             xml.element("MaxParts", limit),

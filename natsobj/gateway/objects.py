@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from natsobj.aio import Client, ObjectStore
+from natsobj.aio import Client, ObjectStore, RangeReader
 from natsobj.errors import ObjectNotFound
-from natsobj.gateway import checksums, chunked, conditions, metadata
+from natsobj.gateway import checksums, chunked, conditions, etags, metadata, parts
 from natsobj.gateway.s3errors import S3Error
 from natsobj.gateway.sigv4 import STREAMING_PREFIX, UNSIGNED, PayloadCheck, Verified
 from natsobj.model import ObjectInfo
@@ -49,10 +49,15 @@ class UploadBody:
     behind): plain, or ``aws-chunked`` decoded (``natsobj.gateway.chunked``). Its length,
     SHA-256, ``Content-MD5`` and ``x-amz-checksum-*`` (header or trailer) are checked at the
     end: a failed check fails the put, which then writes no meta record (nothing is stored).
-    ``checksums`` holds the verified ``x-amz-checksum-*`` afterwards, which S3 echoes. Public
-    so that every upload (UploadPart as well as PutObject) checks its body by the same rules."""
+    ``checksums`` holds the verified ``x-amz-checksum-*`` afterwards, which S3 echoes, and
+    ``etag`` the body's MD5 (S3's ETag), which the put binds to its digest. Public
+    so that every upload (UploadPart as well as PutObject) checks its body by the same rules.
+    ``algorithm``: a checksum the body must have whether or not the client sent it (a part
+    of an upload created with ``x-amz-checksum-algorithm``), computed when it did not."""
 
-    def __init__(self, request: web.Request, verified: Verified) -> None:
+    def __init__(
+        self, request: web.Request, verified: Verified, algorithm: str | None = None
+    ) -> None:
         self.request = request
         self.decoder: chunked.Decoder | None = None
         self.length = request.content_length
@@ -63,10 +68,21 @@ class UploadBody:
             self.payload = PayloadCheck(UNSIGNED)
         self.declared = checksums.declared(request.headers)
         self.checksums: dict[str, str] = {}
+        self.md5 = hashlib.md5(usedforsecurity=False)
+        self.algorithm = algorithm
+        self.computed: checksums.Checksum | None = None
+        if algorithm is not None and (
+            self.declared is None or self.declared[0].algorithm != algorithm
+        ):
+            self.computed = checksums.Checksum(algorithm)
+
+    def etag(self) -> str:
+        """S3's ETag of the body read: its MD5, quoted."""
+        return f'"{self.md5.hexdigest()}"'
 
     async def pieces(self) -> AsyncIterator[bytes]:
         md5_header = self.request.headers.get("Content-MD5")
-        md5 = hashlib.md5(usedforsecurity=False) if md5_header is not None else None
+        md5 = self.md5
         source = (
             self.decoder.pieces() if self.decoder is not None else self.request.content.iter_any()
         )
@@ -74,10 +90,11 @@ class UploadBody:
         async for piece in source:
             received += len(piece)
             self.payload.update(piece)
-            if md5 is not None:
-                md5.update(piece)
+            md5.update(piece)
             if self.declared is not None:
                 self.declared[0].update(piece)
+            if self.computed is not None:
+                self.computed.update(piece)
             yield piece
         if self.length is not None and received != self.length:
             raise S3Error(
@@ -86,7 +103,7 @@ class UploadBody:
                 "header",
             )
         self.payload.finish()
-        if md5 is not None and md5_header is not None:
+        if md5_header is not None:
             try:
                 wanted = base64.b64decode(md5_header, validate=True)
             except (binascii.Error, ValueError):
@@ -103,6 +120,18 @@ class UploadBody:
         if self.decoder is not None and self.decoder.checksum is not None:
             header, value = self.decoder.checksum
             self.checksums[header] = value
+        if self.computed is not None:
+            self.checksums.setdefault(self.computed.header, self.computed.value())
+
+    def keep(self, digest: str) -> dict[str, list[str]]:
+        """The core put's ``digest_headers``: the ETag and the verified checksum kept with
+        the object, bound to its digest (``metadata.etag`` and ``checksums.stored`` read
+        them back)."""
+        kept = checksums.only_one(self.checksums, self.algorithm)
+        return {
+            **etags.bind(etags.ETAG, self.etag(), digest),
+            **(kept.bind(digest) if kept is not None else {}),
+        }
 
 
 async def put_object(
@@ -121,6 +150,7 @@ async def put_object(
         metadata=meta,
         if_absent=if_absent,
         expected_sequence=expected_sequence,
+        digest_headers=body.keep,
     )
     return web.Response(headers={"ETag": metadata.etag(info), **body.checksums})
 
@@ -146,18 +176,37 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None:
     return start, end
 
 
+def _checksum_headers(
+    request: web.Request, info: ObjectInfo, part: parts.Part | None
+) -> dict[str, str]:
+    """The kept checksum, as S3 answers it: the object's to ``x-amz-checksum-mode: ENABLED``
+    on a whole read; a part's on a read by ``partNumber`` (S3 answers that one unasked)."""
+    kept = checksums.stored(info)
+    if kept is None:
+        return {}
+    if part is not None:
+        return kept.response_headers(part.checksum) if part.checksum else {}
+    if request.headers.get(checksums.MODE_HEADER, "").upper() != "ENABLED":
+        return {}
+    return kept.response_headers()
+
+
 async def get_object(
     client: Client, request: web.Request, bucket: str, key: str, *, head: bool
 ) -> web.StreamResponse:
-    """GET or HEAD. A ranged GET reads through the core's range reader (only the chunks that
-    hold the bytes); a whole GET streams the object and checks its digest at the end (a
-    mismatch aborts the connection: the client never gets a complete-looking bad body)."""
+    """GET or HEAD. A ranged GET (``Range`` or ``partNumber``) reads through the core's range
+    reader (only the chunks that hold the bytes); a whole GET streams the object and checks
+    its digest at the end (a mismatch aborts the connection: the client never gets a
+    complete-looking bad body)."""
     store: ObjectStore = await client.store(bucket)
     range_header = request.headers.get("Range")
-    if not head and range_header is None:
+    number_text = request.query.get("partNumber")
+    number = parts.part_number(number_text) if number_text is not None else None
+    if not head and range_header is None and number is None:
         async with store.get(key) as whole:
             conditions.check_read(request.headers, whole.info)
             headers = _response_headers(request, whole.info)
+            headers.update(_checksum_headers(request, whole.info, None))
             headers["Content-Length"] = str(whole.info.size)
             response = web.StreamResponse(status=200, headers=headers)
             await response.prepare(request)
@@ -170,12 +219,25 @@ async def get_object(
         info = reader.info
         conditions.check_read(request.headers, info)
         headers = _response_headers(request, info)
-        try:
-            span = parse_range(range_header, info.size) if range_header is not None else None
-        except S3Error as exc:
-            exc.bucket, exc.key = bucket, key
-            exc.headers["Content-Range"] = f"bytes */{info.size}"
-            raise
+        part: parts.Part | None = None
+        if number is not None:
+            if range_header is not None:
+                raise S3Error("InvalidRequest", "Cannot specify both Range header and partNumber")
+            part, count = parts.select(info, number)
+            span: tuple[int, int] | None = (part.start, part.start + part.size)
+            if count > 1:
+                headers["x-amz-mp-parts-count"] = str(count)
+            else:
+                span = None  # an object of one part: the whole of it, as S3 answers
+        else:
+            try:
+                span = parse_range(range_header, info.size) if range_header is not None else None
+            except S3Error as exc:
+                exc.bucket, exc.key = bucket, key
+                exc.headers["Content-Range"] = f"bytes */{info.size}"
+                raise
+        if range_header is None:
+            headers.update(_checksum_headers(request, info, part))
         start, end = span if span is not None else (0, info.size)
         headers["Content-Length"] = str(end - start)
         status = 200
@@ -186,15 +248,22 @@ async def get_object(
             return web.Response(status=status, headers=headers)
         response = web.StreamResponse(status=status, headers=headers)
         await response.prepare(request)
-        position = start
-        while position < end:
-            piece = await reader.read_range(position, min(position + RANGE_PIECE, end))
+        async for piece in range_pieces(reader, start, end):
             await response.write(piece)
-            position += len(piece)
         await response.write_eof()
         return response
     finally:
         await reader.close()
+
+
+async def range_pieces(reader: RangeReader, start: int, end: int) -> AsyncIterator[bytes]:
+    """Bytes ``[start, end)`` of an open range reader in ``RANGE_PIECE`` steps: the memory of
+    one step, whatever the span (a ranged GET, an UploadPartCopy)."""
+    position = start
+    while position < end:
+        piece = await reader.read_range(position, min(position + RANGE_PIECE, end))
+        yield piece
+        position += len(piece)
 
 
 async def delete_object(client: Client, bucket: str, key: str) -> web.Response:

@@ -32,6 +32,7 @@ STATUS: dict[str, int] = {
     "InvalidDigest": 400,
     "InvalidPart": 400,
     "InvalidPartOrder": 400,
+    "InvalidPartNumber": 416,
     "InvalidAccessKeyId": 403,
     "InvalidArgument": 400,
     "InvalidBucketName": 400,

@@ -5,6 +5,7 @@ threshold, and copies are left out: multipart and CopyObject are built separatel
 
 from __future__ import annotations
 
+import base64
 import functools
 import os
 import shutil
@@ -185,12 +186,11 @@ def test_s3fs_reads_writes_lists(gateway: GatewayThread, bucket: str) -> None:
 
 @pytest.fixture
 def pyarrow_s3(gateway: GatewayThread, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
-    """pyarrow's S3FileSystem on the gateway. Its AWS SDK sends a write's body aws-chunked with a
-    trailing CRC64NVME checksum, which the gateway does not compute yet, unless told to add
-    checksums only where S3 requires them."""
+    """pyarrow's S3FileSystem on the gateway, with its AWS SDK's defaults: a write's body goes
+    aws-chunked with a trailing CRC64NVME checksum, which the gateway verifies."""
     from pyarrow import fs
 
-    monkeypatch.setenv("AWS_REQUEST_CHECKSUM_CALCULATION", "when_required")
+    monkeypatch.delenv("AWS_REQUEST_CHECKSUM_CALCULATION", raising=False)
     return fs.S3FileSystem(
         access_key=ACCESS_KEY,
         secret_key=SECRET,
@@ -213,11 +213,12 @@ def _table(rows: int):  # type: ignore[no-untyped-def]
     )
 
 
-def test_pyarrow_partitioned_dataset_and_one_column_read(bucket: str, pyarrow_s3) -> None:  # type: ignore[no-untyped-def]
+def test_pyarrow_partitioned_dataset_and_one_column_read(s3, bucket: str, pyarrow_s3) -> None:  # type: ignore[no-untyped-def]
     import pyarrow.dataset as ds
     import pyarrow.parquet as pq
+    from awscrt.checksums import crc64nvme
 
-    s3 = pyarrow_s3
+    arrow = pyarrow_s3
     table = _table(30_000)
     ds.write_dataset(
         table,
@@ -225,19 +226,24 @@ def test_pyarrow_partitioned_dataset_and_one_column_read(bucket: str, pyarrow_s3
         format="parquet",
         partitioning=["part"],
         partitioning_flavor="hive",
-        filesystem=s3,
+        filesystem=arrow,
     )
-    dataset = ds.dataset(f"{bucket}/sales", format="parquet", partitioning="hive", filesystem=s3)
+    dataset = ds.dataset(f"{bucket}/sales", format="parquet", partitioning="hive", filesystem=arrow)
     back = dataset.to_table().sort_by("n")
     assert back.column("n").to_pylist() == table.column("n").to_pylist()
     assert back.column("part").to_pylist() == table.column("part").to_pylist()
     only_p1 = dataset.to_table(filter=ds.field("part") == "p1")
     assert only_p1.num_rows == 10_000
 
-    pq.write_table(table, f"{bucket}/flat.parquet", filesystem=s3)
-    size = s3.get_file_info(f"{bucket}/flat.parquet").size
+    pq.write_table(table, f"{bucket}/flat.parquet", filesystem=arrow)
+    size = arrow.get_file_info(f"{bucket}/flat.parquet").size
+    # the SDK's default trailing CRC64NVME was verified and kept with the object
+    kept = s3.head_object(Bucket=bucket, Key="flat.parquet", ChecksumMode="ENABLED")
+    body = s3.get_object(Bucket=bucket, Key="flat.parquet")["Body"].read()
+    crc = base64.b64encode(crc64nvme(body).to_bytes(8, "big")).decode()
+    assert kept["ChecksumCRC64NVME"] == crc
     with ServedBytes() as served, FetchCounter() as fetched:
-        column = pq.read_table(f"{bucket}/flat.parquet", columns=["n"], filesystem=s3)
+        column = pq.read_table(f"{bucket}/flat.parquet", columns=["n"], filesystem=arrow)
     assert column.column("n").to_pylist() == list(range(30_000))
     # the wide column is most of the file: a one-column read asks only for the other's ranges,
     # and the gateway reads from NATS only the chunks that hold them

@@ -52,7 +52,7 @@ def test_put_get_head_delete_keep_bytes_and_metadata(s3, bucket: str, sync_clien
     info = sync_client.store(bucket).get_info("dir/data.bin")
     assert info.headers["Content-Type"] == ["application/x-test"]
     assert info.metadata == {"owner": "etl"}
-    assert hashlib.sha256(body).digest()[:16].hex() in put["ETag"]
+    assert put["ETag"] == f'"{hashlib.md5(body).hexdigest()}"'
     s3.delete_object(Bucket=bucket, Key="dir/data.bin")
     with pytest.raises(botocore.exceptions.ClientError) as missing:
         s3.get_object(Bucket=bucket, Key="dir/data.bin")
@@ -65,6 +65,62 @@ def test_object_written_by_nats_has_the_digest_etag(s3, bucket: str, sync_client
     assert got["Body"].read() == b"abc"
     assert got["ETag"] == f'"{hashlib.sha256(b"abc").digest()[:16].hex()}"'
     assert got["ContentType"] == "binary/octet-stream"
+
+
+def _md5_tag(body: bytes) -> str:
+    return f'"{hashlib.md5(body).hexdigest()}"'
+
+
+def test_gateway_etag_is_the_md5_and_holds_only_for_its_bytes(s3, bucket: str, sync_client) -> None:  # type: ignore[no-untyped-def]
+    put = s3.put_object(Bucket=bucket, Key="m", Body=b"bar")
+    assert put["ETag"] == '"37b51d194a7513e45b56f6524f2d51f2"' == _md5_tag(b"bar")
+    assert s3.head_object(Bucket=bucket, Key="m")["ETag"] == put["ETag"]
+    assert s3.get_object(Bucket=bucket, Key="m", IfMatch=put["ETag"])["Body"].read() == b"bar"
+    listed = s3.list_objects_v2(Bucket=bucket)["Contents"]
+    assert [(o["Key"], o["ETag"]) for o in listed] == [("m", put["ETag"])]
+    with pytest.raises(botocore.exceptions.ClientError) as cached:
+        s3.get_object(Bucket=bucket, Key="m", IfNoneMatch=put["ETag"])
+    assert cached.value.response["ResponseMetadata"]["HTTPStatusCode"] == 304
+    # server-side copies keep it, whichever metadata directive
+    kept = s3.copy_object(Bucket=bucket, Key="kept", CopySource=f"{bucket}/m")
+    assert kept["CopyObjectResult"]["ETag"] == put["ETag"]
+    replaced = s3.copy_object(
+        Bucket=bucket,
+        Key="replaced",
+        CopySource=f"{bucket}/m",
+        MetadataDirective="REPLACE",
+        Metadata={"a": "b"},
+    )
+    assert replaced["CopyObjectResult"]["ETag"] == put["ETag"]
+    assert s3.head_object(Bucket=bucket, Key="replaced")["ETag"] == put["ETag"]
+    # another NATS client rewrites the object with the gateway's headers copied across: the
+    # stored MD5 is not this content's, so the ETag is the new digest's
+    store = sync_client.store(bucket)
+    store.put("m", b"other bytes", headers=store.get_info("m").headers)
+    rewritten = s3.head_object(Bucket=bucket, Key="m")["ETag"]
+    assert rewritten == f'"{hashlib.sha256(b"other bytes").digest()[:16].hex()}"'
+    with pytest.raises(botocore.exceptions.ClientError) as stale:
+        s3.get_object(Bucket=bucket, Key="m", IfMatch=put["ETag"])
+    assert _code(stale) == "PreconditionFailed"
+
+
+def test_multipart_etag_is_s3s_md5_of_the_parts_md5s(s3, bucket: str) -> None:  # type: ignore[no-untyped-def]
+    parts = [os.urandom(5 * 1024 * 1024), b"tail"]
+    upload = s3.create_multipart_upload(Bucket=bucket, Key="mp")["UploadId"]
+    tags = [
+        s3.upload_part(Bucket=bucket, Key="mp", UploadId=upload, PartNumber=n, Body=body)["ETag"]
+        for n, body in enumerate(parts, 1)
+    ]
+    assert tags == [_md5_tag(body) for body in parts]
+    done = s3.complete_multipart_upload(
+        Bucket=bucket,
+        Key="mp",
+        UploadId=upload,
+        MultipartUpload={"Parts": [{"PartNumber": n, "ETag": t} for n, t in enumerate(tags, 1)]},
+    )
+    joined = b"".join(hashlib.md5(body).digest() for body in parts)
+    assert done["ETag"] == f'"{hashlib.md5(joined).hexdigest()}-2"'
+    assert s3.head_object(Bucket=bucket, Key="mp")["ETag"] == done["ETag"]
 
 
 @pytest.mark.parametrize(
