@@ -16,7 +16,7 @@ from aiohttp import web
 
 from natsobj.aio import Client
 from natsobj.errors import NatsObjError
-from natsobj.gateway import buckets, copying, deletes, multipart, objects, sigv4, xml
+from natsobj.gateway import acl, buckets, copying, deletes, multipart, objects, sigv4, xml
 from natsobj.gateway.clients import ClientPool
 from natsobj.gateway.s3errors import S3Error, from_natsobj
 
@@ -30,7 +30,6 @@ DOMAIN: web.AppKey[str | None] = web.AppKey("domain", str)
 # than mistaken for a plain GET or PUT of the bucket or object.
 UNSUPPORTED = frozenset(
     {
-        "acl",
         "cors",
         "encryption",
         "lifecycle",
@@ -86,8 +85,10 @@ async def dispatch(
     request: web.Request,
     bucket: str | None,
     key: str | None,
-    verified: sigv4.Verified,
+    verified: sigv4.Verified | None,
 ) -> web.StreamResponse:
+    """The operation the request names. ``verified`` is None for an unsigned request, which
+    ``handle`` lets through only to read a published bucket."""
     query = dict(parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True))
     method = request.method
     unsupported = UNSUPPORTED.intersection(query)
@@ -98,12 +99,16 @@ async def dispatch(
             bucket=bucket,
             key=key,
         )
+    if "acl" in query and bucket is not None:
+        return await _acl(client, request, bucket, key)
+    if bucket is not None and key is not None and method in ("PUT", "POST"):
+        await acl.check_object_acl(client, bucket, request.headers)
     if bucket is None:
         if method == "GET":
             return await buckets.list_buckets(client)
     elif key is None:
         if method == "PUT":
-            return await buckets.create_bucket(client, bucket)
+            return await buckets.create_bucket(client, bucket, request.headers)
         if method == "HEAD":
             return await buckets.head_bucket(client, bucket)
         if method == "DELETE":
@@ -125,11 +130,34 @@ async def dispatch(
         if method == "PUT" and "x-amz-copy-source" in request.headers:
             return await copying.copy_object(client, request, bucket, key)
         if method == "PUT":
-            return await objects.put_object(client, request, bucket, key, verified)
+            return await objects.put_object(client, request, bucket, key, _signed(verified))
         if method in ("GET", "HEAD"):
             return await objects.get_object(client, request, bucket, key, head=method == "HEAD")
         if method == "DELETE":
             return await objects.delete_object(client, bucket, key)
+    raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
+
+
+def _signed(verified: sigv4.Verified | None) -> sigv4.Verified:
+    """The signature of a write; an unsigned one never gets this far (``handle``), and is
+    refused here too should a route ever let one through."""
+    if verified is None:
+        raise S3Error("AccessDenied", "Anonymous users cannot write")
+    return verified
+
+
+async def _acl(
+    client: Client, request: web.Request, bucket: str, key: str | None
+) -> web.StreamResponse:
+    """GetBucketAcl, PutBucketAcl, GetObjectAcl, PutObjectAcl (canned ACLs only)."""
+    if request.method == "GET":
+        if key is None:
+            return await acl.get_bucket_acl(client, bucket)
+        return await acl.get_object_acl(client, bucket, key)
+    if request.method == "PUT":
+        if key is None:
+            return await acl.put_bucket_acl(client, request, bucket)
+        return await acl.put_object_acl(client, request, bucket, key)
     raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
 
 
@@ -139,7 +167,7 @@ async def _multipart(
     bucket: str,
     key: str,
     query: dict[str, str],
-    verified: sigv4.Verified,
+    verified: sigv4.Verified | None,
 ) -> web.StreamResponse:
     """The multipart upload operations on one key (natsobj.gateway.multipart)."""
     method = request.method
@@ -149,7 +177,7 @@ async def _multipart(
     if method == "PUT" and "x-amz-copy-source" in request.headers:
         raise S3Error("NotImplemented", "UploadPartCopy is not implemented yet", bucket=bucket)
     if method == "PUT":
-        return await multipart.upload_part(client, request, bucket, key, query, verified)
+        return await multipart.upload_part(client, request, bucket, key, query, _signed(verified))
     if method == "POST":
         return await multipart.complete(client, request, bucket, key, upload_id)
     if method == "DELETE":
@@ -172,6 +200,25 @@ def _error_response(error: S3Error, request: web.Request, request_id: str) -> we
     )
 
 
+def _preflight(request: web.Request) -> S3Error:
+    """A CORS preflight (OPTIONS, never signed) is answered as S3 answers it for a bucket
+    without a CORS configuration, which no bucket of this gateway has."""
+    if "Origin" not in request.headers:
+        return S3Error("BadRequest", "Insufficient information. Origin request header needed.")
+    return S3Error("AccessForbidden", "CORSResponse: This CORS request is not allowed.")
+
+
+async def _anonymous(pool: ClientPool, request: web.Request, bucket: str | None) -> Client:
+    """The connection of an unsigned request: only GET and HEAD of a published bucket (its
+    objects and listings), acting as the credentials file's ``[anonymous]`` identity;
+    AccessDenied for anything else, or when the file names no such identity."""
+    client = await pool.anonymous_client()
+    if client is None or bucket is None or request.method not in ("GET", "HEAD"):
+        raise S3Error("AccessDenied", "Anonymous access is not allowed", bucket=bucket)
+    await acl.require_published(client, bucket)
+    return client
+
+
 async def handle(request: web.Request) -> web.StreamResponse:
     """One S3 request, start to end."""
     request_id = secrets.token_hex(8).upper()
@@ -185,10 +232,13 @@ async def handle(request: web.Request) -> web.StreamResponse:
             query=parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True),
             headers=request.headers,
         )
+        if request.method == "OPTIONS":
+            raise _preflight(request)
         verified = sigv4.verify(signed, pool.secret_of)
         if verified is None:
-            raise S3Error("AccessDenied", "Anonymous access is not allowed", bucket=bucket)
-        client = await pool.client(verified.access_key)
+            client = await _anonymous(pool, request, bucket)
+        else:
+            client = await pool.client(verified.access_key)
         response = await dispatch(client, request, bucket, key, verified)
     except S3Error as exc:
         if exc.bucket is None:

@@ -20,9 +20,11 @@ from natsobj.errors import (
 
 STATUS: dict[str, int] = {
     "AccessDenied": 403,
+    "AccessForbidden": 403,
     "AuthorizationHeaderMalformed": 400,
     "AuthorizationQueryParametersError": 400,
     "BadDigest": 400,
+    "BadRequest": 400,
     "BucketAlreadyOwnedByYou": 409,
     "BucketNotEmpty": 409,
     "EntityTooLarge": 400,

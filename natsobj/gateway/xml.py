@@ -8,6 +8,9 @@ from xml.sax.saxutils import escape
 
 NS = "http://s3.amazonaws.com/doc/2006-03-01/"
 DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
+OWNER_FIELDS = "<ID>natsobj</ID><DisplayName>natsobj</DisplayName>"
+"""Every bucket's and object's owner as S3 shows it: the keys of one gateway share one."""
+OWNER = f"<Owner>{OWNER_FIELDS}</Owner>"
 
 
 def iso(when: datetime | None) -> str:

@@ -29,7 +29,7 @@ def _write(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
 
 
 def test_keys_and_the_identity_each_acts_as(tmp_path: Path) -> None:
-    keys = load(_write(tmp_path, GOOD))
+    keys = load(_write(tmp_path, GOOD)).keys
     base = ConnectionSettings.coerce("nats://gateway:gwpass@127.0.0.1:4222")
     assert keys["AKIAGATEWAY"].settings(base) is base
     etl = keys["AKIAETL"].settings(base)
