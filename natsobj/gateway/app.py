@@ -10,20 +10,37 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Mapping
 from urllib.parse import parse_qsl, unquote
 
 from aiohttp import web
 
 from natsobj.aio import Client
 from natsobj.errors import NatsObjError
-from natsobj.gateway import acl, buckets, copying, deletes, multipart, objects, sigv4, xml
+from natsobj.gateway import (
+    acl,
+    buckets,
+    copying,
+    deletes,
+    metadata,
+    multipart,
+    objects,
+    sigv4,
+    xml,
+)
 from natsobj.gateway.clients import ClientPool
 from natsobj.gateway.s3errors import S3Error, from_natsobj
 
 log = logging.getLogger(__name__)
 
 MAX_KEY_BYTES = 1024  # S3's longest key
-MAX_HEADER_BYTES = 8190  # one header line, aiohttp's default, kept explicit for the limit docs
+MAX_METADATA_BYTES = 2048  # S3's limit on an object's x-amz-meta-* names and values together
+# aiohttp's parser refuses a request past these before any handler runs (400, its own plain
+# answer, the connection closed): the request line (a presigned URL of a 1,024-byte key fits),
+# one header line, and the number of headers.
+MAX_LINE_BYTES = 16384
+MAX_HEADER_BYTES = 8190
+MAX_HEADERS = 128
 POOL: web.AppKey[ClientPool] = web.AppKey("pool", ClientPool)
 DOMAIN: web.AppKey[str | None] = web.AppKey("domain", str)
 # Sub-resources of the S3 API the gateway does not serve yet: refused as NotImplemented rather
@@ -102,6 +119,7 @@ async def dispatch(
     if "acl" in query and bucket is not None:
         return await _acl(client, request, bucket, key)
     if bucket is not None and key is not None and method in ("PUT", "POST"):
+        _check_metadata_size(request.headers)
         await acl.check_object_acl(client, bucket, request.headers)
     if bucket is None:
         if method == "GET":
@@ -136,6 +154,21 @@ async def dispatch(
         if method == "DELETE":
             return await objects.delete_object(client, bucket, key)
     raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
+
+
+def _check_metadata_size(headers: Mapping[str, str]) -> None:
+    """MetadataTooLarge past S3's 2 KiB of ``x-amz-meta-*`` (names and values, UTF-8)."""
+    size = sum(
+        len(name.encode()) - len(metadata.META_PREFIX) + len(value.encode())
+        for name, value in headers.items()
+        if name.lower().startswith(metadata.META_PREFIX)
+    )
+    if size > MAX_METADATA_BYTES:
+        raise S3Error(
+            "MetadataTooLarge",
+            f"Your metadata headers exceed the maximum allowed metadata size ({size} bytes,"
+            f" at most {MAX_METADATA_BYTES})",
+        )
 
 
 def _signed(verified: sigv4.Verified | None) -> sigv4.Verified:
@@ -253,7 +286,12 @@ async def handle(request: web.Request) -> web.StreamResponse:
 def make_app(pool: ClientPool, *, domain: str | None = None) -> web.Application:
     """The application; ``pool``'s connections are closed when it shuts down."""
     app = web.Application(
-        client_max_size=1 << 20, handler_args={"max_field_size": MAX_HEADER_BYTES}
+        client_max_size=1 << 20,
+        handler_args={
+            "max_line_size": MAX_LINE_BYTES,
+            "max_field_size": MAX_HEADER_BYTES,
+            "max_headers": MAX_HEADERS,
+        },
     )
     app[POOL] = pool
     app[DOMAIN] = domain

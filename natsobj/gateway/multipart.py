@@ -24,7 +24,6 @@ import hashlib
 import json
 import re
 import secrets
-import xml.etree.ElementTree as ElementTree
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -46,6 +45,7 @@ MAX_PART_NUMBER = 10000
 MAX_LISTED = 1000  # S3's ceiling on one page of parts or uploads
 _UPLOAD_ID = re.compile(r"[0-9a-f]{32}")
 XML = "application/xml"
+MAX_COMPLETE_BODY = 8 << 20  # 10,000 parts, each with its ETag and a checksum, with room to spare
 OWNER = "<Owner><ID>natsobj</ID><DisplayName>natsobj</DisplayName></Owner>"
 INITIATOR = "<Initiator><ID>natsobj</ID><DisplayName>natsobj</DisplayName></Initiator>"
 
@@ -170,10 +170,7 @@ def parse_complete(body: bytes) -> list[tuple[int, str]]:
     """``[(part number, ETag)]`` of a ``<CompleteMultipartUpload>`` document, in its order;
     MalformedXML for anything else or for no parts at all (as S3 answers)."""
     malformed = S3Error("MalformedXML", "The XML you provided was not well-formed")
-    try:
-        root = ElementTree.fromstring(body)
-    except ElementTree.ParseError:
-        raise malformed from None
+    root = xml.parse(body)
     if _local(root.tag) != "CompleteMultipartUpload":
         raise malformed
     parts: list[tuple[int, str]] = []
@@ -266,7 +263,7 @@ async def complete(
     store = await client.store(bucket)
     uploads = await _uploads(client)
     record = await _record(uploads, bucket, key, upload_id)
-    wanted = parse_complete(await request.read())
+    wanted = parse_complete(await xml.read_body(request, MAX_COMPLETE_BODY))
     if record.metadata.get("state") == "completed":
         return _complete_result(bucket, key, record.metadata["etag"])
     assert upload_id is not None  # _record refused a missing one

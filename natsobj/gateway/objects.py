@@ -20,6 +20,9 @@ from natsobj.gateway.s3errors import S3Error
 from natsobj.gateway.sigv4 import STREAMING_PREFIX, UNSIGNED, PayloadCheck, Verified
 from natsobj.model import ObjectInfo
 
+MAX_UPLOAD_BYTES = 5 << 30
+"""S3's largest single PutObject and largest part: a bigger body is EntityTooLarge, whether
+it declares its length or streams past it."""
 RANGE_PIECE = 1 << 20
 """Bytes a ranged GET reads from the core per write to the client: its memory per request."""
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
@@ -63,6 +66,8 @@ class UploadBody:
             self.payload = PayloadCheck(UNSIGNED)
         self.declared = checksums.declared(request.headers)
         self.checksums: dict[str, str] = {}
+        if self.length is not None and self.length > MAX_UPLOAD_BYTES:
+            raise _too_large()
 
     async def pieces(self) -> AsyncIterator[bytes]:
         md5_header = self.request.headers.get("Content-MD5")
@@ -73,6 +78,8 @@ class UploadBody:
         received = 0
         async for piece in source:
             received += len(piece)
+            if received > MAX_UPLOAD_BYTES:
+                raise _too_large()
             self.payload.update(piece)
             if md5 is not None:
                 md5.update(piece)
@@ -103,6 +110,13 @@ class UploadBody:
         if self.decoder is not None and self.decoder.checksum is not None:
             header, value = self.decoder.checksum
             self.checksums[header] = value
+
+
+def _too_large() -> S3Error:
+    return S3Error(
+        "EntityTooLarge",
+        f"Your proposed upload exceeds the maximum allowed size ({MAX_UPLOAD_BYTES} bytes)",
+    )
 
 
 async def put_object(
