@@ -41,6 +41,9 @@ MAX_METADATA_BYTES = 2048  # S3's limit on an object's x-amz-meta-* names and va
 MAX_LINE_BYTES = 16384
 MAX_HEADER_BYTES = 8190
 MAX_HEADERS = 128
+# Reads S3's public-read grant does not cover (the owner's: the ACL itself, the location, an
+# upload's parts), refused to unsigned requests.
+ANONYMOUS_HIDDEN = frozenset({"acl", "location", "uploadId"})
 POOL: web.AppKey[ClientPool] = web.AppKey("pool", ClientPool)
 DOMAIN: web.AppKey[str | None] = web.AppKey("domain", str)
 # Sub-resources of the S3 API the gateway does not serve yet: refused as NotImplemented rather
@@ -243,10 +246,16 @@ def _preflight(request: web.Request) -> S3Error:
 
 async def _anonymous(pool: ClientPool, request: web.Request, bucket: str | None) -> Client:
     """The connection of an unsigned request: only GET and HEAD of a published bucket (its
-    objects and listings), acting as the credentials file's ``[anonymous]`` identity;
-    AccessDenied for anything else, or when the file names no such identity."""
+    objects and listings, what S3's ``READ`` grant allows), acting as the credentials file's
+    ``[anonymous]`` identity; AccessDenied for anything else, or when the file names no such
+    identity."""
     client = await pool.anonymous_client()
-    if client is None or bucket is None or request.method not in ("GET", "HEAD"):
+    if (
+        client is None
+        or bucket is None
+        or request.method not in ("GET", "HEAD")
+        or not ANONYMOUS_HIDDEN.isdisjoint(request.query)
+    ):
         raise S3Error("AccessDenied", "Anonymous access is not allowed", bucket=bucket)
     await acl.require_published(client, bucket)
     return client

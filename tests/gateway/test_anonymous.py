@@ -83,7 +83,11 @@ def test_published_bucket_is_readable_unsigned(gateway: GatewayThread, public: s
     assert _code(gone) == "NoSuchBucket"
 
 
-def test_every_unsigned_write_is_refused(gateway: GatewayThread, s3, public: str) -> None:  # type: ignore[no-untyped-def]
+def test_every_unsigned_write_and_owner_read_is_refused(
+    gateway: GatewayThread,
+    s3,  # type: ignore[no-untyped-def]
+    public: str,
+) -> None:
     anonymous = _anonymous(gateway.endpoint)
     writes = [
         lambda: anonymous.put_object(Bucket=public, Key="new", Body=b"x"),
@@ -97,6 +101,10 @@ def test_every_unsigned_write_is_refused(gateway: GatewayThread, s3, public: str
         lambda: anonymous.delete_bucket(Bucket=public),
         lambda: anonymous.create_bucket(Bucket="gw-anon-made-unsigned"),
         lambda: anonymous.list_buckets(),
+        # reads the public-read grant does not cover: they are the owner's
+        lambda: anonymous.get_bucket_acl(Bucket=public),
+        lambda: anonymous.get_object_acl(Bucket=public, Key="k"),
+        lambda: anonymous.get_bucket_location(Bucket=public),
     ]
     for write in writes:
         with pytest.raises(botocore.exceptions.ClientError) as refused:
