@@ -9,6 +9,14 @@ from natsobj.extras import require_extra
 require_extra("gateway", "natsobj.gateway")
 
 from natsobj.gateway.credentials import AccessKey, BadCredentialsFile
-from natsobj.gateway.server import Running, serve, start
+from natsobj.gateway.server import BadTlsFiles, Running, serve, start, tls_context
 
-__all__ = ["AccessKey", "BadCredentialsFile", "Running", "serve", "start"]
+__all__ = [
+    "AccessKey",
+    "BadCredentialsFile",
+    "BadTlsFiles",
+    "Running",
+    "serve",
+    "start",
+    "tls_context",
+]

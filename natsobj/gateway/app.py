@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Mapping
 from urllib.parse import parse_qsl, unquote
 
 from aiohttp import web
@@ -17,10 +18,12 @@ from aiohttp import web
 from natsobj.aio import Client
 from natsobj.errors import NatsObjError
 from natsobj.gateway import (
+    acl,
     attributes,
     buckets,
     copying,
     deletes,
+    metadata,
     multipart,
     objects,
     sigv4,
@@ -32,14 +35,22 @@ from natsobj.gateway.s3errors import S3Error, from_natsobj
 log = logging.getLogger(__name__)
 
 MAX_KEY_BYTES = 1024  # S3's longest key
-MAX_HEADER_BYTES = 8190  # one header line, aiohttp's default, kept explicit for the limit docs
+MAX_METADATA_BYTES = 2048  # S3's limit on an object's x-amz-meta-* names and values together
+# aiohttp's parser refuses a request past these before any handler runs (400, its own plain
+# answer, the connection closed): the request line (a presigned URL of a 1,024-byte key fits),
+# one header line, and the number of headers.
+MAX_LINE_BYTES = 16384
+MAX_HEADER_BYTES = 8190
+MAX_HEADERS = 128
+# Reads S3's public-read grant does not cover (the owner's: the ACL itself, the location, an
+# upload's parts), refused to unsigned requests.
+ANONYMOUS_HIDDEN = frozenset({"acl", "location", "uploadId"})
 POOL: web.AppKey[ClientPool] = web.AppKey("pool", ClientPool)
 DOMAIN: web.AppKey[str | None] = web.AppKey("domain", str)
 # Sub-resources of the S3 API the gateway does not serve yet: refused as NotImplemented rather
 # than mistaken for a plain GET or PUT of the bucket or object.
 UNSUPPORTED = frozenset(
     {
-        "acl",
         "cors",
         "encryption",
         "lifecycle",
@@ -94,8 +105,10 @@ async def dispatch(
     request: web.Request,
     bucket: str | None,
     key: str | None,
-    verified: sigv4.Verified,
+    verified: sigv4.Verified | None,
 ) -> web.StreamResponse:
+    """The operation the request names. ``verified`` is None for an unsigned request, which
+    ``handle`` lets through only to read a published bucket."""
     query = dict(parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True))
     method = request.method
     unsupported = UNSUPPORTED.intersection(query)
@@ -106,12 +119,17 @@ async def dispatch(
             bucket=bucket,
             key=key,
         )
+    if "acl" in query and bucket is not None:
+        return await _acl(client, request, bucket, key)
+    if bucket is not None and key is not None and method in ("PUT", "POST"):
+        _check_metadata_size(request.headers)
+        await acl.check_object_acl(client, bucket, request.headers)
     if bucket is None:
         if method == "GET":
             return await buckets.list_buckets(client)
     elif key is None:
         if method == "PUT":
-            return await buckets.create_bucket(client, bucket)
+            return await buckets.create_bucket(client, bucket, request.headers)
         if method == "HEAD":
             return await buckets.head_bucket(client, bucket)
         if method == "DELETE":
@@ -135,11 +153,49 @@ async def dispatch(
         if method == "GET" and "attributes" in query:
             return await attributes.get_attributes(client, request, bucket, key)
         if method == "PUT":
-            return await objects.put_object(client, request, bucket, key, verified)
+            return await objects.put_object(client, request, bucket, key, _signed(verified))
         if method in ("GET", "HEAD"):
             return await objects.get_object(client, request, bucket, key, head=method == "HEAD")
         if method == "DELETE":
             return await objects.delete_object(client, bucket, key)
+    raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
+
+
+def _check_metadata_size(headers: Mapping[str, str]) -> None:
+    """MetadataTooLarge past S3's 2 KiB of ``x-amz-meta-*`` (names and values, UTF-8)."""
+    size = sum(
+        len(name.encode()) - len(metadata.META_PREFIX) + len(value.encode())
+        for name, value in headers.items()
+        if name.lower().startswith(metadata.META_PREFIX)
+    )
+    if size > MAX_METADATA_BYTES:
+        raise S3Error(
+            "MetadataTooLarge",
+            f"Your metadata headers exceed the maximum allowed metadata size ({size} bytes,"
+            f" at most {MAX_METADATA_BYTES})",
+        )
+
+
+def _signed(verified: sigv4.Verified | None) -> sigv4.Verified:
+    """The signature of a write; an unsigned one never gets this far (``handle``), and is
+    refused here too should a route ever let one through."""
+    if verified is None:
+        raise S3Error("AccessDenied", "Anonymous users cannot write")
+    return verified
+
+
+async def _acl(
+    client: Client, request: web.Request, bucket: str, key: str | None
+) -> web.StreamResponse:
+    """GetBucketAcl, PutBucketAcl, GetObjectAcl, PutObjectAcl (canned ACLs only)."""
+    if request.method == "GET":
+        if key is None:
+            return await acl.get_bucket_acl(client, bucket)
+        return await acl.get_object_acl(client, bucket, key)
+    if request.method == "PUT":
+        if key is None:
+            return await acl.put_bucket_acl(client, request, bucket)
+        return await acl.put_object_acl(client, request, bucket, key)
     raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
 
 
@@ -149,7 +205,7 @@ async def _multipart(
     bucket: str,
     key: str,
     query: dict[str, str],
-    verified: sigv4.Verified,
+    verified: sigv4.Verified | None,
 ) -> web.StreamResponse:
     """The multipart upload operations on one key (natsobj.gateway.multipart)."""
     method = request.method
@@ -159,7 +215,7 @@ async def _multipart(
     if method == "PUT" and "x-amz-copy-source" in request.headers:
         return await multipart.copy_part(client, request, bucket, key, query)
     if method == "PUT":
-        return await multipart.upload_part(client, request, bucket, key, query, verified)
+        return await multipart.upload_part(client, request, bucket, key, query, _signed(verified))
     if method == "POST":
         return await multipart.complete(client, request, bucket, key, upload_id)
     if method == "DELETE":
@@ -182,6 +238,31 @@ def _error_response(error: S3Error, request: web.Request, request_id: str) -> we
     )
 
 
+def _preflight(request: web.Request) -> S3Error:
+    """A CORS preflight (OPTIONS, never signed) is answered as S3 answers it for a bucket
+    without a CORS configuration, which no bucket of this gateway has."""
+    if "Origin" not in request.headers:
+        return S3Error("BadRequest", "Insufficient information. Origin request header needed.")
+    return S3Error("AccessForbidden", "CORSResponse: This CORS request is not allowed.")
+
+
+async def _anonymous(pool: ClientPool, request: web.Request, bucket: str | None) -> Client:
+    """The connection of an unsigned request: only GET and HEAD of a published bucket (its
+    objects and listings, what S3's ``READ`` grant allows), acting as the credentials file's
+    ``[anonymous]`` identity; AccessDenied for anything else, or when the file names no such
+    identity."""
+    client = await pool.anonymous_client()
+    if (
+        client is None
+        or bucket is None
+        or request.method not in ("GET", "HEAD")
+        or not ANONYMOUS_HIDDEN.isdisjoint(request.query)
+    ):
+        raise S3Error("AccessDenied", "Anonymous access is not allowed", bucket=bucket)
+    await acl.require_published(client, bucket)
+    return client
+
+
 async def handle(request: web.Request) -> web.StreamResponse:
     """One S3 request, start to end."""
     request_id = secrets.token_hex(8).upper()
@@ -195,10 +276,13 @@ async def handle(request: web.Request) -> web.StreamResponse:
             query=parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True),
             headers=request.headers,
         )
+        if request.method == "OPTIONS":
+            raise _preflight(request)
         verified = sigv4.verify(signed, pool.secret_of)
         if verified is None:
-            raise S3Error("AccessDenied", "Anonymous access is not allowed", bucket=bucket)
-        client = await pool.client(verified.access_key)
+            client = await _anonymous(pool, request, bucket)
+        else:
+            client = await pool.client(verified.access_key)
         response = await dispatch(client, request, bucket, key, verified)
     except S3Error as exc:
         if exc.bucket is None:
@@ -213,7 +297,12 @@ async def handle(request: web.Request) -> web.StreamResponse:
 def make_app(pool: ClientPool, *, domain: str | None = None) -> web.Application:
     """The application; ``pool``'s connections are closed when it shuts down."""
     app = web.Application(
-        client_max_size=1 << 20, handler_args={"max_field_size": MAX_HEADER_BYTES}
+        client_max_size=1 << 20,
+        handler_args={
+            "max_line_size": MAX_LINE_BYTES,
+            "max_field_size": MAX_HEADER_BYTES,
+            "max_headers": MAX_HEADERS,
+        },
     )
     app[POOL] = pool
     app[DOMAIN] = domain

@@ -4,12 +4,13 @@ and the two listings of a bucket's objects."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import datetime
 
 from aiohttp import web
 
 from natsobj.aio import Client
-from natsobj.gateway import listing, xml
+from natsobj.gateway import acl, listing, xml
 from natsobj.gateway.multipart import UPLOADS_STORE
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import parse_server_time
@@ -33,7 +34,7 @@ async def list_buckets(client: Client) -> web.Response:
     body = xml.document(
         "ListAllMyBucketsResult",
         [
-            "<Owner><ID>natsobj</ID><DisplayName>natsobj</DisplayName></Owner>",
+            xml.OWNER,
             "<Buckets>" + "".join(parts) + "</Buckets>",
         ],
     )
@@ -56,13 +57,17 @@ def _created(value: str) -> datetime | None:
     return parse_server_time(value) if value else None
 
 
-async def create_bucket(client: Client, bucket: str) -> web.Response:
+async def create_bucket(client: Client, bucket: str, headers: Mapping[str, str]) -> web.Response:
     """A new bucket. Re-creating one the caller can reach succeeds, as S3 answers in
     ``us-east-1`` (the region this gateway reports) and as the core's create is idempotent; one
     made with other settings is BucketAlreadyOwnedByYou. The name must be one S3 accepts too,
-    so the bucket is reachable by every S3 client (``check_bucket_name``)."""
+    so the bucket is reachable by every S3 client (``check_bucket_name``). A canned ACL
+    (``x-amz-acl``) publishes or unpublishes it (``natsobj.gateway.acl``)."""
     check_bucket_name(bucket)
-    await client.create_store(bucket)
+    wanted = acl.canned(headers)
+    store = await client.create_store(bucket)
+    if wanted is not None and wanted != await acl.bucket_acl(store):
+        await acl.set_bucket_acl(store, wanted)
     return web.Response(headers={"Location": f"/{bucket}"})
 
 

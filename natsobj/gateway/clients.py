@@ -11,16 +11,17 @@ import asyncio
 from collections.abc import Mapping
 
 from natsobj.aio import Client, connect
-from natsobj.gateway.credentials import AccessKey
+from natsobj.gateway.credentials import AccessKey, Credentials
 from natsobj.settings import ConnectionSettings
 
 
 class ClientPool:
     """The connections of the gateway's identities; ``close`` ends them all."""
 
-    def __init__(self, settings: ConnectionSettings, keys: Mapping[str, AccessKey]) -> None:
+    def __init__(self, settings: ConnectionSettings, credentials: Credentials) -> None:
         self.settings = settings
-        self.keys = dict(keys)
+        self.keys: Mapping[str, AccessKey] = dict(credentials.keys)
+        self.anonymous = credentials.anonymous
         self._clients: dict[tuple[tuple[str, str], ...], asyncio.Task[Client]] = {}
 
     def secret_of(self, access_key: str) -> str | None:
@@ -30,7 +31,14 @@ class ClientPool:
     async def client(self, access_key: str) -> Client:
         """The connection ``access_key`` acts through (one connect, however many ask at once;
         a failed connect is forgotten, so the next request tries again)."""
-        key = self.keys[access_key]
+        return await self._client(self.keys[access_key])
+
+    async def anonymous_client(self) -> Client | None:
+        """The connection unsigned requests act through; None when the credentials file has
+        no ``[anonymous]`` table (every unsigned request is then refused)."""
+        return None if self.anonymous is None else await self._client(self.anonymous)
+
+    async def _client(self, key: AccessKey) -> Client:
         identity = tuple(sorted(key.identity.items()))
         task = self._clients.get(identity)
         if task is None:

@@ -6,7 +6,10 @@ that key acts as.
     user = "etl"            # or password / token / nkey_seed / creds_file
     password = "..."
 
-A key without identity fields acts as the gateway's own connection. The file holds secrets, so
+A key without identity fields acts as the gateway's own connection. An ``[anonymous]`` table
+(identity fields only, no secret) names the identity unsigned requests act as; without it every
+unsigned request is refused. Even with it, an unsigned request may only read a bucket that is
+published (``natsobj.gateway.acl``). The file holds secrets, so
 it is read as natsobj reads its other local secrets (``natsobj.localfiles.read_private``): a
 regular file of the current user that no one else can read or write, never through a symlink.
 """
@@ -52,8 +55,20 @@ class AccessKey:
         return ConnectionSettings.coerce(base, **cleared)
 
 
-def load(path: str | Path) -> dict[str, AccessKey]:
-    """The access keys of the credentials file at ``path``, by access key id."""
+ANONYMOUS = "anonymous"
+"""The top-level table naming the identity unsigned requests act as."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """The access keys by id, and the identity of unsigned requests (None: they are refused)."""
+
+    keys: Mapping[str, AccessKey]
+    anonymous: AccessKey | None = None
+
+
+def load(path: str | Path) -> Credentials:
+    """The access keys (and anonymous identity) of the credentials file at ``path``."""
     path = Path(path)
     fix = f"Make {path} a regular file only you can read: chmod 600 {path}."
     raw = read_private(path, secret=True, fix=fix, what=_WHAT)
@@ -68,12 +83,13 @@ def load(path: str | Path) -> dict[str, AccessKey]:
     return parse(document, str(path))
 
 
-def parse(document: Mapping[str, Any], source: str) -> dict[str, AccessKey]:
+def parse(document: Mapping[str, Any], source: str) -> Credentials:
     """The keys of an already-decoded credentials document (``source`` names it in errors)."""
-    unknown = set(document) - {"keys"}
+    unknown = set(document) - {"keys", ANONYMOUS}
     if unknown:
         raise BadCredentialsFile(
-            f"{source}: unknown top-level entries {sorted(unknown)}; only [keys.<ID>]"
+            f"{source}: unknown top-level entries {sorted(unknown)};"
+            f" only [keys.<ID>] and [{ANONYMOUS}]"
         )
     tables = document.get("keys")
     if not isinstance(tables, dict) or not tables:
@@ -86,14 +102,29 @@ def parse(document: Mapping[str, Any], source: str) -> dict[str, AccessKey]:
         secret = table.get("secret")
         if not isinstance(secret, str) or not secret:
             raise BadCredentialsFile(f"{where} has no secret")
-        identity = {k: v for k, v in table.items() if k != "secret"}
-        for name, value in identity.items():
-            if name not in IDENTITY_FIELDS:
-                raise BadCredentialsFile(
-                    f"{where}: unknown field {name!r};"
-                    f" identity fields are {', '.join(IDENTITY_FIELDS)}"
-                )
-            if not isinstance(value, str):
-                raise BadCredentialsFile(f"{where}: {name} must be a string")
+        identity = _identity({k: v for k, v in table.items() if k != "secret"}, where)
         keys[access_key] = AccessKey(access_key, secret, identity)
-    return keys
+    return Credentials(keys, _anonymous(document.get(ANONYMOUS), source))
+
+
+def _anonymous(table: object, source: str) -> AccessKey | None:
+    """The ``[anonymous]`` table's identity: identity fields only (an unsigned request has no
+    secret to check, so a ``secret`` here is a mistake worth refusing)."""
+    if table is None:
+        return None
+    where = f"{source}: [{ANONYMOUS}]"
+    if not isinstance(table, dict):
+        raise BadCredentialsFile(f"{where} is not a table")
+    return AccessKey("", "", _identity(table, where))
+
+
+def _identity(fields: Mapping[str, Any], where: str) -> dict[str, str]:
+    """``fields`` checked as identity fields: known names, string values."""
+    for name, value in fields.items():
+        if name not in IDENTITY_FIELDS:
+            raise BadCredentialsFile(
+                f"{where}: unknown field {name!r}; identity fields are {', '.join(IDENTITY_FIELDS)}"
+            )
+        if not isinstance(value, str):
+            raise BadCredentialsFile(f"{where}: {name} must be a string")
+    return dict(fields)

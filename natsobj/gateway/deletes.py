@@ -3,8 +3,6 @@ deleted or as its error (S3 reports per key; one failure does not stop the other
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ElementTree
-
 from aiohttp import web
 
 from natsobj.aio import Client
@@ -22,10 +20,7 @@ def _local(tag: str) -> str:
 
 def parse(body: bytes) -> tuple[list[str], bool]:
     """``(keys, quiet)`` of a ``<Delete>`` document; MalformedXML for anything else."""
-    try:
-        root = ElementTree.fromstring(body)
-    except ElementTree.ParseError:
-        raise S3Error("MalformedXML", "The XML you provided was not well-formed") from None
+    root = xml.parse(body)
     if _local(root.tag) != "Delete":
         raise S3Error("MalformedXML", "The XML you provided was not well-formed")
     keys: list[str] = []
@@ -44,9 +39,7 @@ def parse(body: bytes) -> tuple[list[str], bool]:
 
 
 async def delete_objects(client: Client, request: web.Request, bucket: str) -> web.Response:
-    if request.content_length is not None and request.content_length > MAX_BODY:
-        raise S3Error("MalformedXML", "The Delete document is too large", bucket=bucket)
-    keys, quiet = parse(await request.content.read(MAX_BODY + 1))
+    keys, quiet = parse(await xml.read_body(request, MAX_BODY))
     store = await client.store(bucket)
     parts = []
     for key in keys:

@@ -24,7 +24,6 @@ import hashlib
 import json
 import re
 import secrets
-import xml.etree.ElementTree as ElementTree
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -48,6 +47,7 @@ _UPLOAD_ID = re.compile(r"[0-9a-f]{32}")
 _COPY_RANGE = re.compile(r"bytes=(\d+)-(\d+)")
 COPY_RANGE = "x-amz-copy-source-range"
 XML = "application/xml"
+MAX_COMPLETE_BODY = 8 << 20  # 10,000 parts, each with its ETag and a checksum, with room to spare
 OWNER = "<Owner><ID>natsobj</ID><DisplayName>natsobj</DisplayName></Owner>"
 INITIATOR = "<Initiator><ID>natsobj</ID><DisplayName>natsobj</DisplayName></Initiator>"
 
@@ -262,10 +262,7 @@ def parse_complete(body: bytes) -> list[Wanted]:
     """The parts of a ``<CompleteMultipartUpload>`` document, in its order; MalformedXML for
     anything else or for no parts at all (as S3 answers)."""
     malformed = S3Error("MalformedXML", "The XML you provided was not well-formed")
-    try:
-        root = ElementTree.fromstring(body)
-    except ElementTree.ParseError:
-        raise malformed from None
+    root = xml.parse(body)
     if _local(root.tag) != "CompleteMultipartUpload":
         raise malformed
     wanted: list[Wanted] = []
@@ -443,7 +440,7 @@ async def complete(
     store = await client.store(bucket)
     uploads = await _uploads(client)
     record = await _record(uploads, bucket, key, upload_id)
-    wanted = parse_complete(await request.read())
+    wanted = parse_complete(await xml.read_body(request, MAX_COMPLETE_BODY))
     if record.metadata.get("state") == "completed":
         return _complete_result(bucket, key, record.metadata["etag"], _kept_in(record))
     assert upload_id is not None  # _record refused a missing one

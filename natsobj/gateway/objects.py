@@ -20,6 +20,9 @@ from natsobj.gateway.s3errors import S3Error
 from natsobj.gateway.sigv4 import STREAMING_PREFIX, UNSIGNED, PayloadCheck, Verified
 from natsobj.model import ObjectInfo
 
+MAX_UPLOAD_BYTES = 5 << 30
+"""S3's largest single PutObject and largest part: a bigger body is EntityTooLarge, whether
+it declares its length or streams past it."""
 RANGE_PIECE = 1 << 20
 """Bytes a ranged GET reads from the core per write to the client: its memory per request."""
 _RANGE = re.compile(r"bytes=(\d*)-(\d*)")
@@ -68,6 +71,8 @@ class UploadBody:
             self.payload = PayloadCheck(UNSIGNED)
         self.declared = checksums.declared(request.headers)
         self.checksums: dict[str, str] = {}
+        if self.length is not None and self.length > MAX_UPLOAD_BYTES:
+            raise _too_large()
         self.md5 = hashlib.md5(usedforsecurity=False)
         self.algorithm = algorithm
         self.computed: checksums.Checksum | None = None
@@ -89,6 +94,8 @@ class UploadBody:
         received = 0
         async for piece in source:
             received += len(piece)
+            if received > MAX_UPLOAD_BYTES:
+                raise _too_large()
             self.payload.update(piece)
             md5.update(piece)
             if self.declared is not None:
@@ -132,6 +139,13 @@ class UploadBody:
             **etags.bind(etags.ETAG, self.etag(), digest),
             **(kept.bind(digest) if kept is not None else {}),
         }
+
+
+def _too_large() -> S3Error:
+    return S3Error(
+        "EntityTooLarge",
+        f"Your proposed upload exceeds the maximum allowed size ({MAX_UPLOAD_BYTES} bytes)",
+    )
 
 
 async def put_object(

@@ -20,9 +20,11 @@ from natsobj.errors import (
 
 STATUS: dict[str, int] = {
     "AccessDenied": 403,
+    "AccessForbidden": 403,
     "AuthorizationHeaderMalformed": 400,
     "AuthorizationQueryParametersError": 400,
     "BadDigest": 400,
+    "BadRequest": 400,
     "BucketAlreadyOwnedByYou": 409,
     "BucketNotEmpty": 409,
     "EntityTooLarge": 400,
@@ -40,6 +42,8 @@ STATUS: dict[str, int] = {
     "InvalidRequest": 400,
     "KeyTooLongError": 400,
     "MalformedXML": 400,
+    "MaxMessageLengthExceeded": 400,
+    "MetadataTooLarge": 400,
     "MethodNotAllowed": 405,
     "MissingContentLength": 411,
     "NoSuchBucket": 404,

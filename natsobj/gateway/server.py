@@ -11,10 +11,30 @@ from pathlib import Path
 
 from aiohttp import web
 
+from natsobj.errors import NatsObjError
 from natsobj.gateway import credentials
 from natsobj.gateway.app import make_app
 from natsobj.gateway.clients import ClientPool
 from natsobj.settings import ConnectionSettings
+
+
+class BadTlsFiles(NatsObjError, ValueError):
+    """The gateway's HTTPS certificate or key cannot be read or do not belong together:
+    refused at start rather than serving plain HTTP."""
+
+
+def tls_context(cert: str | Path, key: str | Path | None = None) -> ssl.SSLContext:
+    """The server side of HTTPS: ``cert`` (PEM, the chain after the certificate) and its
+    private ``key`` (PEM; None when ``cert`` holds it too). TLS 1.2 at least."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        context.load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        raise BadTlsFiles(
+            f"gateway TLS certificate {cert} and key {key or cert} cannot be used: {exc}"
+        ) from None
+    return context
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
@@ -32,10 +52,13 @@ class Running:
     runner: web.AppRunner
     host: str
     port: int
+    tls: bool = False
 
     @property
     def endpoint(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.tls else "http"
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{scheme}://{host}:{self.port}"
 
     async def stop(self) -> None:
         await self.runner.cleanup()
@@ -49,7 +72,8 @@ async def start(
     domain: str | None = None,
     tls: ssl.SSLContext | None = None,
 ) -> Running:
-    """Start serving in the running loop; ``listen`` with port 0 picks a free port."""
+    """Start serving in the running loop; ``listen`` with port 0 picks a free port; with
+    ``tls`` (``tls_context``) it serves HTTPS only."""
     keys = credentials.load(credentials_file)
     host, port = parse_listen(listen)
     runner = web.AppRunner(make_app(ClientPool(settings, keys), domain=domain), access_log=None)
@@ -57,7 +81,7 @@ async def start(
     site = web.TCPSite(runner, host, port, ssl_context=tls)
     await site.start()
     bound = runner.addresses[0]
-    return Running(runner, host, int(bound[1]))
+    return Running(runner, host, int(bound[1]), tls=tls is not None)
 
 
 def serve(
@@ -66,12 +90,13 @@ def serve(
     *,
     listen: str,
     domain: str | None = None,
+    tls: ssl.SSLContext | None = None,
     announce: bool = True,
 ) -> None:
     """Serve until interrupted (Ctrl-C or SIGTERM), then close every connection."""
 
     async def main() -> None:
-        running = await start(settings, credentials_file, listen=listen, domain=domain)
+        running = await start(settings, credentials_file, listen=listen, domain=domain, tls=tls)
         stopping = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):

@@ -4,6 +4,7 @@ and boto3 clients pointed at it."""
 from __future__ import annotations
 
 import asyncio
+import ssl
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,13 +23,15 @@ SECRET = "natsobj-test-secret"
 class GatewayThread:
     """The gateway's event loop in a daemon thread; ``stop`` ends both."""
 
-    def __init__(self, nats_url: str, credentials: Path) -> None:
+    def __init__(
+        self, nats_url: str, credentials: Path, *, tls: ssl.SSLContext | None = None
+    ) -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         settings = ConnectionSettings.coerce(nats_url)
         self.running: Running = asyncio.run_coroutine_threadsafe(
-            start(settings, credentials, listen="127.0.0.1:0"), self.loop
+            start(settings, credentials, listen="127.0.0.1:0", tls=tls), self.loop
         ).result(timeout=30)
 
     @property
@@ -57,13 +60,16 @@ def gateway(nats_url: str, credentials_file: Path) -> Iterator[GatewayThread]:
     running.stop()
 
 
-def make_s3(endpoint: str, *, access_key: str = ACCESS_KEY, secret: str = SECRET):  # type: ignore[no-untyped-def]
+def make_s3(  # type: ignore[no-untyped-def]
+    endpoint: str, *, access_key: str = ACCESS_KEY, secret: str = SECRET, verify: str | None = None
+):
     return boto3.client(
         "s3",
         endpoint_url=endpoint,
         aws_access_key_id=access_key,
         aws_secret_access_key=secret,
         region_name="us-east-1",
+        verify=verify,
         config=Config(
             s3={"addressing_style": "path"}, retries={"max_attempts": 1}, signature_version="s3v4"
         ),

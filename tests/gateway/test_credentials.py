@@ -29,7 +29,7 @@ def _write(tmp_path: Path, text: str, mode: int = 0o600) -> Path:
 
 
 def test_keys_and_the_identity_each_acts_as(tmp_path: Path) -> None:
-    keys = load(_write(tmp_path, GOOD))
+    keys = load(_write(tmp_path, GOOD)).keys
     base = ConnectionSettings.coerce("nats://gateway:gwpass@127.0.0.1:4222")
     assert keys["AKIAGATEWAY"].settings(base) is base
     etl = keys["AKIAETL"].settings(base)
@@ -58,11 +58,26 @@ def test_a_symlink_is_refused(tmp_path: Path) -> None:
         ('[keys.A]\nuser = "u"\n', "has no secret"),
         ('[key.A]\nsecret = "s"\n', "unknown top-level"),
         ("[keys.A\n", "not valid TOML"),
+        ('[keys.A]\nsecret = "s"\n[anonymous]\nsecret = "s"\n', "unknown field 'secret'"),
+        ('[keys.A]\nsecret = "s"\nanonymous = "yes"\n', "unknown field 'anonymous'"),
+        ('[keys.A]\nsecret = "s"\n[anonymous]\nuser = 1\n', "user must be a string"),
     ],
 )
 def test_malformed_files_are_refused(tmp_path: Path, text: str, match: str) -> None:
     with pytest.raises(BadCredentialsFile, match=match):
         load(_write(tmp_path, text))
+
+
+def test_the_anonymous_identity(tmp_path: Path) -> None:
+    """Unsigned requests act as ``[anonymous]``'s identity; without the table, as none."""
+    base = ConnectionSettings.coerce("nats://gateway:gwpass@127.0.0.1:4222")
+    assert load(_write(tmp_path, GOOD)).anonymous is None
+    own = load(_write(tmp_path, GOOD + "\n[anonymous]\n")).anonymous
+    assert own is not None and own.settings(base) is base
+    text = GOOD + '\n[anonymous]\nuser = "public"\npassword = "pub"\n'
+    public = load(_write(tmp_path, text)).anonymous
+    assert public is not None
+    assert (public.settings(base).user, public.settings(base).password) == ("public", "pub")
 
 
 def test_a_missing_file_is_refused(tmp_path: Path) -> None:

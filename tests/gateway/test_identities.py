@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import boto3
 import botocore.exceptions
 import pytest
+from botocore import UNSIGNED
+from botocore.config import Config
 
 import natsobj
 from natsobj.embedded import NatsServerProcess
@@ -39,6 +42,7 @@ def gateway(
     keys.write_text(
         '[keys.AKIANATSOBJTEST]\nsecret = "natsobj-test-secret"\n'
         '[keys.AKIAREADER]\nsecret = "reader-secret"\nuser = "reader"\npassword = "reader-pw"\n'
+        '[anonymous]\nuser = "reader"\npassword = "reader-pw"\n'
     )
     keys.chmod(0o600)
     running = GatewayThread(with_userinfo(server.url, "admin:admin-pw"), keys)
@@ -63,3 +67,25 @@ def test_a_key_gets_its_identitys_permissions_and_no_more(gateway: GatewayThread
     # the gateway's own identity (admin) may do both: the reader's refusals are NATS's
     admin.put_object(Bucket=GOOD, Key="new", Body=b"x")
     assert admin.get_object(Bucket=OTHER, Key="secret")["Body"].read() == b"not for readers"
+
+
+def test_unsigned_reads_act_as_the_anonymous_identity(gateway: GatewayThread) -> None:
+    """Publishing a bucket lets unsigned requests read it only as far as the ``[anonymous]``
+    identity may: OTHER is published too, but NATS refuses the reader."""
+    admin = make_s3(gateway.endpoint)
+    anonymous = boto3.client(
+        "s3",
+        endpoint_url=gateway.endpoint,
+        region_name="us-east-1",
+        config=Config(signature_version=UNSIGNED, s3={"addressing_style": "path"}),
+    )
+    for bucket in (GOOD, OTHER):
+        admin.put_bucket_acl(Bucket=bucket, ACL="public-read")
+    try:
+        assert anonymous.get_object(Bucket=GOOD, Key="seeded")["Body"].read() == b"readable"
+        with pytest.raises(botocore.exceptions.ClientError) as other:
+            anonymous.get_object(Bucket=OTHER, Key="secret")
+        assert _code(other) == "AccessDenied"
+    finally:
+        for bucket in (GOOD, OTHER):
+            admin.put_bucket_acl(Bucket=bucket, ACL="private")
