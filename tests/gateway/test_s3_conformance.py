@@ -123,9 +123,7 @@ def documented(text: str) -> Documented:
             intermittent.update(names)
     duplicated = sorted({name for name in failing if failing.count(name) > 1})
     assert not duplicated, f"docs/gateway.md lists these twice: {duplicated}"
-    return Documented(
-        int(stated[1]), int(stated[2]), frozenset(failing), frozenset(intermittent)
-    )
+    return Documented(int(stated[1]), int(stated[2]), frozenset(failing), frozenset(intermittent))
 
 
 def outcomes(junit: Path) -> dict[str, str]:
