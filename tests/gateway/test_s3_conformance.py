@@ -127,16 +127,19 @@ def documented(text: str) -> Documented:
 
 
 def outcomes(junit: Path) -> dict[str, str]:
-    """Each test's outcome from pytest's JUnit XML: "passed" or why not ("failed", "error",
-    "skipped"); an error in a passed test's teardown makes it an error."""
+    """Each test's outcome from pytest's JUnit XML: "passed", or why not ("failed", "error" or
+    "skipped", then the first line of pytest's message); an error in a passed test's teardown
+    makes it an error."""
     found: dict[str, str] = {}
     for case in ET.parse(junit).iter("testcase"):
-        verdicts = [child.tag for child in case if child.tag in ("failure", "error", "skipped")]
         name = case.get("name", "")
-        if verdicts:
-            found[name] = {"failure": "failed"}.get(verdicts[0], verdicts[0])
-        else:
+        verdict = next((c for c in case if c.tag in ("failure", "error", "skipped")), None)
+        if verdict is None:
             found.setdefault(name, "passed")
+        else:
+            outcome = {"failure": "failed"}.get(verdict.tag, verdict.tag)
+            message = (verdict.get("message") or "").strip().split("\n")[0][:200]
+            found[name] = f"{outcome}: {message}"
     return found
 
 
@@ -201,8 +204,8 @@ def test_ceph_s3_tests_selection(gateway_for_the_suite: GatewayThread, tmp_path:
     failed = {name for name, outcome in results.items() if outcome != "passed"}
     unlisted = sorted(failed - claims.failing)
     assert not unlisted, (
-        "these s3-tests fail but docs/gateway.md's Conformance table does not list them: "
-        + ", ".join(f"{name} ({results[name]})" for name in unlisted)
+        "these s3-tests fail but docs/gateway.md's Conformance table does not list them:\n"
+        + "\n".join(f"{name}: {results[name]}" for name in unlisted)
         + f"\n{summary}"
     )
     passing_now = sorted(claims.failing - claims.intermittent - failed)
