@@ -3,8 +3,8 @@ client (tests/interop_js) and nats-py's own ObjectStore read them, bytes, digest
 metadata included, a multipart upload's result as any other; and an object nats.js wrote is
 served to S3 clients with its headers and metadata as S3 headers and a stable ETag.
 
-nats-py's ObjectInfo has no ``metadata`` field (it drops the record's), so its reads are held
-to bytes, digest and headers; the record it reads is the one nats.js and natsobj read."""
+nats-py's ObjectInfo has no ``metadata`` field (it drops the record's), so the metadata is read
+from the object's record with nats-py's JetStream API."""
 
 from __future__ import annotations
 
@@ -37,12 +37,17 @@ def _digest(data: bytes) -> str:
 
 
 def _natspy_get(url: str, bucket: str, name: str):  # type: ignore[no-untyped-def]
-    """nats-py's ObjectStore ``get``: it checks the digest as it reads."""
+    """nats-py's ObjectStore ``get`` (it checks the digest as it reads), and the object's
+    ADR-20 record as nats-py's JetStream API reads it, for the metadata its ObjectInfo drops."""
 
     async def body():  # type: ignore[no-untyped-def]
         nc = await nats.connect(url)
         try:
-            return await (await nc.jetstream().object_store(bucket)).get(name)
+            js = nc.jetstream()
+            got = await (await js.object_store(bucket)).get(name)
+            subject = f"$O.{bucket}.M.{base64.urlsafe_b64encode(name.encode()).decode()}"
+            record = await js.get_last_msg(f"OBJ_{bucket}", subject)
+            return got, json.loads(record.data)
         finally:
             await nc.close()
 
@@ -99,12 +104,13 @@ def test_javascript_and_natspy_read_what_the_gateway_writes(  # type: ignore[no-
         }, name
         assert info["metadata"] == {"owner": "etl", "run": "42"}, name
 
-        theirs = _natspy_get(nats_url, bucket, name)
+        theirs, record = _natspy_get(nats_url, bucket, name)
         assert theirs.data == data, name
         assert theirs.info.digest == _digest(data) and theirs.info.size == len(data), name
         assert {key: theirs.info.headers.get(key) for key in HEADERS} == {
             key: [value] for key, value in HEADERS.items()
         }, name
+        assert record["metadata"] == {"owner": "etl", "run": "42"}, name
     assert sorted(js("list", nats_url, bucket)) == sorted(written)
 
 
