@@ -82,4 +82,4 @@ format: $(STAMP)
 
 clean:
 	if [ -x $(BIN)/natsobj ]; then $(BIN)/natsobj serve --stop --data-dir .natsobj; fi
-	rm -rf $(VENV) $(COMPAT) .natsobj .demo .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(COMPAT) .venv-s3tests .natsobj .demo .pytest_cache .ruff_cache

@@ -1,7 +1,7 @@
 """Real S3 clients against the gateway on a real nats-server, each with the settings
-docs/gateway.md's "Clients" section gives: the AWS CLI (as a subprocess), s3fs, pyarrow's native
-S3FileSystem, polars' native Parquet scan and obstore. Files stay below each client's multipart
-threshold, and copies are left out: multipart and CopyObject are built separately."""
+docs/gateway.md's "Clients" section gives: the AWS CLI (as a subprocess), boto3 with its default
+checksums and transfer settings, s3fs, pyarrow's native S3FileSystem, polars' native Parquet
+scan and obstore."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import pytest
 from aiohttp import web
 
 from tests.fetch_counter import FetchCounter
-from tests.gateway.conftest import ACCESS_KEY, SECRET, GatewayThread
+from tests.gateway.conftest import ACCESS_KEY, SECRET, GatewayThread, make_s3
 
 REGION = "us-east-1"
 
@@ -102,7 +102,7 @@ def test_aws_cli_cp_sync_ls_and_ranged_get(
     (source / "nested").mkdir(parents=True)
     files = {
         "a.txt": b"alpha\n" * 1000,
-        "b.bin": os.urandom(3 * 1024 * 1024),  # below the CLI's 8 MiB multipart threshold
+        "b.bin": os.urandom(9 * 1024 * 1024),  # above the CLI's 8 MiB threshold: multipart
         "nested/c.csv": b"x,y\n1,2\n",
     }
     for name, data in files.items():
@@ -116,6 +116,7 @@ def test_aws_cli_cp_sync_ls_and_ranged_get(
     assert sorted(line.split()[-1] for line in listed.splitlines()) == sorted(
         f"synced/{name}" for name in files
     )
+    assert s3.head_object(Bucket=bucket, Key="synced/b.bin")["ETag"].endswith('-2"')  # 8 MiB parts
     top = _aws(gateway, home, "s3", "ls", f"s3://{bucket}/synced/")
     assert "PRE nested/" in top and "a.txt" in top
 
@@ -140,12 +141,44 @@ def test_aws_cli_cp_sync_ls_and_ranged_get(
         str(part),
     )
     assert part.read_bytes() == files["b.bin"][1000:2000]
-    assert "bytes 1000-1999/3145728" in answer
+    assert f"bytes 1000-1999/{len(files['b.bin'])}" in answer
 
     url = _aws(gateway, home, "s3", "presign", f"s3://{bucket}/synced/a.txt").strip()
     assert "X-Amz-Signature=" in url
     with urllib.request.urlopen(url) as presigned:
         assert presigned.read() == files["a.txt"]
+
+
+# --- boto3 ------------------------------------------------------------------------------------
+
+
+def test_boto3_default_checksums_and_upload_file_multipart(
+    gateway: GatewayThread, bucket: str, tmp_path: Path
+) -> None:
+    """boto3 as it comes: a CRC32 on every upload (botocore's default since early 2025) and
+    ``upload_file``/``download_file`` with the default transfer settings, so a file above the
+    8 MiB threshold goes up as a multipart upload and comes down as parallel ranged GETs."""
+    s3 = make_s3(gateway.endpoint)
+    assert s3.meta.config.request_checksum_calculation == "when_supported"  # the default
+    sent: dict[str, list[str]] = {}
+
+    def record(request: Any, event_name: str, **_: Any) -> None:
+        operation = event_name.rsplit(".", 1)[-1]  # before-send.s3.<operation>
+        sent.setdefault(operation, []).extend(k.lower() for k in request.headers)
+
+    s3.meta.events.register("before-send.s3", record)
+    put = s3.put_object(Bucket=bucket, Key="small.txt", Body=b"checked by a crc32")
+    assert put["ChecksumCRC32"]  # echoed, as S3 does; botocore compares it with its own
+    data = os.urandom(2 * 8 * 1024 * 1024 + 4321)
+    (tmp_path / "big.bin").write_bytes(data)
+    s3.upload_file(str(tmp_path / "big.bin"), bucket, "big.bin")
+    assert "x-amz-checksum-crc32" in sent["PutObject"]
+    assert len(sent["UploadPart"]) > 0 and "x-amz-checksum-crc32" in sent["UploadPart"]
+    head = s3.head_object(Bucket=bucket, Key="big.bin")
+    assert head["ETag"].endswith('-3"') and head["ContentLength"] == len(data)
+    s3.download_file(bucket, "big.bin", str(tmp_path / "back.bin"))
+    assert (tmp_path / "back.bin").read_bytes() == data
+    assert s3.get_object(Bucket=bucket, Key="small.txt")["Body"].read() == b"checked by a crc32"
 
 
 # --- s3fs ------------------------------------------------------------------------------------

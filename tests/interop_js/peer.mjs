@@ -1,8 +1,9 @@
 // The JavaScript object-store client as a test peer: node peer.mjs <op> <url> <bucket> [args]
 // Prints one JSON line; exits non-zero with the error on stderr. Across accounts (ADR-19), set
-// NATS_JS_API_PREFIX and NATS_INBOX_PREFIX.
+// NATS_JS_API_PREFIX and NATS_INBOX_PREFIX. `put NAME FILE [META]` takes META as JSON
+// ({"description", "headers": {"Name": "value"}, "metadata": {...}}) for the object's record.
 import { readFileSync, writeFileSync } from "node:fs";
-import { connect } from "@nats-io/transport-node";
+import { connect, headers } from "@nats-io/transport-node";
 import { jetstream } from "@nats-io/jetstream";
 import { Objm } from "@nats-io/obj";
 
@@ -20,8 +21,14 @@ let out;
 try {
   const store = await objm.open(bucket);
   if (op === "put") {
-    const [name, file] = args;
-    out = await store.putBlob({ name, description: "written by nats.js" }, readFileSync(file));
+    const [name, file, given] = args;
+    const { headers: fields = {}, ...meta } = JSON.parse(given ?? "{}");
+    const record = { name, description: "written by nats.js", ...meta };
+    if (Object.keys(fields).length) {
+      record.headers = headers();
+      for (const [key, value] of Object.entries(fields)) record.headers.append(key, value);
+    }
+    out = await store.putBlob(record, readFileSync(file));
   } else if (op === "get") {
     const [name, file] = args;
     const data = await store.getBlob(name);
