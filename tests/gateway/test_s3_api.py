@@ -339,3 +339,21 @@ def test_s3_habits_of_naming_listing_and_overrides(s3, bucket: str) -> None:  # 
         "get_object", Params={"Bucket": bucket, "Key": "o"}, ExpiresIn=7 * 24 * 3600 + 1
     )
     assert urllib3.request("GET", too_long).status == 403
+
+
+def test_key_not_utf8_or_with_a_control_character_is_invalid_uri(  # type: ignore[no-untyped-def]
+    s3, gateway: GatewayThread, bucket: str
+) -> None:
+    with pytest.raises(botocore.exceptions.ClientError) as unreadable:
+        s3.get_object(Bucket=bucket, Key="\xae\x8a-")
+    assert unreadable.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert _code(unreadable) == "InvalidURI"
+    assert unreadable.value.response["Error"]["Message"] == "Couldn't parse the specified URI."
+    with pytest.raises(botocore.exceptions.ClientError) as newline:
+        s3.put_object(Bucket=bucket, Key="a\nb", Body=b"x")
+    assert _code(newline) == "InvalidURI"
+    # bytes that are not UTF-8 were read as U+FFFD: another key's lookup
+    s3.put_object(Bucket=bucket, Key="\ufffd", Body=b"x")
+    raw = urllib3.request("GET", f"{gateway.endpoint}/{bucket}/%FF")
+    assert raw.status == 400 and b"<Code>InvalidURI</Code>" in raw.data
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["\ufffd"]
