@@ -116,7 +116,7 @@ async def dispatch(
         )
     if bucket is None:
         if method == "GET":
-            return await buckets.list_buckets(client)
+            return await buckets.list_buckets(client, query)
     elif key is None:
         if method == "PUT":
             return await buckets.create_bucket(client, bucket)

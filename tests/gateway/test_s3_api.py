@@ -357,3 +357,23 @@ def test_key_not_utf8_or_with_a_control_character_is_invalid_uri(  # type: ignor
     raw = urllib3.request("GET", f"{gateway.endpoint}/{bucket}/%FF")
     assert raw.status == 400 and b"<Code>InvalidURI</Code>" in raw.data
     assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["\ufffd"]
+
+
+def test_list_buckets_in_pages_under_a_prefix(s3, gateway: GatewayThread) -> None:  # type: ignore[no-untyped-def]
+    prefix = f"lb-{uuid.uuid4().hex[:8]}-"
+    names = [f"{prefix}{n}" for n in ("c", "a", "b")]
+    for name in names:
+        s3.create_bucket(Bucket=name)
+    first = s3.list_buckets(MaxBuckets=2, Prefix=prefix)
+    assert [b["Name"] for b in first["Buckets"]] == sorted(names)[:2]
+    assert first["Prefix"] == prefix
+    second = s3.list_buckets(
+        MaxBuckets=2, Prefix=prefix, ContinuationToken=first["ContinuationToken"]
+    )
+    assert [b["Name"] for b in second["Buckets"]] == sorted(names)[2:]
+    assert "ContinuationToken" not in second
+    whole = s3.list_buckets(Prefix=prefix)
+    assert [b["Name"] for b in whole["Buckets"]] == sorted(names)
+    assert "ContinuationToken" not in whole
+    zero = _signed(gateway, "GET", "/?max-buckets=0", b"", hashlib.sha256(b"").hexdigest())
+    assert zero.status == 400 and b"<Code>InvalidArgument</Code>" in zero.data
