@@ -296,6 +296,21 @@ class NameIndex:
         yield from self._rows(f"{columns} WHERE {where}", args)
         yield from self._rows(f"{columns} WHERE name IS NULL", ())
 
+    def names_from(
+        self, literal_prefix: str, lower: str, *, inclusive: bool, limit: int
+    ) -> list[Entry]:
+        """Up to ``limit`` rows of the names starting with ``literal_prefix`` from ``lower``
+        on (above it unless ``inclusive``), in name order: one range of the name index, so a
+        page of a listing reads its own rows, never the bucket's. Tokens that do not decode
+        have no name and no place in the order: they are left out."""
+        where, args = _name_range(literal_prefix) if literal_prefix else ("1", ())
+        above = ">=" if inclusive else ">"
+        query = (
+            "SELECT token, name, seq, mtime_us, meta FROM names"
+            f" WHERE {where} AND name {above} ? ORDER BY name LIMIT ?"
+        )
+        return list(self._db.execute(query, (*args, lower, limit)).fetchall())
+
     def count(self, literal_prefix: str = "") -> int:
         """How many names start with ``literal_prefix`` (all of them for ""), plus the tokens
         that do not decode: what ``lookup`` would return."""

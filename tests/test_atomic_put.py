@@ -251,3 +251,22 @@ def test_a_put_that_keeps_meeting_conflicts_leaves_no_lookup_unawaited(nats_url,
         run(body())
         gc.collect()
     assert [str(w.message) for w in caught if "never awaited" in str(w.message)] == []
+
+
+@pytest.mark.parametrize("atomic_max_bytes", [ALWAYS, 0], ids=["atomic", "todays-way"])
+def test_digest_headers_are_bound_to_the_digest_the_record_gets(store, atomic_max_bytes):
+    store.aio.atomic_max_bytes = atomic_max_bytes
+    seen: list[str] = []
+
+    def bound(digest: str) -> dict[str, list[str]]:
+        seen.append(digest)
+        return {"X-Bound": [f"for {digest}"]}
+
+    data = os.urandom(3 * CHUNK + 5)
+    put = run(
+        store.aio.put("o", data, headers={"Kept": "yes"}, digest_headers=bound, chunk_size=CHUNK)
+    )
+    info = store.get_info("o")
+    assert seen == [info.digest] and info.digest == put.digest
+    assert info.headers == {"Kept": ["yes"], "X-Bound": [f"for {info.digest}"]}
+    assert store.get_bytes("o") == data

@@ -114,6 +114,45 @@ def test_listing_equals_the_full_scan(tree, prefix, glob, caplog):
     assert FALLBACK_LOG not in caplog.text  # the subject-state path answered
 
 
+def _ordered(store: natsobj.ObjectStore, prefix: str | None, lower: str, **kw) -> tuple:
+    """``(names, following)`` of one batch of the ordered listing."""
+
+    async def one() -> tuple:
+        ordered = await store.aio.ordered_listing(prefix=prefix)
+        assert ordered is not None, "the name index gave no ordered listing"
+        try:
+            infos, following = await ordered.batch(lower, **kw)
+        finally:
+            await ordered.close()
+        return [i.name for i in infos], following
+
+    return run(one())
+
+
+def test_ordered_listing_pages_from_any_name_in_name_order(tree):
+    tree.list()  # builds the name index
+    live = sorted(name for name in TREE if name != "raw/2024/b.csv")
+    # pages of two names: the deleted one is read and left out, the order is the names'
+    names, following = _ordered(tree, None, "", limit=2)
+    assert (names, following) == (["raw/2024/a.csv"], "raw/2024/b.csv")
+    pages, lower = [names], following
+    while lower is not None:
+        names, lower = _ordered(tree, None, lower, limit=2)
+        pages.append(names)
+    assert [name for page in pages for name in page] == live
+    assert _ordered(tree, "raw/", "raw/2024/old/c.csv", limit=10) == (["raw/2025/d.json"], None)
+    assert _ordered(tree, "raw/", "raw/2025/d.json", inclusive=True, limit=10)[0] == [
+        "raw/2025/d.json"
+    ]
+    assert _ordered(tree, "reports/", "", limit=10)[0] == ["reports/é/ü.txt", "reports/漢字/f.csv"]
+
+
+def test_no_ordered_listing_without_the_name_index(tree, monkeypatch):
+    tree.list()
+    monkeypatch.setenv("NATSOBJ_NAME_INDEX", "off")
+    assert run(tree.aio.ordered_listing()) is None
+
+
 def test_deleted_objects_only_with_include_deleted(tree):
     assert "raw/2024/b.csv" not in {i.name for i in tree.list(prefix="raw/")}
     (tombstone,) = [i for i in tree.list(prefix="raw/2024/b", include_deleted=True)]

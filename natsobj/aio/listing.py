@@ -33,6 +33,12 @@ the result is the same, only slower. The choice is made before anything is yield
 
 The listing streams: at most one page (or index fetch) of names and a few batches of
 ``ObjectInfo`` are held at once, so a million-object listing stays within a small, fixed memory.
+
+**In name order, a page at a time** (``open_ordered``): the index is a B-tree on the names,
+so it gives the names after any marker in order, and a page of a listing (S3's ListObjects, a
+paged ``ls``) reads only its own names and their meta records, not every record under the
+prefix. Where the index cannot be used, or must be rebuilt first, ``open_ordered`` answers
+None and the caller lists as above (and sorts).
 """
 
 from __future__ import annotations
@@ -179,6 +185,89 @@ async def iter_batches(
             yield await proven_batch(store, batch)
     finally:
         await listing.close()
+
+
+class OrderedListing:
+    """Current objects under a prefix in name order, a batch at a time from any lower bound
+    (``open_ordered``). The index is caught up to the stream once, when opened; every batch
+    is read at that sequence on replicated stores, as ``iter_batches`` reads."""
+
+    def __init__(self, listing: _SubjectStateListing, index: NameIndex) -> None:
+        self._listing = listing
+        self._index = index
+
+    async def batch(
+        self, lower: str, *, inclusive: bool = False, limit: int = MULTI_LAST_LIMIT
+    ) -> tuple[list[ObjectInfo], str | None]:
+        """The current objects among the next ``limit`` indexed names from ``lower`` on
+        (above it unless ``inclusive``), in name order (deleted and purged names are read and
+        left out, so it may be fewer, even none), and the name to continue after (None when
+        no name follows). FastListingUnavailable when the server refuses the batched gets;
+        the caller then lists by ``iter_batches``."""
+        listing = self._listing
+        assert listing._gets is not None
+        limit = min(limit, MULTI_LAST_LIMIT)
+        rows = await asyncio.to_thread(
+            self._index.names_from,
+            listing.name_filter.prefix,
+            lower,
+            inclusive=inclusive,
+            limit=limit,
+        )
+        if not rows:
+            return [], None
+        subjects = [listing.meta_prefix + row[0] for row in rows]
+        try:
+            messages = await listing._gets.fetch(subjects)
+        except (PermissionDenied, BatchedGetFailed, BatchStalled) as exc:
+            raise FastListingUnavailable(f"batched direct get unavailable: {exc}") from None
+        infos = await proven_batch(listing.store, listing._keep(subjects, messages))
+        infos.sort(key=lambda info: info.name)
+        return infos, (rows[-1][1] if len(rows) == limit else None)
+
+    async def close(self) -> None:
+        """Keep what was fetched in the index, forget purged names, release both."""
+        await self._listing.close()
+
+
+async def open_ordered(store: BucketStream, *, prefix: str | None = None) -> OrderedListing | None:
+    """A listing of the current objects under ``prefix`` in name order (``OrderedListing``),
+    or None where the name index cannot give one: turned off, unusable, or to be rebuilt
+    (the next ``iter_batches`` listing rebuilds it), or a server that does not allow
+    batched direct gets. Close what it returns."""
+    if store.api.batched_gets_cut_off:
+        return None
+    info = await store.info()
+    if not info.allow_direct:
+        return None
+    index = await asyncio.to_thread(name_sync.open_index, store, info)
+    if index is None:
+        return None
+    try:
+        if await asyncio.to_thread(name_sync.rebuild_needed, index, info):
+            index.close()
+            return None
+        await name_sync.catch_up(store, index, info)
+    except sqlite3.Error as exc:
+        index.close()
+        name_sync.warn_once(f"name index unusable, listing without it ({exc})")
+        return None
+    except NatsObjError as exc:  # the catch-up consumer (denied, unreachable, behind)
+        index.close()
+        log.info("bucket %r: name index not brought up to date: %s", store.bucket, exc)
+        return None
+    listing = _SubjectStateListing(store, make_filter(prefix, None), include_deleted=False)
+    listing._index = index
+    listing._info = info
+    listing._last_seq = info.state.last_sequence
+    listing.read_floor = store.read_floor(info) or 0
+    listing._gets = _BatchedDirectGets(store, listing.read_floor, superset=True)
+    try:
+        await listing._gets.open()
+    except BaseException:
+        await listing.close()
+        raise
+    return OrderedListing(listing, index)
 
 
 async def _scan_batches(

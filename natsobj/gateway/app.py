@@ -9,6 +9,7 @@ reads and writes NATS through the core client of the access key's identity.
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, unquote
@@ -45,6 +46,8 @@ MAX_HEADERS = 128
 # Reads S3's public-read grant does not cover (the owner's: the ACL itself, the location, an
 # upload's parts), refused to unsigned requests.
 ANONYMOUS_HIDDEN = frozenset({"acl", "location", "uploadId"})
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+"""Characters no key may hold: a listing's XML could not carry most of them."""
 POOL: web.AppKey[ClientPool] = web.AppKey("pool", ClientPool)
 DOMAIN: web.AppKey[str | None] = web.AppKey("domain", str)
 # Sub-resources of the S3 API the gateway does not serve yet: refused as NotImplemented rather
@@ -94,10 +97,23 @@ def route(request: web.Request, domain: str | None) -> tuple[str | None, str | N
         bucket = unquote(segment) or None
         if not slash:
             rest = ""
-    key = unquote(rest) or None
+    key = _decoded_key(rest, bucket)
     if key is not None and len(key.encode()) > MAX_KEY_BYTES:
         raise S3Error("KeyTooLongError", "Your key is too long", bucket=bucket)
     return bucket, key
+
+
+def _decoded_key(rest: str, bucket: str | None) -> str | None:
+    """The key percent-encoded in ``rest``; InvalidURI (400, as S3 answers) for one that is
+    not UTF-8 or holds a control character, rather than a lookup of some other key."""
+    unparsable = S3Error("InvalidURI", "Couldn't parse the specified URI.", bucket=bucket)
+    try:
+        key = unquote(rest, errors="strict")
+    except UnicodeDecodeError:
+        raise unparsable from None
+    if _CONTROL.search(key):
+        raise unparsable
+    return key or None
 
 
 async def dispatch(
@@ -126,7 +142,7 @@ async def dispatch(
         await acl.check_object_acl(client, bucket, request.headers)
     if bucket is None:
         if method == "GET":
-            return await buckets.list_buckets(client)
+            return await buckets.list_buckets(client, query)
     elif key is None:
         if method == "PUT":
             return await buckets.create_bucket(client, bucket, request.headers)
@@ -306,7 +322,8 @@ def make_app(pool: ClientPool, *, domain: str | None = None) -> web.Application:
     )
     app[POOL] = pool
     app[DOMAIN] = domain
-    app.router.add_route("*", "/{tail:.*}", handle)
+    # every path, a decoded newline included (``.*`` stops at one: aiohttp's own 404 answered)
+    app.router.add_route("*", r"/{tail:[\s\S]*}", handle)
 
     async def close(_: web.Application) -> None:
         await pool.close()

@@ -19,11 +19,37 @@ XML = "application/xml"
 REGION = "us-east-1"  # the region the gateway answers GetBucketLocation with (S3's default)
 
 
-async def list_buckets(client: Client) -> web.Response:
+MAX_BUCKETS = 10_000  # the most one ListBuckets page may ask for, as S3 has it
+
+
+def _max_buckets(value: str | None) -> int:
+    if value is None:
+        return MAX_BUCKETS
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= MAX_BUCKETS:
+        raise S3Error("InvalidArgument", f"max-buckets must be between 1 and {MAX_BUCKETS}")
+    return count
+
+
+async def list_buckets(client: Client, query: dict[str, str]) -> web.Response:
+    """The account's buckets in name order: with ``prefix``, those it starts; ``max-buckets``
+    a page, the next one after ``continuation-token`` (the last name of the page before,
+    encoded). Only the page's buckets are looked up for their creation time."""
+    prefix = query.get("prefix", "")
+    limit = _max_buckets(query.get("max-buckets"))
+    token = query.get("continuation-token")
+    after = listing.decode_token(token) if token is not None else ""
+    names = sorted(
+        name
+        for name in await client.store_names()
+        # UPLOADS_STORE: the gateway's own, for multipart uploads in progress
+        if name != UPLOADS_STORE and name.startswith(prefix) and name > after
+    )
     parts = []
-    for name in sorted(await client.store_names()):
-        if name == UPLOADS_STORE:
-            continue  # the gateway's own, for multipart uploads in progress
+    for name in names[:limit]:
         store = await client.store(name)
         parts.append(
             "<Bucket>"
@@ -31,13 +57,15 @@ async def list_buckets(client: Client) -> web.Response:
             + xml.element("CreationDate", xml.iso(_created(store.bucket_stream.created)))
             + "</Bucket>"
         )
-    body = xml.document(
-        "ListAllMyBucketsResult",
-        [
-            xml.OWNER,
-            "<Buckets>" + "".join(parts) + "</Buckets>",
-        ],
-    )
+    elements = [
+        xml.OWNER,
+        "<Buckets>" + "".join(parts) + "</Buckets>",
+    ]
+    if len(names) > limit:
+        elements.append(xml.element("ContinuationToken", listing.encode_token(names[limit - 1])))
+    if prefix:
+        elements.append(xml.element("Prefix", prefix))
+    body = xml.document("ListAllMyBucketsResult", elements)
     return web.Response(body=body, content_type=XML)
 
 

@@ -1,10 +1,12 @@
 """ListObjectsV2 and ListObjects (v1) pages: S3's order, delimiter grouping and continuation.
 
 A page holds the ``max_keys`` smallest *entries* after the marker, an entry being a key or,
-with a delimiter, the common prefix that stands for every key under it. The core's listing
-streams the bucket's current records under the prefix (from its name index where there is
-one); this module keeps only the page being built (at most ``max_keys + 1`` entries), so a
-page costs memory for its own size, never the bucket's.
+with a delimiter, the common prefix that stands for every key under it. Where the core's name
+index gives names in order (``ObjectStore.ordered_listing``), a page reads the names after
+its marker and their records, batch by batch, until it is full, and jumps past the keys a
+common prefix stands for: it costs its own size, not the bucket's. Otherwise the core's
+listing streams every current record under the prefix and this module keeps only the page
+being built (at most ``max_keys + 1`` entries): memory for the page, time for the prefix.
 
 The continuation token is the last entry of the page, encoded; the next page starts after it,
 and after every key that entry stands for.
@@ -19,10 +21,12 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from natsobj.aio import ObjectStore
+from natsobj.aio.listing import FastListingUnavailable, OrderedListing
 from natsobj.gateway import xml
 from natsobj.gateway.metadata import etag
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import ObjectInfo
+from natsobj.name_index import prefix_upper_bound
 
 MAX_KEYS = 1000  # S3's ceiling on one page, whatever the client asks for
 
@@ -62,6 +66,70 @@ async def page(
     limit = min(max(max_keys, 0), MAX_KEYS)
     if limit == 0:
         return Page()  # S3 answers max-keys=0 with an empty page that is not truncated
+    ordered = await store.ordered_listing(prefix=prefix or None)
+    if ordered is not None:
+        try:
+            return await _ordered_page(ordered, prefix, delimiter, start_after, after_entry, limit)
+        except FastListingUnavailable:
+            pass  # the server refuses batched gets: the streamed listing falls back further
+        finally:
+            await ordered.close()
+    return await _streamed_page(store, prefix, delimiter, start_after, after_entry, limit)
+
+
+async def _ordered_page(
+    ordered: OrderedListing,
+    prefix: str,
+    delimiter: str,
+    start_after: str,
+    after_entry: str,
+    limit: int,
+) -> Page:
+    """``page`` from names in order: each batch continues where the last one ended, or past
+    every key of the common prefix it ended in."""
+    entries: list[tuple[str, ObjectInfo | None]] = []
+    lower: str | None
+    lower, inclusive = max(start_after, after_entry), False
+    if lower == after_entry and after_entry and entry_of(after_entry, prefix, delimiter)[1]:
+        lower, inclusive = prefix_upper_bound(after_entry), True  # past the marker's keys
+    while lower is not None:
+        infos, following = await ordered.batch(lower, inclusive=inclusive, limit=limit + 1)
+        for info in infos:
+            entry, grouped = entry_of(info.name, prefix, delimiter)
+            if entry <= after_entry or (entries and entries[-1][0] == entry):
+                continue
+            if len(entries) == limit:
+                return _page_of(entries, truncated=True)
+            entries.append((entry, None if grouped else info))
+        lower, inclusive = following, False
+        last = entries[-1] if entries else None
+        # the batch ended under the last common prefix: none of the keys it stands for is read
+        if last is not None and last[1] is None and (following or "").startswith(last[0]):
+            lower, inclusive = prefix_upper_bound(last[0]), True
+    return _page_of(entries, truncated=False)
+
+
+def _page_of(entries: list[tuple[str, ObjectInfo | None]], *, truncated: bool) -> Page:
+    result = Page(truncated=truncated)
+    for entry, listed in entries:
+        if listed is None:
+            result.prefixes.append(entry)
+        else:
+            result.keys.append(listed)
+        result.last_entry = entry
+    return result
+
+
+async def _streamed_page(
+    store: ObjectStore,
+    prefix: str,
+    delimiter: str,
+    start_after: str,
+    after_entry: str,
+    limit: int,
+) -> Page:
+    """``page`` from the core's listing in the server's order: the ``limit + 1`` smallest
+    entries are kept while every record under the prefix streams past."""
     entries: list[str] = []  # sorted, at most limit + 1: whether more follow is the extra one
     found: dict[str, ObjectInfo | None] = {}
     async for info in store.iter_list(prefix=prefix or None):
@@ -74,15 +142,8 @@ async def page(
         found[entry] = None if grouped else info
         if len(entries) > limit + 1:
             del found[entries.pop()]
-    result = Page(truncated=len(entries) > limit)
-    for entry in entries[:limit]:
-        listed = found[entry]
-        if listed is None:
-            result.prefixes.append(entry)
-        else:
-            result.keys.append(listed)
-        result.last_entry = entry
-    return result
+    chosen = [(entry, found[entry]) for entry in entries[:limit]]
+    return _page_of(chosen, truncated=len(entries) > limit)
 
 
 def encode_token(entry: str) -> str:

@@ -339,3 +339,88 @@ def test_s3_habits_of_naming_listing_and_overrides(s3, bucket: str) -> None:  # 
         "get_object", Params={"Bucket": bucket, "Key": "o"}, ExpiresIn=7 * 24 * 3600 + 1
     )
     assert urllib3.request("GET", too_long).status == 403
+
+
+def test_key_not_utf8_or_with_a_control_character_is_invalid_uri(  # type: ignore[no-untyped-def]
+    s3, gateway: GatewayThread, bucket: str
+) -> None:
+    with pytest.raises(botocore.exceptions.ClientError) as unreadable:
+        s3.get_object(Bucket=bucket, Key="\xae\x8a-")
+    assert unreadable.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    assert _code(unreadable) == "InvalidURI"
+    assert unreadable.value.response["Error"]["Message"] == "Couldn't parse the specified URI."
+    with pytest.raises(botocore.exceptions.ClientError) as newline:
+        s3.put_object(Bucket=bucket, Key="a\nb", Body=b"x")
+    assert _code(newline) == "InvalidURI"
+    # bytes that are not UTF-8 were read as U+FFFD: another key's lookup
+    s3.put_object(Bucket=bucket, Key="\ufffd", Body=b"x")
+    raw = urllib3.request("GET", f"{gateway.endpoint}/{bucket}/%FF")
+    assert raw.status == 400 and b"<Code>InvalidURI</Code>" in raw.data
+    assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["\ufffd"]
+
+
+def test_list_buckets_in_pages_under_a_prefix(s3, gateway: GatewayThread) -> None:  # type: ignore[no-untyped-def]
+    prefix = f"lb-{uuid.uuid4().hex[:8]}-"
+    names = [f"{prefix}{n}" for n in ("c", "a", "b")]
+    for name in names:
+        s3.create_bucket(Bucket=name)
+    first = s3.list_buckets(MaxBuckets=2, Prefix=prefix)
+    assert [b["Name"] for b in first["Buckets"]] == sorted(names)[:2]
+    assert first["Prefix"] == prefix
+    second = s3.list_buckets(
+        MaxBuckets=2, Prefix=prefix, ContinuationToken=first["ContinuationToken"]
+    )
+    assert [b["Name"] for b in second["Buckets"]] == sorted(names)[2:]
+    assert "ContinuationToken" not in second
+    whole = s3.list_buckets(Prefix=prefix)
+    assert [b["Name"] for b in whole["Buckets"]] == sorted(names)
+    assert "ContinuationToken" not in whole
+    zero = _signed(gateway, "GET", "/?max-buckets=0", b"", hashlib.sha256(b"").hexdigest())
+    assert zero.status == 400 and b"<Code>InvalidArgument</Code>" in zero.data
+
+
+def _s3_pages(keys: list[str], delimiter: str, max_keys: int) -> list[list[str]]:
+    """S3's pages of ``keys``: entries (keys, or common prefixes) in order, ``max_keys`` each."""
+    entries = sorted(
+        {k[: k.index(delimiter) + 1] if delimiter and delimiter in k else k for k in keys}
+    )
+    return [entries[i : i + max_keys] for i in range(0, len(entries), max_keys)]
+
+
+@pytest.mark.parametrize(("delimiter", "max_keys"), [("/", 2), ("", 7), ("/", 1000)])
+def test_listing_pages_in_key_order_with_deletes_and_common_prefixes(  # type: ignore[no-untyped-def]
+    s3, bucket: str, sync_client, delimiter: str, max_keys: int
+) -> None:
+    store = sync_client.store(bucket)
+    keys = [f"d{i % 4}/k{i:02d}" for i in range(24)] + [f"top{i}" for i in range(5)] + ["d9/x"]
+    for key in keys:
+        store.put(key, b"x")
+    for gone in ("d9/x", "top2", "d1/k01", "d1/k05"):
+        store.delete(gone)
+        keys.remove(gone)
+    pages, token = [], None
+    while True:
+        extra = {"ContinuationToken": token} if token else {}
+        answer = s3.list_objects_v2(Bucket=bucket, Delimiter=delimiter, MaxKeys=max_keys, **extra)
+        pages.append(
+            [o["Key"] for o in answer.get("Contents", [])]
+            + [p["Prefix"] for p in answer.get("CommonPrefixes", [])]
+        )
+        if not answer["IsTruncated"]:
+            break
+        token = answer["NextContinuationToken"]
+    assert [sorted(page) for page in pages] == _s3_pages(keys, delimiter, max_keys)
+    v1, marker = [], ""
+    while True:
+        answer = s3.list_objects(
+            Bucket=bucket, Delimiter=delimiter, MaxKeys=max_keys, Marker=marker
+        )
+        page = [o["Key"] for o in answer.get("Contents", [])]
+        page += [p["Prefix"] for p in answer.get("CommonPrefixes", [])]
+        v1.append(sorted(page))
+        if not answer["IsTruncated"]:
+            break
+        marker = answer.get("NextMarker") or max(page)
+    assert v1 == _s3_pages(keys, delimiter, max_keys)
+    after = s3.list_objects_v2(Bucket=bucket, StartAfter="d2/k05", Prefix="d2/")["Contents"]
+    assert [o["Key"] for o in after] == sorted(k for k in keys if "d2/" in k and k > "d2/k05")
