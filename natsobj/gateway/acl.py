@@ -100,7 +100,7 @@ def _policy(value: str) -> web.Response:
         "AccessControlPolicy",
         [xml.OWNER, "<AccessControlList>", *grants, "</AccessControlList>"],
     )
-    return web.Response(body=body, content_type="application/xml")
+    return web.Response(body=body, content_type=xml.CONTENT_TYPE)
 
 
 async def get_bucket_acl(client: Client, bucket: str) -> web.Response:

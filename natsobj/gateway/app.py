@@ -250,7 +250,7 @@ def _error_response(error: S3Error, request: web.Request, request_id: str) -> we
         else xml.error(error.code, error.message, resource, request_id)
     )
     return web.Response(
-        status=error.status, body=body, headers=headers, content_type="application/xml"
+        status=error.status, body=body, headers=headers, content_type=xml.CONTENT_TYPE
     )
 
 

@@ -82,4 +82,4 @@ async def get_attributes(
     if info.mtime is not None:
         headers["Last-Modified"] = metadata.response_headers(info)["Last-Modified"]
     body = xml.document("GetObjectAttributesResponse", fields)
-    return web.Response(body=body, content_type="application/xml", headers=headers)
+    return web.Response(body=body, content_type=xml.CONTENT_TYPE, headers=headers)

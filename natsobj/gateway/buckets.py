@@ -10,12 +10,12 @@ from datetime import datetime
 from aiohttp import web
 
 from natsobj.aio import Client
+from natsobj.errors import BucketNotFound
 from natsobj.gateway import acl, listing, xml
 from natsobj.gateway.multipart import UPLOADS_STORE
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import parse_server_time
 
-XML = "application/xml"
 REGION = "us-east-1"  # the region the gateway answers GetBucketLocation with (S3's default)
 
 
@@ -37,7 +37,8 @@ def _max_buckets(value: str | None) -> int:
 async def list_buckets(client: Client, query: dict[str, str]) -> web.Response:
     """The account's buckets in name order: with ``prefix``, those it starts; ``max-buckets``
     a page, the next one after ``continuation-token`` (the last name of the page before,
-    encoded). Only the page's buckets are looked up for their creation time."""
+    encoded). Only the page's buckets are looked up for their creation time; one deleted
+    between the names and its lookup is left out, as a listing a moment later would."""
     prefix = query.get("prefix", "")
     limit = _max_buckets(query.get("max-buckets"))
     token = query.get("continuation-token")
@@ -50,7 +51,10 @@ async def list_buckets(client: Client, query: dict[str, str]) -> web.Response:
     )
     parts = []
     for name in names[:limit]:
-        store = await client.store(name)
+        try:
+            store = await client.store(name)
+        except BucketNotFound:
+            continue
         parts.append(
             "<Bucket>"
             + xml.element("Name", name)
@@ -66,7 +70,7 @@ async def list_buckets(client: Client, query: dict[str, str]) -> web.Response:
     if prefix:
         elements.append(xml.element("Prefix", prefix))
     body = xml.document("ListAllMyBucketsResult", elements)
-    return web.Response(body=body, content_type=XML)
+    return web.Response(body=body, content_type=xml.CONTENT_TYPE)
 
 
 _S3_BUCKET = re.compile(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]")
@@ -118,7 +122,7 @@ async def delete_bucket(client: Client, bucket: str) -> web.Response:
 async def get_location(client: Client, bucket: str) -> web.Response:
     await client.store(bucket)
     body = xml.document("LocationConstraint", [])  # empty: us-east-1, as S3 answers it
-    return web.Response(body=body, content_type=XML)
+    return web.Response(body=body, content_type=xml.CONTENT_TYPE)
 
 
 def _max_keys(value: str | None) -> int:
@@ -165,7 +169,7 @@ async def list_object_versions(client: Client, bucket: str, query: dict[str, str
         key_marker=key_marker,
         encode=encode,
     )
-    return web.Response(body=body, content_type=XML)
+    return web.Response(body=body, content_type=xml.CONTENT_TYPE)
 
 
 async def list_objects(
@@ -199,4 +203,4 @@ async def list_objects(
         token=token,
         start_after=start_after,
     )
-    return web.Response(body=body, content_type=XML)
+    return web.Response(body=body, content_type=xml.CONTENT_TYPE)

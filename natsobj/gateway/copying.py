@@ -74,4 +74,4 @@ async def copy_object(client: Client, request: web.Request, bucket: str, key: st
             xml.element("ETag", metadata.etag(copied)),
         ],
     )
-    return web.Response(body=body, content_type="application/xml")
+    return web.Response(body=body, content_type=xml.CONTENT_TYPE)

@@ -60,4 +60,4 @@ async def delete_objects(client: Client, request: web.Request, bucket: str) -> w
         if not quiet:
             parts.append("<Deleted>" + xml.element("Key", key) + "</Deleted>")
     body = xml.document("DeleteResult", parts)
-    return web.Response(body=body, content_type="application/xml")
+    return web.Response(body=body, content_type=xml.CONTENT_TYPE)

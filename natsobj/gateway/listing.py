@@ -170,7 +170,7 @@ def _contents(info: ObjectInfo, encode: bool, owner: bool) -> str:
         xml.element("StorageClass", "STANDARD"),
     ]
     if owner:
-        parts.append("<Owner><ID>natsobj</ID><DisplayName>natsobj</DisplayName></Owner>")
+        parts.append(xml.OWNER)
     return "<Contents>" + "".join(parts) + "</Contents>"
 
 
@@ -256,7 +256,7 @@ def render_versions(
             + xml.element("ETag", etag(info))
             + xml.element("Size", info.size)
             + xml.element("StorageClass", "STANDARD")
-            + "<Owner><ID>natsobj</ID><DisplayName>natsobj</DisplayName></Owner>"
+            + xml.OWNER
             + "</Version>"
         )
     parts.extend(

@@ -46,10 +46,8 @@ MAX_LISTED = 1000  # S3's ceiling on one page of parts or uploads
 _UPLOAD_ID = re.compile(r"[0-9a-f]{32}")
 _COPY_RANGE = re.compile(r"bytes=(\d+)-(\d+)")
 COPY_RANGE = "x-amz-copy-source-range"
-XML = "application/xml"
 MAX_COMPLETE_BODY = 8 << 20  # 10,000 parts, each with its ETag and a checksum, with room to spare
-OWNER = "<Owner><ID>natsobj</ID><DisplayName>natsobj</DisplayName></Owner>"
-INITIATOR = "<Initiator><ID>natsobj</ID><DisplayName>natsobj</DisplayName></Initiator>"
+INITIATOR = f"<Initiator>{xml.OWNER_FIELDS}</Initiator>"
 
 
 async def _uploads(client: Client) -> ObjectStore:
@@ -128,7 +126,7 @@ async def create(client: Client, request: web.Request, bucket: str, key: str) ->
             xml.element("UploadId", upload_id),
         ],
     )
-    return web.Response(body=body, content_type=XML, headers=answer)
+    return web.Response(body=body, content_type=xml.CONTENT_TYPE, headers=answer)
 
 
 def _algorithm(record: ObjectInfo) -> str | None:
@@ -242,7 +240,7 @@ async def copy_part(
     ]
     if checksum is not None:
         fields.append(xml.element("Checksum" + checksum.algorithm.upper(), checksum.value()))
-    return web.Response(body=xml.document("CopyPartResult", fields), content_type=XML)
+    return web.Response(body=xml.document("CopyPartResult", fields), content_type=xml.CONTENT_TYPE)
 
 
 def _local(tag: str) -> str:
@@ -419,7 +417,7 @@ def _complete_result(
     if kept is not None:
         fields.append(checksums.element(kept) + xml.element("ChecksumType", kept.kind))
     body = xml.document("CompleteMultipartUploadResult", fields)
-    return web.Response(body=body, content_type=XML, headers={"ETag": tag})
+    return web.Response(body=body, content_type=xml.CONTENT_TYPE, headers={"ETag": tag})
 
 
 def _kept_in(record: ObjectInfo) -> checksums.Stored | None:
@@ -551,7 +549,7 @@ async def list_parts(client: Client, bucket: str, key: str, query: dict[str, str
             xml.element("Key", key),
             xml.element("UploadId", upload_id),
             INITIATOR,
-            OWNER,
+            xml.OWNER,
             xml.element("StorageClass", "STANDARD"),
             chosen,
             xml.element("PartNumberMarker", marker),
@@ -561,7 +559,7 @@ async def list_parts(client: Client, bucket: str, key: str, query: dict[str, str
             *items,
         ],
     )
-    return web.Response(body=body, content_type=XML)
+    return web.Response(body=body, content_type=xml.CONTENT_TYPE)
 
 
 async def list_uploads(client: Client, bucket: str, query: dict[str, str]) -> web.Response:
@@ -595,7 +593,7 @@ async def list_uploads(client: Client, bucket: str, query: dict[str, str]) -> we
         + xml.element("Key", key)
         + xml.element("UploadId", upload_id)
         + INITIATOR
-        + OWNER
+        + xml.OWNER
         + xml.element("StorageClass", "STANDARD")
         + xml.element("Initiated", xml.iso(info.mtime))
         + "</Upload>"
@@ -615,4 +613,4 @@ async def list_uploads(client: Client, bucket: str, query: dict[str, str]) -> we
             *items,
         ],
     )
-    return web.Response(body=body, content_type=XML)
+    return web.Response(body=body, content_type=xml.CONTENT_TYPE)

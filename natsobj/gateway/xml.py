@@ -16,6 +16,7 @@ from aiohttp import web
 from natsobj.gateway.s3errors import S3Error
 
 NS = "http://s3.amazonaws.com/doc/2006-03-01/"
+CONTENT_TYPE = "application/xml"
 DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n'
 OWNER_FIELDS = "<ID>natsobj</ID><DisplayName>natsobj</DisplayName>"
 """Every bucket's and object's owner as S3 shows it: the keys of one gateway share one."""

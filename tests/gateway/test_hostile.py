@@ -375,7 +375,11 @@ def test_traversal_in_keys_stays_in_the_bucket(
         target.s3.delete_object(Bucket=target.name, Key=key)
         assert target.raw_messages() > target.messages  # the delete's tombstone, in this bucket
     else:
-        assert answer.status == 400 and answer.code() in ("InvalidArgument", "InvalidRequest", "InvalidURI")
+        assert answer.status == 400 and answer.code() in (
+            "InvalidArgument",
+            "InvalidRequest",
+            "InvalidURI",
+        )
         target.assert_untouched()
     bystander.assert_untouched()
     target.assert_serving()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -377,6 +378,34 @@ def test_list_buckets_in_pages_under_a_prefix(s3, gateway: GatewayThread) -> Non
     assert "ContinuationToken" not in whole
     zero = _signed(gateway, "GET", "/?max-buckets=0", b"", hashlib.sha256(b"").hexdigest())
     assert zero.status == 400 and b"<Code>InvalidArgument</Code>" in zero.data
+
+
+def test_list_buckets_while_buckets_come_and_go(s3, sync_client) -> None:  # type: ignore[no-untyped-def]
+    """A bucket deleted between ListBuckets' names and its lookup is left out; it made the
+    whole listing NoSuchBucket."""
+    prefix = f"churn-{uuid.uuid4().hex[:8]}-"
+    stop = threading.Event()
+    churned = 0
+
+    def churn() -> None:
+        nonlocal churned
+        while not stop.is_set():
+            name = f"{prefix}{churned}"
+            sync_client.create_store(name)
+            sync_client.delete_store(name)
+            churned += 1
+
+    worker = threading.Thread(target=churn)
+    worker.start()
+    try:
+        listed = 0
+        while churned < 60 or listed < 60:
+            names = [b["Name"] for b in s3.list_buckets(Prefix=prefix)["Buckets"]]
+            assert len(names) <= 1
+            listed += 1
+    finally:
+        stop.set()
+        worker.join()
 
 
 def _s3_pages(keys: list[str], delimiter: str, max_keys: int) -> list[list[str]]:
