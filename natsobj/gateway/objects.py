@@ -8,8 +8,9 @@ import binascii
 import contextlib
 import hashlib
 import hmac
+import logging
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterable, AsyncIterator
 
 from aiohttp import web
 
@@ -19,6 +20,8 @@ from natsobj.gateway import checksums, chunked, conditions, etags, metadata, par
 from natsobj.gateway.s3errors import S3Error
 from natsobj.gateway.sigv4 import STREAMING_PREFIX, UNSIGNED, PayloadCheck, Verified
 from natsobj.model import ObjectInfo
+
+log = logging.getLogger(__name__)
 
 MAX_UPLOAD_BYTES = 5 << 30
 """S3's largest single PutObject and largest part: a bigger body is EntityTooLarge, whether
@@ -224,10 +227,7 @@ async def get_object(
             headers["Content-Length"] = str(whole.info.size)
             response = web.StreamResponse(status=200, headers=headers)
             await response.prepare(request)
-            async for piece in whole:
-                await response.write(piece)
-        await response.write_eof()
-        return response
+            return await _send(request, response, whole, bucket, key)
     reader = await store.open_range(key)
     try:
         info = reader.info
@@ -262,12 +262,42 @@ async def get_object(
             return web.Response(status=status, headers=headers)
         response = web.StreamResponse(status=status, headers=headers)
         await response.prepare(request)
-        async for piece in range_pieces(reader, start, end):
-            await response.write(piece)
-        await response.write_eof()
-        return response
+        return await _send(request, response, range_pieces(reader, start, end), bucket, key)
     finally:
         await reader.close()
+
+
+async def _send(
+    request: web.Request,
+    response: web.StreamResponse,
+    pieces: AsyncIterable[bytes],
+    bucket: str,
+    key: str,
+) -> web.StreamResponse:
+    """Write a prepared answer's body, each piece once the next one is read, and the last
+    only once the read has ended: the core checks a whole object's digest after its last
+    chunk, so a mismatch aborts the connection short of ``Content-Length`` and the client
+    never holds a body that looks complete. A client that goes away mid-body (a reader
+    that had what it needed, a cancelled download) ends the answer with one log line
+    rather than aiohttp's traceback of a server error: nothing failed on our side. Once the
+    head is out, an error answer cannot follow (its bytes would land inside the body), so a
+    failed read aborts the connection instead."""
+    held: bytes | None = None
+    try:
+        async for piece in pieces:
+            if held is not None:
+                await response.write(held)
+            held = piece
+        if held is not None:
+            await response.write(held)
+        await response.write_eof()
+    except ConnectionResetError:
+        log.info("GET %s/%s: the client closed the connection mid-body", bucket, key)
+    except Exception as exc:
+        log.warning("GET %s/%s: the read failed mid-body, connection aborted: %s", bucket, key, exc)
+        if request.transport is not None:
+            request.transport.abort()
+    return response
 
 
 async def range_pieces(reader: RangeReader, start: int, end: int) -> AsyncIterator[bytes]:

@@ -18,6 +18,7 @@ from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
 from tests.gateway.conftest import ACCESS_KEY, SECRET, GatewayThread, make_s3
+from tests.raw import FORGED_DIGEST, rewrite_record
 
 
 @pytest.fixture
@@ -230,6 +231,35 @@ def test_body_that_lies_about_its_sha256_stores_nothing(
     with pytest.raises(botocore.exceptions.ClientError) as error:
         s3.head_object(Bucket=bucket, Key="lied")
     assert error.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+
+
+def test_a_forged_object_never_reaches_the_client_whole(
+    sync_client, raw, gateway: GatewayThread, bucket: str
+) -> None:  # type: ignore[no-untyped-def]
+    """An object whose bytes do not match its recorded digest: the GET stops before the last
+    chunk, so the client gets fewer bytes than Content-Length (an error), never a body that
+    looks complete. The last chunk went out before the digest was checked, and the error
+    answer after it, its bytes inside the body."""
+    body = os.urandom(5 * 128 * 1024 + 7)  # six chunks
+    sync_client.store(bucket).put("forged", body)
+    rewrite_record(raw, bucket, "forged", digest=FORGED_DIGEST)
+    empty = hashlib.sha256(b"").hexdigest()
+    request = AWSRequest(
+        method="GET",
+        url=f"{gateway.endpoint}/{bucket}/forged",
+        headers={"x-amz-content-sha256": empty},
+    )
+    SigV4Auth(Credentials(ACCESS_KEY, SECRET), "s3", "us-east-1").add_auth(request)
+    answer = urllib3.request(
+        "GET", request.url, headers=dict(request.headers), preload_content=False
+    )
+    assert answer.status == 200 and int(answer.headers["Content-Length"]) == len(body)
+    received = b""
+    with pytest.raises(urllib3.exceptions.ProtocolError):
+        for piece in answer.stream(64 * 1024):
+            received += piece
+    assert 0 < len(received) < len(body)
+    assert body.startswith(received)  # what did arrive is the object's, nothing else
 
 
 def test_presigned_get_and_its_expiry(
