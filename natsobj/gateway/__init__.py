@@ -8,7 +8,7 @@ from natsobj.extras import require_extra
 
 require_extra("gateway", "natsobj.gateway")
 
-from natsobj.gateway.credentials import AccessKey, BadCredentialsFile
 from natsobj.gateway.server import Running, serve, start
+from natsobj.gateway_keys import AccessKey, BadCredentialsFile
 
 __all__ = ["AccessKey", "BadCredentialsFile", "Running", "serve", "start"]

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Mapping
 
 from natsobj.aio import Client, connect
-from natsobj.gateway.credentials import AccessKey
+from natsobj.gateway_keys import AccessKey
 from natsobj.settings import ConnectionSettings
 
 
