@@ -122,9 +122,9 @@ def presign(
         ("X-Amz-Algorithm", ALGORITHM),
         ("X-Amz-Credential", f"{access_key}/{scope}"),
         ("X-Amz-Date", amz_date),
-        ("X-Amz-Expires", str(expires_in)),
         ("X-Amz-SignedHeaders", "host"),
-    ]
+        ("X-Amz-Expires", str(expires_in)),
+    ]  # in the order botocore writes them, so the URL is the one ``aws s3 presign`` prints
     default_port = {"http": ":80", "https": ":443"}[scheme]
     request = Request(method.upper(), raw_path, query, {"host": host.removesuffix(default_port)})
     signed = signature(secret, request, ["host"], UNSIGNED, scope, amz_date, None)
