@@ -95,7 +95,8 @@ def test_presigned_urls_need_no_gateway_extra() -> None:
         {"aiohttp"},
         "import sys; from natsobj.fs import NatsObjectFileSystem as F;"
         " fs = F(gateway_url='http://127.0.0.1:9000', gateway_access_key='K',"
-        " gateway_secret='S'); print(fs.sign('nats://b/k').split('?')[0], 'aiohttp' in sys.modules)",
+        " gateway_secret='S');"
+        " print(fs.sign('nats://b/k').split('?')[0], 'aiohttp' in sys.modules)",
     )
     assert signed.stdout.split() == ["http://127.0.0.1:9000/b/k", "False"], signed.stderr
 
