@@ -318,16 +318,16 @@ class UnknownOption(NatsObjError, ValueError):
 
 
 class GatewayNotConfigured(NatsObjError, NotImplementedError):
-    """A presigned URL was asked for (``natsobj presign``, the filesystem's ``sign``) but no S3
+    """A presigned URL was asked for (the presign command, the filesystem's ``sign``) but no S3
     gateway endpoint, or no access key and secret for it, is configured: NATS itself has no
     HTTP URLs. A ``NotImplementedError`` too, which is what fsspec's ``sign`` raises for a
     filesystem that cannot sign."""
 
     hint = (
-        "Set the gateway's endpoint, access key and secret: NATSOBJ_GATEWAY_URL,"
-        " NATSOBJ_GATEWAY_ACCESS_KEY and NATSOBJ_GATEWAY_SECRET (or the settings gateway_url,"
-        " gateway_access_key, gateway_secret); with the embedded server,"
-        ' eval "$(natsobj gateway --print-env)" sets them for its gateway.'
+        "Set the S3 gateway's endpoint, access key and secret: the settings gateway_url,"
+        " gateway_access_key and gateway_secret (NATSOBJ_GATEWAY_URL,"
+        " NATSOBJ_GATEWAY_ACCESS_KEY, NATSOBJ_GATEWAY_SECRET in the environment); a gateway in"
+        " front of the embedded server prints the lines that set them."
     )
 
 
