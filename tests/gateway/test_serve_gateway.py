@@ -9,6 +9,7 @@ import os
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -140,3 +141,28 @@ def test_gateway_without_credentials_needs_the_embedded_server(tmp_path: Path) -
     done = natsobj(tmp_path, env, "--url", "nats://127.0.0.1:4222", "gateway")
     assert done.returncode == ExitCode.USAGE
     assert "--credentials FILE is required" in done.stderr
+
+
+def test_serve_gateway_ends_when_its_server_is_stopped(tmp_path: Path) -> None:
+    """The gateway does not outlive the embedded server it fronts: ``serve --stop`` from
+    elsewhere ends ``serve --gateway``, which says the server exited and frees the port."""
+    env = environment(tmp_path)
+    port = free_port()
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "natsobj.cli", "serve", "--gateway", f"127.0.0.1:{port}"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert serve.stdout is not None
+        serve.stdout.readline()
+        assert serve.stdout.readline().strip() == f"S3 gateway on http://127.0.0.1:{port}"
+        assert natsobj(tmp_path, env, "serve", "--stop").returncode == 0
+        _, err = serve.communicate(timeout=30)
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
+    assert serve.returncode == ExitCode.CONNECTION, err
+    assert "exited unexpectedly" in err
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", port))  # the gateway let go of its port
