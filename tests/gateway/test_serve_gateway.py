@@ -134,6 +134,10 @@ def test_the_generated_key_file_is_refused_when_others_can_read_it(tmp_path: Pat
     assert refused.returncode == ExitCode.CONNECTION, refused.stderr
     assert f"{keys} has mode 644" in refused.stderr
     assert "AWS_SECRET_ACCESS_KEY" not in refused.stdout
+    # serve --gateway checks the key before it starts a server that would then be left behind
+    served = natsobj(tmp_path, env, "serve", "--gateway", f"127.0.0.1:{free_port()}")
+    assert served.returncode == ExitCode.CONNECTION and "has mode 644" in served.stderr
+    assert running_server(tmp_path / ".natsobj") is None
 
 
 def test_gateway_without_credentials_needs_the_embedded_server(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
@@ -137,8 +138,7 @@ def _stop(data_dir: Path) -> None:
 
 
 def _serve_one(data_dir: Path, port: int | None, gateway_listen: str | None) -> None:
-    if gateway_listen is not None:
-        _check_listen(gateway_listen)  # before a server is started for nothing
+    gateway = None if gateway_listen is None else _prepare_gateway(data_dir, gateway_listen)
     live = running_server(data_dir)
     if live is not None:
         raise CliError(
@@ -154,7 +154,7 @@ def _serve_one(data_dir: Path, port: int | None, gateway_listen: str | None) -> 
             f"{data_dir / CREDENTIALS_FILE}; Ctrl-C to stop",
             err=True,
         )
-        if gateway_listen is not None and _serve_gateway(data_dir, gateway_listen):
+        if gateway is not None and _serve_gateway(data_dir, *gateway):
             stop_server(data_dir)
             click.echo("stopped", err=True)
             return
@@ -170,7 +170,10 @@ def _serve_one(data_dir: Path, port: int | None, gateway_listen: str | None) -> 
     )
 
 
-def _check_listen(listen: str) -> None:
+def _prepare_gateway(data_dir: Path, listen: str) -> tuple[str, Path, Callable[[str], None]]:
+    """What ``--gateway`` needs, checked before a server is started for nothing: the gateway
+    extra, the address, and the data directory's key (generated now on first use; refused when
+    unsafe)."""
     # imported here: the gateway's HTTP server (the gateway extra) only for --gateway
     from natsobj.gateway.server import parse_listen
 
@@ -178,21 +181,24 @@ def _check_listen(listen: str) -> None:
         parse_listen(listen)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
+    keys = gateway_keys_file(data_dir)
+    return listen, keys, announcer(keys, data_dir, listen)
 
 
-def _serve_gateway(data_dir: Path, listen: str) -> bool:
+def _serve_gateway(
+    data_dir: Path, listen: str, keys: Path, announce: Callable[[str], None]
+) -> bool:
     """The S3 gateway in front of the server of ``data_dir`` until Ctrl-C (True) or until the
     server is gone (False); a gateway that cannot start stops the server it was started with."""
     from natsobj.gateway.server import serve as serve_gateway
 
-    keys = gateway_keys_file(data_dir)
     settings = ConnectionSettings(servers=[f"{RUNNING_EMBEDDED}://{data_dir}"])
     try:
         return serve_gateway(
             settings,
             keys,
             listen=listen,
-            announce=announcer(keys, data_dir, listen),
+            announce=announce,
             alive=lambda: running_server(data_dir) is not None,
         )
     except OSError as exc:
@@ -202,6 +208,9 @@ def _serve_gateway(data_dir: Path, listen: str) -> bool:
             f"server of {data_dir} is stopped again",
             ExitCode.FAILED,
         ) from None
+    except Exception:
+        stop_server(data_dir)
+        raise
 
 
 def _serve_cluster(data_dir: Path, size: int, port: int | None) -> None:
