@@ -3,7 +3,7 @@ prints one: anyone holding it reads the object with a plain HTTP GET until it ex
 
 The endpoint, access key and secret come from the options, else the settings
 (``NATSOBJ_GATEWAY_URL``, ``NATSOBJ_GATEWAY_ACCESS_KEY``, ``NATSOBJ_GATEWAY_SECRET``), else the
-embedded server's generated gateway key (``natsobj.presign``). Made on this machine, no request
+embedded server's generated gateway key (``natsobj.presign``). Made locally, no request
 sent; the signature is the one the gateway checks (``natsobj.sigv4``)."""
 
 from __future__ import annotations
