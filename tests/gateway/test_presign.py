@@ -150,3 +150,10 @@ def test_aws_s3_presign_and_ours_are_the_same_url(
     assert ours == theirs
     assert fetch(theirs) == (200, BODY)
     assert fetch(ours) == (200, BODY)
+
+
+def test_a_gateway_url_that_is_not_http_is_refused_at_once() -> None:
+    from natsobj.settings import ConnectionSettings
+
+    with pytest.raises(ValueError, match="gateway_url must look like http://HOST:PORT"):
+        ConnectionSettings(servers=["nats://127.0.0.1:4222"], gateway_url="nats://h:4222")
