@@ -76,6 +76,9 @@ class NatsObjectStoreResource(ConfigurableResource):
     consistency: str | None = _from_table("consistency")
     cache_dir: str | None = _from_table("cache_dir")
     name_index: bool | None = _from_table("name_index")
+    gateway_url: str | None = _from_table("gateway_url")
+    gateway_access_key: str | None = _from_table("gateway_access_key")
+    gateway_secret: str | None = _from_table("gateway_secret")
     bucket_settings: dict[str, str] | None = Field(default=None, description=BUCKET_SETTINGS_HELP)
 
     @model_validator(mode="before")

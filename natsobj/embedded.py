@@ -5,14 +5,14 @@ directory: the first start records its pid in ``server.json``; later starts find
 and a record whose process is gone is replaced.
 
 **Trust.** Any file another local user can write is untrusted, and so is any process that is
-not provably this directory's server. The data directory must belong to the current user and
-be writable by no one else (it is created 0700); ``server.json``, ``server.conf`` and
-``credentials.json`` are created 0600 (never chmod-ed afterwards, which would leave a window).
-The record's pid is only a hint: a client connects to ``127.0.0.1:<port>`` of that process
-once ``/proc`` shows it is a ``nats-server`` of the current user whose ``--store_dir`` is this
-directory's and which listens on that port (the record's own URL and port are never used), and
-``stop_server`` signals nothing else. Where there is no ``/proc`` nothing can be proven, so a
-live record is refused rather than trusted.
+not provably this directory's server. The data directory must belong to the current user and be
+writable by no one else (it is created 0700); ``server.json``, ``server.conf``,
+``credentials.json`` and ``gateway.toml`` (the S3 gateway's key) are created 0600 (never
+chmod-ed afterwards, which would leave a window). The record's pid is only a hint: a client
+connects to ``127.0.0.1:<port>`` of that process once ``/proc`` shows it is a ``nats-server`` of the
+current user whose ``--store_dir`` is this directory's and which listens on that port (the
+record's own URL and port are never used), and ``stop_server`` signals nothing else. Where
+there is no ``/proc`` nothing can be proven, so a live record is refused rather than trusted.
 
 **Authentication.** The server admits only the nkey user generated for its data directory on
 first start (the seed stays in ``credentials.json``, which ``natsobj.embedded_rule.resolve_server``
@@ -47,6 +47,7 @@ from pathlib import Path
 
 import nkeys
 
+from natsobj import gateway_keys
 from natsobj.errors import NotConnected, UnsafeLocalState
 from natsobj.localfiles import OTHERS_ANY, OTHERS_WRITE, check_private, read_private
 
@@ -57,6 +58,7 @@ LOCK_FILE = "server.lock"
 LOG_FILE = "server.log"
 CONFIG_FILE = "server.conf"
 CREDENTIALS_FILE = "credentials.json"
+GATEWAY_KEYS_FILE = "gateway.toml"  # the S3 gateway's access key (natsobj.gateway_keys)
 STORE_DIR = "jetstream"
 LOOPBACK = "127.0.0.1"
 PRIVATE_DIR_MODE = 0o700
@@ -510,6 +512,20 @@ def _start(data_dir: Path, port: int | None) -> ServerInfo:
     _write_private(data_dir / STATE_FILE, json.dumps(record).encode())
     _register(data_dir)
     return ServerInfo(server.url, server.pid, server.port, data_dir, credentials, started=True)
+
+
+def gateway_keys_file(data_dir: str | Path = ".natsobj") -> Path:
+    """The S3 gateway's key file of the embedded server of ``data_dir``: one access key that
+    acts as the server's own nkey user, generated on first use (0600, read back by
+    ``natsobj.gateway_keys.load`` with the local-secret rules), so ``natsobj serve --gateway``
+    and ``natsobj gateway`` against the embedded server need no file from the user."""
+    data_dir = Path(data_dir).resolve()
+    _private_dir(data_dir, create=True)
+    path = data_dir / GATEWAY_KEYS_FILE
+    with _starting(data_dir):
+        if not os.path.lexists(path):
+            _write_private(path, gateway_keys.render(gateway_keys.new_key()).encode())
+    return path
 
 
 def stop_server(data_dir: str | Path = ".natsobj", timeout: float = 10.0) -> bool:

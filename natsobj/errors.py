@@ -317,6 +317,20 @@ class UnknownOption(NatsObjError, ValueError):
     refused rather than ignored, so it never silently changes which server is used."""
 
 
+class GatewayNotConfigured(NatsObjError, NotImplementedError):
+    """A presigned URL was asked for (the presign command, the filesystem's ``sign``) but no S3
+    gateway endpoint, or no access key and secret for it, is configured: NATS itself has no
+    HTTP URLs. A ``NotImplementedError`` too, which is what fsspec's ``sign`` raises for a
+    filesystem that cannot sign."""
+
+    hint = (
+        "Set the S3 gateway's endpoint, access key and secret: the settings gateway_url,"
+        " gateway_access_key and gateway_secret (NATSOBJ_GATEWAY_URL,"
+        " NATSOBJ_GATEWAY_ACCESS_KEY, NATSOBJ_GATEWAY_SECRET in the environment); a gateway in"
+        " front of the embedded server prints the lines that set them."
+    )
+
+
 class MissingDigest(DigestMismatch):
     """The meta record carries no SHA-256, so the bytes cannot be verified. Every known client
     (Go, JavaScript, nats-py, natsobj) writes one; a record without it was written by hand or

@@ -49,6 +49,7 @@ from natsobj.localfiles import local_relative
 from natsobj.model import ObjectInfo
 from natsobj.operation_options import GET, Face
 from natsobj.paths import SCHEME, as_dir, listing_prefix, parse_nats_url, split_level, under
+from natsobj.presign import gateway_access, presigned_url
 from natsobj.settings import OPTION_FIELDS, URL_FIELD, ConnectionSettings, check_options
 from natsobj.shared import on_shared_loop, shared_aio_client
 from natsobj.store_config import STORE_SETTINGS
@@ -566,6 +567,20 @@ class NatsObjectFileSystem(AsyncFileSystem):
             raise _not_found(f"{src_bucket}/{src_key}", exc) from None
 
     # -- files ------------------------------------------------------------------------------------
+
+    def sign(self, path: str, expiration: int = 100, **kwargs: Any) -> str:
+        """A presigned URL of the object at the S3 gateway in front of this server, valid
+        ``expiration`` seconds (``natsobj.presign``: the settings' ``gateway_url``,
+        ``gateway_access_key`` and ``gateway_secret``, or the embedded server's generated key).
+        Without a gateway ``GatewayNotConfigured``, a ``NotImplementedError`` as fsspec's own
+        ``sign`` raises: NATS has no HTTP URLs."""
+        if kwargs:
+            raise TypeError(f"sign() takes no options {sorted(kwargs)}")
+        bucket, key = _split(self._strip_protocol(path))
+        if not bucket or not key:
+            raise ValueError(f"sign() needs one object, nats://BUCKET/KEY, not {path!r}")
+        access = gateway_access(self.settings)
+        return presigned_url(access, bucket, key, expires_in=int(expiration))
 
     def _open(
         self,

@@ -193,6 +193,37 @@ class ConnectionSettings:
         ),
     )
 
+    # The S3 gateway in front of this NATS server, for the presigned URLs natsobj makes
+    # (``natsobj presign``, the filesystem's ``sign``): natsobj.presign.
+    gateway_url: str | None = field(
+        default=None,
+        metadata=_row(
+            "S3 gateway URL",
+            "Endpoint of the natsobj S3 gateway in front of this server (http://host:9000), "
+            "for presigned URLs.",
+            env="NATSOBJ_GATEWAY_URL",
+        ),
+    )
+    gateway_access_key: str | None = field(
+        default=None,
+        metadata=_row(
+            "S3 gateway access key",
+            "Access key presigned URLs are signed with (default: the only key of the "
+            "embedded server's gateway).",
+            env="NATSOBJ_GATEWAY_ACCESS_KEY",
+        ),
+    )
+    gateway_secret: str | None = field(
+        default=None,
+        metadata=_row(
+            "S3 gateway secret",
+            "Secret of the gateway access key (default: from the embedded server's "
+            "gateway key file).",
+            env="NATSOBJ_GATEWAY_SECRET",
+            secret=True,
+        ),
+    )
+
     def __post_init__(self) -> None:
         if isinstance(self.servers, str):
             self.servers = [s.strip() for s in self.servers.split(",") if s.strip()]
@@ -208,6 +239,8 @@ class ConnectionSettings:
         self.failover_timeout = float(self.failover_timeout)
         if self.name_index is not None:
             self.name_index = parse_bool(self.name_index, what="name_index")
+        if self.gateway_url is not None:
+            check_gateway_url(self.gateway_url)
         self.consistency = str(self.consistency).lower()
         if self.consistency not in CONSISTENCY_LEVELS:
             raise ValueError(
@@ -474,6 +507,14 @@ def _check_server(server: str) -> None:
             f"must look like nats://host:4222 (schemes {list(URL_SCHEMES)}) or 'embedded'; "
             f"got {shown} for host {host!r}"
         )
+
+
+def check_gateway_url(url: str) -> None:
+    """An S3 gateway endpoint is ``http(s)://HOST[:PORT]``: refused at once otherwise, not when
+    a presigned URL is made with it."""
+    scheme, sep, rest = url.partition("://")
+    if scheme not in ("http", "https") or not sep or not rest.split("/")[0]:
+        raise ValueError(f"gateway_url must look like http://HOST:PORT, not {url!r}")
 
 
 def check_options(

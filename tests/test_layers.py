@@ -70,6 +70,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "natsobj.deprecation",
         "natsobj.docs",
         "natsobj.extras",
+        "natsobj.sigv4",
+        "natsobj.gateway_keys",
+        "natsobj.presign",
     ),
     # The blocking facade over the core, and the process's shared connection.
     "facade": ("natsobj", "natsobj.sync", "natsobj.shared", "natsobj.placement"),

@@ -80,6 +80,27 @@ def test_the_core_and_fsspec_import_without_any_extra() -> None:
     assert done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
+def test_presigned_urls_need_no_gateway_extra() -> None:
+    """``natsobj presign`` and the filesystem's ``sign`` make the gateway's URLs on a machine
+    without aiohttp: the signature rule lives outside the gateway package."""
+    done = run_without(
+        {"aiohttp"},
+        "from natsobj.cli import main; main()",
+        "--gateway-url", "http://127.0.0.1:9000", "--gateway-access-key", "K",
+        "--gateway-secret", "S", "presign", "s3://b/k",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("http://127.0.0.1:9000/b/k?X-Amz-Algorithm=AWS4-HMAC-SHA256&")
+    signed = run_without(
+        {"aiohttp"},
+        "import sys; from natsobj.fs import NatsObjectFileSystem as F;"
+        " fs = F(gateway_url='http://127.0.0.1:9000', gateway_access_key='K',"
+        " gateway_secret='S');"
+        " print(fs.sign('nats://b/k').split('?')[0], 'aiohttp' in sys.modules)",
+    )
+    assert signed.stdout.split() == ["http://127.0.0.1:9000/b/k", "False"], signed.stderr
+
+
 def test_natsobj_archive_run_without_obstore_names_the_extra(nats_url: str) -> None:
     done = run_without(
         {"obstore"},

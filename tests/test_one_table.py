@@ -89,6 +89,7 @@ def values(tls_server: str, companions: dict[str, str], tmp_path_factory) -> dic
         "nkey_seed": new_keypair(nkeys.PREFIX_BYTE_USER).seed.decode(),
         "creds_file": str(creds),
         "cache_dir": str(directory / "cache"),
+        "gateway_url": "http://127.0.0.1:9000",
         **companions,
     }
     chosen: dict[str, Any] = {}

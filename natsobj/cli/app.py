@@ -12,6 +12,7 @@ from natsobj.cli.commands import (
     gateway,
     lifecycle,
     objects,
+    presign,
     serve,
     stores,
     syncing,
@@ -61,7 +62,18 @@ def _route_library_logs(ctx: click.Context, debug: bool) -> None:
     ctx.call_on_close(restore)
 
 
-for module in (serve, stores, lifecycle, objects, transfer, syncing, watch, archive, gateway):
+for module in (
+    serve,
+    stores,
+    lifecycle,
+    objects,
+    transfer,
+    syncing,
+    watch,
+    archive,
+    gateway,
+    presign,
+):
     for command in module.COMMANDS:
         cli.add_command(command)
 cli.add_command(objects.rm, "del")  # as `nats obj del BUCKET NAME` deletes an object

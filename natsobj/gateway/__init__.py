@@ -8,8 +8,8 @@ from natsobj.extras import require_extra
 
 require_extra("gateway", "natsobj.gateway")
 
-from natsobj.gateway.credentials import AccessKey, BadCredentialsFile
 from natsobj.gateway.server import BadTlsFiles, Running, serve, start, tls_context
+from natsobj.gateway_keys import AccessKey, BadCredentialsFile
 
 __all__ = [
     "AccessKey",

@@ -4,18 +4,22 @@ until interrupted (the CLI)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from aiohttp import web
 
+from natsobj import gateway_keys
 from natsobj.errors import NatsObjError
-from natsobj.gateway import credentials
 from natsobj.gateway.app import make_app
 from natsobj.gateway.clients import ClientPool
 from natsobj.settings import ConnectionSettings
+
+ALIVE_POLL_SECONDS = 0.5
 
 
 class BadTlsFiles(NatsObjError, ValueError):
@@ -74,7 +78,7 @@ async def start(
 ) -> Running:
     """Start serving in the running loop; ``listen`` with port 0 picks a free port; with
     ``tls`` (``tls_context``) it serves HTTPS only."""
-    keys = credentials.load(credentials_file)
+    keys = gateway_keys.load(credentials_file)
     host, port = parse_listen(listen)
     runner = web.AppRunner(make_app(ClientPool(settings, keys), domain=domain), access_log=None)
     await runner.setup()
@@ -91,21 +95,33 @@ def serve(
     listen: str,
     domain: str | None = None,
     tls: ssl.SSLContext | None = None,
-    announce: bool = True,
-) -> None:
-    """Serve until interrupted (Ctrl-C or SIGTERM), then close every connection."""
+    announce: Callable[[str], None] | None = None,
+    alive: Callable[[], bool] | None = None,
+) -> bool:
+    """Serve until interrupted (Ctrl-C or SIGTERM), then close every connection; True when
+    interrupted. ``announce`` is given the endpoint once it serves (default: a line on
+    stdout); ``alive``, asked every half second off the loop, ends serving (False) once it
+    says the NATS server behind the gateway is gone (``natsobj serve --gateway``)."""
 
-    async def main() -> None:
+    async def main() -> bool:
         running = await start(settings, credentials_file, listen=listen, domain=domain, tls=tls)
         stopping = asyncio.Event()
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stopping.set)
-        if announce:
-            print(f"S3 gateway on {running.endpoint}", flush=True)
+        (announce or _print_endpoint)(running.endpoint)
         try:
-            await stopping.wait()
+            while alive is None or await asyncio.to_thread(alive):
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stopping.wait(), ALIVE_POLL_SECONDS)
+                if stopping.is_set():
+                    return True
+            return False
         finally:
             await running.stop()
 
-    asyncio.run(main())
+    return asyncio.run(main())
+
+
+def _print_endpoint(endpoint: str) -> None:
+    print(f"S3 gateway on {endpoint}", flush=True)

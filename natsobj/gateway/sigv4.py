@@ -11,30 +11,25 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from urllib.parse import quote, unquote
 
 from natsobj.gateway.s3errors import S3Error
+from natsobj.sigv4 import (
+    ALGORITHM,
+    AMZ_DATE,
+    MAX_PRESIGN_EXPIRES,
+    SERVICE,
+    SIGNATURE_PARAMETER,
+    UNSIGNED,
+    Request,
+    signing_key,
+)
+from natsobj.sigv4 import signature as request_signature
 
-ALGORITHM = "AWS4-HMAC-SHA256"
-UNSIGNED = "UNSIGNED-PAYLOAD"
 STREAMING_PREFIX = "STREAMING-"
-SERVICE = "s3"
 CLOCK_SKEW = timedelta(minutes=15)
-MAX_PRESIGN_EXPIRES = 7 * 24 * 3600  # S3's own ceiling for a presigned URL
-_AMZ_DATE = "%Y%m%dT%H%M%SZ"
-
-
-@dataclass(frozen=True)
-class Request:
-    """What a signature covers, taken from the HTTP request as received."""
-
-    method: str
-    raw_path: str  # the path exactly as sent, still percent-encoded, without the query
-    query: list[tuple[str, str]]  # decoded pairs, in the order sent
-    headers: Mapping[str, str]  # case-insensitive lookups (a multidict or a lower-cased dict)
 
 
 @dataclass(frozen=True)
@@ -62,67 +57,9 @@ def chained_signature(verified: Verified, kind: str, previous: str, hashes: list
     return hmac.new(verified.signing_key, to_sign.encode(), hashlib.sha256).hexdigest()
 
 
-def _uri_encode(value: str, *, slash: bool) -> str:
-    return quote(value, safe="-_.~" + ("/" if not slash else ""))
-
-
-def _canonical_query(query: list[tuple[str, str]], drop: str | None) -> str:
-    pairs = sorted(
-        (_uri_encode(k, slash=True), _uri_encode(v, slash=True)) for k, v in query if k != drop
-    )
-    return "&".join(f"{k}={v}" for k, v in pairs)
-
-
-def _canonical_path(raw_path: str) -> str:
-    """S3 signs the path once encoded (not twice as other services): normalise what the
-    client sent by decoding and re-encoding each segment with SigV4's unreserved set."""
-    return "/".join(_uri_encode(unquote(part), slash=True) for part in raw_path.split("/")) or "/"
-
-
-def _signing_key(secret: str, day: str, region: str) -> bytes:
-    key = ("AWS4" + secret).encode()
-    for part in (day, region, SERVICE, "aws4_request"):
-        key = hmac.new(key, part.encode(), hashlib.sha256).digest()
-    return key
-
-
-def _signature(
-    secret: str,
-    request: Request,
-    signed: list[str],
-    payload: str,
-    scope: str,
-    amz_date: str,
-    drop: str | None,
-) -> str:
-    headers = "".join(
-        f"{name}:{' '.join(request.headers.get(name, '').split())}\n" for name in signed
-    )
-    canonical = "\n".join(
-        [
-            request.method,
-            _canonical_path(request.raw_path),
-            _canonical_query(request.query, drop),
-            headers,
-            ";".join(signed),
-            payload,
-        ]
-    )
-    to_sign = "\n".join(
-        [ALGORITHM, amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()]
-    )
-    key = _scope_key(secret, scope)
-    return hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
-
-
-def _scope_key(secret: str, scope: str) -> bytes:
-    day, region = scope.split("/")[0], scope.split("/")[1]
-    return _signing_key(secret, day, region)
-
-
 def _parse_time(value: str) -> datetime:
     try:
-        return datetime.strptime(value, _AMZ_DATE).replace(tzinfo=UTC)
+        return datetime.strptime(value, AMZ_DATE).replace(tzinfo=UTC)
     except ValueError:
         raise S3Error("AccessDenied", "X-Amz-Date is not a valid ISO 8601 basic time") from None
 
@@ -206,13 +143,13 @@ def _verify_header(
     signed = signed_list.split(";")
     if "host" not in signed:
         raise S3Error("AccessDenied", "the Host header must be signed")
-    expected = _signature(secret, request, signed, payload, scope, amz_date, None)
+    expected = request_signature(secret, request, signed, payload, scope, amz_date, None)
     if not hmac.compare_digest(expected, signature):
         raise S3Error(
             "SignatureDoesNotMatch",
             "The request signature we calculated does not match the signature you provided.",
         )
-    return Verified(access_key, payload, signature, amz_date, scope, _scope_key(secret, scope))
+    return Verified(access_key, payload, signature, amz_date, scope, signing_key(secret, scope))
 
 
 def _verify_presigned(
@@ -244,13 +181,15 @@ def _verify_presigned(
     if now > when + timedelta(seconds=expires):
         raise S3Error("AccessDenied", "Request has expired")
     payload = query.get("X-Amz-Content-Sha256", UNSIGNED)
-    expected = _signature(secret, request, signed, payload, scope, amz_date, "X-Amz-Signature")
+    expected = request_signature(
+        secret, request, signed, payload, scope, amz_date, SIGNATURE_PARAMETER
+    )
     if not hmac.compare_digest(expected, query["X-Amz-Signature"]):
         raise S3Error(
             "SignatureDoesNotMatch",
             "The request signature we calculated does not match the signature you provided.",
         )
-    return Verified(access_key, payload, expected, amz_date, scope, _scope_key(secret, scope))
+    return Verified(access_key, payload, expected, amz_date, scope, signing_key(secret, scope))
 
 
 class PayloadCheck:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from natsobj.errors import UnsafeLocalState
-from natsobj.gateway.credentials import BadCredentialsFile, load
+from natsobj.gateway_keys import BadCredentialsFile, load
 from natsobj.settings import ConnectionSettings
 
 GOOD = """

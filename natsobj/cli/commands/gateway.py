@@ -1,21 +1,34 @@
 """``natsobj gateway``: an S3-compatible endpoint in front of NATS object stores, in the
 foreground until Ctrl-C. The root command's connection options say which NATS server and the
-gateway's own identity; each access key of ``--credentials`` may act as another identity."""
+gateway's own identity; each access key of ``--credentials`` may act as another identity.
+
+In front of the embedded server no file is needed: the server's data directory keeps one
+generated key (``natsobj.embedded.gateway_keys_file``), which ``natsobj serve --gateway`` uses
+too, and ``--print-env`` prints the shell lines that hand it to S3 clients."""
 
 from __future__ import annotations
 
+import os
+import shlex
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 
+from natsobj import gateway_keys
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.session import Session, pass_session
+from natsobj.embedded import gateway_keys_file
+from natsobj.settings import DATA_DIR_ENV, DEFAULT_DATA_DIR, ConnectionSettings
+from natsobj.sigv4 import DEFAULT_REGION
+
+DEFAULT_LISTEN = "127.0.0.1:9000"
 
 
 @click.command("gateway")
 @click.option(
     "--listen",
-    default="127.0.0.1:9000",
+    default=DEFAULT_LISTEN,
     show_default=True,
     metavar="HOST:PORT",
     help="Address to serve S3 on.",
@@ -23,11 +36,11 @@ from natsobj.cli.session import Session, pass_session
 @click.option(
     "--credentials",
     "credentials_file",
-    required=True,
     type=click.Path(dir_okay=False, path_type=Path),
     help="TOML file of access keys: [keys.<ACCESS_KEY_ID>] with secret and, optionally, the "
     "NATS identity (user/password, token, nkey_seed, creds_file) the key acts as. Must be "
-    "readable by you alone.",
+    "readable by you alone. Default, in front of the embedded server only: the key generated "
+    "in its data directory (gateway.toml).",
 )
 @click.option(
     "--domain",
@@ -48,27 +61,100 @@ from natsobj.cli.session import Session, pass_session
     type=click.Path(dir_okay=False, path_type=Path),
     help="The PEM private key of --tls-cert (omit when the certificate file holds it).",
 )
+@click.option(
+    "--print-env",
+    is_flag=True,
+    help="Print the shell lines that point S3 clients and `natsobj presign` at this gateway "
+    '(endpoint, access key and secret: eval "$(natsobj gateway --print-env)") instead of '
+    "serving.",
+)
 @pass_session
 def gateway(
     session: Session,
     listen: str,
-    credentials_file: Path,
+    credentials_file: Path | None,
     domain: str | None,
     tls_cert: Path | None,
     tls_key: Path | None,
+    print_env: bool,
 ) -> None:
     """Serve the S3 REST API (SigV4-signed) over the object stores of the NATS server."""
     # imported here: the gateway's HTTP server is loaded only by the command that serves
     from natsobj.gateway.server import parse_listen, serve, tls_context
 
     try:
-        parse_listen(listen)
+        host, port = parse_listen(listen)
     except ValueError as exc:
         raise UsageProblem(str(exc)) from None
     if tls_key is not None and tls_cert is None:
         raise UsageProblem("--tls-key needs --tls-cert")
     tls = tls_context(tls_cert, tls_key) if tls_cert is not None else None
-    serve(session.settings, credentials_file, listen=listen, domain=domain, tls=tls)
+    settings = session.settings
+    embedded = credentials_file is None
+    keys = credentials_file or embedded_keys(settings)
+    if print_env:
+        key = gateway_keys.choose(gateway_keys.load(keys).keys, None, str(keys))
+        scheme = "https" if tls is not None else "http"
+        click.echo(environment_lines(f"{scheme}://{_bracketed(host)}:{port}", key))
+        return
+    announce = announcer(keys, settings.embedded_dir, listen) if embedded else None
+    serve(settings, keys, listen=listen, domain=domain, tls=tls, announce=announce)
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def embedded_keys(settings: ConnectionSettings) -> Path:
+    """The embedded server's generated key file; without ``--credentials`` a gateway in front
+    of any other server would have no key at all."""
+    data_dir = settings.embedded_dir
+    if data_dir is None:
+        raise UsageProblem(
+            "--credentials FILE is required for a gateway in front of "
+            f"{settings.redacted_url()}; only the embedded server keeps a key of its own"
+        )
+    return gateway_keys_file(data_dir)
+
+
+def environment_lines(endpoint: str, key: gateway_keys.AccessKey) -> str:
+    """``export`` lines for the AWS CLI and SDKs (boto3, polars, pyarrow read ``AWS_*``) and for
+    natsobj's own presigned URLs (``NATSOBJ_GATEWAY_*``)."""
+    values = {
+        "AWS_ACCESS_KEY_ID": key.access_key,
+        "AWS_SECRET_ACCESS_KEY": key.secret,
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_DEFAULT_REGION": DEFAULT_REGION,
+        "AWS_ALLOW_HTTP": "true" if endpoint.startswith("http://") else "false",
+        "NATSOBJ_GATEWAY_URL": endpoint,
+        "NATSOBJ_GATEWAY_ACCESS_KEY": key.access_key,
+        "NATSOBJ_GATEWAY_SECRET": key.secret,
+    }
+    return "\n".join(f"export {name}={shlex.quote(value)}" for name, value in values.items())
+
+
+def announcer(keys: Path, data_dir: Path | None, listen: str) -> Callable[[str], None]:
+    """What a gateway with the embedded server's generated key says when it serves: the
+    endpoint, the access key, where the secret is and the line that exports both (the secret
+    itself is never printed unasked)."""
+    key = gateway_keys.choose(gateway_keys.load(keys).keys, None, str(keys))
+    command = ["natsobj"]
+    default_dir = Path(os.environ.get(DATA_DIR_ENV, DEFAULT_DATA_DIR)).resolve()
+    if data_dir is not None and data_dir != default_dir:
+        command += ["--url", f"embedded-if-running://{data_dir}"]
+    command += ["gateway", "--print-env"]
+    if listen != DEFAULT_LISTEN:
+        command += ["--listen", listen]
+
+    def announce(endpoint: str) -> None:
+        click.echo(f"S3 gateway on {endpoint}")
+        click.echo(
+            f"access key {key.access_key}, its secret in {keys}; for the AWS CLI, SDKs and "
+            f'natsobj presign: eval "$({shlex.join(command)})"',
+            err=True,
+        )
+
+    return announce
 
 
 COMMANDS = (gateway,)

@@ -6,28 +6,34 @@ the nkey generated for that directory (the server admits no one else). Each star
 listed in this user's registry of embedded servers: ``--list`` shows the running ones,
 ``--stop-all`` stops them (a pipeline given the URL ``embedded`` starts one that outlives it). With
 ``--cluster N`` it runs N clustered nodes instead, so failover can be tried on a laptop: their
-URL is printed for ``--url`` / ``NATS_URL``, and each node's PID for ``kill -9``.
+URL is printed for ``--url`` / ``NATS_URL``, and each node's PID for ``kill -9``. With
+``--gateway`` the S3 gateway serves in front of the single server too, in the same process, with
+the access key generated in the data directory: a local S3 endpoint in one command.
 """
 
 from __future__ import annotations
 
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
 import click
 
-from natsobj.cli.exits import CliError, ExitCode
+from natsobj.cli.commands.gateway import DEFAULT_LISTEN, announcer
+from natsobj.cli.exits import CliError, ExitCode, UsageProblem
 from natsobj.embedded import (
     CREDENTIALS_FILE,
     NatsCluster,
     ensure_server,
+    gateway_keys_file,
     registered_servers,
     running_server,
     stop_server,
 )
 from natsobj.placement import wait_until_placeable
+from natsobj.settings import RUNNING_EMBEDDED, ConnectionSettings
 
 POLL_SECONDS = 0.5
 CLUSTER_DIR = "cluster"
@@ -62,6 +68,16 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     help="Run N clustered nodes (routes and JetStream on each) for replicated stores.",
 )
 @click.option(
+    "--gateway",
+    "gateway_listen",
+    is_flag=False,
+    flag_value=DEFAULT_LISTEN,
+    default=None,
+    metavar="[HOST:PORT]",
+    help=f"Serve the S3 gateway in front of it too, on HOST:PORT (default {DEFAULT_LISTEN}), "
+    "with the access key generated in the data directory (gateway.toml).",
+)
+@click.option(
     "--stop",
     is_flag=True,
     help="Stop the embedded server of --data-dir instead: also the one a pipeline started in "
@@ -77,7 +93,13 @@ def _interrupt(signum: int, frame: FrameType | None) -> None:
     "--stop-all", is_flag=True, help="Stop every embedded server of yours that --list shows."
 )
 def serve(
-    data_dir: Path, port: int | None, nodes: int | None, stop: bool, list_all: bool, stop_all: bool
+    data_dir: Path,
+    port: int | None,
+    nodes: int | None,
+    gateway_listen: str | None,
+    stop: bool,
+    list_all: bool,
+    stop_all: bool,
 ) -> None:
     """Run the embedded nats-server (or a cluster of them) in the foreground until Ctrl-C."""
     data_dir = data_dir.resolve()
@@ -92,10 +114,12 @@ def serve(
     if stop:
         _stop(data_dir)
         return
+    if gateway_listen is not None and nodes is not None:
+        raise UsageProblem("--gateway serves the single embedded server; not with --cluster")
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         if nodes is None:
-            _serve_one(data_dir, port)
+            _serve_one(data_dir, port, gateway_listen)
         else:
             _serve_cluster(data_dir / CLUSTER_DIR, nodes, port)
     finally:
@@ -113,7 +137,8 @@ def _stop(data_dir: Path) -> None:
     click.echo(f"stopped the embedded server for {data_dir} ({live.url}, pid {live.pid})", err=True)
 
 
-def _serve_one(data_dir: Path, port: int | None) -> None:
+def _serve_one(data_dir: Path, port: int | None, gateway_listen: str | None) -> None:
+    gateway = None if gateway_listen is None else _prepare_gateway(data_dir, gateway_listen)
     live = running_server(data_dir)
     if live is not None:
         raise CliError(
@@ -129,6 +154,10 @@ def _serve_one(data_dir: Path, port: int | None) -> None:
             f"{data_dir / CREDENTIALS_FILE}; Ctrl-C to stop",
             err=True,
         )
+        if gateway is not None and _serve_gateway(data_dir, *gateway):
+            stop_server(data_dir)
+            click.echo("stopped", err=True)
+            return
         while running_server(data_dir) is not None:
             time.sleep(POLL_SECONDS)
     except KeyboardInterrupt:
@@ -139,6 +168,49 @@ def _serve_one(data_dir: Path, port: int | None) -> None:
         f"the server for {data_dir} exited unexpectedly; see {data_dir}/server.log",
         ExitCode.CONNECTION,
     )
+
+
+def _prepare_gateway(data_dir: Path, listen: str) -> tuple[str, Path, Callable[[str], None]]:
+    """What ``--gateway`` needs, checked before a server is started for nothing: the gateway
+    extra, the address, and the data directory's key (generated now on first use; refused when
+    unsafe)."""
+    # imported here: the gateway's HTTP server (the gateway extra) only for --gateway
+    from natsobj.gateway.server import parse_listen
+
+    try:
+        parse_listen(listen)
+    except ValueError as exc:
+        raise UsageProblem(str(exc)) from None
+    keys = gateway_keys_file(data_dir)
+    return listen, keys, announcer(keys, data_dir, listen)
+
+
+def _serve_gateway(
+    data_dir: Path, listen: str, keys: Path, announce: Callable[[str], None]
+) -> bool:
+    """The S3 gateway in front of the server of ``data_dir`` until Ctrl-C (True) or until the
+    server is gone (False); a gateway that cannot start stops the server it was started with."""
+    from natsobj.gateway.server import serve as serve_gateway
+
+    settings = ConnectionSettings(servers=[f"{RUNNING_EMBEDDED}://{data_dir}"])
+    try:
+        return serve_gateway(
+            settings,
+            keys,
+            listen=listen,
+            announce=announce,
+            alive=lambda: running_server(data_dir) is not None,
+        )
+    except OSError as exc:
+        stop_server(data_dir)
+        raise CliError(
+            f"the S3 gateway cannot listen on {listen}: {exc.strerror or exc}; the embedded "
+            f"server of {data_dir} is stopped again",
+            ExitCode.FAILED,
+        ) from None
+    except Exception:
+        stop_server(data_dir)
+        raise
 
 
 def _serve_cluster(data_dir: Path, size: int, port: int | None) -> None:

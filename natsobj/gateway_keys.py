@@ -12,10 +12,17 @@ unsigned request is refused. Even with it, an unsigned request may only read a b
 published (``natsobj.gateway.acl``). The file holds secrets, so
 it is read as natsobj reads its other local secrets (``natsobj.localfiles.read_private``): a
 regular file of the current user that no one else can read or write, never through a symlink.
+
+Outside the gateway package (which needs the gateway extra): ``natsobj presign`` and the
+filesystem's ``sign`` read the same file for the secret they sign with. The embedded server's
+data directory keeps one such file, ``gateway.toml``, generated on first use
+(``natsobj.embedded.gateway_keys_file``).
 """
 
 from __future__ import annotations
 
+import base64
+import secrets
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,6 +36,7 @@ from natsobj.settings import ConnectionSettings
 IDENTITY_FIELDS = ("user", "password", "token", "nkey_seed", "creds_file")
 """The connection-settings fields that say who a connection is (``ConnectionSettings``)."""
 _WHAT = "a gateway credentials file"
+ACCESS_KEY_PREFIX = "NATSOBJ"  # 20 characters in all, as AWS access key ids are
 
 
 class BadCredentialsFile(NatsObjError, ValueError):
@@ -128,3 +136,29 @@ def _identity(fields: Mapping[str, Any], where: str) -> dict[str, str]:
         if not isinstance(value, str):
             raise BadCredentialsFile(f"{where}: {name} must be a string")
     return dict(fields)
+
+
+def new_key() -> AccessKey:
+    """A fresh key acting as the gateway's own connection: an id of 20 upper-case letters and
+    digits and a 40-character secret, the shapes S3 clients expect."""
+    tail = base64.b32encode(secrets.token_bytes(10)).decode()[: 20 - len(ACCESS_KEY_PREFIX)]
+    return AccessKey(ACCESS_KEY_PREFIX + tail, secrets.token_urlsafe(30))
+
+
+def render(key: AccessKey) -> str:
+    """The credentials document of one key without identity fields (what ``new_key`` makes:
+    its id and secret need no TOML quoting)."""
+    return f'[keys.{key.access_key}]\nsecret = "{key.secret}"\n'
+
+
+def choose(keys: Mapping[str, AccessKey], access_key: str | None, source: str) -> AccessKey:
+    """The key ``access_key`` names, or the file's only key when none is named."""
+    if access_key is None:
+        if len(keys) != 1:
+            raise BadCredentialsFile(
+                f"{source} has {len(keys)} keys ({', '.join(sorted(keys))}); name one"
+            )
+        return next(iter(keys.values()))
+    if access_key not in keys:
+        raise BadCredentialsFile(f"{source} has no key {access_key!r}")
+    return keys[access_key]
