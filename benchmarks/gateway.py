@@ -201,8 +201,10 @@ class GatewayProcess:
         keys.write_text(f'[keys.{KEY}]\nsecret = "{SECRET}"\n')
         keys.chmod(0o600)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "natsobj.cli", "--url", url, "gateway"]
-            + ["--listen", "127.0.0.1:0", "--credentials", str(keys)],
+            [
+                *(sys.executable, "-m", "natsobj.cli", "--url", url, "gateway"),
+                *("--listen", "127.0.0.1:0", "--credentials", str(keys)),
+            ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             text=True,
@@ -505,38 +507,43 @@ async def _concurrent(
     for _ in range(repeats):
         for name in (*clients, "ours"):
             for op in ("PUT", "GET"):
-                call = requests(name, op)
-                latencies: list[float] = []
-
-                async def one_client(index: int) -> None:
-                    for request in range(sizes.requests):
-                        began = time.perf_counter()
-                        await call(f"small/{index}/{request}")
-                        latencies.append(time.perf_counter() - began)
-
-                began = time.perf_counter()
-                await asyncio.gather(*(one_client(i) for i in range(sizes.clients)))
-                add(prefix + f" {op}", name, len(latencies) / (time.perf_counter() - began))
+                rate, latencies = await _storm(requests(name, op), sizes.clients, sizes.requests)
+                add(prefix + f" {op}", name, rate)
                 add(prefix + f" {op}, p50", name, statistics.median(latencies) * 1000)
                 add(prefix + f" {op}, p99", name, statistics.quantiles(latencies, n=100)[98] * 1000)
 
 
+async def _storm(
+    call: Callable[[str], Any], clients: int, requests: int
+) -> tuple[float, list[float]]:
+    """``clients`` at once making ``requests`` calls each, one after another: the calls per
+    second of all of them, and the seconds each call took."""
+    latencies: list[float] = []
+
+    async def one_client(index: int) -> None:
+        for request in range(requests):
+            began = time.perf_counter()
+            await call(f"small/{index}/{request}")
+            latencies.append(time.perf_counter() - began)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(one_client(i) for i in range(clients)))
+    return len(latencies) / (time.perf_counter() - began), latencies
+
+
 def main() -> None:
-    """``python -m benchmarks.gateway [--quick]``: this group alone on a server of its own,
-    printed as BENCHMARKS.md would show it."""
+    """``python -m benchmarks.gateway [--quick]``: this group alone, with the sizes of
+    ``make bench`` (or ``--quick``'s), on a server of its own, printed as BENCHMARKS.md would
+    show it."""
     from benchmarks import report
+    from benchmarks.run import FULL, QUICK, _gateway
     from natsobj.embedded import NatsServerProcess
 
-    quick = "--quick" in sys.argv
+    plan = QUICK if "--quick" in sys.argv else FULL
     work = Path(tempfile.mkdtemp(prefix="natsobj-gateway-bench-"))
-    sizes = (
-        Sizes(64 * MiB, 256 * MiB, (8, 50_000), requests=4)
-        if quick
-        else Sizes(256 * MiB, 1024 * MiB, (8, 500_000))
-    )
     try:
         with NatsServerProcess(work / "nats") as server:
-            sections = measure(server.url, work, 1 if quick else 3, sizes)
+            sections = _gateway(plan, server.url, work)
         for each in sections:
             print(report.render_section(each))
     finally:
