@@ -38,6 +38,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from benchmarks.archive import CREDENTIALS, _Moto
+from benchmarks.before import Checkout
 from benchmarks.core import make_file, run_case
 from benchmarks.figures import (
     HIGHER,
@@ -56,6 +57,7 @@ from benchmarks.ranges import _write_parquet
 ROOT = Path(__file__).resolve().parent.parent
 KEY, SECRET, REGION = CREDENTIALS["AWS_ACCESS_KEY_ID"], "bench-gateway-secret", "us-east-1"
 PIECE = MiB
+CPU = "CPU seconds of the server process"
 """Bytes the client reads from its file, or takes from a response, per step."""
 COLUMNS = {
     "gateway": "natsobj gateway",
@@ -194,9 +196,10 @@ class S3Client:
 
 
 class GatewayProcess:
-    """``natsobj gateway`` as a user runs it, on a free port, until ``stop``."""
+    """``natsobj gateway`` as a user runs it, on a free port, until ``stop``; from
+    ``directory``, a ``benchmarks.before`` checkout, it is the gateway of that commit."""
 
-    def __init__(self, url: str, work: Path) -> None:
+    def __init__(self, url: str, work: Path, directory: Path = ROOT) -> None:
         keys = work / "gateway-keys.toml"
         keys.write_text(f'[keys.{KEY}]\nsecret = "{SECRET}"\n')
         keys.chmod(0o600)
@@ -205,7 +208,7 @@ class GatewayProcess:
                 *(sys.executable, "-m", "natsobj.cli", "--url", url, "gateway"),
                 *("--listen", "127.0.0.1:0", "--credentials", str(keys)),
             ],
-            cwd=ROOT,
+            cwd=directory,
             stdout=subprocess.PIPE,
             text=True,
         )
@@ -266,30 +269,43 @@ class PeakGrowth:
 # -- measuring ----------------------------------------------------------------------------------
 
 
-def measure(url: str, work: Path, repeats: int, sizes: Sizes) -> list[Section]:
+def measure(
+    url: str, work: Path, repeats: int, sizes: Sizes, *, before: Checkout | None = None
+) -> list[Section]:
+    """The section; with ``before``, the gateway of that commit in a process of its own is
+    measured beside today's in every case (the ``before`` column)."""
     figures = section(
         "gateway",
         "S3 gateway: natsobj gateway against natsobj's own put/get and moto",
         NOTE,
-        COLUMNS,
-        [("gateway", "ours"), ("gateway", "moto")],
+        {**COLUMNS, **({"before": f"gateway, {before.label}"} if before else {})},
+        [("gateway", "ours"), ("gateway", "moto"), *([("gateway", "before")] if before else [])],
     )
-    gateway = GatewayProcess(url, work)
-    moto = _Moto(work)
-    servers = {
-        "gateway": (gateway.endpoint, gateway.pid),
-        "moto": (moto.endpoint, moto.process.pid),
-    }
+    started: list[GatewayProcess | _Moto] = []
     try:
+        gateway = GatewayProcess(url, work)
+        started.append(gateway)
+        moto = _Moto(work)
+        started.append(moto)
+        servers = {
+            "gateway": (gateway.endpoint, gateway.pid),
+            "moto": (moto.endpoint, moto.process.pid),
+        }
+        if before:
+            earlier = GatewayProcess(url, work, before.directory)
+            started.append(earlier)
+            servers["before"] = (earlier.endpoint, earlier.pid)
         with timed(figures):
             samples = asyncio.run(_measure(url, work, repeats, sizes, servers))
     finally:
-        gateway.stop()
-        moto.stop()
+        for server in started:
+            server.stop()
     transfer, large = _label(sizes.transfer), _label(sizes.large)
     rows = {
         f"{transfer} PUT": ("MiB/s", HIGHER),
         f"{transfer} GET": ("MiB/s", HIGHER),
+        f"{transfer} PUT: {CPU}": ("s", LOWER),
+        f"{transfer} GET: {CPU}": ("s", LOWER),
         "4 KiB range GET": ("ms", LOWER),
         "Parquet: one column of ten": ("ms", LOWER),
         f"{large} PUT then GET: server's peak RSS growth": ("MiB", LOWER),
@@ -340,7 +356,8 @@ async def _measure(
         store = await nats_client.store(bucket)
         try:
             await _large(work, bucket, sizes.large, clients, servers, add)
-            await _transfers(url, work, bucket, repeats, sizes.transfer, clients, add)
+            pids = {name: pid for name, (_, pid) in servers.items()}
+            await _transfers(url, work, bucket, repeats, sizes.transfer, clients, pids, add)
             await _ranges(bucket, repeats, sizes.transfer, clients, store, add)
             await _parquet(url, work, bucket, repeats, sizes.parquet, clients, servers, add)
             await _concurrent(bucket, repeats, sizes, clients, store, add)
@@ -386,23 +403,32 @@ async def _transfers(
     repeats: int,
     size: int,
     clients: dict[str, S3Client],
+    pids: dict[str, int],
     add: Callable[[str, str, float], None],
 ) -> None:
+    """The file PUT then GET by each server and by natsobj itself, taking turns; the CPU
+    seconds of the server process over each (natsobj: its own process's)."""
+    import psutil
+
     path, back = work / "gateway-transfer.bin", work / "gateway-transfer.out"
     make_file(path, size)
     label = _label(size)
     try:
         for _ in range(repeats):
             own = await asyncio.to_thread(run_case, "ours", url, size, path)
-            add(f"{label} PUT", "ours", size / MiB / own["put_s"])
-            add(f"{label} GET", "ours", size / MiB / own["get_s"])
+            for op in ("PUT", "GET"):
+                add(f"{label} {op}", "ours", size / MiB / own[f"{op.lower()}_s"])
+                add(f"{label} {op}: {CPU}", "ours", own[f"{op.lower()}_cpu_s"])
             for name, client in clients.items():
-                start = time.perf_counter()
-                await client.put_file(f"{bucket}/transfer", path)
-                add(f"{label} PUT", name, size / MiB / (time.perf_counter() - start))
-                start = time.perf_counter()
-                assert await client.get_file(f"{bucket}/transfer", back) == size
-                add(f"{label} GET", name, size / MiB / (time.perf_counter() - start))
+                server = psutil.Process(pids[name])
+                for op in ("PUT", "GET"):
+                    cpu, start = sum(server.cpu_times()[:2]), time.perf_counter()
+                    if op == "PUT":
+                        await client.put_file(f"{bucket}/transfer", path)
+                    else:
+                        assert await client.get_file(f"{bucket}/transfer", back) == size
+                    add(f"{label} {op}", name, size / MiB / (time.perf_counter() - start))
+                    add(f"{label} {op}: {CPU}", name, sum(server.cpu_times()[:2]) - cpu)
     finally:
         path.unlink()
         back.unlink(missing_ok=True)
@@ -543,7 +569,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="natsobj-gateway-bench-"))
     try:
         with NatsServerProcess(work / "nats") as server:
-            sections = _gateway(plan, server.url, work)
+            sections = _gateway(plan, server.url, work, None)
         for each in sections:
             print(report.render_section(each))
     finally:

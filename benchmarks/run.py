@@ -209,7 +209,7 @@ def _on_one_server(
                 url, work, plan.repeats, plan.atomic_sizes, plan.parquet, before=before
             ),
         ),
-        ("gateway", lambda: _gateway(plan, url, work)),
+        ("gateway", lambda: _gateway(plan, url, work, before)),
     ]
 
 
@@ -225,10 +225,10 @@ def _on_their_own(plan: Plan) -> list[tuple[str, Runner]]:
     ]
 
 
-def _gateway(plan: Plan, url: str, work: Path) -> list[Section]:
+def _gateway(plan: Plan, url: str, work: Path, before: Checkout | None) -> list[Section]:
     transfer, large, requests = plan.gateway
     sizes = gateway.Sizes(transfer, large, plan.parquet, requests=requests)
-    return gateway.measure(url, work, plan.repeats, sizes)
+    return gateway.measure(url, work, plan.repeats, sizes, before=before)
 
 
 def _cluster(plan: Plan) -> list[Section]:
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         "--before",
         metavar="REF",
         help="also measure natsobj at this git commit, in the same run (transfer, small-ops,"
-        " listing, Parquet ranged reads)",
+        " listing, Parquet ranged reads, the gateway)",
     )
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     parser.add_argument("--results", default=str(report.RESULTS), help="the history directory")
