@@ -61,7 +61,7 @@ CPU = "CPU seconds of the server process"
 """Bytes the client reads from its file, or takes from a response, per step."""
 COLUMNS = {
     "gateway": "natsobj gateway",
-    "ours": "natsobj (its own put/get; fsspec for Parquet)",
+    "ours": "natsobj's own client",
     "moto": "moto_server",
 }
 NOTE = (
@@ -69,8 +69,9 @@ NOTE = (
     " server (`moto_server`, in memory) on the same cores, both on loopback. One S3 client for"
     " both: a plain aiohttp session signing each request with SigV4 and `UNSIGNED-PAYLOAD`,"
     " streaming 1 MiB pieces from and to files (boto3 with its default checksums hashes every"
-    " body it sends: its own cost, not the server's). The anchor is natsobj's own `put` of the"
-    " file and `get_file`, in a process of its own (the transfer section's *natsobj*). The"
+    " body it sends: its own cost, not the server's). *natsobj's own client* is the anchor:"
+    " natsobj's `put` of the file and `get_file`, in a process of its own (the transfer"
+    " section's *natsobj*); for the CPU rows, that process's CPU seconds. The"
     " range GET is 4 KiB from the middle of the transferred object, each request timed alone"
     " (natsobj: `open_range` and `read_range` on a held store). The Parquet read is"
     " `pq.read_table(columns=['c3'])` of the ranged-read section's file, through pyarrow's"
@@ -79,7 +80,7 @@ NOTE = (
     " `VmHWM`, reset before the transfer) over its resident set before it, over one PUT and one"
     " GET of the large file. The 64 clients are 64 connections of one aiohttp session (natsobj:"
     " 64 tasks on one client), each putting its own 64 KiB objects, then getting them back;"
-    " latency percentiles are per repeat."
+    " latency percentiles are per repeat. The large file's GET drops its body as it comes."
 )
 
 
