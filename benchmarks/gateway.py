@@ -284,7 +284,9 @@ def measure(
     url: str, work: Path, repeats: int, sizes: Sizes, *, before: Checkout | None = None
 ) -> list[Section]:
     """The section; with ``before``, the gateway of that commit in a process of its own is
-    measured beside today's in every case (the ``before`` column)."""
+    measured beside today's in every case (the ``before`` column), if that commit has one."""
+    if before and not (before.directory / "natsobj" / "gateway").is_dir():
+        before = None
     figures = section(
         "gateway",
         "S3 gateway: natsobj gateway against natsobj's own put/get and moto",
