@@ -33,6 +33,7 @@ from benchmarks import (
     cluster,
     core,
     expiry,
+    gateway,
     get_vs_push,
     ranges,
     report,
@@ -52,6 +53,7 @@ GROUPS = (
     "get-vs-push",
     "listing",
     "ranges",
+    "gateway",
     "archive",
     "tiering",
     "cluster",
@@ -80,6 +82,8 @@ class Plan:
         default_factory=lambda: {**ATOMIC_SIZES, "256 MiB": 256 * MiB}
     )
     parquet: tuple[int, int] = (8, 500_000)
+    # issue 32: the gateway's transfer file, its large file, and requests per concurrent client
+    gateway: tuple[int, int, int] = (256 * MiB, GiB, 10)
     groups: tuple[str, ...] = GROUPS + OPT_IN
     before: str | None = None  # a git ref: natsobj at that commit measured beside today's
 
@@ -101,6 +105,7 @@ QUICK = Plan(
     streaming=(100, 64 * KiB, 50, 15.0),
     atomic_sizes=ATOMIC_SIZES,
     parquet=(8, 50_000),
+    gateway=(64 * MiB, 256 * MiB, 4),
     groups=GROUPS,
 )
 
@@ -133,10 +138,11 @@ def measure(plan: Plan) -> dict[str, Any]:
     packages = [
         *(
             ("pyarrow", "obstore", "moto")
-            if uses & {"archive", "tiering", "spark", "ranges"}
+            if uses & {"archive", "tiering", "spark", "ranges", "gateway"}
             else ()
         ),
         *(("s3fs", "fsspec") if "ranges" in uses else ()),
+        *(("aiohttp", "psutil") if "gateway" in uses else ()),
         *(("pyspark",) if uses & set(OPT_IN) else ()),
     ]
     results: dict[str, Any] = {
@@ -203,6 +209,7 @@ def _on_one_server(
                 url, work, plan.repeats, plan.atomic_sizes, plan.parquet, before=before
             ),
         ),
+        ("gateway", lambda: _gateway(plan, url, work, before)),
     ]
 
 
@@ -216,6 +223,12 @@ def _on_their_own(plan: Plan) -> list[tuple[str, Runner]]:
         ("spark", lambda: _spark(plan)),
         ("streaming", lambda: _streaming(plan)),
     ]
+
+
+def _gateway(plan: Plan, url: str, work: Path, before: Checkout | None) -> list[Section]:
+    transfer, large, requests = plan.gateway
+    sizes = gateway.Sizes(transfer, large, plan.parquet, requests=requests)
+    return gateway.measure(url, work, plan.repeats, sizes, before=before)
 
 
 def _cluster(plan: Plan) -> list[Section]:
@@ -274,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         "--before",
         metavar="REF",
         help="also measure natsobj at this git commit, in the same run (transfer, small-ops,"
-        " listing, Parquet ranged reads)",
+        " listing, Parquet ranged reads, the gateway)",
     )
     parser.add_argument("--output", default=str(ROOT / "BENCHMARKS.md"))
     parser.add_argument("--results", default=str(report.RESULTS), help="the history directory")
