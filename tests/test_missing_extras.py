@@ -130,7 +130,6 @@ def test_each_extra_names_the_modules_of_its_distributions() -> None:
         "apache-airflow-providers-common-io": None,
         "apache-airflow-providers-common-messaging": None,
         "dagster-pipes": "dagster_pipes",
-        "google-crc32c": "google_crc32c",
     }
     for extra, modules in EXTRA_MODULES.items():
         wanted = {module_of.get(n, n) for n in (Requirement(t).name for t in extras[extra])}

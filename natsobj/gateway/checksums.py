@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+import awscrt.checksums
+
 from natsobj.gateway import etags, xml
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import ObjectInfo
@@ -56,34 +58,11 @@ class _Crc:
         return self.value.to_bytes(self.width, "big")
 
 
-def _crc64nvme() -> Hasher:
-    """awscrt's CRC64NVME (the AWS SDKs' own, hardware-accelerated: docs/gateway.md says why
-    this one); NotImplemented when the package is not installed."""
-    try:
-        from awscrt.checksums import crc64nvme
-    except ImportError:
-        raise S3Error(
-            "NotImplemented", "CRC64NVME checksums need the awscrt package on the gateway"
-        ) from None
-    return _Crc(crc64nvme, 8)
-
-
-def _crc32c() -> Hasher:
-    """google-crc32c's hasher (its C extension: CRC32C in pure Python is far too slow for a
-    streamed body); NotImplemented when the package is not installed."""
-    try:
-        import google_crc32c
-    except ImportError:
-        raise S3Error(
-            "NotImplemented", "CRC32C checksums need the google-crc32c package on the gateway"
-        ) from None
-    return google_crc32c.Checksum()
-
-
 ALGORITHMS: dict[str, Callable[[], Hasher]] = {
     "crc32": lambda: _Crc(zlib.crc32, 4),
-    "crc32c": _crc32c,
-    "crc64nvme": _crc64nvme,
+    # awscrt: the AWS Common Runtime the AWS SDKs compute these with (docs/gateway.md says why)
+    "crc32c": lambda: _Crc(awscrt.checksums.crc32c, 4),
+    "crc64nvme": lambda: _Crc(awscrt.checksums.crc64nvme, 8),
     "sha1": lambda: hashlib.sha1(usedforsecurity=False),
     "sha256": hashlib.sha256,
 }
