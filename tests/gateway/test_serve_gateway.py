@@ -170,3 +170,29 @@ def test_serve_gateway_ends_when_its_server_is_stopped(tmp_path: Path) -> None:
     assert "exited unexpectedly" in err
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", port))  # the gateway let go of its port
+
+
+def test_print_env_names_one_key_of_several(tmp_path: Path) -> None:
+    """A credentials file of several keys: ``--print-env`` asks which, and ``--access-key``
+    (which had no option to give it) picks it; it goes only with ``--print-env``."""
+    env = environment(tmp_path)
+    keys = tmp_path / "keys.toml"
+    keys.write_text(
+        '[keys.AKIAONE]\nsecret = "one-secret"\n[keys.AKIATWO]\nsecret = "two-secret"\n'
+    )
+    keys.chmod(0o600)
+    url = ["--url", "nats://127.0.0.1:4222"]
+    ask = natsobj(tmp_path, env, *url, "gateway", "--credentials", str(keys), "--print-env")
+    assert ask.returncode != 0 and "name one" in ask.stderr
+    printed = natsobj(
+        tmp_path, env, *url, "gateway", "--credentials", str(keys), "--print-env",
+        "--access-key", "AKIATWO",
+    )  # fmt: skip
+    assert printed.returncode == 0, printed.stderr
+    values = exported(printed.stdout)
+    assert values["AWS_ACCESS_KEY_ID"] == "AKIATWO"
+    assert values["AWS_SECRET_ACCESS_KEY"] == "two-secret"
+    alone = natsobj(
+        tmp_path, env, *url, "gateway", "--credentials", str(keys), "--access-key", "AKIAONE"
+    )
+    assert alone.returncode == ExitCode.USAGE and "--print-env" in alone.stderr

@@ -62,6 +62,13 @@ DEFAULT_LISTEN = "127.0.0.1:9000"
     help="The PEM private key of --tls-cert (omit when the certificate file holds it).",
 )
 @click.option(
+    "--access-key",
+    default=None,
+    metavar="ID",
+    help="With --print-env: the key of the credentials file to print (needed when it holds "
+    "several).",
+)
+@click.option(
     "--print-env",
     is_flag=True,
     help="Print the shell lines that point S3 clients and `natsobj presign` at this gateway "
@@ -76,6 +83,7 @@ def gateway(
     domain: str | None,
     tls_cert: Path | None,
     tls_key: Path | None,
+    access_key: str | None,
     print_env: bool,
 ) -> None:
     """Serve the S3 REST API (SigV4-signed) over the object stores of the NATS server."""
@@ -92,8 +100,10 @@ def gateway(
     settings = session.settings
     embedded = credentials_file is None
     keys = credentials_file or embedded_keys(settings)
+    if access_key is not None and not print_env:
+        raise UsageProblem("--access-key goes with --print-env (serving uses every key)")
     if print_env:
-        key = gateway_keys.choose(gateway_keys.load(keys).keys, None, str(keys))
+        key = gateway_keys.choose(gateway_keys.load(keys).keys, access_key, str(keys))
         scheme = "https" if tls is not None else "http"
         click.echo(environment_lines(f"{scheme}://{_bracketed(host)}:{port}", key))
         return
