@@ -9,7 +9,6 @@ reads and writes NATS through the core client of the access key's identity.
 from __future__ import annotations
 
 import logging
-import re
 import secrets
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, unquote
@@ -24,6 +23,7 @@ from natsobj.gateway import (
     buckets,
     copying,
     deletes,
+    keys,
     metadata,
     multipart,
     objects,
@@ -35,7 +35,6 @@ from natsobj.gateway.s3errors import S3Error, from_natsobj
 
 log = logging.getLogger(__name__)
 
-MAX_KEY_BYTES = 1024  # S3's longest key
 MAX_METADATA_BYTES = 2048  # S3's limit on an object's x-amz-meta-* names and values together
 # aiohttp's parser refuses a request past these before any handler runs (400, its own plain
 # answer, the connection closed): the request line (a presigned URL of a 1,024-byte key fits),
@@ -46,8 +45,6 @@ MAX_HEADERS = 128
 # Reads S3's public-read grant does not cover (the owner's: the ACL itself, the location, an
 # upload's parts), refused to unsigned requests.
 ANONYMOUS_HIDDEN = frozenset({"acl", "location", "uploadId"})
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-"""Characters no key may hold: a listing's XML could not carry most of them."""
 POOL: web.AppKey[ClientPool] = web.AppKey("pool", ClientPool)
 DOMAIN: web.AppKey[str | None] = web.AppKey("domain", str)
 # Sub-resources of the S3 API the gateway does not serve yet: refused as NotImplemented rather
@@ -97,23 +94,10 @@ def route(request: web.Request, domain: str | None) -> tuple[str | None, str | N
         bucket = unquote(segment) or None
         if not slash:
             rest = ""
-    key = _decoded_key(rest, bucket)
-    if key is not None and len(key.encode()) > MAX_KEY_BYTES:
-        raise S3Error("KeyTooLongError", "Your key is too long", bucket=bucket)
+    key = keys.decoded(rest, bucket) or None
+    if key is not None:
+        keys.check(key, bucket)
     return bucket, key
-
-
-def _decoded_key(rest: str, bucket: str | None) -> str | None:
-    """The key percent-encoded in ``rest``; InvalidURI (400, as S3 answers) for one that is
-    not UTF-8 or holds a control character, rather than a lookup of some other key."""
-    unparsable = S3Error("InvalidURI", "Couldn't parse the specified URI.", bucket=bucket)
-    try:
-        key = unquote(rest, errors="strict")
-    except UnicodeDecodeError:
-        raise unparsable from None
-    if _CONTROL.search(key):
-        raise unparsable
-    return key or None
 
 
 async def dispatch(

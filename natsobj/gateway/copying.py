@@ -4,13 +4,11 @@ in the memory of one chunk; the result is an ordinary ADR-20 object like any put
 
 from __future__ import annotations
 
-from urllib.parse import unquote
-
 from aiohttp import web
 
 from natsobj.aio import Client
 from natsobj.aio.copy import copy_object as core_copy
-from natsobj.gateway import conditions, etags, metadata, xml
+from natsobj.gateway import conditions, etags, keys, metadata, xml
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import ObjectInfo
 
@@ -25,12 +23,13 @@ def parse_source(value: str) -> tuple[str, str]:
     path, _, query = value.partition("?")
     if query and query not in ("versionId=null", ""):
         raise S3Error("NoSuchVersion", "The specified version does not exist.")
-    bucket, _, key = unquote(path).lstrip("/").partition("/")
+    bucket, _, key = keys.decoded(path, None).lstrip("/").partition("/")
     if not bucket or not key:
         raise S3Error(
             "InvalidArgument",
             "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
         )
+    keys.check(key, bucket)
     return bucket, key
 
 

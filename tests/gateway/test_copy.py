@@ -101,3 +101,12 @@ def test_copy_of_a_missing_source_is_no_such_key(s3, bucket: str) -> None:  # ty
     with pytest.raises(botocore.exceptions.ClientError) as missing:
         s3.copy_object(Bucket=bucket, Key="dst", CopySource=f"{bucket}/nothing")
     assert _code(missing) == "NoSuchKey"
+
+
+def test_a_copy_source_key_no_key_may_be_is_invalid_uri(s3, bucket: str) -> None:  # type: ignore[no-untyped-def]
+    """The source of a copy is held to the rule of a request's own key: a control character
+    (or bytes that are not UTF-8) is InvalidURI, not a lookup of some other key."""
+    with pytest.raises(botocore.exceptions.ClientError) as refused:
+        s3.copy_object(Bucket=bucket, Key="dst", CopySource=f"{bucket}/a\x01b")
+    assert _code(refused) == "InvalidURI"
+    assert "Contents" not in s3.list_objects_v2(Bucket=bucket)
