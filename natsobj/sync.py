@@ -260,6 +260,7 @@ class ObjectStore:
         if_absent: bool = False,
         tiering: Tiering | None = None,
         ttl: float | str | timedelta | None = None,
+        digest_headers: Callable[[str], Mapping[str, list[str]]] | None = None,
     ) -> ObjectInfo:
         return run(
             self._store.put(
@@ -273,6 +274,7 @@ class ObjectStore:
                 if_absent=if_absent,
                 tiering=tiering,
                 ttl=ttl,
+                digest_headers=digest_headers,
             )
         )
 

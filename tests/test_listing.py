@@ -118,7 +118,7 @@ def _ordered(store: natsobj.ObjectStore, prefix: str | None, lower: str, **kw) -
     """``(names, following)`` of one batch of the ordered listing."""
 
     async def one() -> tuple:
-        ordered = await store.aio.ordered_listing(prefix=prefix)
+        ordered = await listing.open_ordered(store.aio.bucket_stream, prefix=prefix)
         assert ordered is not None, "the name index gave no ordered listing"
         try:
             infos, following = await ordered.batch(lower, **kw)
@@ -150,7 +150,7 @@ def test_ordered_listing_pages_from_any_name_in_name_order(tree):
 def test_no_ordered_listing_without_the_name_index(tree, monkeypatch):
     tree.list()
     monkeypatch.setenv("NATSOBJ_NAME_INDEX", "off")
-    assert run(tree.aio.ordered_listing()) is None
+    assert run(listing.open_ordered(tree.aio.bucket_stream)) is None
 
 
 def test_deleted_objects_only_with_include_deleted(tree):

@@ -135,13 +135,8 @@ class BucketExpiry:
         """Keep ``rules`` (in order; [] clears them) in the stream metadata. The other
         metadata keys (the archive's) are kept; a stream admin's permission is needed."""
         rules = list(rules)
-        info = await self.stream.info()
-        metadata = dict(info.config.get("metadata") or {})
-        if rules:
-            metadata[LIFECYCLE_METADATA_KEY] = encode_rules(rules)
-        else:
-            metadata.pop(LIFECYCLE_METADATA_KEY, None)
-        self.note(await self.stream.update(metadata=metadata))
+        encoded = encode_rules(rules) if rules else None
+        self.note(await self.stream.set_metadata(LIFECYCLE_METADATA_KEY, encoded))
         return rules
 
     async def plan(self, name: str, ttl: float | str | timedelta | None) -> PutExpiry | None:

@@ -541,14 +541,6 @@ class ObjectStore:
             for info in batch:
                 yield info
 
-    async def ordered_listing(self, *, prefix: str | None = None) -> listing.OrderedListing | None:
-        """Current objects under ``prefix`` in name order, a batch at a time from any name on,
-        from the local name index: a page of a paged listing reads its own names and records,
-        never the bucket's. None where the index cannot give that order (turned off, unusable,
-        to be rebuilt): list with ``iter_list`` then. Close what it returns
-        (``natsobj.aio.listing.OrderedListing``)."""
-        return await listing.open_ordered(self.bucket_stream, prefix=prefix)
-
     async def changes(
         self,
         after_sequence: int | ChangeCursor = 0,

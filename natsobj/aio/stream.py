@@ -127,6 +127,18 @@ class BucketStream:
         )
         return StreamInfo.from_response(response)
 
+    async def set_metadata(self, key: str, value: str | None) -> StreamInfo:
+        """Set one key of the stream's metadata (None: remove it), the others kept as they
+        are: how natsobj keeps its own bookkeeping there (lifecycle rules, archive targets,
+        a bucket published through the S3 gateway), which ``update_store(metadata=)``, the
+        user's tags, leaves alone."""
+        metadata = dict((await self.info()).config.get("metadata") or {})
+        if value is None:
+            metadata.pop(key, None)
+        else:
+            metadata[key] = value
+        return await self.update(metadata=metadata)
+
     async def leader_count(self, subject: str) -> int:
         """Messages on ``subject`` as the stream leader counts them."""
         info = await self.info(subjects_filter=subject)

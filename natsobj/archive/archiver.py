@@ -153,10 +153,7 @@ class Archiver:
         if status.metadata.get(TARGET_METADATA_KEY) == self.targets.url:
             return
         try:
-            await self.store.client.update_store(
-                self.store.bucket,
-                metadata={**status.metadata, TARGET_METADATA_KEY: self.targets.url},
-            )
+            await self.store.bucket_stream.set_metadata(TARGET_METADATA_KEY, self.targets.url)
         except PermissionDenied as exc:
             log.warning("cannot record the archive target in the stream metadata: %s", exc)
 

@@ -156,9 +156,7 @@ async def _record_offload_targets(store: ObjectStore, targets: ArchiveTargets) -
     listed = metadata.get(OFFLOAD_METADATA_KEY, "").split()
     missing = [member.url for member in targets.members if member.url not in listed]
     if missing:
-        await store.client.update_store(
-            store.bucket, metadata={**metadata, OFFLOAD_METADATA_KEY: " ".join(listed + missing)}
-        )
+        await store.bucket_stream.set_metadata(OFFLOAD_METADATA_KEY, " ".join(listed + missing))
 
 
 async def _candidates(

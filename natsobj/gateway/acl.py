@@ -54,13 +54,8 @@ async def bucket_acl(store: ObjectStore) -> str:
 async def set_bucket_acl(store: ObjectStore, value: str) -> None:
     """Publish (``public-read``) or unpublish (``private``) the bucket; the stream's other
     metadata is kept."""
-    info = await store.bucket_stream.info()
-    metadata = dict(info.config.get("metadata") or {})
-    if value == PUBLIC_READ:
-        metadata[PUBLIC_READ_METADATA] = "true"
-    else:
-        metadata.pop(PUBLIC_READ_METADATA, None)
-    await store.bucket_stream.update(metadata=metadata)
+    flag = "true" if value == PUBLIC_READ else None
+    await store.bucket_stream.set_metadata(PUBLIC_READ_METADATA, flag)
 
 
 async def require_published(client: Client, bucket: str) -> None:

@@ -2,7 +2,7 @@
 
 A page holds the ``max_keys`` smallest *entries* after the marker, an entry being a key or,
 with a delimiter, the common prefix that stands for every key under it. Where the core's name
-index gives names in order (``ObjectStore.ordered_listing``), a page reads the names after
+index gives names in order (``natsobj.aio.listing.open_ordered``), a page reads the names after
 its marker and their records, batch by batch, until it is full, and jumps past the keys a
 common prefix stands for: it costs its own size, not the bucket's. Otherwise the core's
 listing streams every current record under the prefix and this module keeps only the page
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from natsobj.aio import ObjectStore
-from natsobj.aio.listing import FastListingUnavailable, OrderedListing
+from natsobj.aio.listing import FastListingUnavailable, OrderedListing, open_ordered
 from natsobj.gateway import xml
 from natsobj.gateway.metadata import etag
 from natsobj.gateway.s3errors import S3Error
@@ -66,7 +66,7 @@ async def page(
     limit = min(max(max_keys, 0), MAX_KEYS)
     if limit == 0:
         return Page()  # S3 answers max-keys=0 with an empty page that is not truncated
-    ordered = await store.ordered_listing(prefix=prefix or None)
+    ordered = await open_ordered(store.bucket_stream, prefix=prefix or None)
     if ordered is not None:
         try:
             return await _ordered_page(ordered, prefix, delimiter, start_after, after_entry, limit)
