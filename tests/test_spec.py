@@ -427,3 +427,21 @@ def test_large_blocks_are_rechunked_exactly(store):
 def test_urls_that_are_not_nats_are_refused_at_once(url):
     with pytest.raises(ValueError, match="must look like nats://host:4222"):
         natsobj.ConnectionSettings.from_url(url)
+
+
+def test_a_streamed_read_of_a_forged_object_withholds_the_last_chunk(store, raw):
+    """The whole-object digest is known only after the last chunk, so the reader yields that
+    chunk only once it matched: a consumer forwarding chunks as they come (the gateway's GET,
+    ``natsobj get -``) never hands on every byte of a forged object. It yielded the last chunk
+    first, then raised."""
+    from natsobj.errors import NatsObjError
+    from tests.raw import FORGED_DIGEST, rewrite_record
+
+    body = os.urandom(5 * 128 * 1024 + 7)  # six chunks
+    store.put("forged", body)
+    rewrite_record(raw, store.bucket, "forged", digest=FORGED_DIGEST)
+    received = b""
+    with pytest.raises(NatsObjError), store.get("forged") as reader:
+        for chunk in reader:
+            received += chunk
+    assert body.startswith(received) and len(received) == 5 * 128 * 1024

@@ -111,6 +111,7 @@ class ObjectReader:
         worker = chunk_sink(self.read_window_bytes, write)
         size = count = 0
         digest = b""
+        last = b""  # held until the digest is checked: no byte leaves unverified
         try:
             if available < info.chunks:
                 raise self._changed()
@@ -124,13 +125,18 @@ class ObjectReader:
                 if size > info.size:
                     break
                 await worker.put(msg.data)
-                yield msg.data
+                if count < info.chunks:
+                    yield msg.data
+                else:
+                    last = msg.data
             digest = await worker.digest()
         finally:
             if not digest:
                 await worker.abandon()
             await consumer.close()
         self._verify(digest, size, count)
+        if last:
+            yield last
 
     async def _offloaded(self, write: Callable[[bytes], object] | None) -> AsyncGenerator[bytes]:
         """The bytes from the archive, which checks them against the record as they come."""

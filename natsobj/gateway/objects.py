@@ -274,22 +274,15 @@ async def _send(
     bucket: str,
     key: str,
 ) -> web.StreamResponse:
-    """Write a prepared answer's body, each piece once the next one is read, and the last
-    only once the read has ended: the core checks a whole object's digest after its last
-    chunk, so a mismatch aborts the connection short of ``Content-Length`` and the client
-    never holds a body that looks complete. A client that goes away mid-body (a reader
-    that had what it needed, a cancelled download) ends the answer with one log line
-    rather than aiohttp's traceback of a server error: nothing failed on our side. Once the
-    head is out, an error answer cannot follow (its bytes would land inside the body), so a
-    failed read aborts the connection instead."""
-    held: bytes | None = None
+    """Write a prepared answer's body. The core yields a whole object's last chunk only once
+    its digest is checked, so a mismatch ends the body short of ``Content-Length``; once the
+    head is out an error answer cannot follow (its bytes would land inside the body), so a
+    failed read aborts the connection instead. A client that goes away mid-body (a reader
+    that had what it needed, a cancelled download) ends the answer with one log line rather
+    than aiohttp's traceback of a server error: nothing failed on our side."""
     try:
         async for piece in pieces:
-            if held is not None:
-                await response.write(held)
-            held = piece
-        if held is not None:
-            await response.write(held)
+            await response.write(piece)
         await response.write_eof()
     except ConnectionResetError:
         log.info("GET %s/%s: the client closed the connection mid-body", bucket, key)
