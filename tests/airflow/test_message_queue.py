@@ -1,7 +1,8 @@
 """common-messaging's ``MessageQueueTrigger(scheme="natsobj", ...)`` under a real Airflow: the
 test starts a dag processor, a scheduler, a triggerer and the API server its tasks report to
-(on the session's temporary AIRFLOW_HOME and sqlite database), and a put into the bucket makes
-the DAG scheduled on the watched asset run, its task reading the object the event names."""
+(on an AIRFLOW_HOME and sqlite database of the test's own, so they resume nothing another test
+left deferred), and a put into the bucket makes the DAG scheduled on the watched asset run, its
+task reading the object the event names."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import tempfile
 import textwrap
@@ -20,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import AIRFLOW_BIN, AIRFLOW_HOME, _query
+from .conftest import AIRFLOW_BIN
 
 CONSUMER = """
 from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
@@ -75,20 +77,36 @@ def wait_for(condition: Callable[[], Any], timeout: float, what: str, logs: Path
     pytest.fail(f"{what} within {timeout}s\n{tails}")
 
 
+class Database:
+    """The services' sqlite metadata database, read as the scheduler leaves it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def query(self, sql: str, *args: Any) -> list[tuple[Any, ...]]:
+        with sqlite3.connect(self.path) as db:
+            return db.execute(sql, args).fetchall()
+
+
 @pytest.fixture
 def airflow_services(nats_default: str, bucket_name: str, store) -> Iterator[dict[str, Any]]:
-    """The consumer DAG in a DAG folder of its own, and the four services running on it."""
+    """The consumer DAG in a DAG folder of its own, and the four services running on it, on a
+    metadata database of their own: on the session's, they would also resume the deferred
+    tasks other tests left behind, competing with this DAG for the executor's two slots."""
     work = Path(tempfile.mkdtemp(prefix="natsobj-mq-"))
-    dags, logs = work / "dags", work / "logs"
-    dags.mkdir()
-    logs.mkdir()
+    home, dags, logs = work / "home", work / "dags", work / "logs"
+    for folder in (home, dags, logs):
+        folder.mkdir()
     dag_id = f"mq_{bucket_name.replace('-', '_')}"[:60]
     (dags / "consumer.py").write_text(
         textwrap.dedent(CONSUMER.format(bucket=bucket_name, dag_id=dag_id))
     )
     port = _free_port()
+    database = Database(home / "airflow.db")
     env = {
         **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{database.path}",
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
         "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
         "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
@@ -109,6 +127,10 @@ def airflow_services(nats_default: str, bucket_name: str, store) -> Iterator[dic
         "scheduler": ["scheduler"],
         "triggerer": ["triggerer"],
     }
+    migrated = subprocess.run(
+        [AIRFLOW_BIN, "db", "migrate"], env=env, capture_output=True, text=True, timeout=180
+    )
+    assert migrated.returncode == 0, migrated.stdout[-3000:] + migrated.stderr[-3000:]
     processes = []
     try:
         for name, args in commands.items():
@@ -117,13 +139,13 @@ def airflow_services(nats_default: str, bucket_name: str, store) -> Iterator[dic
                     subprocess.Popen(
                         [AIRFLOW_BIN, *args],
                         env=env,
-                        cwd=str(AIRFLOW_HOME),
+                        cwd=str(home),
                         stdout=log,
                         stderr=subprocess.STDOUT,
                         start_new_session=True,  # its workers go down with it
                     )
                 )
-        yield {"dag_id": dag_id, "logs": logs}
+        yield {"dag_id": dag_id, "logs": logs, "db": database}
     finally:
         for process in processes:
             if process.poll() is None:
@@ -137,13 +159,35 @@ def airflow_services(nats_default: str, bucket_name: str, store) -> Iterator[dic
         shutil.rmtree(work, ignore_errors=True)
 
 
+def _diagnosis(database: Database, dag_id: str, logs: Path) -> str:
+    """What the database and the services' logs say about the DAG's runs, for a failure."""
+    rows = {
+        "runs": database.query(
+            "select id, run_id, run_type, state, queued_at, start_date, end_date from dag_run"
+            " where dag_id = ?",
+            dag_id,
+        ),
+        "asset events": database.query("select id, asset_id, timestamp, extra from asset_event"),
+        "triggers": database.query("select id, classpath, created_date, triggerer_id from trigger"),
+        "task instances": database.query(
+            "select run_id, task_id, state, try_number from task_instance where dag_id = ?", dag_id
+        ),
+    }
+    tails = [
+        f"--- {log.relative_to(logs)}\n{log.read_text(errors='replace')[-6000:]}"
+        for log in sorted(logs.rglob("*.log"))
+    ]
+    return "\n".join([*(f"{what}: {found}" for what, found in rows.items()), *tails])
+
+
 def test_a_put_runs_the_dag_scheduled_on_the_watched_asset(
     airflow_services, store, bucket_name
 ) -> None:
     dag_id, logs = airflow_services["dag_id"], airflow_services["logs"]
+    query = airflow_services["db"].query
     # the triggerer runs the watcher once it has stored where its watch starts
     wait_for(
-        lambda: _query(
+        lambda: query(
             "select 1 from asset_state_store where key like ?",
             f"nats_meta_sequence:{bucket_name}:%",
         ),
@@ -152,7 +196,7 @@ def test_a_put_runs_the_dag_scheduled_on_the_watched_asset(
         logs=logs,
     )
     (classpath,) = wait_for(
-        lambda: _query(
+        lambda: query(
             "select t.classpath from trigger t join asset_watcher w on w.trigger_id = t.id"
             " where w.name = 'landing_csv'"
         ),
@@ -164,20 +208,20 @@ def test_a_put_runs_the_dag_scheduled_on_the_watched_asset(
     store.put("landing/notes.txt", b"not a csv")
     put = store.put("landing/a.csv", b"x,y\n1,2\n")
     wait_for(
-        lambda: _query(
+        lambda: query(
             "select 1 from dag_run where dag_id = ? and state in ('success', 'failed')", dag_id
         ),
         timeout=180,
         what="the asset-scheduled DAG did not run",
         logs=logs,
     )
-    assert _query("select state from dag_run where dag_id = ?", dag_id) == [("success",)], "".join(
-        log.read_text(errors="replace")[-3000:] for log in logs.rglob("attempt=*.log")
+    assert query("select state from dag_run where dag_id = ?", dag_id) == [("success",)], (
+        _diagnosis(airflow_services["db"], dag_id, logs)
     )
     assert store.get_bytes("done/landing/a.csv") == b"x,y\n1,2\n"
-    runs = _query("select run_type from dag_run where dag_id = ?", dag_id)
+    runs = query("select run_type from dag_run where dag_id = ?", dag_id)
     assert runs == [("asset_triggered",)]  # one put of a matching name, one run
-    (extra,) = _query(
+    (extra,) = query(
         "select e.extra from asset_event e join asset a on a.id = e.asset_id where a.uri = ?",
         f"nats://{bucket_name}/landing",
     )[0]
