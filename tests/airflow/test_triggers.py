@@ -14,6 +14,8 @@ import psutil
 import pytest
 import structlog
 from airflow.sdk import Asset
+from airflow.sdk.exceptions import AirflowRuntimeError, ErrorType
+from airflow.sdk.execution_time.comms import ErrorResponse
 from airflow.sdk.execution_time.context import AssetStateStoreAccessors
 from airflow.sdk.execution_time.supervisor import (
     InProcessSupervisorComms,
@@ -330,6 +332,55 @@ async def test_change_trigger_restart_neither_loses_nor_repeats(
     assert restarted.events.empty()  # nothing repeated
     await restarted.stop()
     assert ChangeCursor.parse(await asset_state_store.aget(key)).sequence == five.sequence
+
+
+class _RefusedWrites:
+    """Airflow's asset state accessors, their writes refused while ``refusing``: what the
+    triggerer's supervisor answers when the API server cannot store a value."""
+
+    def __init__(self, store: AssetStateStoreAccessors) -> None:
+        self.store = store
+        self.refusing = False
+
+    async def aget(self, key: str, default: Any = None) -> Any:
+        return await self.store.aget(key, default)
+
+    async def aset(self, key: str, value: Any) -> None:
+        if self.refusing:
+            raise AirflowRuntimeError(
+                ErrorResponse(error=ErrorType.API_SERVER_ERROR, detail={"status_code": 500})
+            )
+        await self.store.aset(key, value)
+
+
+async def test_a_refused_cursor_write_neither_ends_the_trigger_nor_repeats_an_event(
+    astore, astatus, bucket_name, asset_state_store
+) -> None:
+    """Ending the trigger on a refused write would make Airflow start it again from the older
+    stored place, firing again for what it had handed over."""
+    writes = _RefusedWrites(asset_state_store)
+    triggerer = _Triggerer(bucket_name, writes)  # type: ignore[arg-type]
+    key = triggerer.trigger.cursor_key
+    for _ in range(100):  # the start position is stored before the watch begins
+        if await asset_state_store.aget(key) is not None:
+            break
+        await asyncio.sleep(0.1)
+    one = await astore("in/1")
+    assert (await triggerer.next())["sequence"] == one.sequence
+    writes.refusing = True
+    two = await astore("in/2")
+    three = await astore("in/3")
+    assert [(await triggerer.next())["sequence"] for _ in range(2)] == [
+        two.sequence,
+        three.sequence,
+    ]
+    assert not triggerer.task.done()
+    assert ChangeCursor.parse(await asset_state_store.aget(key)).sequence == one.sequence
+    writes.refusing = False
+    four = await astore("in/4")
+    assert (await triggerer.next())["sequence"] == four.sequence  # in order: nothing repeated
+    await triggerer.stop()
+    assert ChangeCursor.parse(await asset_state_store.aget(key)).sequence == four.sequence
 
 
 async def test_change_trigger_retries_until_the_bucket_exists(

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from airflow.exceptions import AirflowProviderDeprecationWarning
+from airflow.sdk.exceptions import AirflowRuntimeError
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
@@ -352,6 +353,11 @@ class _CursorStore:
     attached to (``asset_state_store.aget``/``aset``). A trigger shared by several assets has
     no single asset to keep it in; its cursor then lives in memory, and a restarted triggerer
     starts it afresh (``start_at`` applies again), which is logged once.
+
+    Once running, the trigger's own place in memory is the one it resumes a broken watch
+    from, and a write the triggerer's supervisor refuses (the API server could not store it)
+    is logged and tried again with the next event. Raising would end the trigger, and Airflow
+    would start it again from the older stored place, firing again for every event since.
     """
 
     def __init__(self, accessors: Any, key: str, log: Any) -> None:
@@ -375,13 +381,23 @@ class _CursorStore:
             return None
 
     async def get(self) -> ChangeCursor | None:
-        """The stored cursor; a bare sequence stored by an older release is read too."""
+        """This run's place, else the stored one (a bare sequence of an older release too)."""
+        if self._memory is not None:
+            return self._memory
         value = await self._persisted(lambda store: store.aget(self._key))
-        return ChangeCursor.parse(value) if value is not None else self._memory
+        return ChangeCursor.parse(value) if value is not None else None
 
     async def set(self, cursor: ChangeCursor) -> None:
         self._memory = cursor
-        await self._persisted(lambda store: store.aset(self._key, str(cursor)))
+        try:
+            await self._persisted(lambda store: store.aset(self._key, str(cursor)))
+        except AirflowRuntimeError as exc:
+            self._log.warning(
+                "could not store the NATS watch cursor %s (%s); the trigger carries on and "
+                "stores its place with the next event",
+                cursor,
+                exc,
+            )
 
 
 class NatsObjectChangeTrigger(BaseEventTrigger):
