@@ -1,7 +1,8 @@
 """Every read and write path natsobj offers, each with the checks its results are held to.
 
 ``OPERATIONS`` is the table the machine draws from: one row per path (the async core, the
-fsspec filesystem, the CLI). **A new read or write path must be added here**, with a checker
+fsspec filesystem, the CLI, the S3 gateway through boto3). **A new read or write path must be
+added here**, with a checker
 that says what it may return; the invariants every call is held to (its bound, its memory,
 typed errors only) come with ``World.call``.
 """
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import fsspec
+from botocore.exceptions import ClientError, IncompleteReadError, ResponseStreamingError
 from click.testing import CliRunner
 from hypothesis import strategies as st
 
@@ -29,7 +31,14 @@ from natsobj.cli import cli
 from natsobj.errors import ObjectExists
 from natsobj.model import ObjectInfo
 from tests.adversary.attacks import HONEST_NAMES, pool
-from tests.adversary.world import FS_ERRORS, TRANSFER_BOUND, Violation, World, random_bytes
+from tests.adversary.world import (
+    CALL_BOUND,
+    FS_ERRORS,
+    TRANSFER_BOUND,
+    Violation,
+    World,
+    random_bytes,
+)
 
 # A copy, restamp or put stores at least this many bytes per chunk (a foreign record's
 # max_chunk_size must not multiply storage; issue 28 point 7).
@@ -494,6 +503,179 @@ def lifecycle_apply(world: World, data: st.DataObject) -> None:
             world.must_report.discard(info.sequence)  # a restamp may keep the version's identity
 
 
+# -- the S3 gateway, through boto3 -----------------------------------------------------------------
+
+# What an S3 client may see fail: an S3 error answer, or a body cut short (the gateway aborts
+# the connection when a read fails after the answer's head went out).
+S3_ERRORS: tuple[type[BaseException], ...] = (
+    ClientError,
+    IncompleteReadError,
+    ResponseStreamingError,
+)
+
+
+def _s3_call(
+    world: World, label: str, fn: Callable[[], Any], bound: float = CALL_BOUND
+) -> tuple[bool, Any]:
+    """A gateway request under the invariants; an S3 error answer may not carry B's bytes."""
+    ok, result = world.call_blocking(label, fn, bound=bound, allowed=S3_ERRORS)
+    if not ok:
+        world.check_bytes(label, repr(getattr(result, "response", result)).encode())
+    return ok, result
+
+
+def _s3_code(error: BaseException) -> str | None:
+    return error.response["Error"]["Code"] if isinstance(error, ClientError) else None
+
+
+def _s3_read(world: World, name: str, **request: Any) -> bytes:
+    body: bytes = world.s3.get_object(Bucket=world.bucket, Key=name, **request)["Body"].read()
+    return body
+
+
+def s3_get(world: World, data: st.DataObject) -> None:
+    name = _name(world, data)
+    known, whole = world.known_content(name), _whole(world, name)
+    outcome = _s3_call(world, f"S3 GetObject {name!r}", lambda: _s3_read(world, name))
+    if outcome[0] and whole is None:
+        raise Violation(
+            f"S3 GetObject of {name!r} returned {len(outcome[1])} bytes where a whole verified"
+            " read of the same version fails"
+        )
+    check_read(world, "S3 GetObject", name, outcome, known, whole)
+
+
+def s3_get_range(world: World, data: st.DataObject) -> None:
+    """``Range: bytes=first-last``, often a short span inside one or two chunks."""
+    name = _name(world, data)
+    first = data.draw(st.integers(0, 25_000), label="first")
+    length = data.draw(st.integers(1, 300) | st.integers(1, 25_000), label="length")
+    header = f"bytes={first}-{first + length - 1}"
+    known, whole = world.known_content(name), _whole(world, name)
+    ok, result = _s3_call(
+        world, f"S3 GetObject {name!r} {header}", lambda: _s3_read(world, name, Range=header)
+    )
+    if not ok and whole is not None and first >= len(whole):
+        if _s3_code(result) != "InvalidRange":
+            raise Violation(f"S3 {header} past the end of {name!r} answered {result!r}")
+        return
+    check_read(
+        world, "S3 ranged GetObject", name, (ok, result), known, whole, (first, first + length)
+    )
+
+
+def s3_head(world: World, data: st.DataObject) -> None:
+    name = _name(world, data)
+    whole = _whole(world, name)
+    ok, head = _s3_call(
+        world,
+        f"S3 HeadObject {name!r}",
+        lambda: world.s3.head_object(Bucket=world.bucket, Key=name),
+    )
+    if not ok:
+        if name in world.intact():
+            raise Violation(f"S3 HeadObject of {name!r}, which nothing touched, failed: {head!r}")
+        return
+    world.check_bytes("S3 HeadObject", repr(head).encode())
+    if whole is not None and head["ContentLength"] != len(whole):
+        raise Violation(
+            f"S3 HeadObject says {name!r} holds {head['ContentLength']} bytes; a verified read"
+            f" of it returns {len(whole)}"
+        )
+
+
+def s3_list(world: World, data: st.DataObject) -> None:
+    """ListObjectsV2 page by page (continuation tokens), as the AWS CLI lists."""
+    page_size = data.draw(st.sampled_from([2, 1000]), label="page size")
+
+    def listing() -> list[str]:
+        keys = []
+        pages = world.s3.get_paginator("list_objects_v2").paginate(
+            Bucket=world.bucket, PaginationConfig={"PageSize": page_size}
+        )
+        for page in pages:
+            world.check_bytes("S3 ListObjectsV2", repr(page).encode())
+            keys.extend(item["Key"] for item in page.get("Contents", []))
+        return keys
+
+    ok, keys = _s3_call(world, f"S3 ListObjectsV2 ({page_size} a page)", listing, TRANSFER_BOUND)
+    if not ok:
+        raise Violation(f"S3 ListObjectsV2 of the bucket failed: {keys!r}")
+    if keys != sorted(set(keys)):
+        raise Violation(f"S3 ListObjectsV2 listed keys out of order or twice: {keys}")
+    missing = [name for name in world.intact() if name not in keys]
+    if missing:
+        raise Violation(f"S3 ListObjectsV2 left out {missing}, objects nothing touched")
+
+
+def s3_put(world: World, data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(HONEST_NAMES), label="honest name")
+    size = data.draw(st.sampled_from([0, 1, 5000, 70_000]), label="size")
+    payload = random_bytes(size, data.draw(st.integers(0, 2**30), label="seed"))
+    ok, result = _s3_call(
+        world,
+        f"S3 PutObject {name!r} ({size} bytes)",
+        lambda: world.s3.put_object(Bucket=world.bucket, Key=name, Body=payload),
+    )
+    if not ok:
+        if not world.rules_attacked:
+            raise Violation(f"S3 PutObject of {name!r} failed: {result!r}")
+        return
+    ok, info = world.call("get_info", lambda: world.a.get_info(name))
+    assert ok, info
+    world.check_info("S3 PutObject", info)
+    world.remember_put(name, payload, info)
+
+
+def s3_copy(world: World, data: st.DataObject) -> None:
+    """CopyObject within A: a verified copy, or a refusal."""
+    name = _name(world, data)
+    target = f"copies/{data.draw(st.integers(0, 2), label='copy')}"
+    whole = _whole(world, name)
+    ok, result = _s3_call(
+        world,
+        f"S3 CopyObject {name!r} -> {target!r}",
+        lambda: world.s3.copy_object(
+            Bucket=world.bucket, Key=target, CopySource={"Bucket": world.bucket, "Key": name}
+        ),
+    )
+    if not ok:
+        if name in world.intact() and not world.rules_attacked:
+            raise Violation(f"S3 CopyObject of {name!r}, which nothing touched, failed: {result!r}")
+        return
+    if whole is None:
+        raise Violation(f"S3 CopyObject of {name!r} succeeded where a whole verified read fails")
+    ok, info = world.call("get_info", lambda: world.a.get_info(target))
+    assert ok, info
+    world.check_info("S3 CopyObject", info)
+    _check_chunks("S3 CopyObject", info)
+    world.remember_put(target, whole, info)
+    check_read(
+        world,
+        "S3 copy read back",
+        target,
+        _s3_call(world, f"S3 GetObject {target!r}", lambda: _s3_read(world, target)),
+        whole,
+        None,
+    )
+
+
+def s3_delete(world: World, data: st.DataObject) -> None:
+    name = _name(world, data)
+    ok, result = _s3_call(
+        world,
+        f"S3 DeleteObject {name!r}",
+        lambda: world.s3.delete_object(Bucket=world.bucket, Key=name),
+    )
+    if not ok:
+        if name in world.intact():
+            raise Violation(
+                f"S3 DeleteObject of {name!r}, which nothing touched, failed: {result!r}"
+            )
+        return
+    world.honest.pop(name, None)
+
+
 OPERATIONS = [
     Operation(f.__name__, f)
     for f in (
@@ -521,5 +703,12 @@ OPERATIONS = [
         fs_rm_recursive,
         compact,
         lifecycle_apply,
+        s3_get,
+        s3_get_range,
+        s3_head,
+        s3_list,
+        s3_put,
+        s3_copy,
+        s3_delete,
     )
 ]

@@ -9,7 +9,8 @@ attacks. Its rules interleave
   values and headers, chunks of any size, rollups, TTL headers;
 - a stream admin's writes (``attacks.ADMIN_ATTACKS``): lifecycle rules in the stream
   metadata, subject purges;
-- every read and write path (``operations.OPERATIONS``), each with its own checks.
+- every read and write path (``operations.OPERATIONS``), each with its own checks: the
+  S3 gateway's among them, through boto3 against a gateway on the same server.
 
 After every step the invariants hold: B's objects are intact byte for byte; every honest
 object of A no adversarial write touched reads back exactly. Every call returns within its
@@ -28,6 +29,8 @@ import contextlib
 import functools
 import uuid
 from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -40,6 +43,7 @@ from tests.adversary.attacks import ADMIN_ATTACKS, B_NAMES, WRITER_ATTACKS, Atta
 from tests.adversary.operations import OPERATIONS, Operation
 from tests.adversary.wire import AdversaryWire
 from tests.adversary.world import Violation, World, random_bytes, secret_bytes
+from tests.gateway.conftest import GatewayThread, make_s3, write_credentials
 
 SHORT = settings(
     max_examples=20,
@@ -60,6 +64,7 @@ LONG = settings(
 
 class Adversary(RuleBasedStateMachine):
     url: str = ""
+    s3: Any = None  # boto3, on a gateway in front of ``url``
 
     def __init__(self) -> None:
         super().__init__()
@@ -72,7 +77,7 @@ class Adversary(RuleBasedStateMachine):
         }
         for name, data in b_objects.items():
             run(b.put(name, data, chunk_size=4096))
-        self.world = World(self.url, AdversaryWire(self.url), client, a, b, b_objects)
+        self.world = World(self.url, AdversaryWire(self.url), client, a, b, b_objects, s3=self.s3)
         for name, seed in (("h/0", 1), ("h/1", 2)):
             payload = random_bytes(20_000 * seed, seed)
             self.world.remember_put(name, payload, run(a.put(name, payload, chunk_size=4096)))
@@ -135,17 +140,21 @@ for _step in _steps:
     setattr(Adversary, _step.name, _as_rule(_step))
 
 
-def _run(nats_url: str, profile: settings) -> None:
-    Adversary.url = nats_url
-    run_state_machine_as_test(Adversary, settings=profile)
+def _run(nats_url: str, profile: settings, folder: Path) -> None:
+    gateway = GatewayThread(nats_url, write_credentials(folder))
+    try:
+        Adversary.url, Adversary.s3 = nats_url, make_s3(gateway.endpoint)
+        run_state_machine_as_test(Adversary, settings=profile)
+    finally:
+        gateway.stop()
 
 
 @pytest.mark.timeout(1200)  # room for hypothesis to shrink and report a failure
-def test_adversary_short(nats_url: str) -> None:
-    _run(nats_url, SHORT)
+def test_adversary_short(nats_url: str, tmp_path: Path) -> None:
+    _run(nats_url, SHORT, tmp_path)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(3600)
-def test_adversary_long(nats_url: str) -> None:
-    _run(nats_url, LONG)
+def test_adversary_long(nats_url: str, tmp_path: Path) -> None:
+    _run(nats_url, LONG, tmp_path)

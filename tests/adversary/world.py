@@ -82,6 +82,7 @@ class World:
     changes_cursor: int = 0
     watch_cursor: int = 0
     watcher: Any = None
+    s3: Any = None  # a boto3 S3 client of a natsobj gateway on the same server
     names_seen: set[str] = field(default_factory=set)
     adversary_nuids: set[str] = field(default_factory=set)
 

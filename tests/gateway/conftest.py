@@ -45,12 +45,17 @@ class GatewayThread:
         self.loop.close()
 
 
-@pytest.fixture(scope="module")
-def credentials_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("gateway") / "keys.toml"
+def write_credentials(folder: Path) -> Path:
+    """A gateway credentials file in ``folder`` holding the one test key."""
+    path = folder / "keys.toml"
     path.write_text(f'[keys.{ACCESS_KEY}]\nsecret = "{SECRET}"\n')
     path.chmod(0o600)
     return path
+
+
+@pytest.fixture(scope="module")
+def credentials_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_credentials(tmp_path_factory.mktemp("gateway"))
 
 
 @pytest.fixture(scope="module")
