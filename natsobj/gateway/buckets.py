@@ -12,7 +12,7 @@ from aiohttp import web
 from natsobj.aio import Client
 from natsobj.errors import BucketNotFound
 from natsobj.gateway import acl, listing, xml
-from natsobj.gateway.multipart import UPLOADS_STORE
+from natsobj.gateway.multipart import forget_uploads, is_uploads_store
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import parse_server_time
 
@@ -46,8 +46,8 @@ async def list_buckets(client: Client, query: dict[str, str]) -> web.Response:
     names = sorted(
         name
         for name in await client.store_names()
-        # UPLOADS_STORE: the gateway's own, for multipart uploads in progress
-        if name != UPLOADS_STORE and name.startswith(prefix) and name > after
+        # a store of uploads is the gateway's own, for a bucket's multipart uploads in progress
+        if not is_uploads_store(name) and name.startswith(prefix) and name > after
     )
     parts = []
     for name in names[:limit]:
@@ -109,12 +109,14 @@ async def head_bucket(client: Client, bucket: str) -> web.Response:
 
 
 async def delete_bucket(client: Client, bucket: str) -> web.Response:
-    """Only an empty bucket is deleted, as S3 does (BucketNotEmpty otherwise)."""
+    """Only an empty bucket is deleted, as S3 does (BucketNotEmpty otherwise); its uploads in
+    progress go with it, so a bucket created later under the name starts with none."""
     store = await client.store(bucket)
     async for _ in store.iter_list():
         raise S3Error(
             "BucketNotEmpty", "The bucket you tried to delete is not empty", bucket=bucket
         )
+    await forget_uploads(client, bucket)
     await client.delete_store(bucket)
     return web.Response(status=204)
 

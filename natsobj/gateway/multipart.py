@@ -2,12 +2,15 @@
 AbortMultipartUpload, ListParts and ListMultipartUploads, with all their state in NATS so an
 upload's parts may go to different gateways.
 
-Everything of an upload lives in one hidden object store per NATS account, ``UPLOADS_STORE``
-(an underscore is in no S3 bucket name, so no S3 client can create, list or reach it):
+Everything of a bucket's uploads lives in a hidden object store of that bucket's own,
+``uploads_store(bucket)`` (an underscore is in no S3 bucket name, so no S3 client can create,
+list or reach it). One store per bucket, not per account: NATS permissions on it then go with
+the bucket's, so a key that may not reach a bucket cannot list, replace, read or abort the
+parts of that bucket's uploads either.
 
-* ``uploads/<bucket>/<upload id>``: the upload record, an empty object whose metadata holds
-  the target key and the headers and metadata the object will get;
-* ``parts/<bucket>/<upload id>/<part number>``: each part, streamed in as an ordinary object.
+* ``uploads/<upload id>``: the upload record, an empty object whose metadata holds the target
+  key and the headers and metadata the object will get;
+* ``parts/<upload id>/<part number>``: each part, streamed in as an ordinary object.
 
 Both are put with ``UPLOAD_TTL``, so an abandoned upload expires on the server with no gateway
 running; Abort purges them at once (no tombstone is left). The target bucket's own listings
@@ -20,6 +23,7 @@ parts.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -38,7 +42,7 @@ from natsobj.gateway.sigv4 import Verified
 from natsobj.model import ObjectInfo
 from natsobj.names import chunk_subject, meta_subject
 
-UPLOADS_STORE = "natsobj_multipart"
+UPLOADS_PREFIX = "natsobj_multipart_"
 UPLOAD_TTL = timedelta(days=7)
 """How long an upload and its parts live without Complete or Abort."""
 MIN_PART_SIZE = 5 << 20  # S3's smallest part but the last
@@ -50,22 +54,38 @@ MAX_COMPLETE_BODY = 8 << 20  # 10,000 parts, each with its ETag and a checksum, 
 INITIATOR = f"<Initiator>{xml.OWNER_FIELDS}</Initiator>"
 
 
-async def _uploads(client: Client) -> ObjectStore:
-    """The hidden store of uploads, created on first use (with per-object expiry)."""
+def uploads_store(bucket: str) -> str:
+    """The name of the hidden store of ``bucket``'s uploads in progress."""
+    return UPLOADS_PREFIX + bucket
+
+
+def is_uploads_store(name: str) -> bool:
+    return name.startswith(UPLOADS_PREFIX)
+
+
+async def _new_uploads(client: Client, bucket: str) -> ObjectStore:
+    """The bucket's store of uploads, created by its first upload (with per-object expiry)."""
     try:
-        return await client.store(UPLOADS_STORE)
+        return await client.store(uploads_store(bucket))
     except BucketNotFound:
         return await client.create_store(
-            UPLOADS_STORE, description="natsobj gateway: multipart uploads in progress"
+            uploads_store(bucket),
+            description=f"natsobj gateway: multipart uploads in progress to {bucket}",
         )
 
 
-def _record_name(bucket: str, upload_id: str) -> str:
-    return f"uploads/{bucket}/{upload_id}"
+async def forget_uploads(client: Client, bucket: str) -> None:
+    """Delete the bucket's store of uploads, and with it its uploads in progress."""
+    with contextlib.suppress(BucketNotFound):
+        await client.delete_store(uploads_store(bucket))
 
 
-def _parts_prefix(bucket: str, upload_id: str) -> str:
-    return f"parts/{bucket}/{upload_id}/"
+def _record_name(upload_id: str) -> str:
+    return f"uploads/{upload_id}"
+
+
+def _parts_prefix(upload_id: str) -> str:
+    return f"parts/{upload_id}/"
 
 
 def _no_upload(bucket: str, key: str) -> S3Error:
@@ -78,29 +98,33 @@ def _no_upload(bucket: str, key: str) -> S3Error:
     )
 
 
-async def _record(uploads: ObjectStore, bucket: str, key: str, upload_id: str | None) -> ObjectInfo:
-    """The upload's record; NoSuchUpload when there is none for this bucket and key."""
+async def _record(
+    client: Client, bucket: str, key: str, upload_id: str | None
+) -> tuple[ObjectStore, str, ObjectInfo]:
+    """``(the bucket's store of uploads, upload id, record)``; NoSuchUpload when there is no
+    such upload of this bucket and key."""
     if upload_id is None or not _UPLOAD_ID.fullmatch(upload_id):
         raise _no_upload(bucket, key)
     try:
-        info = await uploads.get_info(_record_name(bucket, upload_id))
-    except ObjectNotFound:
+        uploads = await client.store(uploads_store(bucket))
+        info = await uploads.get_info(_record_name(upload_id))
+    except (BucketNotFound, ObjectNotFound):
         raise _no_upload(bucket, key) from None
     if info.metadata.get("key") != key:
         raise _no_upload(bucket, key)
-    return info
+    return uploads, upload_id, info
 
 
-async def _parts(uploads: ObjectStore, bucket: str, upload_id: str) -> dict[int, ObjectInfo]:
+async def _parts(uploads: ObjectStore, upload_id: str) -> dict[int, ObjectInfo]:
     """The upload's parts by number (the latest upload of each number)."""
-    prefix = _parts_prefix(bucket, upload_id)
+    prefix = _parts_prefix(upload_id)
     return {int(info.name[len(prefix) :]): info async for info in uploads.iter_list(prefix=prefix)}
 
 
 async def create(client: Client, request: web.Request, bucket: str, key: str) -> web.Response:
     """A new upload: its record, holding what the object will be stored with."""
     await client.store(bucket)  # NoSuchBucket before anything is written
-    uploads = await _uploads(client)
+    uploads = await _new_uploads(client, bucket)
     headers, meta = metadata.from_request(request.headers)
     chosen = checksums.upload_algorithm(request.headers)
     upload_id = secrets.token_hex(16)
@@ -117,7 +141,7 @@ async def create(client: Client, request: web.Request, bucket: str, key: str) ->
             checksums.ALGORITHM_HEADER: chosen[0].upper(),
             checksums.TYPE_HEADER: chosen[1],
         }
-    await uploads.put(_record_name(bucket, upload_id), b"", metadata=record, ttl=UPLOAD_TTL)
+    await uploads.put(_record_name(upload_id), b"", metadata=record, ttl=UPLOAD_TTL)
     body = xml.document(
         "InitiateMultipartUploadResult",
         [
@@ -138,16 +162,14 @@ async def _open_record(
     client: Client, bucket: str, key: str, query: dict[str, str]
 ) -> tuple[ObjectStore, str, ObjectInfo]:
     """``(hidden store, upload id, record)`` of an upload still open (NoSuchUpload else)."""
-    uploads = await _uploads(client)
-    upload_id = query.get("uploadId", "")
-    record = await _record(uploads, bucket, key, upload_id)
+    uploads, upload_id, record = await _record(client, bucket, key, query.get("uploadId"))
     if record.metadata.get("state") != "open":
         raise _no_upload(bucket, key)
     return uploads, upload_id, record
 
 
-def part_name(bucket: str, upload_id: str, number: int) -> str:
-    return f"{_parts_prefix(bucket, upload_id)}{number:05d}"
+def part_name(upload_id: str, number: int) -> str:
+    return f"{_parts_prefix(upload_id)}{number:05d}"
 
 
 async def upload_part(
@@ -164,7 +186,7 @@ async def upload_part(
     uploads, upload_id, record = await _open_record(client, bucket, key, query)
     body = objects.UploadBody(request, verified, _algorithm(record))
     info = await uploads.put(
-        part_name(bucket, upload_id, number),
+        part_name(upload_id, number),
         body.pieces(),
         ttl=UPLOAD_TTL,
         digest_headers=body.keep,
@@ -230,7 +252,7 @@ async def copy_part(
             return kept
 
         info = await uploads.put(
-            part_name(bucket, upload_id, number), pieces(), ttl=UPLOAD_TTL, digest_headers=keep
+            part_name(upload_id, number), pieces(), ttl=UPLOAD_TTL, digest_headers=keep
         )
     finally:
         await reader.close()
@@ -436,13 +458,11 @@ async def complete(
     ``If-Match`` hold against the current object through the core's compare-and-swap. The
     object keeps its checksum and its parts' sizes and checksums (natsobj.gateway.parts)."""
     store = await client.store(bucket)
-    uploads = await _uploads(client)
-    record = await _record(uploads, bucket, key, upload_id)
+    uploads, upload_id, record = await _record(client, bucket, key, upload_id)
     wanted = parse_complete(await xml.read_body(request, MAX_COMPLETE_BODY))
     if record.metadata.get("state") == "completed":
         return _complete_result(bucket, key, record.metadata["etag"], _kept_in(record))
-    assert upload_id is not None  # _record refused a missing one
-    chosen = _chosen(wanted, await _parts(uploads, bucket, upload_id), bucket, key)
+    chosen = _chosen(wanted, await _parts(uploads, upload_id), bucket, key)
     whole = Whole(record, chosen, request)
     tag = multipart_etag(chosen)
     headers: dict[str, list[str]] = json.loads(record.metadata["headers"])
@@ -471,7 +491,7 @@ async def complete(
     if kept is not None:
         done["checksum"] = kept.value
     await uploads.put(record.name, b"", metadata=done, ttl=UPLOAD_TTL)
-    await _forget_parts(uploads, bucket, upload_id)
+    await _forget_parts(uploads, upload_id)
     return _complete_result(bucket, key, tag, kept)
 
 
@@ -484,17 +504,15 @@ async def _forget(uploads: ObjectStore, info: ObjectInfo) -> None:
         await uploads.bucket_stream.purge(chunk_subject(uploads.bucket, info.nuid))
 
 
-async def _forget_parts(uploads: ObjectStore, bucket: str, upload_id: str) -> None:
-    async for info in uploads.iter_list(prefix=_parts_prefix(bucket, upload_id)):
+async def _forget_parts(uploads: ObjectStore, upload_id: str) -> None:
+    async for info in uploads.iter_list(prefix=_parts_prefix(upload_id)):
         await _forget(uploads, info)
 
 
 async def abort(client: Client, bucket: str, key: str, upload_id: str | None) -> web.Response:
     """The upload's parts and record purged at once (their TTL would get them otherwise)."""
-    uploads = await _uploads(client)
-    record = await _record(uploads, bucket, key, upload_id)
-    assert upload_id is not None  # _record refused a missing one
-    await _forget_parts(uploads, bucket, upload_id)
+    uploads, upload_id, record = await _record(client, bucket, key, upload_id)
+    await _forget_parts(uploads, upload_id)
     await _forget(uploads, record)
     return web.Response(status=204)
 
@@ -511,18 +529,13 @@ def _count(query: dict[str, str], name: str) -> int:
 
 async def list_parts(client: Client, bucket: str, key: str, query: dict[str, str]) -> web.Response:
     """ListParts: the upload's parts in number order, after ``part-number-marker``."""
-    uploads = await _uploads(client)
-    upload_id = query.get("uploadId")
-    record = await _record(uploads, bucket, key, upload_id)
-    if record.metadata.get("state") != "open":
-        raise _no_upload(bucket, key)
-    assert upload_id is not None
+    uploads, upload_id, record = await _open_record(client, bucket, key, query)
     try:
         marker = int(query.get("part-number-marker") or 0)
     except ValueError:
         raise S3Error("InvalidArgument", "part-number-marker must be an integer") from None
     limit = _count(query, "max-parts")
-    stored = await _parts(uploads, bucket, upload_id)
+    stored = await _parts(uploads, upload_id)
     numbers = sorted(n for n in stored if n > marker)
     page, truncated = numbers[:limit], len(numbers) > limit
     items = [
@@ -562,12 +575,20 @@ async def list_parts(client: Client, bucket: str, key: str, query: dict[str, str
     return web.Response(body=body, content_type=xml.CONTENT_TYPE)
 
 
+async def _records(client: Client, bucket: str) -> list[ObjectInfo]:
+    """The records of the bucket's uploads; none when no upload was ever made to it."""
+    try:
+        uploads = await client.store(uploads_store(bucket))
+    except BucketNotFound:
+        return []
+    return [info async for info in uploads.iter_list(prefix="uploads/")]
+
+
 async def list_uploads(client: Client, bucket: str, query: dict[str, str]) -> web.Response:
     """ListMultipartUploads: the bucket's open uploads by key, then upload id, after the
     markers; ``prefix`` filters keys. The bucket's open uploads are sorted in memory (records
     only, no parts): uploads in progress are few next to objects."""
     await client.store(bucket)
-    uploads = await _uploads(client)
     prefix = query.get("prefix", "")
     key_marker = query.get("key-marker", "")
     id_marker = query.get("upload-id-marker", "")
@@ -575,7 +596,7 @@ async def list_uploads(client: Client, bucket: str, query: dict[str, str]) -> we
     found = sorted(
         [
             (info.metadata.get("key", ""), info.name.rsplit("/", 1)[-1], info)
-            async for info in uploads.iter_list(prefix=f"uploads/{bucket}/")
+            for info in await _records(client, bucket)
             if info.metadata.get("state") == "open"
             and info.metadata.get("key", "").startswith(prefix)
         ],

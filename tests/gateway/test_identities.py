@@ -13,11 +13,18 @@ from botocore.config import Config
 
 import natsobj
 from natsobj.embedded import NatsServerProcess
+from natsobj.gateway.multipart import uploads_store
 from tests.gateway.conftest import GatewayThread, make_s3
 from tests.security.support import with_userinfo
 from tests.security.test_authorization import bucket_permissions, user
 
 GOOD, OTHER = "good", "other"
+# A writer of GOOD: the bucket and its store of uploads, which its first upload creates.
+WRITER = [
+    *bucket_permissions(GOOD, write=True),
+    *bucket_permissions(uploads_store(GOOD), write=True),
+    f"$JS.API.STREAM.CREATE.OBJ_{uploads_store(GOOD)}",
+]
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +32,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServerProce
     config = (
         "authorization { users: [\n  {user: admin, password: admin-pw}\n"
         + user("reader", bucket_permissions(GOOD, write=False))
+        + user("writer", WRITER)
         + "] }\n"
     )
     with NatsServerProcess(tmp_path_factory.mktemp("gw-authz"), config=config) as server:
@@ -42,6 +50,7 @@ def gateway(
     keys.write_text(
         '[keys.AKIANATSOBJTEST]\nsecret = "natsobj-test-secret"\n'
         '[keys.AKIAREADER]\nsecret = "reader-secret"\nuser = "reader"\npassword = "reader-pw"\n'
+        '[keys.AKIAWRITER]\nsecret = "writer-secret"\nuser = "writer"\npassword = "writer-pw"\n'
         '[anonymous]\nuser = "reader"\npassword = "reader-pw"\n'
     )
     keys.chmod(0o600)
@@ -89,3 +98,42 @@ def test_unsigned_reads_act_as_the_anonymous_identity(gateway: GatewayThread) ->
     finally:
         for bucket in (GOOD, OTHER):
             admin.put_bucket_acl(Bucket=bucket, ACL="private")
+
+
+def test_a_key_reaches_the_uploads_of_its_own_buckets_only(gateway: GatewayThread) -> None:
+    """Each bucket keeps its uploads in progress in a store of its own, so the rights a key
+    has on a bucket's uploads are NATS's, granted with the bucket's: a writer of GOOD can
+    neither list, add to, nor abort an upload to OTHER, nor read its parts."""
+    admin = make_s3(gateway.endpoint)
+    writer = make_s3(gateway.endpoint, access_key="AKIAWRITER", secret="writer-secret")
+    theirs = admin.create_multipart_upload(Bucket=OTHER, Key="payroll")["UploadId"]
+    admin.upload_part(Bucket=OTHER, Key="payroll", UploadId=theirs, PartNumber=1, Body=b"$$$")
+    attempts = {
+        "ListParts": lambda: writer.list_parts(Bucket=OTHER, Key="payroll", UploadId=theirs),
+        "UploadPart": lambda: writer.upload_part(
+            Bucket=OTHER, Key="payroll", UploadId=theirs, PartNumber=1, Body=b"forged"
+        ),
+        "AbortMultipartUpload": lambda: writer.abort_multipart_upload(
+            Bucket=OTHER, Key="payroll", UploadId=theirs
+        ),
+        "ListMultipartUploads": lambda: writer.list_multipart_uploads(Bucket=OTHER),
+    }
+    for operation, attempt in attempts.items():
+        with pytest.raises(botocore.exceptions.ClientError) as refused:
+            attempt()
+        assert _code(refused) == "AccessDenied", operation
+    parts = admin.list_parts(Bucket=OTHER, Key="payroll", UploadId=theirs)["Parts"]
+    assert [(part["PartNumber"], part["Size"]) for part in parts] == [(1, 3)]
+    admin.abort_multipart_upload(Bucket=OTHER, Key="payroll", UploadId=theirs)
+    # the writer's own uploads to GOOD work on the rights granted with the bucket
+    mine = writer.create_multipart_upload(Bucket=GOOD, Key="report")["UploadId"]
+    tag = writer.upload_part(Bucket=GOOD, Key="report", UploadId=mine, PartNumber=1, Body=b"mine")[
+        "ETag"
+    ]
+    writer.complete_multipart_upload(
+        Bucket=GOOD,
+        Key="report",
+        UploadId=mine,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": tag}]},
+    )
+    assert writer.get_object(Bucket=GOOD, Key="report")["Body"].read() == b"mine"

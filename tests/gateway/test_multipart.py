@@ -16,7 +16,7 @@ import pytest
 from awscrt.checksums import crc64nvme
 from boto3.s3.transfer import TransferConfig
 
-from natsobj.gateway.multipart import UPLOADS_STORE
+from natsobj.gateway.multipart import uploads_store
 from tests.gateway.conftest import GatewayThread, make_s3
 
 PART = 5 << 20
@@ -34,13 +34,9 @@ def _code(error: pytest.ExceptionInfo[botocore.exceptions.ClientError]) -> str:
 
 
 def _leftovers(sync_client, bucket: str) -> list[str]:  # type: ignore[no-untyped-def]
-    """Whatever of ``bucket``'s uploads is still in the hidden store, tombstones included."""
-    uploads = sync_client.store(UPLOADS_STORE)
-    return [
-        info.name
-        for info in uploads.list(include_deleted=True)
-        if info.name.startswith((f"uploads/{bucket}/", f"parts/{bucket}/"))
-    ]
+    """Whatever of ``bucket``'s uploads is still in its hidden store, tombstones included."""
+    uploads = sync_client.store(uploads_store(bucket))
+    return [info.name for info in uploads.list(include_deleted=True)]
 
 
 def test_upload_file_above_the_threshold_is_one_nats_object(  # type: ignore[no-untyped-def]
@@ -97,7 +93,9 @@ def test_parts_on_two_gateways_listing_and_abort(  # type: ignore[no-untyped-def
         assert [(u["Key"], u["UploadId"]) for u in listed] == [("k", upload)]
         # neither the bucket's listing nor ListBuckets shows anything of the upload
         assert "Contents" not in s3.list_objects_v2(Bucket=bucket)
-        assert UPLOADS_STORE not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+        assert bucket in sync_client.store_names()
+        assert uploads_store(bucket) in sync_client.store_names()
+        assert uploads_store(bucket) not in [b["Name"] for b in s3.list_buckets()["Buckets"]]
         with pytest.raises(botocore.exceptions.ClientError) as absent:
             s3.head_object(Bucket=bucket, Key="k")
         assert absent.value.response["Error"]["Code"] == "404"
@@ -109,6 +107,23 @@ def test_parts_on_two_gateways_listing_and_abort(  # type: ignore[no-untyped-def
     with pytest.raises(botocore.exceptions.ClientError) as gone:
         s3.abort_multipart_upload(Bucket=bucket, Key="k", UploadId=upload)
     assert _code(gone) == "NoSuchUpload"
+
+
+def test_deleting_a_bucket_takes_its_uploads_in_progress(s3, sync_client) -> None:  # type: ignore[no-untyped-def]
+    """A bucket created again under the name starts with no uploads of the one deleted."""
+    name = f"mp-{uuid.uuid4().hex[:12]}"
+    s3.create_bucket(Bucket=name)
+    upload = s3.create_multipart_upload(Bucket=name, Key="k")["UploadId"]
+    s3.upload_part(Bucket=name, Key="k", UploadId=upload, PartNumber=1, Body=b"x")
+    assert uploads_store(name) in sync_client.store_names()
+    s3.delete_bucket(Bucket=name)
+    assert uploads_store(name) not in sync_client.store_names()
+    s3.create_bucket(Bucket=name)
+    assert "Uploads" not in s3.list_multipart_uploads(Bucket=name)
+    with pytest.raises(botocore.exceptions.ClientError) as gone:
+        s3.list_parts(Bucket=name, Key="k", UploadId=upload)
+    assert _code(gone) == "NoSuchUpload"
+    s3.delete_bucket(Bucket=name)
 
 
 def test_complete_checks_parts_as_s3_does(s3, bucket: str, sync_client) -> None:  # type: ignore[no-untyped-def]
