@@ -29,6 +29,7 @@ from natsobj.aio.copy import copy_object
 from natsobj.aio.ranges import byte_range
 from natsobj.cli import cli
 from natsobj.errors import ObjectExists
+from natsobj.gateway.multipart import MIN_PART_SIZE
 from natsobj.model import ObjectInfo
 from tests.adversary.attacks import HONEST_NAMES, pool
 from tests.adversary.world import (
@@ -639,6 +640,10 @@ def s3_copy(world: World, data: st.DataObject) -> None:
             Bucket=world.bucket, Key=target, CopySource={"Bucket": world.bucket, "Key": name}
         ),
     )
+    if name == target:  # S3 refuses a copy onto itself that changes nothing
+        if ok:
+            raise Violation(f"S3 CopyObject of {name!r} onto itself changing nothing succeeded")
+        return
     if not ok:
         if name in world.intact() and not world.rules_attacked:
             raise Violation(f"S3 CopyObject of {name!r}, which nothing touched, failed: {result!r}")
@@ -676,6 +681,125 @@ def s3_delete(world: World, data: st.DataObject) -> None:
     world.honest.pop(name, None)
 
 
+def _s3_part_copy(
+    world: World, data: st.DataObject, upload: dict[str, str]
+) -> tuple[bool, bytes | None]:
+    """UploadPartCopy of a range of any object of A, as part 2: (whether it was stored, the
+    bytes it must hold where the source's verified content is known)."""
+    source = _name(world, data)
+    first = data.draw(st.integers(0, 25_000), label="copy first")
+    last = first + data.draw(st.integers(0, 300) | st.integers(0, 25_000), label="copy length")
+    known, whole = world.known_content(source), _whole(world, source)
+    ok, result = _s3_call(
+        world,
+        f"S3 UploadPartCopy {source!r} bytes={first}-{last}",
+        lambda: world.s3.upload_part_copy(
+            **upload,
+            PartNumber=2,
+            CopySource={"Bucket": world.bucket, "Key": source},
+            CopySourceRange=f"bytes={first}-{last}",
+        ),
+    )
+    reference = known if known is not None else whole
+    if not ok:
+        if source in world.intact() and whole is not None and last < len(whole):
+            raise Violation(f"S3 UploadPartCopy of {source!r}, which nothing touched: {result!r}")
+        return False, None
+    if reference is not None and last >= len(reference):
+        raise Violation(f"S3 UploadPartCopy copied bytes={first}-{last} of {len(reference)}")
+    return True, None if reference is None else reference[first : last + 1]
+
+
+def s3_multipart(world: World, data: st.DataObject) -> None:
+    """A multipart upload to A: a part sent, perhaps a part copied from a range of any object
+    of A (UploadPartCopy reads through the core's range reader), then Complete or Abort. The
+    object Complete makes holds exactly the parts' bytes: the part sent, and the copied
+    range's verified bytes; an aborted upload is gone."""
+    target = data.draw(st.sampled_from(HONEST_NAMES), label="target")
+    copies = data.draw(st.booleans(), label="copies a part")
+    seed = data.draw(st.integers(0, 2**30), label="seed")
+    # every part but the last holds at least MIN_PART_SIZE bytes, as S3 asks
+    sent = (
+        random_bytes(32768, seed) * (MIN_PART_SIZE // 32768)
+        if copies
+        else random_bytes(data.draw(st.integers(0, 9000), label="size"), seed)
+    )
+    ok, created = _s3_call(
+        world,
+        f"S3 CreateMultipartUpload {target!r}",
+        lambda: world.s3.create_multipart_upload(Bucket=world.bucket, Key=target),
+    )
+    if not ok:
+        raise Violation(f"S3 CreateMultipartUpload of {target!r} failed: {created!r}")
+    upload = {"Bucket": world.bucket, "Key": target, "UploadId": created["UploadId"]}
+    ok, part = _s3_call(
+        world,
+        f"S3 UploadPart {target!r} ({len(sent)} bytes)",
+        lambda: world.s3.upload_part(**upload, PartNumber=1, Body=sent),
+    )
+    if not ok:
+        raise Violation(f"S3 UploadPart of {target!r} failed: {part!r}")
+    parts = [{"PartNumber": 1, "ETag": part["ETag"]}]
+    expected: bytes | None = sent
+    if copies:
+        copied, holds = _s3_part_copy(world, data, upload)
+        if copied:
+            ok, listed = _s3_call(world, "S3 ListParts", lambda: world.s3.list_parts(**upload))
+            if not ok:
+                raise Violation(f"S3 ListParts of an open upload failed: {listed!r}")
+            parts = [{"PartNumber": p["PartNumber"], "ETag": p["ETag"]} for p in listed["Parts"]]
+            expected = None if holds is None else sent + holds
+    if not copies or data.draw(st.booleans(), label="completes"):
+        _s3_complete(world, target, upload, parts, expected)
+        return
+    ok, result = _s3_call(
+        world,
+        f"S3 AbortMultipartUpload {target!r}",
+        lambda: world.s3.abort_multipart_upload(**upload),
+    )
+    if not ok:
+        raise Violation(f"S3 AbortMultipartUpload of {target!r} failed: {result!r}")
+    ok, result = _s3_call(world, "S3 ListParts (aborted)", lambda: world.s3.list_parts(**upload))
+    if ok or _s3_code(result) != "NoSuchUpload":
+        raise Violation(f"an aborted upload of {target!r} still answers ListParts: {result!r}")
+
+
+def _s3_complete(
+    world: World,
+    target: str,
+    upload: dict[str, str],
+    parts: list[dict[str, Any]],
+    expected: bytes | None,
+) -> None:
+    """Complete, then the object read back through the core: the parts' bytes, exactly."""
+    ok, result = _s3_call(
+        world,
+        f"S3 CompleteMultipartUpload {target!r} ({len(parts)} parts)",
+        lambda: world.s3.complete_multipart_upload(**upload, MultipartUpload={"Parts": parts}),
+    )
+    if not ok:
+        if not world.rules_attacked:
+            raise Violation(f"S3 CompleteMultipartUpload of {target!r} failed: {result!r}")
+        return
+    ok, info = world.call("get_info", lambda: world.a.get_info(target))
+    assert ok, info
+    world.check_info("S3 CompleteMultipartUpload", info)
+    _check_chunks("S3 CompleteMultipartUpload", info)
+    ok, stored = world.call(f"get_bytes({target!r})", lambda: world.a.get_bytes(target))
+    if not ok:
+        raise Violation(f"the object CompleteMultipartUpload made of {target!r}: {stored!r}")
+    world.check_bytes("S3 CompleteMultipartUpload", stored)
+    if expected is None:  # a copied range of a source whose content is not known
+        world.honest.pop(target, None)
+        return
+    if stored != expected:
+        raise Violation(
+            f"CompleteMultipartUpload made {target!r} of {len(stored)} bytes that are not its"
+            f" parts' {len(expected)}"
+        )
+    world.remember_put(target, stored, info)
+
+
 OPERATIONS = [
     Operation(f.__name__, f)
     for f in (
@@ -710,5 +834,6 @@ OPERATIONS = [
         s3_put,
         s3_copy,
         s3_delete,
+        s3_multipart,
     )
 ]

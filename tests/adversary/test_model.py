@@ -38,6 +38,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
 import natsobj.aio
+from natsobj.gateway.multipart import uploads_store
 from natsobj.sync import run
 from tests.adversary.attacks import ADMIN_ATTACKS, B_NAMES, WRITER_ATTACKS, Attack
 from tests.adversary.operations import OPERATIONS, Operation
@@ -89,9 +90,9 @@ class Adversary(RuleBasedStateMachine):
         world = self.world
         with contextlib.suppress(Exception):
             run(world.watcher.stop())
-        for store in (world.a, world.b):
+        for bucket in (world.a.bucket, world.b.bucket, uploads_store(world.a.bucket)):
             with contextlib.suppress(Exception):
-                run(world.client.delete_store(store.bucket))
+                run(world.client.delete_store(bucket))
         with contextlib.suppress(Exception):
             run(world.client.close())
         world.wire.close()
