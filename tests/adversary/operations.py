@@ -359,30 +359,50 @@ def fs_get_recursive(world: World, data: st.DataObject) -> None:
         _check_tree(world, "fs.get(recursive=True)", root, dest, complete=ok)
 
 
+def _check_copy(
+    world: World,
+    label: str,
+    name: str,
+    target: str,
+    whole: bytes | None,
+    outcome: tuple[bool, Any],
+    stored: Callable[[], ObjectInfo],
+    read_back: Callable[[], tuple[bool, Any]],
+) -> None:
+    """A copy of ``name`` to ``target`` held to the rules of every copy: refused only for an
+    object something touched, or while the rules are unreadable (a copy is a put, and puts
+    are refused then, typed); done only where a whole verified read is, in sane chunks, and
+    read back as that read's bytes."""
+    ok, result = outcome
+    if not ok:
+        if name in world.intact() and not world.rules_attacked:
+            raise Violation(f"{label} of {name!r}, which nothing touched, failed: {result!r}")
+        return
+    if whole is None:
+        raise Violation(f"{label} of {name!r} succeeded where a whole verified read fails")
+    info = stored()
+    world.check_info(label, info)
+    _check_chunks(label, info)
+    world.remember_put(target, whole, info)
+    check_read(world, f"{label} read back", target, read_back(), whole, None)
+
+
 def copy(world: World, data: st.DataObject) -> None:
     name = _name(world, data)
     target = f"copies/{data.draw(st.integers(0, 2), label='copy')}"
     whole = _whole(world, name)
-    ok, info = world.call(
+    outcome = world.call(
         f"copy({name!r} -> {target!r})", lambda: copy_object(world.a, name, world.a, target)
     )
-    if not ok:
-        # a copy is a put: while the rules are unreadable, puts are refused (typed)
-        if name in world.intact() and not world.rules_attacked:
-            raise Violation(f"copy of {name!r}, which nothing touched, failed: {info!r}")
-        return
-    if whole is None:
-        raise Violation(f"copy of {name!r} succeeded where a whole verified read fails")
-    world.check_info("copy", info)
-    _check_chunks("copy", info)
-    world.remember_put(target, whole, info)
-    check_read(
+    _check_copy(
         world,
-        "copy read back",
+        "copy",
+        name,
         target,
-        world.call("get", lambda: world.a.get_bytes(target)),
         whole,
-        None,
+        outcome,
+        lambda: outcome[1],
+        lambda: world.call("get", lambda: world.a.get_bytes(target)),
     )
 
 
@@ -525,6 +545,34 @@ def _s3_call(
     return ok, result
 
 
+def _s3_on(world: World, operation: str, name: str, fn: Callable[[], Any]) -> tuple[bool, Any]:
+    """A request on ``name``: failing on an object nothing touched is a violation."""
+    ok, result = _s3_call(world, f"S3 {operation} {name!r}", fn)
+    if not ok and name in world.intact():
+        raise Violation(f"S3 {operation} of {name!r}, which nothing touched, failed: {result!r}")
+    return ok, result
+
+
+def _s3_write(world: World, operation: str, name: str, fn: Callable[[], Any]) -> ObjectInfo | None:
+    """A request that writes ``name`` in A, refused only while the lifecycle rules are
+    attacked (puts are refused then, typed); the record it stored, checked."""
+    ok, result = _s3_call(world, f"S3 {operation} {name!r}", fn)
+    if not ok:
+        if not world.rules_attacked:
+            raise Violation(f"S3 {operation} of {name!r} failed: {result!r}")
+        return None
+    info = _stored(world, name)
+    world.check_info(f"S3 {operation}", info)
+    return info
+
+
+def _stored(world: World, name: str) -> ObjectInfo:
+    """The record of ``name`` a write that succeeded left in A."""
+    ok, info = world.call("get_info", lambda: world.a.get_info(name))
+    assert ok, info
+    return info
+
+
 def _s3_code(error: BaseException) -> str | None:
     return error.response["Error"]["Code"] if isinstance(error, ClientError) else None
 
@@ -568,14 +616,10 @@ def s3_get_range(world: World, data: st.DataObject) -> None:
 def s3_head(world: World, data: st.DataObject) -> None:
     name = _name(world, data)
     whole = _whole(world, name)
-    ok, head = _s3_call(
-        world,
-        f"S3 HeadObject {name!r}",
-        lambda: world.s3.head_object(Bucket=world.bucket, Key=name),
+    ok, head = _s3_on(
+        world, "HeadObject", name, lambda: world.s3.head_object(Bucket=world.bucket, Key=name)
     )
     if not ok:
-        if name in world.intact():
-            raise Violation(f"S3 HeadObject of {name!r}, which nothing touched, failed: {head!r}")
         return
     world.check_bytes("S3 HeadObject", repr(head).encode())
     if whole is not None and head["ContentLength"] != len(whole):
@@ -613,19 +657,14 @@ def s3_put(world: World, data: st.DataObject) -> None:
     name = data.draw(st.sampled_from(HONEST_NAMES), label="honest name")
     size = data.draw(st.sampled_from([0, 1, 5000, 70_000]), label="size")
     payload = random_bytes(size, data.draw(st.integers(0, 2**30), label="seed"))
-    ok, result = _s3_call(
+    info = _s3_write(
         world,
-        f"S3 PutObject {name!r} ({size} bytes)",
+        "PutObject",
+        name,
         lambda: world.s3.put_object(Bucket=world.bucket, Key=name, Body=payload),
     )
-    if not ok:
-        if not world.rules_attacked:
-            raise Violation(f"S3 PutObject of {name!r} failed: {result!r}")
-        return
-    ok, info = world.call("get_info", lambda: world.a.get_info(name))
-    assert ok, info
-    world.check_info("S3 PutObject", info)
-    world.remember_put(name, payload, info)
+    if info is not None:
+        world.remember_put(name, payload, info)
 
 
 def s3_copy(world: World, data: st.DataObject) -> None:
@@ -633,7 +672,7 @@ def s3_copy(world: World, data: st.DataObject) -> None:
     name = _name(world, data)
     target = f"copies/{data.draw(st.integers(0, 2), label='copy')}"
     whole = _whole(world, name)
-    ok, result = _s3_call(
+    outcome = _s3_call(
         world,
         f"S3 CopyObject {name!r} -> {target!r}",
         lambda: world.s3.copy_object(
@@ -641,44 +680,28 @@ def s3_copy(world: World, data: st.DataObject) -> None:
         ),
     )
     if name == target:  # S3 refuses a copy onto itself that changes nothing
-        if ok:
+        if outcome[0]:
             raise Violation(f"S3 CopyObject of {name!r} onto itself changing nothing succeeded")
         return
-    if not ok:
-        if name in world.intact() and not world.rules_attacked:
-            raise Violation(f"S3 CopyObject of {name!r}, which nothing touched, failed: {result!r}")
-        return
-    if whole is None:
-        raise Violation(f"S3 CopyObject of {name!r} succeeded where a whole verified read fails")
-    ok, info = world.call("get_info", lambda: world.a.get_info(target))
-    assert ok, info
-    world.check_info("S3 CopyObject", info)
-    _check_chunks("S3 CopyObject", info)
-    world.remember_put(target, whole, info)
-    check_read(
+    _check_copy(
         world,
-        "S3 copy read back",
+        "S3 CopyObject",
+        name,
         target,
-        _s3_call(world, f"S3 GetObject {target!r}", lambda: _s3_read(world, target)),
         whole,
-        None,
+        outcome,
+        lambda: _stored(world, target),
+        lambda: _s3_call(world, f"S3 GetObject {target!r}", lambda: _s3_read(world, target)),
     )
 
 
 def s3_delete(world: World, data: st.DataObject) -> None:
     name = _name(world, data)
-    ok, result = _s3_call(
-        world,
-        f"S3 DeleteObject {name!r}",
-        lambda: world.s3.delete_object(Bucket=world.bucket, Key=name),
+    ok, _ = _s3_on(
+        world, "DeleteObject", name, lambda: world.s3.delete_object(Bucket=world.bucket, Key=name)
     )
-    if not ok:
-        if name in world.intact():
-            raise Violation(
-                f"S3 DeleteObject of {name!r}, which nothing touched, failed: {result!r}"
-            )
-        return
-    world.honest.pop(name, None)
+    if ok:
+        world.honest.pop(name, None)
 
 
 def _s3_part_copy(
@@ -772,18 +795,14 @@ def _s3_complete(
     expected: bytes | None,
 ) -> None:
     """Complete, then the object read back through the core: the parts' bytes, exactly."""
-    ok, result = _s3_call(
+    info = _s3_write(
         world,
-        f"S3 CompleteMultipartUpload {target!r} ({len(parts)} parts)",
+        "CompleteMultipartUpload",
+        target,
         lambda: world.s3.complete_multipart_upload(**upload, MultipartUpload={"Parts": parts}),
     )
-    if not ok:
-        if not world.rules_attacked:
-            raise Violation(f"S3 CompleteMultipartUpload of {target!r} failed: {result!r}")
+    if info is None:
         return
-    ok, info = world.call("get_info", lambda: world.a.get_info(target))
-    assert ok, info
-    world.check_info("S3 CompleteMultipartUpload", info)
     _check_chunks("S3 CompleteMultipartUpload", info)
     ok, stored = world.call(f"get_bytes({target!r})", lambda: world.a.get_bytes(target))
     if not ok:
