@@ -704,6 +704,38 @@ def s3_delete(world: World, data: st.DataObject) -> None:
         world.honest.pop(name, None)
 
 
+def s3_delete_batch(world: World, data: st.DataObject) -> None:
+    """DeleteObjects of several names: a name that cannot be deleted (its record hostile) is an
+    ``<Error>`` of its own, and every other name is deleted all the same."""
+    names = data.draw(
+        st.lists(st.sampled_from(pool(world)), min_size=1, max_size=4, unique=True), label="names"
+    )
+    intact = [name for name in names if name in world.intact()]
+    ok, result = _s3_call(
+        world,
+        f"S3 DeleteObjects {names}",
+        lambda: world.s3.delete_objects(
+            Bucket=world.bucket, Delete={"Objects": [{"Key": name} for name in names]}
+        ),
+    )
+    if not ok:
+        raise Violation(f"S3 DeleteObjects of {names} failed as a whole: {result!r}")
+    world.check_bytes("S3 DeleteObjects", repr(result).encode())
+    failed = {error["Key"] for error in result.get("Errors", [])}
+    deleted = {entry["Key"] for entry in result.get("Deleted", [])}
+    if failed & deleted or failed | deleted != set(names):
+        raise Violation(f"S3 DeleteObjects of {names}: deleted {deleted}, failed {failed}")
+    for name in names:
+        if name in failed and name in intact:
+            raise Violation(f"S3 DeleteObjects failed on {name!r}, which nothing touched")
+        if name in deleted:
+            world.honest.pop(name, None)
+    for name in intact:
+        ok, info = world.call(f"get_info({name!r})", lambda name=name: world.a.get_info(name))
+        if ok:
+            raise Violation(f"S3 DeleteObjects deleted {name!r}, which still reads: {info!r}")
+
+
 def _s3_part_copy(
     world: World, data: st.DataObject, upload: dict[str, str]
 ) -> tuple[bool, bytes | None]:
@@ -853,6 +885,7 @@ OPERATIONS = [
         s3_put,
         s3_copy,
         s3_delete,
+        s3_delete_batch,
         s3_multipart,
     )
 ]
