@@ -80,8 +80,11 @@ async def forget_uploads(client: Client, bucket: str) -> None:
         await client.delete_store(uploads_store(bucket))
 
 
+RECORDS = "uploads/"  # where a bucket's store of uploads keeps each upload's record
+
+
 def _record_name(upload_id: str) -> str:
-    return f"uploads/{upload_id}"
+    return f"{RECORDS}{upload_id}"
 
 
 def _parts_prefix(upload_id: str) -> str:
@@ -581,7 +584,7 @@ async def _records(client: Client, bucket: str) -> list[ObjectInfo]:
         uploads = await client.store(uploads_store(bucket))
     except BucketNotFound:
         return []
-    return [info async for info in uploads.iter_list(prefix="uploads/")]
+    return [info async for info in uploads.iter_list(prefix=RECORDS)]
 
 
 async def list_uploads(client: Client, bucket: str, query: dict[str, str]) -> web.Response:
