@@ -6,8 +6,9 @@ Buckets are top-level directories; inside a bucket, ``/`` in object names makes 
 the ``ConnectionSettings`` fields (``servers``, ``user``, ``token``, ...) or ``url``; with none
 the ``NATS_*`` environment is used (no ``NATS_URL``: the embedded server already running here,
 never a new one). Any other option is refused, naming the known ones.
-``allow_missing_digest=True`` also reads objects whose record has no digest (refused by
-default, as by ``ObjectStore.get``).
+``allow_missing_digest=True`` also reads objects whose record has no digest, and
+``follow_links=True`` reads through ADR-20 links into other buckets (each refused by default,
+as by ``ObjectStore.get``).
 
 Blocking use runs on the facade's one loop thread with the process's shared connection
 (``natsobj.shared``), so pandas, Airflow and Dagster reading ``nats://`` paths add no loop and
@@ -47,7 +48,7 @@ from natsobj.errors import (
 )
 from natsobj.localfiles import local_relative
 from natsobj.model import ObjectInfo
-from natsobj.operation_options import GET, Face
+from natsobj.operation_options import Face, ReadOptions, for_face, reading
 from natsobj.paths import SCHEME, as_dir, listing_prefix, parse_nats_url, split_level, under
 from natsobj.presign import gateway_access, presigned_url
 from natsobj.settings import OPTION_FIELDS, URL_FIELD, ConnectionSettings, check_options
@@ -62,8 +63,9 @@ GET_BATCH = 128  # files get() fetches at once unless told: fsspec's default for
 # What fsspec's own base classes take (AsyncFileSystem, and the listings cache every
 # filesystem is documented to accept); any other option is refused, naming the known ones.
 FSSPEC_OPTIONS = ("batch_size", "use_listings_cache", "listings_expiry_time", "max_paths")
+GET_OPTIONS = tuple(for_face(Face.FSSPEC, "get"))  # allow_missing_digest, follow_links
 KNOWN_OPTIONS = frozenset(
-    ("url", "asynchronous", "loop", "allow_missing_digest", *SETTINGS_OPTIONS, *FSSPEC_OPTIONS)
+    ("url", "asynchronous", "loop", *GET_OPTIONS, *SETTINGS_OPTIONS, *FSSPEC_OPTIONS)
 )
 _END = object()
 
@@ -153,10 +155,12 @@ class NatsObjectFileSystem(AsyncFileSystem):
         *,
         asynchronous: bool = False,
         loop: Any = None,
-        allow_missing_digest: bool | str | None = None,
         **options: Any,
     ) -> None:
         check_options(options, KNOWN_OPTIONS, "option of the nats:// filesystem")
+        # storage options often arrive as text ("false"): the table's parser reads them
+        given = {name: options.pop(name) for name in GET_OPTIONS if name in options}
+        self.reading: ReadOptions = reading(Face.FSSPEC, given)
         settings_options = {
             SETTINGS_OPTIONS[k]: options.pop(k) for k in list(options) if k in SETTINGS_OPTIONS
         }
@@ -164,9 +168,6 @@ class NatsObjectFileSystem(AsyncFileSystem):
             loop = shared_loop()  # no second loop thread beside the blocking facade's
         super().__init__(asynchronous=asynchronous, loop=loop, **options)
         self.settings = ConnectionSettings.coerce(url, **settings_options)
-        row = GET["allow_missing_digest"]  # storage options often arrive as text: "false"
-        given = row.parse(allow_missing_digest)
-        self.allow_missing_digest: bool = row.default_for(Face.FSSPEC) if given is None else given
         self._client: aio.Client | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._stores: dict[str, aio.ObjectStore] = {}
@@ -306,13 +307,13 @@ class NatsObjectFileSystem(AsyncFileSystem):
         store = await self._store(bucket)
         try:
             if start is None and end is None:
-                return await store.get_bytes(key, allow_missing_digest=self.allow_missing_digest)
+                return await store.get_bytes(key, **self.reading)
             # only the chunks that hold [start, end) are fetched (docs/random-access.md)
             return await store.get_range(
                 key,
                 0 if start is None else start,
                 end,
-                allow_missing_digest=self.allow_missing_digest,
+                **self.reading,
             )
         except ObjectNotFound as exc:
             raise _not_found(f"{bucket}/{key}", exc) from None
@@ -371,7 +372,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
         bucket, key = _split(self._strip_protocol(path))
         store = await self._store(bucket)
         try:
-            return await store.open_range(key, allow_missing_digest=self.allow_missing_digest)
+            return await store.open_range(key, **self.reading)
         except ObjectNotFound as exc:
             raise _not_found(f"{bucket}/{key}", exc) from None
 
@@ -469,9 +470,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
             return
         store = await self._store(bucket)
         try:
-            await store.get_file(
-                key, lpath, allow_missing_digest=self.allow_missing_digest, within=within
-            )
+            await store.get_file(key, lpath, **self.reading, within=within)
         except ObjectNotFound as exc:
             raise _not_found(f"{bucket}/{key}", exc) from None
 
@@ -560,9 +559,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
         source = await self._store(src_bucket)
         target = await self._store(dst_bucket)
         try:
-            return await copy_object(
-                source, src_key, target, dst_key, allow_missing_digest=self.allow_missing_digest
-            )
+            return await copy_object(source, src_key, target, dst_key, **self.reading)
         except ObjectNotFound as exc:
             raise _not_found(f"{src_bucket}/{src_key}", exc) from None
 

@@ -19,7 +19,7 @@ import enum
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from natsobj.parsing import parse_bool, parse_count, parse_duration, parse_size, parse_ttl
 
@@ -178,7 +178,27 @@ GET = _rows(
         faces=EVERYWHERE,
         default=False,
     ),
+    Option(
+        "get",
+        "follow_links",
+        Kind.BOOL,
+        "Follow an ADR-20 link into another bucket, reading the target with this client's"
+        " rights (a link within its own bucket is always followed). Anyone who can write a"
+        " bucket can plant a link to any other, so a face that reads for someone else (the"
+        " gateway, operators, log readers, IO managers, Pipes) never takes it.",
+        faces={Face.PYTHON: SAME, Face.CLI: SAME, Face.FSSPEC: SAME},
+        default=False,
+    ),
 )
+
+
+class ReadOptions(TypedDict, total=False):
+    """The ``get`` rows as the core's read calls take them (``store.get(name, **reading)``),
+    for a face that carries them through several helpers as one value."""
+
+    allow_missing_digest: bool
+    follow_links: bool
+
 
 FOLLOW = _rows(
     "follow",
@@ -349,6 +369,12 @@ def resolve(
             raise ValueError(f"{prefix}{option.spelled(face)}: {exc}") from None
         resolved[name] = option.default_for(face) if value is None else value
     return resolved
+
+
+def reading(face: Face, given: Mapping[str, object], *, where: str = "") -> ReadOptions:
+    """The ``get`` rows ``face`` takes, resolved as ``resolve`` does, as the core's read calls
+    take them."""
+    return ReadOptions(**resolve(face, "get", given, where=where))  # type: ignore[typeddict-item]
 
 
 def render_default(value: Any) -> str:

@@ -290,9 +290,13 @@ class ObjectStore:
         *,
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
+        follow_links: bool = False,
     ) -> Iterator[ObjectReader]:
         manager = self._store.get(
-            name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+            name,
+            min_sequence=min_sequence,
+            allow_missing_digest=allow_missing_digest,
+            follow_links=follow_links,
         )
         reader = run(manager.__aenter__())
         try:
@@ -312,6 +316,7 @@ class ObjectStore:
         max_size: int | None = None,
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
+        follow_links: bool = False,
     ) -> bytes:
         return run(
             self._store.get_bytes(
@@ -319,6 +324,7 @@ class ObjectStore:
                 max_size=max_size,
                 min_sequence=min_sequence,
                 allow_missing_digest=allow_missing_digest,
+                follow_links=follow_links,
             )
         )
 
@@ -332,6 +338,7 @@ class ObjectStore:
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
         within: str | os.PathLike[str] | None = None,
+        follow_links: bool = False,
     ) -> ObjectInfo:
         return run(
             self._store.get_file(
@@ -341,6 +348,7 @@ class ObjectStore:
                 min_sequence=min_sequence,
                 allow_missing_digest=allow_missing_digest,
                 within=within,
+                follow_links=follow_links,
             )
         )
 
@@ -353,6 +361,7 @@ class ObjectStore:
         *,
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
+        follow_links: bool = False,
     ) -> bytes:
         return run(
             self._store.get_range(
@@ -361,17 +370,26 @@ class ObjectStore:
                 end,
                 min_sequence=min_sequence,
                 allow_missing_digest=allow_missing_digest,
+                follow_links=follow_links,
             )
         )
 
     @_mirrors(_core.ObjectStore.open_range)
     def open_range(
-        self, name: str, *, min_sequence: int | None = None, allow_missing_digest: bool = False
+        self,
+        name: str,
+        *,
+        min_sequence: int | None = None,
+        allow_missing_digest: bool = False,
+        follow_links: bool = False,
     ) -> RangeReader:
         return RangeReader(
             run(
                 self._store.open_range(
-                    name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+                    name,
+                    min_sequence=min_sequence,
+                    allow_missing_digest=allow_missing_digest,
+                    follow_links=follow_links,
                 )
             )
         )

@@ -174,7 +174,10 @@ def test_object_link_rules(sync_client, store, bucket_name):
         link = store.add_link("ln", target)
         assert link.link == natsobj.ObjectLink(other.bucket, "target")
         assert link.nuid and link.nuid != target.nuid  # a link carries its own nuid
-        assert store.get_bytes("ln") == b"linked data"
+        # a link into another bucket is read only when the caller asks (natsobj.aio.links)
+        with pytest.raises(natsobj.LinkError, match=f"link to {other.bucket}/target"):
+            store.get_bytes("ln")
+        assert store.get_bytes("ln", follow_links=True) == b"linked data"
         with pytest.raises(natsobj.LinkError, match="link to a link"):
             store.add_link("ln2", store.get_info("ln"))
         store.put("regular", b"r")

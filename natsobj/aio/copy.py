@@ -11,7 +11,8 @@ from natsobj.model import ObjectInfo, kept_chunk_size
 
 def copied_by_prefix(info: ObjectInfo) -> bool:
     """Whether a copy of everything below a prefix copies this listed object: not a bucket
-    link (it has no object to follow; an object link is followed to its data)."""
+    link (it has no object to follow; an object link is followed to its data, or refused
+    as ``copy_object`` refuses it)."""
     return not (info.link and info.link.is_bucket_link)
 
 
@@ -23,6 +24,7 @@ async def copy_object(
     *,
     progress: Callable[[int], None] | None = None,
     allow_missing_digest: bool = False,
+    follow_links: bool = False,
     check: Callable[[ObjectInfo], None] | None = None,
     headers: Mapping[str, list[str]] | None = None,
     metadata: dict[str, str] | None = None,
@@ -35,12 +37,16 @@ async def copy_object(
 
     A source record without a digest is refused (MissingDigest) unless
     ``allow_missing_digest``, as by every read: the copy gets a digest of the bytes read, so
-    copying would otherwise vouch for data nothing checked.
+    copying would otherwise vouch for data nothing checked. A link into another bucket is
+    LinkError unless ``follow_links``: a copy made for someone else (an operator, the gateway)
+    would otherwise copy out of a bucket the link's writer cannot read (``natsobj.aio.links``).
 
     ``check`` sees the very version about to be copied before a byte is written (how S3's
     ``x-amz-copy-source-if-*`` conditions judge it without a race); raising there stops the
     copy. ``headers`` and ``metadata`` replace the source's instead of keeping them."""
-    async with source.get(name, allow_missing_digest=allow_missing_digest) as reader:
+    async with source.get(
+        name, allow_missing_digest=allow_missing_digest, follow_links=follow_links
+    ) as reader:
         info = reader.info
         if check is not None:
             check(info)

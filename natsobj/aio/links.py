@@ -1,5 +1,12 @@
 """ADR-20 links: a name made a link to an object (in any bucket) or to a whole bucket, and a
-link followed to the object it names. A link has no chunks; links to links are refused."""
+link followed to the object it names. A link has no chunks; links to links are refused.
+
+Anyone who can write a bucket can plant a link in it, to any bucket, without being able to
+read the target: following it reads with the *reader's* rights. A read therefore follows a
+link into another bucket only when its caller asked for that (``follow_links``); a face that
+reads for someone else (the gateway, an operator, a log page, an IO manager) would otherwise
+hand the link's writer a bucket it could not read. A link within its own bucket reaches
+nothing its writer could not, and is always followed."""
 
 from __future__ import annotations
 
@@ -27,11 +34,16 @@ Store = TypeVar("Store", bound=Readable)
 
 
 async def follow(
-    store: Store, info: ObjectInfo, store_of: Callable[[str], Awaitable[Store]]
+    store: Store,
+    info: ObjectInfo,
+    store_of: Callable[[str], Awaitable[Store]],
+    *,
+    follow_links: bool,
 ) -> tuple[Store, ObjectInfo]:
     """The bucket and record of the object ``info`` (read from ``store``) stands for: itself,
-    or the object it links to, in the bucket ``store_of`` opens. A bucket link, or a link to
-    a link, is LinkError."""
+    or the object it links to, in the bucket ``store_of`` opens. A bucket link, a link to a
+    link, and a link into another bucket unless ``follow_links``, are LinkError (naming the
+    link and its target: never a silent skip)."""
     name = info.name
     if info.link is None:
         if not info.nuid and info.chunks:
@@ -45,6 +57,16 @@ async def follow(
             bucket=store.bucket,
             name=name,
             hint=f"Open store({info.link.bucket!r}) instead.",
+        )
+    if info.link.bucket != store.bucket and not follow_links:
+        raise LinkError(
+            f"is a link to {info.link.bucket}/{info.link.name}, in another bucket, and this"
+            " read does not follow links out of its bucket",
+            bucket=store.bucket,
+            name=name,
+            hint="Whoever can write a bucket can plant a link to any other; ask for"
+            " follow_links (--follow-links) only where the reader's rights are the ones"
+            " meant to apply (docs/security.md, links).",
         )
     target = await store_of(info.link.bucket)
     target_info = await target.get_info(info.link.name)

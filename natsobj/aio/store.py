@@ -211,10 +211,10 @@ class ObjectStore:
     # -- get --------------------------------------------------------------------------------------
 
     async def _resolve(
-        self, name: str, min_sequence: int | None = None
+        self, name: str, min_sequence: int | None, follow_links: bool
     ) -> tuple[ObjectStore, ObjectInfo]:
         info = await self.get_info(name, min_sequence=min_sequence)
-        return await links.follow(self, info, self._store_of)
+        return await links.follow(self, info, self._store_of, follow_links=follow_links)
 
     async def _store_of(self, bucket: str) -> ObjectStore:
         """This store, or the client's store of another bucket (a link's)."""
@@ -227,12 +227,14 @@ class ObjectStore:
         *,
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
+        follow_links: bool = False,
     ) -> AsyncIterator[ObjectReader]:
         """Stream an object (following an object link); the digest is checked at the end.
         ``min_sequence`` as for get_info. A record without a digest is MissingDigest before
         anything is read, unless ``allow_missing_digest`` (for objects known to come from a
-        client that writes none: only their size and chunk count are checked then)."""
-        target, info = await self._resolve(name, min_sequence)
+        client that writes none: only their size and chunk count are checked then). A link
+        into another bucket is LinkError unless ``follow_links`` (``natsobj.aio.links``)."""
+        target, info = await self._resolve(name, min_sequence, follow_links)
         check_digest(info, allow_missing=allow_missing_digest)
         reader = target.reader(info)
         try:
@@ -255,14 +257,18 @@ class ObjectStore:
         max_size: int | None = None,
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
+        follow_links: bool = False,
     ) -> bytes:
         """The whole object, verified; ``max_size`` refuses (ObjectTooLarge) before reading an
         object bigger than that. A read that raced an overwrite is retried. ``min_sequence``
-        as for ``get_info``, ``allow_missing_digest`` as for ``get``."""
+        as for ``get_info``, ``allow_missing_digest`` and ``follow_links`` as for ``get``."""
 
         async def read() -> bytes:
             async with self.get(
-                name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+                name,
+                min_sequence=min_sequence,
+                allow_missing_digest=allow_missing_digest,
+                follow_links=follow_links,
             ) as reader:
                 if max_size is not None and reader.info.size > max_size:
                     raise ObjectTooLarge(
@@ -283,19 +289,23 @@ class ObjectStore:
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
         within: str | os.PathLike[str] | None = None,
+        follow_links: bool = False,
     ) -> ObjectInfo:
         """Write to a temporary file beside ``path`` and rename it only once the digest matches,
         so ``path`` never holds partial or corrupt data. ``progress`` gets each chunk's size;
-        ``allow_missing_digest`` as for ``get``. ``within``: the local directory a transfer
-        fills, ``path`` having been made from the object's name below it; a place that leads
-        out of it (a symlink planted there) is refused with ``UnsafeLocalPath``
+        ``allow_missing_digest`` and ``follow_links`` as for ``get``. ``within``: the local
+        directory a transfer fills, ``path`` having been made from the object's name below it;
+        a place that leads out of it (a symlink planted there) is refused with ``UnsafeLocalPath``
         (``natsobj.localfiles.open_target``)."""
         with open_target(path, within, bucket=self.bucket, name=name) as target:
 
             async def read() -> ObjectInfo:
                 with replacing(target, WRITE_BUFFER) as handle:
                     async with self.get(
-                        name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+                        name,
+                        min_sequence=min_sequence,
+                        allow_missing_digest=allow_missing_digest,
+                        follow_links=follow_links,
                     ) as reader:
                         await reader.copy_to(handle.write, progress)
                 return reader.info
@@ -312,6 +322,7 @@ class ObjectStore:
         *,
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
+        follow_links: bool = False,
     ) -> bytes:
         """Bytes ``[start, end)`` of the object (following a link), fsspec's convention: end
         exclusive, None for the end, negative offsets from the end, clamped to the object.
@@ -319,11 +330,14 @@ class ObjectStore:
         map proven against the record and each checked for its subject, sequence and length:
         the whole read's bytes, though a range cannot be checked against the SHA-256.
         A read that raced an overwrite reads the new version; ``min_sequence`` as for
-        ``get_info``, ``allow_missing_digest`` as for ``get``."""
+        ``get_info``, ``allow_missing_digest`` and ``follow_links`` as for ``get``."""
 
         async def read() -> bytes:
             reader = await self.open_range(
-                name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+                name,
+                min_sequence=min_sequence,
+                allow_missing_digest=allow_missing_digest,
+                follow_links=follow_links,
             )
             try:
                 return await reader.read_range(start, end)
@@ -333,7 +347,12 @@ class ObjectStore:
         return await _reread(read)
 
     async def open_range(
-        self, name: str, *, min_sequence: int | None = None, allow_missing_digest: bool = False
+        self,
+        name: str,
+        *,
+        min_sequence: int | None = None,
+        allow_missing_digest: bool = False,
+        follow_links: bool = False,
     ) -> RangeReader:
         """A seekable reader of the object's current version (following a link): ``size``,
         ``read(n)``, ``seek``, ``tell``, ``read_range``, fetching only the chunks each read
@@ -341,8 +360,9 @@ class ObjectStore:
         ObjectChanged (never bytes of two versions). ``min_sequence`` as for ``get_info``.
         A record without a digest is refused as ``get`` refuses it, unless
         ``allow_missing_digest``: a range cannot be checked against the digest, but every
-        face treats such a record alike whatever part of it is read."""
-        target, info = await self._resolve(name, min_sequence)
+        face treats such a record alike whatever part of it is read. ``follow_links`` as for
+        ``get``."""
+        target, info = await self._resolve(name, min_sequence, follow_links)
         check_digest(info, allow_missing=allow_missing_digest)
         return target.range_reader(info)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -10,7 +11,14 @@ import click
 
 from natsobj.errors import BadChunkSize
 from natsobj.model import check_chunk_size
-from natsobj.operation_options import Face, Kind, Option, for_face, render_default
+from natsobj.operation_options import (
+    Face,
+    Kind,
+    Option,
+    for_face,
+    reading,
+    render_default,
+)
 from natsobj.parsing import parse_duration, parse_size
 
 
@@ -129,10 +137,25 @@ def table_option(operation: str, name: str, *, help_text: str | None = None) -> 
     )
 
 
-def allow_missing_digest_option() -> Any:
-    """The CLI face of ``allow_missing_digest``: refusing is the default, so reading an object
-    nothing can verify is always the user's explicit choice."""
-    return table_option("get", "allow_missing_digest")
+def read_options() -> Callable[[Callable[..., Any]], Any]:
+    """The CLI face of the ``get`` rows (``--allow-missing-digest``, ``--follow-links``),
+    handed to the command as one ``reading`` keyword (``ReadOptions``). Refusing is each
+    row's default, so reading an object nothing can verify, or through a link into another
+    bucket, is always the user's explicit choice."""
+    names = list(for_face(Face.CLI, "get"))
+
+    def decorate(command: Callable[..., Any]) -> Any:
+        @functools.wraps(command)
+        def with_reading(*args: Any, **kwargs: Any) -> Any:
+            given = {name: kwargs.pop(name) for name in names}
+            return command(*args, reading=reading(Face.CLI, given), **kwargs)
+
+        decorated: Any = with_reading
+        for name in reversed(names):
+            decorated = table_option("get", name)(decorated)
+        return decorated
+
+    return decorate
 
 
 def progress_option() -> Any:

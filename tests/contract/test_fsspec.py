@@ -6,9 +6,11 @@ a put's ``ttl`` (``"2d"`` failed in ``float()``), and ``allow_missing_digest`` (
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
-from natsobj.errors import MissingDigest
+from natsobj.errors import LinkError, MissingDigest
 from natsobj.fs import NatsObjectFileSystem
 from natsobj.operation_options import OPERATIONS, Face, for_face
 from tests.contract.cases import Case, cases, defaults
@@ -39,19 +41,41 @@ def digestless(store, raw) -> str:
     return f"nats://{store.bucket}/plain"
 
 
+@pytest.fixture
+def cross_link(sync_client, store) -> Iterator[str]:
+    """A link to an object of another bucket: read only with follow_links."""
+    other = sync_client.create_store(store.bucket + "x")
+    try:
+        store.add_link("link", other.put("target", b"bytes of another bucket"))
+        yield f"nats://{store.bucket}/link"
+    finally:
+        sync_client.delete_store(other.bucket)
+
+
+# each get row: the object it changes the answer for, what that object holds, and the refusal
+GET_ROWS = {
+    "allow_missing_digest": ("digestless", b"bytes nothing vouches for", MissingDigest),
+    "follow_links": ("cross_link", b"bytes of another bucket", LinkError),
+}
+
+
 @pytest.mark.parametrize("case", cases(Face.FSSPEC, "get"), ids=lambda c: c.id)
-def test_get(case: Case, nats_url, digestless) -> None:
+def test_get(case: Case, nats_url, request) -> None:
+    fixture, data, refusal = GET_ROWS[case.option.name]
+    path = request.getfixturevalue(fixture)
     fs = filesystem(nats_url, **{case.option.spelled(Face.FSSPEC): case.given})
-    assert fs.allow_missing_digest is case.expected
+    assert fs.reading[case.option.name] is case.expected
     if case.expected:
-        assert fs.cat_file(digestless) == b"bytes nothing vouches for"
+        assert fs.cat_file(path) == data
     else:
-        with pytest.raises(MissingDigest):
-            fs.cat_file(digestless)
+        with pytest.raises(refusal):
+            fs.cat_file(path)
 
 
 def test_get_default(nats_url, digestless) -> None:
     fs = filesystem(nats_url)
-    assert fs.allow_missing_digest is defaults(Face.FSSPEC, "get")["allow_missing_digest"]
+    assert (
+        fs.reading["allow_missing_digest"] is defaults(Face.FSSPEC, "get")["allow_missing_digest"]
+    )
     with pytest.raises(MissingDigest):
         fs.cat_file(digestless)

@@ -19,16 +19,17 @@ from natsobj.cli.exits import UsageProblem
 from natsobj.cli.filters import FilteredCommand, Filters, filter_options
 from natsobj.cli.operands import nats_location
 from natsobj.cli.params import (
-    allow_missing_digest_option,
     dry_run_option,
     progress_option,
     quiet_option,
+    read_options,
 )
 from natsobj.cli.progress import CountingReader, meter
 from natsobj.cli.report import Report
 from natsobj.cli.session import Session, pass_session
 from natsobj.local_mirror import local_files, objects_below, up_to_date
 from natsobj.model import ObjectInfo
+from natsobj.operation_options import ReadOptions
 from natsobj.paths import nats_url
 from natsobj.sync import ObjectStore
 
@@ -58,7 +59,7 @@ def _remote_objects(store: ObjectStore, where: Location) -> dict[str, ObjectInfo
 @dry_run_option()
 @filter_options()
 @quiet_option()
-@allow_missing_digest_option()
+@read_options()
 @progress_option()
 @pass_session
 def sync_command(
@@ -69,7 +70,7 @@ def sync_command(
     dry_run: bool,
     filters: Filters,
     quiet: bool,
-    allow_missing_digest: bool,
+    reading: ReadOptions,
     progress: bool | None,
 ) -> None:
     """Copy new and changed files between a directory and nats://BUCKET/PREFIX.
@@ -94,7 +95,7 @@ def sync_command(
                 filters,
                 delete,
                 say,
-                allow_missing_digest=allow_missing_digest,
+                reading=reading,
             )
 
 
@@ -137,7 +138,7 @@ def _download(
     delete: bool,
     say: Report,
     *,
-    allow_missing_digest: bool,
+    reading: ReadOptions,
 ) -> None:
     if root.exists() and not root.is_dir():
         raise UsageProblem(f"{root} is not a directory")
@@ -163,7 +164,7 @@ def _download(
                     info.name,
                     target,
                     progress=advance,
-                    allow_missing_digest=allow_missing_digest,
+                    **reading,
                     within=root,
                 )
     if delete:

@@ -29,7 +29,6 @@ from natsobj.cli.filters import FilteredCommand, Filters, filter_options
 from natsobj.cli.operands import nats_location, object_operands
 from natsobj.cli.params import (
     ChunkSize,
-    allow_missing_digest_option,
     content_type_option,
     dry_run_option,
     header_option,
@@ -37,6 +36,7 @@ from natsobj.cli.params import (
     progress_option,
     quiet_option,
     range_option,
+    read_options,
     table_option,
     with_content_type,
 )
@@ -47,6 +47,7 @@ from natsobj.errors import NatsObjError, ObjectNotFound
 from natsobj.local_mirror import local_files
 from natsobj.localfiles import open_target, replacing
 from natsobj.model import ObjectInfo
+from natsobj.operation_options import ReadOptions
 from natsobj.paths import nats_url
 from natsobj.sync import ObjectStore, run
 
@@ -223,10 +224,10 @@ def put(
 
 
 def _copy_out(
-    store: ObjectStore, name: str, out: BinaryIO, bar: Meter, allow_missing_digest: bool
+    store: ObjectStore, name: str, out: BinaryIO, bar: Meter, reading: ReadOptions
 ) -> ObjectInfo:
     with (
-        store.get(name, allow_missing_digest=allow_missing_digest) as reader,
+        store.get(name, **reading) as reader,
         bar.task(name, reader.info.size) as advance,
     ):
         for chunk in reader:
@@ -240,7 +241,7 @@ def _get_to_file(
     name: str,
     target: Path,
     bar: Meter,
-    allow_missing_digest: bool,
+    reading: ReadOptions,
     within: Path | None = None,
 ) -> ObjectInfo:
     """The core writes beside the target and renames once the digest matches; ``within``,
@@ -250,7 +251,7 @@ def _get_to_file(
             name,
             target,
             progress=advance,
-            allow_missing_digest=allow_missing_digest,
+            **reading,
             within=within,
         )
 
@@ -261,12 +262,12 @@ def _copy_range(
     requested: tuple[int, int | None],
     out: BinaryIO,
     bar: Meter,
-    allow_missing_digest: bool,
+    reading: ReadOptions,
 ) -> tuple[ObjectInfo, int, int]:
     """Write bytes ``requested`` (the core's convention, see ``ByteRange``) of NAME to
     ``out``, a piece at a time; returns the version read and the first and last+1 offsets.
     A start at or past the end is refused, as an HTTP server answers 416."""
-    opened = store.open_range(name, allow_missing_digest=allow_missing_digest)
+    opened = store.open_range(name, **reading)
     with contextlib.closing(opened) as reader:
         size = reader.size
         if requested[0] >= size:
@@ -289,7 +290,7 @@ def _range_to_file(
     requested: tuple[int, int | None],
     destination: Path,
     bar: Meter,
-    allow_missing_digest: bool,
+    reading: ReadOptions,
 ) -> tuple[ObjectInfo, int, int]:
     """Written as the core's get_file writes (``natsobj.localfiles.replacing``): beside
     ``destination``, renamed over it, with its mode, once every byte of the range arrived."""
@@ -297,7 +298,7 @@ def _range_to_file(
         open_target(destination, bucket=store.bucket, name=name) as target,
         replacing(target) as handle,
     ):
-        return _copy_range(store, name, requested, handle, bar, allow_missing_digest)
+        return _copy_range(store, name, requested, handle, bar, reading)
 
 
 def _range_summary(info: ObjectInfo, first: int, last: int) -> str:
@@ -335,7 +336,7 @@ def download(
     recursive: bool,
     filters: Filters,
     report: Report,
-    allow_missing_digest: bool,
+    reading: ReadOptions,
 ) -> None:
     """``get`` and ``cp`` to a local path: one object to a file, a directory or stdout, or
     with ``recursive`` every object below the prefix ``name`` into a directory."""
@@ -347,7 +348,7 @@ def download(
             report(f"download: {nats_url(store.bucket, name)} to -")
             return
         try:
-            _copy_out(store, name, sys.stdout.buffer, bar, allow_missing_digest)
+            _copy_out(store, name, sys.stdout.buffer, bar, reading)
         except ObjectNotFound as error:
             raise _perhaps_a_prefix(store, name, error) from error
         sys.stdout.buffer.flush()
@@ -361,7 +362,7 @@ def download(
                 store.get_info(name)
                 report(f"download: {nats_url(store.bucket, name)} to {destination}")
                 return
-            got = _get_to_file(store, name, destination, bar, allow_missing_digest)
+            got = _get_to_file(store, name, destination, bar, reading)
         except ObjectNotFound as error:
             raise _perhaps_a_prefix(store, name, error) from error
         report(f"{_summary('got', got)} -> {destination}")
@@ -381,9 +382,7 @@ def download(
             report(f"download: {nats_url(store.bucket, info.name)} to {target}")
             continue
         with plan.one_object():
-            got = _get_to_file(
-                store, info.name, target, bar, allow_missing_digest, within=destination
-            )
+            got = _get_to_file(store, info.name, target, bar, reading, within=destination)
             report(f"{_summary('got', got)} -> {target}")
     plan.check()
 
@@ -395,7 +394,7 @@ def download(
 @click.option(
     "--recursive", "-r", is_flag=True, help="NAME is a prefix; PATH the directory to fill."
 )
-@allow_missing_digest_option()
+@read_options()
 @range_option()
 @filter_options()
 @dry_run_option()
@@ -408,7 +407,7 @@ def get(
     name: str,
     path: str,
     recursive: bool,
-    allow_missing_digest: bool,
+    reading: ReadOptions,
     byte_range: tuple[int, int | None] | None,
     filters: Filters,
     dry_run: bool,
@@ -433,11 +432,11 @@ def get(
                 recursive=recursive,
                 filters=filters,
                 report=report,
-                allow_missing_digest=allow_missing_digest,
+                reading=reading,
             )
             return
         if path == STDIO:
-            _copy_range(store, name, byte_range, sys.stdout.buffer, bar, allow_missing_digest)
+            _copy_range(store, name, byte_range, sys.stdout.buffer, bar, reading)
             sys.stdout.buffer.flush()
             return
         destination = Path(path)
@@ -446,20 +445,20 @@ def get(
         if dry_run:
             report(f"download: {nats_url(bucket, name)} to {destination}")
             return
-        ranged = _range_to_file(store, name, byte_range, destination, bar, allow_missing_digest)
+        ranged = _range_to_file(store, name, byte_range, destination, bar, reading)
         report(f"{_range_summary(*ranged)} -> {destination}")
 
 
 @click.command("cat")
 @object_operands("bucket", "name", required=2)
-@allow_missing_digest_option()
+@read_options()
 @range_option()
 @pass_session
 def cat(
     session: Session,
     bucket: str,
     name: str,
-    allow_missing_digest: bool,
+    reading: ReadOptions,
     byte_range: tuple[int, int | None] | None,
 ) -> None:
     """Write NAME (or, with --range, those bytes of it) to stdout.
@@ -471,9 +470,9 @@ def cat(
     out = sys.stdout.buffer
     with meter(False) as bar:
         if byte_range is None:
-            _copy_out(store, name, out, bar, allow_missing_digest)
+            _copy_out(store, name, out, bar, reading)
         else:
-            _copy_range(store, name, byte_range, out, bar, allow_missing_digest)
+            _copy_range(store, name, byte_range, out, bar, reading)
     out.flush()
 
 
@@ -486,7 +485,7 @@ def _copy_within(
     recursive: bool,
     filters: Filters,
     report: Report,
-    allow_missing_digest: bool,
+    reading: ReadOptions,
 ) -> None:
     """Object to object through ``copy_object`` (streamed through this client: NATS has no
     server-side copy): one, or with ``recursive`` every object below the prefix ``name``,
@@ -523,7 +522,7 @@ def _copy_within(
                     target.aio,
                     new_name,
                     progress=advance,
-                    allow_missing_digest=allow_missing_digest,
+                    **reading,
                 )
             )
         report(f"{_summary('copied', copied)}  <- {source.bucket}/{render.shell_escape(info.name)}")
@@ -535,7 +534,7 @@ def _copy_within(
     "--recursive", "-r", is_flag=True, help="SOURCE is a directory or prefix; copy all below it."
 )
 @put_options
-@allow_missing_digest_option()
+@read_options()
 @filter_options()
 @dry_run_option()
 @quiet_option()
@@ -545,7 +544,7 @@ def cp(
     session: Session,
     operands: tuple[str, ...],
     recursive: bool,
-    allow_missing_digest: bool,
+    reading: ReadOptions,
     filters: Filters,
     dry_run: bool,
     quiet: bool,
@@ -606,7 +605,7 @@ def cp(
                 recursive=recursive,
                 filters=filters,
                 report=report,
-                allow_missing_digest=allow_missing_digest,
+                reading=reading,
             )
         else:
             assert src_at is not None and dst_at is not None
@@ -619,7 +618,7 @@ def cp(
                 recursive=recursive,
                 filters=filters,
                 report=report,
-                allow_missing_digest=allow_missing_digest,
+                reading=reading,
             )
 
 
