@@ -200,7 +200,7 @@ def _record(world: World, data: st.DataObject, subject_name: str) -> tuple[dict[
     option = data.draw(st.integers(0, 5), label="options")
     if option == 1:
         record["options"] = {"max_chunk_size": data.draw(st.sampled_from(HOSTILE_CHUNK_SIZES))}
-    elif option == 2:  # a link inside A: links across buckets are followed by design (ADR-20)
+    elif option == 2:  # a link inside A (links into B: plant_link)
         target = data.draw(st.sampled_from(pool(world)), label="link target")
         record["options"] = {"link": {"bucket": world.bucket, "name": target}}
     if data.draw(st.integers(0, 3), label="restatement") == 0:
@@ -290,8 +290,33 @@ def ttl_on_chunks(world: World, data: st.DataObject) -> None:
     world.wire.publish(chunk_subject(world.bucket, nuid), b"x", {"Nats-TTL": ttl})
 
 
+def plant_link(world: World, data: st.DataObject) -> None:
+    """A well-formed ADR-20 link in A to an object of B, which the adversary cannot read (as
+    any writer of a bucket can plant one), or to an object of A. No path may follow the
+    first: every read, copy and report made for a caller of A would otherwise hand over B
+    (the marker of ``world.SECRET``); the second reads through as the object it names."""
+    name = data.draw(st.sampled_from([*ADVERSARY_NAMES, *HONEST_NAMES]), label="link name")
+    into_b = data.draw(st.integers(0, 3), label="into B") > 0
+    bucket = world.b.bucket if into_b else world.bucket
+    target = data.draw(st.sampled_from(B_NAMES if into_b else pool(world)), label="target")
+    record = {
+        "name": name,
+        "bucket": world.bucket,
+        "nuid": _fresh_nuid(),
+        "size": 0,
+        "chunks": 0,
+        "digest": "",
+        "options": {"link": {"bucket": bucket, "name": target}},
+    }
+    subject = meta_subject(world.bucket, name)
+    world.wire.publish(subject, json.dumps(record).encode(), {"Nats-Rollup": "sub"})
+    world.tainted.add(name)
+    world.names_seen.add(name)
+
+
 WRITER_ATTACKS = [
     Attack("forge_record", forge_record),
+    Attack("plant_link", plant_link),
     Attack("forge_object", forge_object),
     Attack("tamper_chunks", tamper_chunks),
     Attack("ttl_on_chunks", ttl_on_chunks),
