@@ -116,7 +116,9 @@ def test_links_to_objects_and_buckets(invoke: Invoke, bucket_name: str, store, s
         made = invoke("link", other, "latest.csv", bucket_name, "data.csv")
         assert made.exit_code == 0, made.stderr
         assert f"-> {bucket_name}/data.csv" in made.stdout
-        got = invoke("get", other, "latest.csv", "-")
+        refused = invoke("get", other, "latest.csv", "-")  # into another bucket: asked for
+        assert refused.exit_code != 0 and f"{bucket_name}/data.csv" in refused.stderr
+        got = invoke("get", "--follow-links", other, "latest.csv", "-")
         assert got.stdout_bytes == b"x,y\n1,2\n"
 
         assert invoke("link", other, "all", bucket_name).exit_code == 0
