@@ -51,6 +51,16 @@ class _LoopThread:
                 cls._instance = cls()
             return cls._instance
 
+    @classmethod
+    def after_fork(cls) -> None:
+        """In a forked child: a new lock, as another thread may have held the parent's at
+        the fork and nothing in the child would release it (the loop itself is replaced by
+        ``get``, which sees the new pid)."""
+        cls._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_LoopThread.after_fork)
+
 
 def shared_loop() -> asyncio.AbstractEventLoop:
     """The process's one event loop for blocking calls (fsspec runs the filesystem on it too)."""

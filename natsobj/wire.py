@@ -115,16 +115,17 @@ def header_block(headers: dict[str, str]) -> bytes:
     return f"NATS/1.0\r\n{lines}\r\n".encode()
 
 
-def chunk_msg_id(nuid: str, index: int, generation: int = 0) -> str:
-    """The message id of chunk ``index`` of the put ``nuid``: a resend after a lost ack is
-    stored once. ``generation`` changes when a chunk is deliberately stored again (after its
-    out-of-order copy was deleted), which the stream would otherwise drop as a duplicate."""
-    return f"{nuid}.{index}" if not generation else f"{nuid}.{index}.{generation}"
+def chunk_msg_id(put: str, index: int, generation: int = 0) -> str:
+    """The message id of chunk ``index`` of the put whose id is ``put``
+    (``natsobj.aio.nuids.put_id``): a resend after a lost ack is stored once. ``generation``
+    changes when a chunk is deliberately stored again (after its out-of-order copy was
+    deleted), which the stream would otherwise drop as a duplicate."""
+    return f"{put}.{index}" if not generation else f"{put}.{index}.{generation}"
 
 
-def meta_msg_id(nuid: str) -> str:
-    """The message id of the meta record that completes the put ``nuid``."""
-    return f"{nuid}.meta"
+def meta_msg_id(put: str) -> str:
+    """The message id of the meta record that completes the put whose id is ``put``."""
+    return f"{put}.meta"
 
 
 def stream_api(operation: str, stream: str) -> str:

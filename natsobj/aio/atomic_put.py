@@ -12,7 +12,10 @@ what ranged reads' fast path looks for.
 The meta record keeps the guards of today's put that ADR-50 allows in a batch: the per-subject
 rollup and ``Nats-Expected-Last-Subject-Sequence`` (the version replaced; checked at commit,
 under the stream's lock). ``Nats-Expected-Last-Msg-Id`` is refused in a batch, and is not
-needed: the batch itself orders the chunks before the record.
+needed: the batch itself orders the chunks before the record. The first chunk claims the
+put's chunk subject as today's put does (``natsobj.aio.publish``), with
+``Nats-Expected-Last-Subject-Sequence: 0``, also checked at commit: a batch whose nuid another
+put holds stores nothing and is sent again under a new one.
 
 Which puts go this way: objects up to ``ObjectStore.atomic_max_bytes`` (by default
 ``default_max_bytes``, measured per replica count; 0 is never) on a stream that allows atomic
@@ -41,7 +44,7 @@ from nats.aio.msg import Msg
 
 from natsobj.aio.api_errors import api_error
 from natsobj.aio.jsapi import status_of
-from natsobj.aio.nuids import next_nuid
+from natsobj.aio.nuids import next_nuid, put_id
 from natsobj.aio.offload import chunk_sink
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.stream import BucketStream
@@ -206,7 +209,6 @@ async def put_atomic(
     replay, source = await replayable(source, chunk_size, max_bytes=limit, lookahead=window_bytes)
     if replay is None:
         return None, source
-    template = replace(template, nuid=next_nuid())
     put = AtomicPut(
         bucket_stream,
         template,
@@ -273,6 +275,7 @@ class AtomicPut:
         self.stream = bucket_stream
         self.api = bucket_stream.api
         self.template = template
+        self._new_nuid()
         self.window_bytes = window_bytes
         self.name = template.name
         self.bucket = bucket_stream.bucket
@@ -301,7 +304,9 @@ class AtomicPut:
             try:
                 return await self._publish(replay, lookup, required)
             except SequenceConflict:
-                if required is not None:
+                if await self._nuid_taken():
+                    self._new_nuid()
+                elif required is not None:
                     raise
             except Unanswered as silence:
                 # a leader election or a lost node: the batch is stored whole or not at all
@@ -313,6 +318,19 @@ class AtomicPut:
                 raise GoTodaysWay("the cluster did not answer the batch") from None
             lookup = current
         raise GoTodaysWay("another writer kept replacing the object")
+
+    def _new_nuid(self) -> None:
+        """Put under a nuid of its own (the first, or another after ``_nuid_taken``)."""
+        nuid = next_nuid()
+        self.template = replace(self.template, nuid=nuid)
+        self.put_id = put_id(nuid)
+
+    async def _nuid_taken(self) -> bool:
+        """After a refused commit: whether the refusal was the first chunk's claim, not the
+        record's guard. Nothing of the batch was stored, so a message on the chunk subject
+        is another put's."""
+        chunks = chunk_subject(self.bucket, self.template.nuid)
+        return await self.stream.leader_last(chunks, name=self.name) is not None
 
     def _conflict(self, required: int) -> SequenceConflict:
         return SequenceConflict(
@@ -342,6 +360,8 @@ class AtomicPut:
                 await hasher.put(chunk)
                 size += len(chunk)
                 headers = {**self.chunk_headers, BATCH_ID: batch, BATCH_SEQUENCE: str(count)}
+                if count == 1:  # the claim (see above)
+                    headers[EXPECTED_LAST_SUBJECT_SEQ] = "0"
                 acks.append((await self.api.send(chunks_out, chunk, headers), len(chunk)))
                 unacked += len(chunk)
                 while unacked > self.window_bytes:
@@ -367,7 +387,7 @@ class AtomicPut:
                 BATCH_COMMIT: "1",
                 **(ROLLUP if info.rolls_up else {}),
                 EXPECTED_LAST_SUBJECT_SEQ: str(expected),
-                MSG_ID: meta_msg_id(info.nuid),
+                MSG_ID: meta_msg_id(self.put_id),
             }
             meta_out = self.stream.publish_subject(meta_subject(self.bucket, self.name))
             commit = await self.api.send(meta_out, info.encode(), headers)

@@ -8,11 +8,19 @@ acknowledged at all (the stream leader was lost), every chunk still in the windo
 again in order until all of them are acknowledged in order. Copies stored out of order are
 deleted first, and their chunks sent under a new id generation, which the stream would
 otherwise drop as duplicates.
+
+The first chunk claims the put's chunk subject: it is stored only while the subject is empty
+(``Nats-Expected-Last-Subject-Sequence: 0``). A put whose nuid another put holds (a forked
+process that drew its parent's ids, say) is refused there, before anything of it is stored,
+instead of mixing its chunks into the other's object; the put then draws another nuid
+(``NuidTaken``). Message ids are the put's own (``natsobj.aio.nuids.put_id``), so the
+stream's duplicate detection never answers one put's chunk with another's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 from collections import deque
 from collections.abc import Mapping
@@ -25,10 +33,25 @@ from natsobj.aio.failover import FAILOVER_ATTEMPT_TIMEOUT, cluster_unavailable
 from natsobj.aio.jsapi import JetStreamApi, status_of
 from natsobj.errors import BucketNotFound, NatsObjError, NotConnected
 from natsobj.retry import RESEND, RetryableError
-from natsobj.wire import MSG_ID, OBJECT_SUBJECT_PREFIX, chunk_msg_id, stream_api
+from natsobj.wire import (
+    EXPECTED_LAST_SUBJECT_SEQ,
+    MSG_ID,
+    OBJECT_SUBJECT_PREFIX,
+    WRONG_LAST_SEQUENCE,
+    WRONG_LAST_SEQUENCE_CONSTANT,
+    chunk_msg_id,
+    stream_api,
+)
 
 NO_RESPONDERS = "no responders"
 UNANSWERED = "no acknowledgement"
+
+
+class NuidTaken(Exception):
+    """The put's chunk subject was not empty when its first chunk came: another put holds
+    the nuid. Nothing of this put was stored there; it must draw another nuid. (After a
+    resend in a cluster, the chunk refused may be this put's own first copy, whose
+    acknowledgement was lost: drawing another nuid leaves that copy to ``compact``.)"""
 
 
 @dataclass
@@ -46,6 +69,7 @@ class PublishWindow:
         stream: str,
         *,
         nuid: str,
+        put_id: str,
         max_bytes: int,
         bucket: str,
         name: str,
@@ -57,6 +81,7 @@ class PublishWindow:
         self.subject = subject
         self.stream = stream
         self.nuid = nuid
+        self.put_id = put_id
         self.max_bytes = max_bytes
         self.bucket = bucket
         self.name = name
@@ -66,6 +91,7 @@ class PublishWindow:
         self._next_index = 0
         self._generation = 0
         self._last_sequence = 0  # stream sequence of the last chunk acknowledged in order
+        self.claimed = False  # the first chunk is stored: the chunk subject is this put's
 
     async def publish(self, data: bytes) -> None:
         entry = _InFlight(self._next_index, data)
@@ -88,13 +114,13 @@ class PublishWindow:
         only right behind that chunk, so only if every chunk was stored."""
         if len(self._inflight) != 1 or self._inflight[0].index != self._next_index - 1:
             return None
-        return chunk_msg_id(self.nuid, self._inflight[0].index, self._generation)
+        return chunk_msg_id(self.put_id, self._inflight[0].index, self._generation)
 
     async def _send(self, entry: _InFlight) -> None:
-        msg_id = chunk_msg_id(self.nuid, entry.index, self._generation)
-        entry.reply = await self.api.send(
-            self.subject, entry.data, {**self.headers, MSG_ID: msg_id}
-        )
+        headers = {**self.headers, MSG_ID: chunk_msg_id(self.put_id, entry.index, self._generation)}
+        if entry.index == 0:  # the claim (see above)
+            headers[EXPECTED_LAST_SUBJECT_SEQ] = "0"
+        entry.reply = await self.api.send(self.subject, entry.data, headers)
 
     async def _settle_oldest(self) -> None:
         entry = self._inflight[0]
@@ -103,7 +129,7 @@ class PublishWindow:
             min(self.ack_timeout, self.api.timeout) if self.api.in_cluster else self.ack_timeout
         )
         try:
-            sequence = self._check(await self._ack(entry, timeout))
+            sequence = self._check(await self._ack(entry, timeout), entry)
         except RetryableError:
             await self._recover()
             return
@@ -116,6 +142,7 @@ class PublishWindow:
         entry = self._inflight.popleft()
         self._bytes -= len(entry.data)
         self._last_sequence = sequence
+        self.claimed = True
 
     async def _ack(self, entry: _InFlight, timeout: float) -> Msg:
         """The chunk's acknowledgement. One the lost connection failed before it was awaited
@@ -132,13 +159,17 @@ class PublishWindow:
                 raise self.api.unreachable(self.subject) from None
             raise RetryableError(UNANSWERED, bucket=self.bucket, name=self.name) from None
 
-    def _check(self, reply: Msg) -> int:
+    def _check(self, reply: Msg, entry: _InFlight) -> int:
         status = status_of(reply)
         if status == "503":
             raise RetryableError(NO_RESPONDERS, bucket=self.bucket, name=self.name)
         response = self.api.reply_json(reply, self.subject)
-        if "error" in response:
-            raise api_error(response["error"], bucket=self.bucket, name=self.name)
+        error = response.get("error")
+        if error is not None:
+            taken = (WRONG_LAST_SEQUENCE, WRONG_LAST_SEQUENCE_CONSTANT)
+            if entry.index == 0 and int(error.get("err_code") or 0) in taken:
+                raise NuidTaken(self.subject)
+            raise api_error(error, bucket=self.bucket, name=self.name)
         return int(response["seq"])
 
     async def _outcomes(self) -> list[int | str]:
@@ -152,7 +183,7 @@ class PublishWindow:
                 outcomes.append(UNANSWERED)
                 continue
             try:
-                outcomes.append(self._check(entry.reply.result()))
+                outcomes.append(self._check(entry.reply.result(), entry))
             except RetryableError as exc:
                 outcomes.append(exc.message)
         return outcomes
@@ -223,10 +254,16 @@ class PublishWindow:
         return await cluster_unavailable(self.api, self.subject, self.bucket, self.name)
 
     async def abandon(self) -> None:
-        """Wait briefly for acks still in flight so a purge afterwards catches every chunk."""
+        """Wait briefly for acks still in flight so a purge afterwards catches every chunk,
+        and learn whether the first chunk was stored (``claimed``): only then is the chunk
+        subject this put's to purge."""
         pending = [entry.reply for entry in self._inflight if not entry.reply.done()]
         if pending:
             await asyncio.wait(pending, timeout=self.api.timeout)
+        first = self._inflight[0] if self._inflight else None
+        if first is not None and first.index == 0 and first.reply.done() and not _lost(first.reply):
+            with contextlib.suppress(Exception):
+                self.claimed = self._check(first.reply.result(), first) > 0
         self._inflight.clear()
         self._bytes = 0
 

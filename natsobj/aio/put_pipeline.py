@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
 from natsobj.aio import records
 from natsobj.aio.atomic_put import put_atomic
-from natsobj.aio.expiry import BucketExpiry
+from natsobj.aio.expiry import BucketExpiry, PutExpiry
 from natsobj.aio.jsapi import status_of
-from natsobj.aio.nuids import next_nuid
+from natsobj.aio.nuids import next_nuid, put_id
 from natsobj.aio.offload import chunk_sink
-from natsobj.aio.publish import PublishWindow
+from natsobj.aio.publish import NuidTaken, PublishWindow
 from natsobj.aio.room import check_room
 from natsobj.aio.sources import PutSource, iter_chunks, known_size
 from natsobj.aio.stream import BucketStream
@@ -46,6 +46,8 @@ from natsobj.wire import (
 # Room kept in a message for a chunk's headers (its Nats-Msg-Id), which count against the
 # server's max_payload as much as the chunk does.
 CHUNK_HEADER_ROOM = 256
+# Nuids a put draws before it gives up: any but the first is another put's only by a fault.
+NUID_DRAWS = 3
 
 
 Current = Callable[[str], Awaitable[ObjectInfo | None]]
@@ -107,70 +109,160 @@ async def put(
         if atomic is not None:
             atomic.info.expires = expiry.expires if expiry is not None else None
             return await _purge_replaced(stream, atomic.info, atomic.replaced, atomic.sequence)
-    nuid = next_nuid()
-    local_chunks = chunk_subject(bucket, nuid)
-    window = PublishWindow(
-        stream.api,
-        stream.publish_subject(local_chunks),
-        stream.stream,
-        nuid=nuid,
-        max_bytes=window_bytes,
-        bucket=bucket,
-        name=name,
-        ack_timeout=2 * stream.api.timeout,
-        headers=expiry.chunk_headers if expiry is not None else None,
+    windowed = _WindowedPut(
+        stream, template, window_bytes, current, expected_sequence, expiry, digest_headers
     )
-    hasher = chunk_sink(window_bytes)  # SHA-256 beside the publishing
-    digest = b""
-    size = chunks = 0
-    published = False
     # the version we replace is looked up while the chunks upload: one round trip fewer
     replacing = asyncio.ensure_future(current(name))
+    chunks_in = iter_chunks(source, chunk_size)
+    window: PublishWindow | None = None
+    published = False
     try:
-        async for chunk in iter_chunks(source, chunk_size):
-            await hasher.put(chunk)
-            size += len(chunk)
-            chunks += 1
-            await window.publish(chunk)
-        digest = await hasher.digest()
-        await window.drain(keep_last=True)
-        meta_headers = expiry.meta_headers(bucket, name) if expiry is not None else None
-        # the template is this put's own: filled in rather than copied, a copy being a
-        # cost on every small put
-        info = template
-        info.nuid, info.size, info.chunks = nuid, size, chunks
-        info.digest = format_digest(digest)
-        if digest_headers is not None:
-            info.headers.update(digest_headers(info.digest))
-        committed = await _commit_behind_last_chunk(
-            stream, info, window, replacing, expected_sequence, meta_headers
-        )
-        if committed is None:
-            await window.drain()
-            if expiry is not None:  # the wait for the chunks counts against the TTL
-                meta_headers = expiry.meta_headers(bucket, name)
-            committed = await _replace_meta(
-                stream, current, info, await replacing, expected_sequence, meta_headers
-            )
+        for _ in range(NUID_DRAWS):
+            window = windowed.window()
+            try:
+                (replaced, sequence), info = await windowed.publish(window, chunks_in, replacing)
+                break
+            except NuidTaken:
+                continue  # another put holds that nuid: nothing of this one was stored
         else:
-            replacing.cancel()
-        replaced, sequence = committed
+            raise NatsObjError(
+                "every nuid drawn for it was another put's", bucket=bucket, name=name
+            )
         published = True
         info.expires = expiry.expires if expiry is not None else None
     finally:
-        if not digest:
-            await hasher.abandon()
+        if windowed.digest is None:
+            await windowed.hasher.abandon()
         if not published:
             replacing.cancel()
-            await asyncio.shield(_discard_chunks(stream, window, local_chunks))
+            if window is not None:
+                await asyncio.shield(_discard_chunks(stream, window))
     return await _purge_replaced(stream, info, replaced, sequence)
+
+
+class _WindowedPut:
+    """What the tries of one windowed put share: the object's record to fill in, the hasher
+    (each chunk is hashed once, whichever nuid it goes out under), the put's guards, and
+    the chunks read before the nuid's claim was answered (``head``), for the next try."""
+
+    def __init__(
+        self,
+        stream: BucketStream,
+        template: ObjectInfo,
+        window_bytes: int,
+        current: Current,
+        expected_sequence: int | None,
+        expiry: PutExpiry | None,
+        digest_headers: Callable[[str], Mapping[str, list[str]]] | None,
+    ) -> None:
+        self.stream = stream
+        self.template = template
+        self.window_bytes = window_bytes
+        self.current = current
+        self.expected_sequence = expected_sequence
+        self.expiry = expiry
+        self.digest_headers = digest_headers
+        self.hasher = chunk_sink(window_bytes)  # SHA-256 beside the publishing
+        self.digest: bytes | None = None
+        self.head: list[bytes] = []
+
+    def window(self) -> PublishWindow:
+        """A publish window for the chunks, under a new nuid."""
+        nuid = next_nuid()
+        return PublishWindow(
+            self.stream.api,
+            self.stream.publish_subject(chunk_subject(self.stream.bucket, nuid)),
+            self.stream.stream,
+            nuid=nuid,
+            put_id=put_id(nuid),
+            max_bytes=self.window_bytes,
+            bucket=self.stream.bucket,
+            name=self.template.name,
+            ack_timeout=2 * self.stream.api.timeout,
+            headers=self.expiry.chunk_headers if self.expiry is not None else None,
+        )
+
+    async def _read(self, chunks: AsyncIterator[bytes]) -> None:
+        """Read one more chunk into ``head``, if there is one."""
+        chunk = await anext(chunks, None)
+        if chunk is not None:
+            await self.hasher.put(chunk)
+            self.head.append(chunk)
+
+    async def publish(
+        self,
+        window: PublishWindow,
+        rest: AsyncIterator[bytes],
+        replacing: asyncio.Future[ObjectInfo | None],
+    ) -> tuple[tuple[ObjectInfo | None, int], ObjectInfo]:
+        """One try under ``window``'s nuid: the first chunk (its claim), the second once the
+        claim is answered, then the rest and the record; ``((replaced, sequence), info)``.
+        A put of one chunk sends its record right behind it, which the claim's refusal keeps
+        out. Raises NuidTaken, before any chunk past the second is read, when another put
+        holds the nuid."""
+        stream, expiry = self.stream, self.expiry
+        bucket, name = stream.bucket, self.template.name
+        if not self.head:
+            await self._read(rest)
+        if self.head:
+            await window.publish(self.head[0])
+            if len(self.head) == 1:
+                await self._read(rest)  # while the claim is on its way
+        if len(self.head) > 1:
+            await window.drain()  # the claim is answered before anything else goes out
+            await window.publish(self.head[1])
+        size, chunks = sum(map(len, self.head)), len(self.head)
+        async for chunk in rest:
+            await self.hasher.put(chunk)
+            size += len(chunk)
+            chunks += 1
+            await window.publish(chunk)
+        if self.digest is None:
+            self.digest = await self.hasher.digest()
+        await window.drain(keep_last=True)
+        meta_headers = expiry.meta_headers(bucket, name) if expiry is not None else None
+        # the template is this put's own: filled in rather than copied, a copy being a cost
+        # on every small put
+        info = self.template
+        info.nuid, info.size, info.chunks = window.nuid, size, chunks
+        info.digest = format_digest(self.digest)
+        if self.digest_headers is not None:
+            info.headers.update(self.digest_headers(info.digest))
+        committed = await _commit_behind_last_chunk(
+            stream, info, window, replacing, self.expected_sequence, meta_headers
+        )
+        if committed is None:
+            await window.drain()  # NuidTaken when the one chunk's claim was refused
+            if expiry is not None:  # the wait for the chunks counts against the TTL
+                meta_headers = expiry.meta_headers(bucket, name)
+            committed = await _replace_meta(
+                stream,
+                self.current,
+                info,
+                await replacing,
+                self.expected_sequence,
+                meta_headers,
+                msg_id=meta_msg_id(window.put_id),
+            )
+        else:
+            replacing.cancel()
+        return committed, info
 
 
 async def _purge_replaced(
     stream: BucketStream, info: ObjectInfo, replaced: ObjectInfo | None, sequence: int
 ) -> ObjectInfo:
     """A put's last step: drop the chunks of the version it replaced."""
-    if replaced is not None and not replaced.deleted and replaced.nuid and not replaced.is_link:
+    # an object of no chunks never claimed its nuid's subject (natsobj.aio.publish): it may
+    # be another object's
+    if (
+        replaced is not None
+        and not replaced.deleted
+        and not replaced.is_link
+        and replaced.chunks
+        and replaced.nuid
+    ):
         await stream.purge(chunk_subject(stream.bucket, replaced.nuid))
     info.mtime = datetime.now(UTC)
     info.sequence = sequence
@@ -213,7 +305,7 @@ async def _commit_behind_last_chunk(
         **(ROLLUP if info.rolls_up else {}),
         EXPECTED_LAST_SUBJECT_SEQ: str(expected),
         EXPECTED_LAST_MSG_ID: last_msg_id,
-        MSG_ID: meta_msg_id(info.nuid),
+        MSG_ID: meta_msg_id(window.put_id),
     }
     subject = stream.publish_subject(meta_subject(stream.bucket, info.name))
     try:
@@ -235,10 +327,13 @@ async def _replace_meta(
     current: ObjectInfo | None,
     required: int | None,
     meta_headers: dict[str, str] | None = None,
+    *,
+    msg_id: str,
 ) -> tuple[ObjectInfo | None, int]:
     """Publish meta only over the version we read, so we always purge exactly what we
     replaced: concurrent writers to one name then leave no orphaned chunks. With
-    ``required``, anything but that version is a conflict for the caller."""
+    ``required``, anything but that version is a conflict for the caller. ``msg_id``: the
+    record's message id (``natsobj.wire.meta_msg_id``)."""
     replaced = current
     for attempt in CONFLICT.tries():
         if attempt:
@@ -258,7 +353,7 @@ async def _replace_meta(
                 stream,
                 info,
                 expected_sequence=expected,
-                msg_id=meta_msg_id(info.nuid),
+                msg_id=msg_id,
                 headers=meta_headers,
             )
             return current, sequence
@@ -269,13 +364,16 @@ async def _replace_meta(
     raise NatsObjError("too many concurrent writers", bucket=stream.bucket, name=info.name)
 
 
-async def _discard_chunks(stream: BucketStream, window: PublishWindow, local_chunks: str) -> None:
+async def _discard_chunks(stream: BucketStream, window: PublishWindow) -> None:
     """Best effort and bounded, so a failed put reports promptly: chunks left behind (the
-    cluster lost its quorum, say) are orphans no meta record names; compact() drops them."""
+    cluster lost its quorum, say) are orphans no meta record names; compact() drops them.
+    The subject is purged only when this put's first chunk is known stored there: unclaimed,
+    it may be another put's."""
     with contextlib.suppress(Exception):
         async with asyncio.timeout(2 * stream.api.timeout):
             await window.abandon()
-            await stream.purge(local_chunks)
+            if window.claimed:
+                await stream.purge(chunk_subject(stream.bucket, window.nuid))
 
 
 def normalize_headers(headers: Mapping[str, list[str] | str] | None) -> dict[str, list[str]]:

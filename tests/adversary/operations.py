@@ -889,3 +889,8 @@ OPERATIONS = [
         s3_multipart,
     )
 ]
+
+# the forked writer is a row of its own module (natsobj's state across a fork)
+from tests.adversary.forked import forked_put  # noqa: E402
+
+OPERATIONS.append(Operation(forked_put.__name__, forked_put))
