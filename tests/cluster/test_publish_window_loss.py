@@ -44,6 +44,7 @@ def test_acknowledgements_failed_by_the_loss_are_sent_again(
                 subject,
                 stream,
                 nuid="lostacks",
+                put_id="lostacks.test",
                 max_bytes=1 << 20,  # never full: nothing awaits an acknowledgement yet
                 bucket=r3_bucket,
                 name="lost.bin",
