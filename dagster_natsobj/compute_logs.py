@@ -44,7 +44,7 @@ from dagster_shared import seven
 import natsobj
 from dagster_natsobj import naming
 from dagster_natsobj.resource import NatsObjectStoreResource
-from natsobj.errors import BucketNotFound, NatsObjError, NotConnected, ObjectNotFound
+from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound
 from natsobj.paths import SEP, nats_url
 
 log = logging.getLogger(__name__)
@@ -239,13 +239,13 @@ class NatsComputeLogManager(CloudStorageComputeLogManager, ConfigurableClass):
         self, log_key: Sequence[str], io_type: ComputeIOType, partial: bool = False
     ) -> bool:
         """Whether the log is in the bucket. Dagster asks this from the run's upload thread and
-        from the UI's polling; a store it cannot reach answers "not yet" (and says so in the
-        log) rather than ending either."""
+        from the UI's polling; a store it cannot reach, or a record it cannot read, answers
+        "not yet" (and says so in the log) rather than ending either."""
         try:
             self._store().get_info(self.object_name(log_key, io_type, partial=partial))
         except (BucketNotFound, ObjectNotFound):
             return False
-        except NotConnected as exc:
+        except NatsObjError as exc:
             log.warning("compute logs: cannot tell whether they are stored: %s", exc)
             return False
         return True
@@ -258,21 +258,28 @@ class NatsComputeLogManager(CloudStorageComputeLogManager, ConfigurableClass):
         max_bytes: int | None,
     ) -> tuple[bytes | None, int]:
         """Up to ``max_bytes`` of the log from ``offset``: from the local file while it is
-        there, else a ranged read of the stored log (or of its partial copy)."""
+        there, else a ranged read of the stored log (or of its partial copy).
+
+        A stored log that cannot be read (its record has no digest, its chunks are gone...)
+        shows a line saying why, at the same offset, instead of raising: Dagster's one polling
+        thread serves every live log view in the process, and an error would end it for all."""
         if self.has_local_file(log_key, io_type):
             path = self.local_manager.get_captured_local_path(log_key, IO_TYPE_EXTENSION[io_type])
             return self.local_manager.read_path(path, offset=offset, max_bytes=max_bytes)
         end = None if max_bytes is None else offset + max_bytes
+        name = self.object_name(log_key, io_type)
         try:
             store = self._store()
+            for partial in (False, True):
+                name = self.object_name(log_key, io_type, partial)
+                with suppress(ObjectNotFound):
+                    data = store.get_range(name, offset, end)
+                    return data, offset + len(data)
         except BucketNotFound:
             return None, offset
-        for partial in (False, True):
-            try:
-                data = store.get_range(self.object_name(log_key, io_type, partial), offset, end)
-            except ObjectNotFound:
-                continue
-            return data, offset + len(data)
+        except NatsObjError as exc:
+            log.warning("compute logs: cannot show %s: %s", nats_url(self._bucket, name), exc)
+            return f"[natsobj] this log cannot be shown: {exc}\n".encode(), offset
         return None, offset
 
     def display_path_for_type(self, log_key: Sequence[str], io_type: ComputeIOType) -> str:
