@@ -22,7 +22,7 @@ from typing import Any
 
 from dagster import TableColumn, TableSchema
 
-from dagster_natsobj.errors import UntrustedPickle
+from dagster_natsobj.errors import TooDeep, UntrustedPickle
 from natsobj import ConnectionSettings, ObjectInfo
 from natsobj.embedded_rule import resolve_server
 from natsobj.json_values import is_json_native, read_json, write_json
@@ -459,12 +459,18 @@ class PickleHandler(FileHandler):
 
     def write_file(self, value: Any, path: Path) -> tuple[int | None, TableSchema | None]:
         with path.open("wb") as f:
-            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+            try:
+                pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+            except RecursionError:
+                raise TooDeep("the value nests deeper than pickle recurses") from None
         return None, None
 
     def read_file(self, path: Path) -> Any:
         with path.open("rb") as f:
-            return pickle.load(f)
+            try:
+                return pickle.load(f)
+            except RecursionError:
+                raise TooDeep("the stored pickle nests deeper than Python recurses") from None
 
 
 def _mac_of(path: Path, key: bytes) -> str:
