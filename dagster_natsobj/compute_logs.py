@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any, cast
 from urllib.parse import unquote
 
@@ -44,13 +46,30 @@ from dagster_shared import seven
 import natsobj
 from dagster_natsobj import naming
 from dagster_natsobj.resource import NatsObjectStoreResource
-from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound
+from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound, UnsafeLocalState
+from natsobj.localfiles import OTHERS_ANY, check_private
 from natsobj.paths import SEP, nats_url
 
 log = logging.getLogger(__name__)
 
 PARTIAL_SUFFIX = ".partial"  # a capture still running, as dagster-aws names it
 CONTENT_TYPE = "text/plain"
+
+
+def private_capture_dir() -> str:
+    """The default ``local_dir``: ``natsobj-compute-logs-<uid>`` in the system's temporary
+    directory, 0700 and the user's own. Dagster writes the captured files with the umask's
+    modes (0644 under the usual 022), so this directory is what keeps other local users
+    from reading a step's output; one that another user made or can enter is refused."""
+    path = Path(seven.get_system_temp_directory()) / f"natsobj-compute-logs-{os.getuid()}"
+    with suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    st = path.lstat()
+    fix = f"Remove {path} (or give local_dir= a directory only you can enter)."
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeLocalState(f"{path} is not a directory", hint=fix)
+    check_private(path, st, OTHERS_ANY, fix, "a compute-log directory")
+    return str(path)
 
 
 def connection_config_fields() -> dict[str, Field]:
@@ -106,7 +125,7 @@ class NatsComputeLogManager(CloudStorageComputeLogManager, ConfigurableClass):
         self._show_url_only = show_url_only
         self._create_bucket = create_bucket
         self._inst_data = inst_data
-        self._local_manager = LocalComputeLogManager(local_dir or seven.get_system_temp_directory())
+        self._local_manager = LocalComputeLogManager(local_dir or private_capture_dir())
         self._subscription_manager = PollingComputeLogSubscriptionManager(self)
         # A partial upload and the final one never overlap, so the final one's deletion of
         # the partial copy cannot be undone by a partial upload finishing after it.

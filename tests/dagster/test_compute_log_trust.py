@@ -4,6 +4,7 @@ writer of the bucket dropped ended that thread, so no other run's view updated a
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -66,3 +67,15 @@ def test_an_unreadable_log_shows_why_and_the_other_views_keep_updating(
             subscription.dispose()
         manager.dispose()
         sync_client.delete_store(bucket_name)
+
+
+def test_captured_output_sits_in_a_directory_only_its_user_can_enter(nats_resource, bucket_name):
+    """Issue 39, finding 17: captured step output sat in the shared temporary directory with
+    modes 0755/0644, readable by every local user."""
+    manager = NatsComputeLogManager(bucket_name, resource=nats_resource)
+    try:
+        local = Path(manager.local_manager._base_dir)  # where Dagster captures
+        st = local.stat()
+        assert (st.st_uid, st.st_mode & 0o777) == (os.getuid(), 0o700)
+    finally:
+        manager.dispose()
