@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import Any, cast
 from urllib.parse import unquote
 
@@ -44,13 +46,30 @@ from dagster_shared import seven
 import natsobj
 from dagster_natsobj import naming
 from dagster_natsobj.resource import NatsObjectStoreResource
-from natsobj.errors import BucketNotFound, NatsObjError, NotConnected, ObjectNotFound
+from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound, UnsafeLocalState
+from natsobj.localfiles import OTHERS_ANY, check_private
 from natsobj.paths import SEP, nats_url
 
 log = logging.getLogger(__name__)
 
 PARTIAL_SUFFIX = ".partial"  # a capture still running, as dagster-aws names it
 CONTENT_TYPE = "text/plain"
+
+
+def private_capture_dir() -> str:
+    """The default ``local_dir``: ``natsobj-compute-logs-<uid>`` in the system's temporary
+    directory, 0700 and the user's own. Dagster writes the captured files with the umask's
+    modes (0644 under the usual 022), so this directory is what keeps other local users
+    from reading a step's output; one that another user made or can enter is refused."""
+    path = Path(seven.get_system_temp_directory()) / f"natsobj-compute-logs-{os.getuid()}"
+    with suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    st = path.lstat()
+    fix = f"Remove {path} (or give local_dir= a directory only you can enter)."
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeLocalState(f"{path} is not a directory", hint=fix)
+    check_private(path, st, OTHERS_ANY, fix, "a compute-log directory")
+    return str(path)
 
 
 def connection_config_fields() -> dict[str, Field]:
@@ -106,7 +125,7 @@ class NatsComputeLogManager(CloudStorageComputeLogManager, ConfigurableClass):
         self._show_url_only = show_url_only
         self._create_bucket = create_bucket
         self._inst_data = inst_data
-        self._local_manager = LocalComputeLogManager(local_dir or seven.get_system_temp_directory())
+        self._local_manager = LocalComputeLogManager(local_dir or private_capture_dir())
         self._subscription_manager = PollingComputeLogSubscriptionManager(self)
         # A partial upload and the final one never overlap, so the final one's deletion of
         # the partial copy cannot be undone by a partial upload finishing after it.
@@ -239,13 +258,13 @@ class NatsComputeLogManager(CloudStorageComputeLogManager, ConfigurableClass):
         self, log_key: Sequence[str], io_type: ComputeIOType, partial: bool = False
     ) -> bool:
         """Whether the log is in the bucket. Dagster asks this from the run's upload thread and
-        from the UI's polling; a store it cannot reach answers "not yet" (and says so in the
-        log) rather than ending either."""
+        from the UI's polling; a store it cannot reach, or a record it cannot read, answers
+        "not yet" (and says so in the log) rather than ending either."""
         try:
             self._store().get_info(self.object_name(log_key, io_type, partial=partial))
         except (BucketNotFound, ObjectNotFound):
             return False
-        except NotConnected as exc:
+        except NatsObjError as exc:
             log.warning("compute logs: cannot tell whether they are stored: %s", exc)
             return False
         return True
@@ -258,21 +277,28 @@ class NatsComputeLogManager(CloudStorageComputeLogManager, ConfigurableClass):
         max_bytes: int | None,
     ) -> tuple[bytes | None, int]:
         """Up to ``max_bytes`` of the log from ``offset``: from the local file while it is
-        there, else a ranged read of the stored log (or of its partial copy)."""
+        there, else a ranged read of the stored log (or of its partial copy).
+
+        A stored log that cannot be read (its record has no digest, its chunks are gone...)
+        shows a line saying why, at the same offset, instead of raising: Dagster's one polling
+        thread serves every live log view in the process, and an error would end it for all."""
         if self.has_local_file(log_key, io_type):
             path = self.local_manager.get_captured_local_path(log_key, IO_TYPE_EXTENSION[io_type])
             return self.local_manager.read_path(path, offset=offset, max_bytes=max_bytes)
         end = None if max_bytes is None else offset + max_bytes
+        name = self.object_name(log_key, io_type)
         try:
             store = self._store()
+            for partial in (False, True):
+                name = self.object_name(log_key, io_type, partial)
+                with suppress(ObjectNotFound):
+                    data = store.get_range(name, offset, end)
+                    return data, offset + len(data)
         except BucketNotFound:
             return None, offset
-        for partial in (False, True):
-            try:
-                data = store.get_range(self.object_name(log_key, io_type, partial), offset, end)
-            except ObjectNotFound:
-                continue
-            return data, offset + len(data)
+        except NatsObjError as exc:
+            log.warning("compute logs: cannot show %s: %s", nats_url(self._bucket, name), exc)
+            return f"[natsobj] this log cannot be shown: {exc}\n".encode(), offset
         return None, offset
 
     def display_path_for_type(self, log_key: Sequence[str], io_type: ComputeIOType) -> str:

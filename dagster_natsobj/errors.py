@@ -37,3 +37,10 @@ class UntrustedPickle(NatsObjError):
         "manager a pickle_signing_key (or set NATSOBJ_PICKLE_KEY) where they are written and "
         "read, and materialize the upstream asset again so it is signed."
     )
+
+
+class TooDeep(NatsObjError, ValueError):
+    """A value nested deeper than Python's pickle recurses: neither JSON nor pickle stores it
+    (or loads it back), so the output or input fails with this, not a bare RecursionError."""
+
+    hint = "Flatten the value, or store it in a format of its own (Parquet, a file) instead."

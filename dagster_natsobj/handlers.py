@@ -22,7 +22,7 @@ from typing import Any
 
 from dagster import TableColumn, TableSchema
 
-from dagster_natsobj.errors import UntrustedPickle
+from dagster_natsobj.errors import TooDeep, UntrustedPickle
 from natsobj import ConnectionSettings, ObjectInfo
 from natsobj.embedded_rule import resolve_server
 from natsobj.json_values import is_json_native, read_json, write_json
@@ -337,7 +337,9 @@ class PolarsLazyHandler(ParquetHandler):
     (the frame is never collected whole) and loaded as a LazyFrame scanning the object through
     the ``nats://`` filesystem, as ``natsobj.polars.scan_parquet`` does, so the reading
     query's projection and predicate decide which column chunks and row groups are fetched,
-    when it is collected. polars' writer chooses dictionary encoding per column itself:
+    when it is collected. The frame holds no credential: its filesystem pickles as a token of
+    this process (``dagster_natsobj.scan_connection``). polars' writer chooses dictionary
+    encoding per column itself:
     ``dictionary`` does not apply."""
 
     type_name = "polars.LazyFrame"
@@ -367,12 +369,15 @@ class PolarsLazyHandler(ParquetHandler):
         import polars as pl
         import pyarrow.dataset as ds
 
-        from natsobj.fs import NatsObjectFileSystem
+        from dagster_natsobj.scan_connection import scan_filesystem
 
+        # a missing object is ObjectNotFound here, as for every other input (the IO manager's
+        # allow_missing_partitions), not the scan's FileNotFoundError
+        target.store.get_info(target.name)
         settings = asdict(resolve_server(target.settings))
-        fs = NatsObjectFileSystem(
-            **{key: value for key, value in settings.items() if value is not None},
-            allow_missing_digest=target.allow_missing_digest,
+        fs = scan_filesystem(
+            {key: value for key, value in settings.items() if value is not None}
+            | {"allow_missing_digest": target.allow_missing_digest}
         )
         # natsobj.polars.scan_parquet's scan of one object (a peer face, not importable here)
         dataset = ds.dataset(f"{target.bucket}/{target.name}", filesystem=fs, format="parquet")
@@ -454,12 +459,18 @@ class PickleHandler(FileHandler):
 
     def write_file(self, value: Any, path: Path) -> tuple[int | None, TableSchema | None]:
         with path.open("wb") as f:
-            pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+            try:
+                pickle.dump(value, f, protocol=pickle.HIGHEST_PROTOCOL)
+            except RecursionError:
+                raise TooDeep("the value nests deeper than pickle recurses") from None
         return None, None
 
     def read_file(self, path: Path) -> Any:
         with path.open("rb") as f:
-            return pickle.load(f)
+            try:
+                return pickle.load(f)
+            except RecursionError:
+                raise TooDeep("the stored pickle nests deeper than Python recurses") from None
 
 
 def _mac_of(path: Path, key: bytes) -> str:

@@ -8,6 +8,11 @@ same params, so the process's side is ``natsobj.pipes`` (``PipesNatsMessageWrite
 ``NatsObjectStoreResource``'s; the bucket is created on first use with the resource's
 ``bucket_settings``, as the IO manager's is. What a session puts is removed when it ends: the
 context object when the process is done with it, the message chunks once they are read.
+
+Each session's params carry a fresh secret that seals the context and the process's messages
+(``natsobj.pipes.seal``); it reaches the process in its launch environment and never enters
+the bucket. The reader takes only chunks sealed with it, in sequence: a forged, replayed or
+malformed chunk is reported in the step's log (which object, why) and never stops the reading.
 """
 
 from __future__ import annotations
@@ -21,11 +26,27 @@ from typing import IO
 
 from dagster import PipesBlobStoreMessageReader, PipesContextInjector, PipesLogReader
 from dagster._core.pipes.utils import PipesChunkedLogReader
-from dagster_pipes import PipesBlobStoreMessageWriter, PipesContextData, PipesParams
+from dagster_pipes import (
+    PIPES_PROTOCOL_VERSION,
+    PIPES_PROTOCOL_VERSION_FIELD,
+    PipesBlobStoreMessageWriter,
+    PipesContextData,
+    PipesParams,
+)
 
 from dagster_natsobj.resource import NatsObjectStoreResource
-from natsobj.errors import BucketNotFound, ObjectNotFound
-from natsobj.pipes import BUCKET_PARAM, KEY_PARAM, KEY_PREFIX_PARAM, chunk_name
+from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound
+from natsobj.pipes import (
+    BUCKET_PARAM,
+    CONTEXT_SEQUENCE,
+    KEY_PARAM,
+    KEY_PREFIX_PARAM,
+    SECRET_PARAM,
+    chunk_name,
+    new_secret,
+    seal,
+    unseal,
+)
 
 CONTEXT_OBJECT = "context.json"  # under the session's own prefix, as dagster-aws names it
 
@@ -52,10 +73,11 @@ class PipesNatsContextInjector(PipesContextInjector):
     @contextmanager
     def inject_context(self, context_data: PipesContextData) -> Iterator[PipesParams]:
         key = f"{session_prefix()}/{CONTEXT_OBJECT}"
+        secret = new_secret()
         with self.resource.get_store(self.bucket, create=True) as store:
-            store.put(key, json.dumps(context_data).encode())
+            store.put(key, seal(secret, key, CONTEXT_SEQUENCE, json.dumps(context_data)))
             try:
-                yield {BUCKET_PARAM: self.bucket, KEY_PARAM: key}
+                yield {BUCKET_PARAM: self.bucket, KEY_PARAM: key, SECRET_PARAM: secret}
             finally:
                 store.delete(key)
 
@@ -71,6 +93,11 @@ class PipesNatsMessageReader(PipesBlobStoreMessageReader):
     """Reads the chunks ``natsobj.pipes.PipesNatsMessageWriter`` puts in ``bucket``, polling
     every ``interval`` seconds while the process runs and once a second after it ended until
     its closing message arrives. The chunks are deleted when the session ends.
+
+    A chunk not sealed with the session's secret for its place in the sequence is reported as
+    a warning in the step's log, once, and waited on: the process's own chunk replaces a
+    planted one. Once the next chunk is an authentic one, the bad chunk is given up (its
+    messages, if the process sent any, are lost, and the warning says so).
 
     Args:
         bucket: the bucket the process writes its messages to.
@@ -94,15 +121,19 @@ class PipesNatsMessageReader(PipesBlobStoreMessageReader):
         self.bucket = bucket
         self.resource = resource
         self.include_stdio_in_messages = include_stdio_in_messages
+        self._reported: set[int] = set()  # the chunks already reported as bad
 
     @contextmanager
     def get_params(self) -> Iterator[PipesParams]:
         key_prefix = session_prefix()
+        self.counter = 1
+        self._reported = set()
         with self.resource.get_store(self.bucket, create=True) as store:
             try:
                 yield {
                     BUCKET_PARAM: self.bucket,
                     KEY_PREFIX_PARAM: key_prefix,
+                    SECRET_PARAM: new_secret(),
                     PipesBlobStoreMessageWriter.INCLUDE_STDIO_IN_MESSAGES_KEY: (
                         self.include_stdio_in_messages
                     ),
@@ -120,13 +151,50 @@ class PipesNatsMessageReader(PipesBlobStoreMessageReader):
             return False
         return True
 
+    def download_messages(self, cursor: int | None, params: PipesParams) -> tuple[int, str] | None:
+        """The next chunk's messages; for a bad chunk, a warning naming it (the counter stays,
+        unless the chunk after it is authentic, which proves the process has moved on)."""
+        index = self.counter
+        try:
+            text = self.download_messages_chunk(index, params)
+        except NatsObjError as exc:
+            if index in self._reported:
+                text = self._authentic_successor(index, params)
+                if text is None:
+                    return None
+                self.counter = index + 2
+                return self.counter, text
+            self._reported.add(index)
+            return self.counter, _warning(f"[pipes] ignored message chunk {index}: {exc}")
+        if text is None:
+            return None
+        self.counter = index + 1
+        return self.counter, text
+
+    def _authentic_successor(self, index: int, params: PipesParams) -> str | None:
+        """The text of chunk ``index + 1`` when it is authentic, prefixed with a warning that
+        chunk ``index`` is given up; None while it is missing or bad too."""
+        try:
+            text = self.download_messages_chunk(index + 1, params)
+        except NatsObjError:
+            return None
+        if text is None:
+            return None
+        lost = _warning(
+            f"[pipes] gave up message chunk {index}: the process wrote chunk {index + 1}"
+        )
+        return f"{lost}\n{text}"
+
     def download_messages_chunk(self, index: int, params: PipesParams) -> str | None:
+        """Chunk ``index``'s messages; None while it is missing. Raises a ``NatsObjError``
+        (``PipesObjectForged`` for a chunk the process did not seal) for a bad one."""
+        name = chunk_name(params[KEY_PREFIX_PARAM], index)
         try:
             with self.resource.get_store(self.bucket) as store:
-                data = store.get_bytes(chunk_name(params[KEY_PREFIX_PARAM], index))
+                data = store.get_bytes(name)
         except ObjectNotFound:
             return None
-        return data.decode()
+        return unseal(params[SECRET_PARAM], self.bucket, name, index, data)
 
     def no_messages_debug_text(self) -> str:
         return (
@@ -134,6 +202,17 @@ class PipesNatsMessageReader(PipesBlobStoreMessageReader):
             " natsobj.pipes.PipesNatsMessageWriter to be passed to open_dagster_pipes in the"
             " external process."
         )
+
+
+def _warning(text: str) -> str:
+    """A Pipes log message at level WARNING: how the reader's own reports reach the step's
+    log through the same handler as the process's messages."""
+    message = {
+        PIPES_PROTOCOL_VERSION_FIELD: PIPES_PROTOCOL_VERSION,
+        "method": "log",
+        "params": {"message": text, "level": "WARNING"},
+    }
+    return json.dumps(message)
 
 
 class PipesNatsLogReader(PipesChunkedLogReader):

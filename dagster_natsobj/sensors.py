@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dagster import (
+    DagsterUnknownPartitionError,
     DefaultSensorStatus,
     MultiPartitionKey,
     RunRequest,
@@ -95,7 +96,9 @@ def make_nats_object_sensor(
     ``daily/2026-11-01.parquet`` runs partition ``2026-11-01``; several fields, such as
     ``"{region}/{date}.csv"``, make a ``MultiPartitionKey`` of the dimensions so named), or
     ``partition_key_fn(name)`` returns it. An object whose name gives no key (the template
-    does not match, the function returns None) requests no run.
+    does not match, the function returns None) requests no run; nor does one whose key the
+    target's partitions lack (``daily/latest.parquet``), which the tick logs, one warning per
+    object, and goes on: one object never stops the runs of the others.
     """
     where = f"sensor {name!r}"
     feed = resolved(
@@ -135,6 +138,7 @@ def make_nats_object_sensor(
     ) -> SensorResult | SkipReason:
         resource = resources[resource_key]
         cursor = _parse_cursor(name, context.cursor)
+        known = _known_partition(context, name)
         with resource.get_client() as client:
             try:
                 store = client.store(bucket)
@@ -144,7 +148,7 @@ def make_nats_object_sensor(
                 cursor = _start(store, feed["start"], where)
                 if feed["start"] == CURRENT:
                     return _current(
-                        store, cursor, matcher, run_config_fn, partition, listing_prefix
+                        store, cursor, matcher, run_config_fn, partition, known, listing_prefix
                     )
             try:
                 changes = store.changes(cursor, limit=batch_size)
@@ -161,6 +165,7 @@ def make_nats_object_sensor(
             [info for info in changes if _wanted(info, matcher, feed["include_deletes"])],
             run_config_fn,
             partition,
+            known,
         )
         next_cursor = str(changes.cursor)
         if requests:
@@ -192,6 +197,7 @@ def _current(
     matcher: NameMatcher | None,
     run_config_fn: RunConfigFn | None,
     partition: PartitionKeyFn | None,
+    known: Callable[[RunRequest], bool],
     prefix: str,
 ) -> SensorResult:
     """The first tick of a sensor starting at ``current``: a run per object there now, and
@@ -207,6 +213,7 @@ def _current(
         ],
         run_config_fn,
         partition,
+        known,
     )
     if requests:
         return SensorResult(run_requests=requests, cursor=str(cursor))
@@ -219,22 +226,51 @@ def _run_requests(
     infos: list[ObjectInfo],
     run_config_fn: RunConfigFn | None,
     partition: PartitionKeyFn | None,
+    known: Callable[[RunRequest], bool],
 ) -> list[RunRequest]:
-    """A run per object; with a partition rule, only for objects whose name gives a key."""
+    """A run per object; with a partition rule, only for objects whose name gives a key the
+    target has."""
     requests = []
     for info in infos:
         key = partition(info.name) if partition else None
         if partition and key is None:
             continue
-        requests.append(
-            RunRequest(
-                run_key=f"{bucket}:{info.sequence}",
-                run_config=dict(run_config_fn(info)) if run_config_fn else {},
-                tags=object_tags(info),
-                partition_key=key,
-            )
+        request = RunRequest(
+            run_key=f"{bucket}:{info.sequence}",
+            run_config=dict(run_config_fn(info)) if run_config_fn else {},
+            tags=object_tags(info),
+            partition_key=key,
         )
+        if key is None or known(request):
+            requests.append(request)
     return requests
+
+
+def _known_partition(context: SensorEvaluationContext, name: str) -> Callable[[RunRequest], bool]:
+    """Whether a run request's partition is one the sensor's target has, by Dagster's own
+    resolution of the request (static, time-window, multi and dynamic partitions alike); a
+    request for another is logged, naming the object and the key, and dropped, where Dagster
+    would fail the whole tick. Without the repository (a bare ``build_sensor_context``) no
+    partition can be checked and Dagster resolves the requests as it always does."""
+    repository = context.repository_def
+    if repository is None:
+        return lambda request: True
+    definition = repository.get_sensor_def(name)
+
+    def known(request: RunRequest) -> bool:
+        try:
+            definition.resolve_run_requests([request], context, definition.asset_selection, [])
+        except DagsterUnknownPartitionError as exc:
+            context.log.warning(
+                f"object {request.tags[f'{TAG_PREFIX}/object']!r} in bucket "
+                f"{request.tags[f'{TAG_PREFIX}/bucket']!r} gives partition "
+                f"{request.partition_key!r}, which the sensor's target does not have; no run "
+                f"for it ({exc})"
+            )
+            return False
+        return True
+
+    return known
 
 
 def _template(

@@ -7,18 +7,41 @@ come back as something else and is refused here rather than changed: a tuple as 
 ``int`` key as a string, NaN or infinity (not JSON at all), an ``IntEnum`` as a plain int, an
 ``OrderedDict`` or ``defaultdict`` as a plain dict. A container reached twice (shared, or a
 cycle) is refused too: JSON would copy or never end where a pickle keeps the references.
-Nesting deeper than ``MAX_DEPTH`` is refused, as Python's JSON parser recurses once per level.
+Nesting deeper than ``MAX_DEPTH`` is refused, as Python's JSON parser recurses once per level,
+and so is an ``int`` longer than Python converts to text (``sys.get_int_max_str_digits``).
+A stored JSON value that cannot be read back (nested too deep, such an int: a writer of the
+bucket can put one) is ``BadJsonValue``, never a bare ``RecursionError``.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
+from natsobj.errors import NatsObjError
+
 MAX_DEPTH = 500
-_SCALARS = (str, int, bool, type(None))
+_SCALARS = (str, bool, type(None))
+
+
+class BadJsonValue(NatsObjError, ValueError):
+    """A stored JSON value Python's parser cannot read back: nested too deep for its
+    recursion, or holding an int longer than it converts."""
+
+
+def _int_fits(value: int) -> bool:
+    """Whether Python writes and reads ``value`` as JSON (its digits within the limit)."""
+    limit = sys.get_int_max_str_digits()
+    if limit == 0 or value.bit_length() < 3 * limit:  # under 3 bits a digit: fewer digits
+        return True
+    try:
+        str(value)  # Python refuses a number over the limit before converting it
+    except ValueError:
+        return False
+    return True
 
 
 def is_json_native(value: Any) -> bool:
@@ -30,6 +53,10 @@ def is_json_native(value: Any) -> bool:
         item, depth = pending.pop()
         kind = type(item)
         if kind in _SCALARS:
+            continue
+        if kind is int:
+            if not _int_fits(item):
+                return False
             continue
         if kind is float:
             if not math.isfinite(item):
@@ -60,8 +87,15 @@ def write_json(value: Any, path: Path) -> None:
 def read_json(path: Path) -> Any:
     """The value of the JSON file ``path``; ``NaN``/``Infinity`` tokens, which no JSON
     writer emits, are refused."""
-    with path.open("r", encoding="utf-8") as f:
-        return json.load(f, parse_constant=_refuse_constant)
+    try:
+        with path.open("r", encoding="utf-8") as f:
+            return json.load(f, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise BadJsonValue(
+            "the stored JSON value nests deeper than Python's parser reads"
+        ) from None
+    except ValueError as exc:
+        raise BadJsonValue(f"the stored JSON value cannot be read: {exc}") from None
 
 
 def _refuse_constant(token: str) -> Any:

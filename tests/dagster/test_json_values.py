@@ -8,9 +8,10 @@ import json
 import math
 from collections import OrderedDict
 
+import pytest
 from dagster import asset, materialize
 
-from natsobj.json_values import MAX_DEPTH
+from natsobj.json_values import MAX_DEPTH, BadJsonValue, read_json
 
 NESTED = {
     "counts": [1, 2, 3],
@@ -149,3 +150,51 @@ def _producer(name: str, value: object):
         return value
 
     return produce
+
+
+def test_an_int_too_long_for_json_text_takes_the_pickle_path(signed_io_manager, bucket_store):
+    """Issue 39, finding 17: a value JSON could hold but Python will not write as text (an int
+    past ``sys.get_int_max_str_digits``) failed the output with ValueError."""
+    huge = 10**5000
+
+    @asset
+    def long_int():
+        return {"n": huge}
+
+    @asset
+    def echo(long_int) -> bool:
+        return long_int == {"n": huge}
+
+    result = materialize([long_int, echo], resources={"io_manager": signed_io_manager})
+    assert result.success
+    assert result.output_for_node("echo") is True
+    assert bucket_store.get_info("pipe/long_int").metadata["natsobj.type"] == "object"  # a pickle
+
+
+def test_a_value_too_deep_for_pickle_fails_with_a_typed_error(io_manager, bucket_store):
+    """A 200,000-deep list is no JSON (past MAX_DEPTH) and too deep to pickle: the output fails
+    with TooDeep, saying so, not a bare RecursionError."""
+    deep: list = []
+    for _ in range(200_000):
+        deep = [deep]
+
+    @asset
+    def nested():
+        return deep
+
+    result = materialize([nested], resources={"io_manager": io_manager}, raise_on_error=False)
+    assert not result.success
+    assert "nests deeper than pickle recurses" in _failure(result)
+    assert "RecursionError" not in _failure(result)
+
+
+def test_a_planted_json_too_deep_to_parse_is_a_typed_error(tmp_path):
+    """A writer of the bucket stores a 200,000-deep JSON array as a JSON value: reading it is
+    BadJsonValue (a ValueError too), not a bare RecursionError."""
+    path = tmp_path / "value"
+    path.write_text("[" * 200_000 + "]" * 200_000)
+    with pytest.raises(BadJsonValue, match="nests deeper"):
+        read_json(path)
+    path.write_text("1" * 5000)
+    with pytest.raises(BadJsonValue, match="cannot be read"):
+        read_json(path)

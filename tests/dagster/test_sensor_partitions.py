@@ -3,9 +3,10 @@ partition of the object, for a template or a function."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from dagster import (
-    DagsterUnknownPartitionError,
     DailyPartitionsDefinition,
     Definitions,
     MultiPartitionKey,
@@ -26,13 +27,27 @@ def daily(context) -> str:
     return context.partition_key
 
 
-def _tick(sensor, instance, resource, assets):
+class _Logged(logging.Handler):
+    """The messages a tick logs through ``context.log`` (a logger of its own, which no
+    ancestor's handler such as pytest's sees)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+def _tick(sensor, instance, resource, assets, logged: _Logged | None = None):
     defs = Definitions(assets=assets, sensors=[sensor], resources={"nats": resource})
     with build_sensor_context(
         instance=instance,
         resources={"nats": resource},
         repository_def=defs.get_repository_def(),
     ) as context:
+        if logged is not None:
+            context.log.addHandler(logged)
         return sensor.evaluate_tick(context)
 
 
@@ -62,11 +77,25 @@ def test_a_template_gives_each_run_its_partition(store, bucket_name, instance, n
     assert run.success and run.output_for_node("daily") == "2026-11-01"
     assert instance.get_run_by_id(run.run_id).tags["dagster/partition"] == "2026-11-01"
 
-    # A name giving a key the asset does not have fails the tick, as in any Dagster sensor:
-    # the cursor stays, so the object is not skipped.
+
+def test_a_name_giving_a_key_the_target_lacks_is_skipped_and_the_tick_goes_on(
+    store, bucket_name, instance, nats_resource
+):
+    """Issue 39, finding 14: one such object failed every tick, so no later object got its
+    run. It is logged, once, and the objects after it get theirs."""
+    sensor = make_nats_object_sensor(
+        "daily_files", bucket_name, target=[daily], partition_key_template="daily/{date}.parquet"
+    )
     store.put("daily/latest.parquet", b"3")
-    with pytest.raises(DagsterUnknownPartitionError, match="latest"):
-        _tick(sensor, instance, nats_resource, [daily])
+    store.put("daily/2026-11-03.parquet", b"4")
+    logged = _Logged()
+    result = _tick(sensor, instance, nats_resource, [daily], logged)
+    assert [(r.tags["natsobj/object"], r.partition_key) for r in result.run_requests] == [
+        ("daily/2026-11-03.parquet", "2026-11-03")
+    ]
+    [warning] = [m for m in logged.messages if "latest" in m]
+    assert f"object 'daily/latest.parquet' in bucket {bucket_name!r}" in warning
+    assert "partition 'latest', which the sensor's target does not have" in warning
 
 
 def test_several_fields_make_a_multi_partition_key(store, bucket_name, instance, nats_resource):
