@@ -69,7 +69,8 @@ def check_covered(request: Request, signed: list[str]) -> None:
     ``x-amz-copy-source`` turns a presigned PUT into a copy, or set what is stored), and a
     signed header sent more than once (the signature covers one value, the handlers might
     read another)."""
-    names = [name.lower() for name in request.headers]
+    # items(), not keys(): a multidict's keys name a repeated header once
+    names = [name.lower() for name, _ in request.headers.items()]
     covered = {name.lower() for name in signed}
     unsigned = sorted({name for name in names if name.startswith("x-amz-")} - covered)
     if unsigned:
