@@ -34,7 +34,7 @@ from natsobj.gateway import (
     xml,
 )
 from natsobj.gateway.clients import ClientPool
-from natsobj.gateway.s3errors import S3Error, for_anonymous, from_natsobj
+from natsobj.gateway.s3errors import PUBLIC_DEFAULT, S3Error, for_anonymous, from_natsobj
 
 log = logging.getLogger(__name__)
 
@@ -312,6 +312,14 @@ async def handle(request: web.Request) -> web.StreamResponse:
             if anonymous:
                 log.info("unsigned %s %s: %s", request.method, request.path, exc)
                 error = for_anonymous(error)
+            return _error_response(error, request, request_id)
+        except (web.HTTPException, ConnectionError):
+            raise  # aiohttp's own answer (a body over its limit), a client gone mid-request
+        except Exception:
+            # a defect of the gateway's: the operator's log has the traceback, the client
+            # an S3 error document (never aiohttp's plain 500)
+            log.exception("%s %s failed", request.method, request.path)
+            error = S3Error("InternalError", PUBLIC_DEFAULT, bucket=bucket, key=key)
             return _error_response(error, request, request_id)
     response.headers["x-amz-request-id"] = request_id
     return response
