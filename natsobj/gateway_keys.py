@@ -9,7 +9,9 @@ that key acts as.
 A key without identity fields acts as the gateway's own connection. An ``[anonymous]`` table
 (identity fields only, no secret) names the identity unsigned requests act as; without it every
 unsigned request is refused. Even with it, an unsigned request may only read a bucket that is
-published (``natsobj.gateway.acl``). The file holds secrets, so
+published (``natsobj.gateway.acl``). An optional ``[gateway]`` table's ``seal_secret`` keys the
+seals of the ETags and checksums the gateway keeps in records (``Credentials.seal_key``). The
+file holds secrets, so
 it is read as natsobj reads its other local secrets (``natsobj.localfiles.read_private``): a
 regular file of the current user that no one else can read or write, never through a symlink.
 
@@ -22,6 +24,7 @@ data directory keeps one such file, ``gateway.toml``, generated on first use
 from __future__ import annotations
 
 import base64
+import hashlib
 import secrets
 import tomllib
 from collections.abc import Mapping
@@ -67,12 +70,35 @@ ANONYMOUS = "anonymous"
 """The top-level table naming the identity unsigned requests act as."""
 
 
+GATEWAY = "gateway"
+"""The top-level table of the gateway's own secrets (``seal_secret``)."""
+
+
 @dataclass(frozen=True)
 class Credentials:
-    """The access keys by id, and the identity of unsigned requests (None: they are refused)."""
+    """The access keys by id, the identity of unsigned requests (None: they are refused), and
+    the secret the gateway seals the values it keeps in records with (None: derived from the
+    keys' secrets)."""
 
     keys: Mapping[str, AccessKey]
     anonymous: AccessKey | None = None
+    seal_secret: str | None = field(default=None, repr=False)
+
+    @property
+    def seal_key(self) -> bytes:
+        """The HMAC key of ``natsobj.gateway.etags``: a secret no bucket holds, so no NATS
+        writer can seal an ETag or checksum for bytes the gateway never saw. Every gateway
+        reading the same file derives the same key. Without ``seal_secret`` it comes from
+        the access keys' secrets, so adding, removing or rotating a key changes it: values
+        kept before then are no longer believed and objects answer the ETag derived from
+        their digest (set ``seal_secret`` to keep ETags across key changes)."""
+        material = hashlib.sha256(b"natsobj gateway seal\0")
+        if self.seal_secret is not None:
+            material.update(self.seal_secret.encode())
+        else:
+            for access_key in sorted(self.keys):
+                material.update(f"{access_key}\0{self.keys[access_key].secret}\0".encode())
+        return material.digest()
 
 
 def load(path: str | Path) -> Credentials:
@@ -93,11 +119,11 @@ def load(path: str | Path) -> Credentials:
 
 def parse(document: Mapping[str, Any], source: str) -> Credentials:
     """The keys of an already-decoded credentials document (``source`` names it in errors)."""
-    unknown = set(document) - {"keys", ANONYMOUS}
+    unknown = set(document) - {"keys", ANONYMOUS, GATEWAY}
     if unknown:
         raise BadCredentialsFile(
             f"{source}: unknown top-level entries {sorted(unknown)};"
-            f" only [keys.<ID>] and [{ANONYMOUS}]"
+            f" only [keys.<ID>], [{ANONYMOUS}] and [{GATEWAY}]"
         )
     tables = document.get("keys")
     if not isinstance(tables, dict) or not tables:
@@ -112,7 +138,24 @@ def parse(document: Mapping[str, Any], source: str) -> Credentials:
             raise BadCredentialsFile(f"{where} has no secret")
         identity = _identity({k: v for k, v in table.items() if k != "secret"}, where)
         keys[access_key] = AccessKey(access_key, secret, identity)
-    return Credentials(keys, _anonymous(document.get(ANONYMOUS), source))
+    return Credentials(
+        keys,
+        _anonymous(document.get(ANONYMOUS), source),
+        _seal_secret(document.get(GATEWAY), source),
+    )
+
+
+def _seal_secret(table: object, source: str) -> str | None:
+    """The ``[gateway]`` table's ``seal_secret`` (its only field), None without the table."""
+    if table is None:
+        return None
+    where = f"{source}: [{GATEWAY}]"
+    if not isinstance(table, dict) or set(table) - {"seal_secret"}:
+        raise BadCredentialsFile(f"{where} may hold only seal_secret")
+    secret = table.get("seal_secret")
+    if not isinstance(secret, str) or len(secret) < 16:
+        raise BadCredentialsFile(f"{where}: seal_secret must be a string of at least 16 characters")
+    return secret
 
 
 def _anonymous(table: object, source: str) -> AccessKey | None:

@@ -23,15 +23,18 @@ from natsobj.gateway import (
     buckets,
     copying,
     deletes,
+    etags,
+    hidden,
     keys,
     metadata,
     multipart,
     objects,
     sigv4,
+    versions,
     xml,
 )
 from natsobj.gateway.clients import ClientPool
-from natsobj.gateway.s3errors import S3Error, from_natsobj
+from natsobj.gateway.s3errors import PUBLIC_DEFAULT, S3Error, for_anonymous, from_natsobj
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +100,7 @@ def route(request: web.Request, domain: str | None) -> tuple[str | None, str | N
     key = keys.decoded(rest, bucket) or None
     if key is not None:
         keys.check(key, bucket)
+    hidden.refuse(bucket)
     return bucket, key
 
 
@@ -148,6 +152,7 @@ async def dispatch(
     elif "uploads" in query or "uploadId" in query:
         return await _multipart(client, request, bucket, key, query, verified)
     else:
+        versions.refuse(query.get("versionId"))
         if method == "PUT" and "x-amz-copy-source" in request.headers:
             return await copying.copy_object(client, request, bucket, key)
         if method == "GET" and "attributes" in query:
@@ -260,36 +265,62 @@ async def _anonymous(pool: ClientPool, request: web.Request, bucket: str | None)
     ):
         raise S3Error("AccessDenied", "Anonymous access is not allowed", bucket=bucket)
     await acl.require_published(client, bucket)
+    if not objects.OVERRIDES.keys().isdisjoint(request.query):
+        # S3's answer: an anonymous reader may not make a published object answer as, say,
+        # inline text/html
+        raise S3Error(
+            "InvalidRequest",
+            "Request specific response headers cannot be used for anonymous GET requests.",
+            bucket=bucket,
+        )
     return client
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
-    """One S3 request, start to end."""
+    """One S3 request, start to end, sealing and checking kept values with the gateway's key
+    (natsobj.gateway.etags). An unsigned client's errors carry S3's words only, never
+    natsobj's message (NATS subjects, the server's address and user, a link's target): the
+    log has that."""
     request_id = secrets.token_hex(8).upper()
     pool = request.app[POOL]
     bucket = key = None
-    try:
-        bucket, key = route(request, request.app[DOMAIN])
-        signed = sigv4.Request(
-            method=request.method,
-            raw_path=request.raw_path.split("?", 1)[0],
-            query=parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True),
-            headers=request.headers,
-        )
-        if request.method == "OPTIONS":
-            raise _preflight(request)
-        verified = sigv4.verify(signed, pool.secret_of)
-        if verified is None:
-            client = await _anonymous(pool, request, bucket)
-        else:
-            client = await pool.client(verified.access_key)
-        response = await dispatch(client, request, bucket, key, verified)
-    except S3Error as exc:
-        if exc.bucket is None:
-            exc.bucket, exc.key = bucket, key
-        return _error_response(exc, request, request_id)
-    except NatsObjError as exc:
-        return _error_response(from_natsobj(exc, bucket=bucket, key=key), request, request_id)
+    anonymous = False
+    with etags.using(pool.seal_key):
+        try:
+            bucket, key = route(request, request.app[DOMAIN])
+            signed = sigv4.Request(
+                method=request.method,
+                raw_path=request.raw_path.split("?", 1)[0],
+                query=parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True),
+                headers=request.headers,
+            )
+            if request.method == "OPTIONS":
+                raise _preflight(request)
+            verified = sigv4.verify(signed, pool.secret_of)
+            if verified is None:
+                anonymous = True
+                client = await _anonymous(pool, request, bucket)
+            else:
+                client = await pool.client(verified.access_key)
+            response = await dispatch(client, request, bucket, key, verified)
+        except S3Error as exc:
+            if exc.bucket is None:
+                exc.bucket, exc.key = bucket, key
+            return _error_response(exc, request, request_id)
+        except NatsObjError as exc:
+            error = from_natsobj(exc, bucket=bucket, key=key)
+            if anonymous:
+                log.info("unsigned %s %s: %s", request.method, request.path, exc)
+                error = for_anonymous(error)
+            return _error_response(error, request, request_id)
+        except (web.HTTPException, ConnectionError):
+            raise  # aiohttp's own answer (a body over its limit), a client gone mid-request
+        except Exception:
+            # a defect of the gateway's: the operator's log has the traceback, the client
+            # an S3 error document (never aiohttp's plain 500)
+            log.exception("%s %s failed", request.method, request.path)
+            error = S3Error("InternalError", PUBLIC_DEFAULT, bucket=bucket, key=key)
+            return _error_response(error, request, request_id)
     response.headers["x-amz-request-id"] = request_id
     return response
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import hmac
 from collections.abc import AsyncIterator, Mapping
 
 from aiohttp import StreamReader
 
 from natsobj.gateway import checksums
 from natsobj.gateway.s3errors import S3Error
-from natsobj.gateway.sigv4 import Verified, chained_signature
+from natsobj.gateway.sigv4 import Verified, chained_signature, matches
 
 UNSIGNED_TRAILER = "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
 SIGNED = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
@@ -123,7 +122,7 @@ class Decoder:
         expected = chained_signature(
             self.verified, "PAYLOAD", self.previous, [_EMPTY_SHA256, data_hash]
         )
-        if not hmac.compare_digest(expected, signature):
+        if not matches(expected, signature):
             raise _signature_mismatch("chunk")
         self.previous = expected
 
@@ -188,6 +187,6 @@ class Decoder:
             expected = chained_signature(
                 self.verified, "TRAILER", self.previous, [hashlib.sha256(signed_part).hexdigest()]
             )
-            if signature is None or not hmac.compare_digest(expected, signature):
+            if signature is None or not matches(expected, signature):
                 raise _signature_mismatch("trailer")
         self.checksum = (self.trailer.header, self.trailer.verify(declared))

@@ -22,6 +22,7 @@ class ClientPool:
         self.settings = settings
         self.keys: Mapping[str, AccessKey] = dict(credentials.keys)
         self.anonymous = credentials.anonymous
+        self.seal_key = credentials.seal_key
         self._clients: dict[tuple[tuple[str, str], ...], asyncio.Task[Client]] = {}
 
     def secret_of(self, access_key: str) -> str | None:

@@ -8,7 +8,7 @@ from aiohttp import web
 
 from natsobj.aio import Client
 from natsobj.aio.copy import copy_object as core_copy
-from natsobj.gateway import conditions, etags, keys, metadata, xml
+from natsobj.gateway import conditions, etags, hidden, keys, metadata, xml
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import ObjectInfo
 
@@ -30,6 +30,7 @@ def parse_source(value: str) -> tuple[str, str]:
             "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
         )
     keys.check(key, bucket)
+    hidden.refuse(bucket)
     return bucket, key
 
 

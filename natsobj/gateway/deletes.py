@@ -7,7 +7,7 @@ from aiohttp import web
 
 from natsobj.aio import Client
 from natsobj.errors import NatsObjError, ObjectNotFound
-from natsobj.gateway import xml
+from natsobj.gateway import versions, xml
 from natsobj.gateway.s3errors import S3Error, from_natsobj
 
 MAX_KEYS = 1000  # S3's limit per request
@@ -19,7 +19,8 @@ def _local(tag: str) -> str:
 
 
 def parse(body: bytes) -> tuple[list[str], bool]:
-    """``(keys, quiet)`` of a ``<Delete>`` document; MalformedXML for anything else."""
+    """``(keys, quiet)`` of a ``<Delete>`` document; MalformedXML for anything else,
+    NotImplemented (nothing deleted) when an object names a version other than ``null``."""
     root = xml.parse(body)
     if _local(root.tag) != "Delete":
         raise S3Error("MalformedXML", "The XML you provided was not well-formed")
@@ -32,6 +33,9 @@ def parse(body: bytes) -> tuple[list[str], bool]:
             key = next((c.text for c in child if _local(c.tag) == "Key"), None)
             if not key:
                 raise S3Error("MalformedXML", "An Object without a Key")
+            for field in child:
+                if _local(field.tag) == "VersionId":
+                    versions.refuse((field.text or "").strip())
             keys.append(key)
     if not keys or len(keys) > MAX_KEYS:
         raise S3Error("MalformedXML", f"a Delete names 1 to {MAX_KEYS} objects")

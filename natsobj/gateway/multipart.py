@@ -37,12 +37,12 @@ from aiohttp import web
 from natsobj.aio import Client, ObjectStore
 from natsobj.errors import BucketNotFound, ObjectNotFound
 from natsobj.gateway import checksums, conditions, copying, etags, metadata, objects, parts, xml
+from natsobj.gateway.hidden import UPLOADS_PREFIX
 from natsobj.gateway.s3errors import S3Error
 from natsobj.gateway.sigv4 import Verified
 from natsobj.model import ObjectInfo
 from natsobj.names import chunk_subject, meta_subject
 
-UPLOADS_PREFIX = "natsobj_multipart_"
 UPLOAD_TTL = timedelta(days=7)
 """How long an upload and its parts live without Complete or Abort."""
 MIN_PART_SIZE = 5 << 20  # S3's smallest part but the last
@@ -57,10 +57,6 @@ INITIATOR = f"<Initiator>{xml.OWNER_FIELDS}</Initiator>"
 def uploads_store(bucket: str) -> str:
     """The name of the hidden store of ``bucket``'s uploads in progress."""
     return UPLOADS_PREFIX + bucket
-
-
-def is_uploads_store(name: str) -> bool:
-    return name.startswith(UPLOADS_PREFIX)
 
 
 async def _new_uploads(client: Client, bucket: str) -> ObjectStore:
@@ -204,13 +200,13 @@ def parse_copy_range(value: str | None, size: int) -> tuple[int, int]:
     if value is None:
         return 0, size
     match = _COPY_RANGE.fullmatch(value.strip())
-    if match is None or int(match[2]) < int(match[1]):
+    if match is None or objects.offset(match[2]) < objects.offset(match[1]):
         raise S3Error(
             "InvalidArgument",
             "The x-amz-copy-source-range value must be of the form bytes=first-last where first"
             " and last are the zero-based offsets of the first and last bytes to copy",
         )
-    start, last = int(match[1]), int(match[2])
+    start, last = objects.offset(match[1]), objects.offset(match[2])
     if last >= size:
         raise S3Error("InvalidRange", "The requested range is not satisfiable")
     return start, last + 1
@@ -337,7 +333,11 @@ def _chosen(
             )
         previous = part.number
         info = stored.get(part.number)
-        if info is None or metadata.etag(info).strip('"') != part.etag:
+        # a link is no part the gateway stored (a NATS writer of the bucket could plant one
+        # to make Complete copy a bucket it cannot read); the ETag compared is the one the
+        # gateway sealed for the part's bytes (natsobj.gateway.etags), which no writer can
+        # forge for other bytes
+        if info is None or info.is_link or metadata.etag(info).strip('"') != part.etag:
             raise _invalid_part(bucket, key)
         kept = checksums.stored(info)
         for algorithm, value in part.checksums.items():
@@ -421,12 +421,17 @@ async def _concatenated(
     uploads: ObjectStore, parts: list[ObjectInfo], whole: Whole
 ) -> AsyncIterator[bytes]:
     """The parts' bytes in order, one chunk at a time, each part digest-checked as it ends;
-    the whole object's checksum is checked after the last (before the put commits)."""
+    the whole object's checksum is checked after the last (before the put commits). Each part
+    is read from the very record ``_chosen`` checked, never looked up again by name: a part
+    replaced since is ObjectChanged (its chunks are gone), not other bytes."""
     for info in parts:
-        async with uploads.get(info.name) as reader:
+        reader = uploads.reader(info)
+        try:
             async for piece in reader:
                 whole.update(piece)
                 yield piece
+        finally:
+            await reader.close()
     whole.finish()
 
 

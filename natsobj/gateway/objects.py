@@ -40,12 +40,30 @@ OVERRIDES = {
 }
 
 
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e\x80-\U0010ffff]*")
+"""What an override may hold: no control character (a CR LF would end the header)."""
+MAX_OFFSET = 1 << 62
+"""Any byte offset at least this is past every object's end (and a number of thousands of
+digits is not converted at all: Python refuses such an ``int``)."""
+
+
+def offset(digits: str) -> int:
+    """A byte offset written in decimal digits, capped at ``MAX_OFFSET``."""
+    significant = digits.lstrip("0")
+    if len(significant) > len(str(MAX_OFFSET)):
+        return MAX_OFFSET
+    return min(int(significant or "0"), MAX_OFFSET)
+
+
 def _response_headers(request: web.Request, info: ObjectInfo) -> dict[str, str]:
-    """What a GET or HEAD answers with: the object's headers, with the request's overrides."""
+    """What a GET or HEAD answers with: the object's headers, with the request's overrides
+    (InvalidArgument for one no header can carry)."""
     headers = metadata.response_headers(info)
     for parameter, header in OVERRIDES.items():
         value = request.query.get(parameter)
         if value is not None:
+            if not _HEADER_VALUE.fullmatch(value):
+                raise S3Error("InvalidArgument", f"{parameter} holds a control character")
             headers[header] = value
     return headers
 
@@ -180,13 +198,14 @@ def parse_range(header: str, size: int) -> tuple[int, int] | None:
     if match is None or (not match[1] and not match[2]):
         return None
     if not match[1]:
-        suffix = int(match[2])
+        suffix = offset(match[2])
         if suffix == 0:
             raise S3Error("InvalidRange", "The requested range is not satisfiable")
         return max(size - suffix, 0), size
-    start = int(match[1])
-    end = size if not match[2] else min(int(match[2]) + 1, size)
-    if match[2] and int(match[2]) < start:
+    start = offset(match[1])
+    last = offset(match[2]) if match[2] else None
+    end = size if last is None else min(last + 1, size)
+    if last is not None and last < start:
         return None
     if start >= size:
         raise S3Error("InvalidRange", "The requested range is not satisfiable")

@@ -9,6 +9,7 @@ from natsobj.errors import (
     BucketExists,
     BucketNotFound,
     DigestMismatch,
+    LinkError,
     NatsObjError,
     ObjectChanged,
     ObjectExists,
@@ -88,6 +89,9 @@ _CODES: tuple[tuple[type[NatsObjError], str], ...] = (
     (ObjectChanged, "PreconditionFailed"),
     (BadBucketName, "InvalidBucketName"),
     (BadObjectName, "InvalidArgument"),
+    # a link the gateway will not follow (into another bucket: natsobj.aio.links), refused as
+    # S3 refuses a read the caller may not make
+    (LinkError, "AccessDenied"),
     (DigestMismatch, "BadDigest"),
     (PermissionDenied, "AccessDenied"),
     (StoreSealed, "AccessDenied"),
@@ -102,3 +106,26 @@ def from_natsobj(error: NatsObjError, *, bucket: str | None, key: str | None) ->
         if isinstance(error, cls):
             return S3Error(code, str(error), bucket=bucket, key=key)
     return S3Error("InternalError", str(error), bucket=bucket, key=key)
+
+
+# What an unsigned client is told instead of natsobj's message, which may carry NATS subjects,
+# grant advice, the NATS server's address and user, or a link's target bucket: S3's own words.
+PUBLIC_MESSAGES = {
+    "AccessDenied": "Access Denied",
+    "NoSuchBucket": "The specified bucket does not exist",
+    "NoSuchKey": "The specified key does not exist.",
+}
+PUBLIC_DEFAULT = "We encountered an internal error. Please try again."
+
+
+def for_anonymous(error: S3Error) -> S3Error:
+    """``error`` (one mapped ``from_natsobj``) as an unsigned client sees it: its code, and
+    S3's generic message for it (the operator's log has the real one)."""
+    public = S3Error(
+        error.code,
+        PUBLIC_MESSAGES.get(error.code, PUBLIC_DEFAULT),
+        bucket=error.bucket,
+        key=error.key,
+    )
+    public.headers.update(error.headers)
+    return public

@@ -57,6 +57,36 @@ def chained_signature(verified: Verified, kind: str, previous: str, hashes: list
     return hmac.new(verified.signing_key, to_sign.encode(), hashlib.sha256).hexdigest()
 
 
+def matches(expected: str, given: str) -> bool:
+    """Whether a signature sent is the one computed, in constant time. ``compare_digest``
+    refuses a non-ASCII string with TypeError, and anything not ASCII is no signature."""
+    return given.isascii() and hmac.compare_digest(expected, given)
+
+
+def check_covered(request: Request, signed: list[str]) -> None:
+    """Refuse what the signature does not vouch for, as S3 does, before anything is
+    dispatched: an ``x-amz-*`` header it does not cover (it could pick the operation, as
+    ``x-amz-copy-source`` turns a presigned PUT into a copy, or set what is stored), and a
+    signed header sent more than once (the signature covers one value, the handlers might
+    read another)."""
+    # items(), not keys(): a multidict's keys name a repeated header once
+    names = [name.lower() for name, _ in request.headers.items()]
+    covered = {name.lower() for name in signed}
+    unsigned = sorted({name for name in names if name.startswith("x-amz-")} - covered)
+    if unsigned:
+        raise S3Error(
+            "AccessDenied",
+            "There were headers present in the request which were not signed: "
+            + ", ".join(unsigned),
+        )
+    repeated = sorted({name for name in names if name in covered and names.count(name) > 1})
+    if repeated:
+        raise S3Error(
+            "InvalidRequest",
+            "A signed header was sent more than once: " + ", ".join(repeated),
+        )
+
+
 def _parse_time(value: str) -> datetime:
     try:
         return datetime.strptime(value, AMZ_DATE).replace(tzinfo=UTC)
@@ -144,11 +174,12 @@ def _verify_header(
     if "host" not in signed:
         raise S3Error("AccessDenied", "the Host header must be signed")
     expected = request_signature(secret, request, signed, payload, scope, amz_date, None)
-    if not hmac.compare_digest(expected, signature):
+    if not matches(expected, signature):
         raise S3Error(
             "SignatureDoesNotMatch",
             "The request signature we calculated does not match the signature you provided.",
         )
+    check_covered(request, signed)
     return Verified(access_key, payload, signature, amz_date, scope, signing_key(secret, scope))
 
 
@@ -184,11 +215,12 @@ def _verify_presigned(
     expected = request_signature(
         secret, request, signed, payload, scope, amz_date, SIGNATURE_PARAMETER
     )
-    if not hmac.compare_digest(expected, query["X-Amz-Signature"]):
+    if not matches(expected, query["X-Amz-Signature"]):
         raise S3Error(
             "SignatureDoesNotMatch",
             "The request signature we calculated does not match the signature you provided.",
         )
+    check_covered(request, signed)
     return Verified(access_key, payload, expected, amz_date, scope, signing_key(secret, scope))
 
 

@@ -83,3 +83,26 @@ def test_the_anonymous_identity(tmp_path: Path) -> None:
 def test_a_missing_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(BadCredentialsFile, match="does not exist"):
         load(tmp_path / "absent.toml")
+
+
+def test_the_seal_key_comes_from_seal_secret_or_else_the_keys(tmp_path: Path) -> None:
+    """Gateways reading one file agree on the key sealing kept ETags; a seal_secret keeps it
+    across key changes, and the key never shows in a repr."""
+    derived = load(_write(tmp_path, GOOD))
+    assert derived.seal_key == load(_write(tmp_path, GOOD)).seal_key
+    rotated = load(_write(tmp_path, GOOD.replace('"s3cret"', '"rotated"')))
+    assert rotated.seal_key != derived.seal_key
+    sealed = GOOD + '\n[gateway]\nseal_secret = "a-long-gateway-seal-secret"\n'
+    chosen = load(_write(tmp_path, sealed))
+    assert chosen.seal_key not in (derived.seal_key, rotated.seal_key)
+    assert chosen.seal_key == load(_write(tmp_path, sealed.replace('"s3cret"', '"new"'))).seal_key
+    assert "a-long-gateway-seal-secret" not in repr(chosen)
+
+
+@pytest.mark.parametrize(
+    "table",
+    ['seal_secret = "short"', "seal_secret = 12345678901234567", 'seal = "a-long-gateway-seal"'],
+)
+def test_a_bad_gateway_table_is_refused(tmp_path: Path, table: str) -> None:
+    with pytest.raises(BadCredentialsFile, match=r"\[gateway\]"):
+        load(_write(tmp_path, GOOD + f"\n[gateway]\n{table}\n"))

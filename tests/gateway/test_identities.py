@@ -3,6 +3,8 @@ decide what the key may do: the gateway's own (wider) identity never leaks to an
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 
 import boto3
@@ -98,6 +100,28 @@ def test_unsigned_reads_act_as_the_anonymous_identity(gateway: GatewayThread) ->
     finally:
         for bucket in (GOOD, OTHER):
             admin.put_bucket_acl(Bucket=bucket, ACL="private")
+
+
+def test_an_unsigned_clients_errors_carry_no_nats_detail(gateway: GatewayThread) -> None:
+    """NATS's refusal names subjects, grant advice, the server's address and the NATS user:
+    the operator's log has it, an unsigned client gets S3's words (issue 39, 8). A signed
+    client still gets natsobj's message."""
+    admin = make_s3(gateway.endpoint)
+    admin.put_bucket_acl(Bucket=OTHER, ACL="public-read")
+    try:
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{gateway.endpoint}/{OTHER}/secret", timeout=30)
+    finally:
+        admin.put_bucket_acl(Bucket=OTHER, ACL="private")
+    body = refused.value.read().decode()
+    assert refused.value.code == 403
+    assert "<Message>Access Denied</Message>" in body
+    for detail in ("$O.", "$JS", "reader", "127.0.0.1", "allow", "grant", "permission"):
+        assert detail not in body, detail
+    reader = make_s3(gateway.endpoint, access_key="AKIAREADER", secret="reader-secret")
+    with pytest.raises(botocore.exceptions.ClientError) as signed:
+        reader.get_object(Bucket=OTHER, Key="secret")
+    assert OTHER in signed.value.response["Error"]["Message"]
 
 
 def test_a_key_reaches_the_uploads_of_its_own_buckets_only(gateway: GatewayThread) -> None:
