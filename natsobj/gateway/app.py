@@ -19,16 +19,12 @@ from natsobj.aio import Client
 from natsobj.errors import NatsObjError
 from natsobj.gateway import (
     acl,
-    attributes,
-    buckets,
-    copying,
-    deletes,
     etags,
     hidden,
     keys,
     metadata,
-    multipart,
     objects,
+    routes,
     sigv4,
     versions,
     xml,
@@ -45,41 +41,8 @@ MAX_METADATA_BYTES = 2048  # S3's limit on an object's x-amz-meta-* names and va
 MAX_LINE_BYTES = 16384
 MAX_HEADER_BYTES = 8190
 MAX_HEADERS = 128
-# Reads S3's public-read grant does not cover (the owner's: the ACL itself, the location, an
-# upload's parts), refused to unsigned requests.
-ANONYMOUS_HIDDEN = frozenset({"acl", "location", "uploadId"})
 POOL: web.AppKey[ClientPool] = web.AppKey("pool", ClientPool)
 DOMAIN: web.AppKey[str | None] = web.AppKey("domain", str)
-# Sub-resources of the S3 API the gateway does not serve yet: refused as NotImplemented rather
-# than mistaken for a plain GET or PUT of the bucket or object.
-UNSUPPORTED = frozenset(
-    {
-        "cors",
-        "encryption",
-        "lifecycle",
-        "logging",
-        "notification",
-        "object-lock",
-        "policy",
-        "replication",
-        "requestPayment",
-        "retention",
-        "legal-hold",
-        "tagging",
-        "torrent",
-        "versioning",
-        "website",
-        "select",
-        "accelerate",
-        "analytics",
-        "inventory",
-        "metrics",
-        "ownershipControls",
-        "publicAccessBlock",
-        "intelligent-tiering",
-        "restore",
-    }
-)
 
 
 def route(request: web.Request, domain: str | None) -> tuple[str | None, str | None]:
@@ -104,66 +67,15 @@ def route(request: web.Request, domain: str | None) -> tuple[str | None, str | N
     return bucket, key
 
 
-async def dispatch(
-    client: Client,
-    request: web.Request,
-    bucket: str | None,
-    key: str | None,
-    verified: sigv4.Verified | None,
-) -> web.StreamResponse:
-    """The operation the request names. ``verified`` is None for an unsigned request, which
-    ``handle`` lets through only to read a published bucket."""
-    query = dict(parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True))
-    method = request.method
-    unsupported = UNSUPPORTED.intersection(query)
-    if unsupported:
-        raise S3Error(
-            "NotImplemented",
-            f"{', '.join(sorted(unsupported))} is not implemented by this gateway yet",
-            bucket=bucket,
-            key=key,
-        )
-    if "acl" in query and bucket is not None:
-        return await _acl(client, request, bucket, key)
-    if bucket is not None and key is not None and method in ("PUT", "POST"):
-        _check_metadata_size(request.headers)
-        await acl.check_object_acl(client, bucket, request.headers)
-    if bucket is None:
-        if method == "GET":
-            return await buckets.list_buckets(client, query)
-    elif key is None:
-        if method == "PUT":
-            return await buckets.create_bucket(client, bucket, request.headers)
-        if method == "HEAD":
-            return await buckets.head_bucket(client, bucket)
-        if method == "DELETE":
-            return await buckets.delete_bucket(client, bucket)
-        if method == "GET" and "location" in query:
-            return await buckets.get_location(client, bucket)
-        if method == "GET" and "uploads" in query:
-            return await multipart.list_uploads(client, bucket, query)
-        if method == "GET" and "versions" in query:
-            return await buckets.list_object_versions(client, bucket, query)
-        if method == "POST" and "delete" in query:
-            return await deletes.delete_objects(client, request, bucket)
-        if method == "GET":
-            version = 2 if query.get("list-type") == "2" else 1
-            return await buckets.list_objects(client, bucket, query, version=version)
-    elif "uploads" in query or "uploadId" in query:
-        return await _multipart(client, request, bucket, key, query, verified)
-    else:
-        versions.refuse(query.get("versionId"))
-        if method == "PUT" and "x-amz-copy-source" in request.headers:
-            return await copying.copy_object(client, request, bucket, key)
-        if method == "GET" and "attributes" in query:
-            return await attributes.get_attributes(client, request, bucket, key)
-        if method == "PUT":
-            return await objects.put_object(client, request, bucket, key, _signed(verified))
-        if method in ("GET", "HEAD"):
-            return await objects.get_object(client, request, bucket, key, head=method == "HEAD")
-        if method == "DELETE":
-            return await objects.delete_object(client, bucket, key)
-    raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
+async def dispatch(row: routes.Route, call: routes.Call) -> web.StreamResponse:
+    """The operation the request names (``natsobj.gateway.routes``); ``call.verified`` is
+    None for an unsigned request, which ``handle`` lets through only to a ``PUBLIC_READ`` row."""
+    if row.versioned:
+        versions.refuse(call.query.get("versionId"))
+    if row.writes:
+        _check_metadata_size(call.request.headers)
+        await acl.check_object_acl(call.client, call.bucket, call.request.headers)
+    return await row.handler(call)
 
 
 def _check_metadata_size(headers: Mapping[str, str]) -> None:
@@ -179,55 +91,6 @@ def _check_metadata_size(headers: Mapping[str, str]) -> None:
             f"Your metadata headers exceed the maximum allowed metadata size ({size} bytes,"
             f" at most {MAX_METADATA_BYTES})",
         )
-
-
-def _signed(verified: sigv4.Verified | None) -> sigv4.Verified:
-    """The signature of a write; an unsigned one never gets this far (``handle``), and is
-    refused here too should a route ever let one through."""
-    if verified is None:
-        raise S3Error("AccessDenied", "Anonymous users cannot write")
-    return verified
-
-
-async def _acl(
-    client: Client, request: web.Request, bucket: str, key: str | None
-) -> web.StreamResponse:
-    """GetBucketAcl, PutBucketAcl, GetObjectAcl, PutObjectAcl (canned ACLs only)."""
-    if request.method == "GET":
-        if key is None:
-            return await acl.get_bucket_acl(client, bucket)
-        return await acl.get_object_acl(client, bucket, key)
-    if request.method == "PUT":
-        if key is None:
-            return await acl.put_bucket_acl(client, request, bucket)
-        return await acl.put_object_acl(client, request, bucket, key)
-    raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
-
-
-async def _multipart(
-    client: Client,
-    request: web.Request,
-    bucket: str,
-    key: str,
-    query: dict[str, str],
-    verified: sigv4.Verified | None,
-) -> web.StreamResponse:
-    """The multipart upload operations on one key (natsobj.gateway.multipart)."""
-    method = request.method
-    upload_id = query.get("uploadId")
-    if method == "POST" and "uploads" in query:
-        return await multipart.create(client, request, bucket, key)
-    if method == "PUT" and "x-amz-copy-source" in request.headers:
-        return await multipart.copy_part(client, request, bucket, key, query)
-    if method == "PUT":
-        return await multipart.upload_part(client, request, bucket, key, query, _signed(verified))
-    if method == "POST":
-        return await multipart.complete(client, request, bucket, key, upload_id)
-    if method == "DELETE":
-        return await multipart.abort(client, bucket, key, upload_id)
-    if method == "GET":
-        return await multipart.list_parts(client, bucket, key, query)
-    raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
 
 
 def _error_response(error: S3Error, request: web.Request, request_id: str) -> web.Response:
@@ -251,21 +114,38 @@ def _preflight(request: web.Request) -> S3Error:
     return S3Error("AccessForbidden", "CORSResponse: This CORS request is not allowed.")
 
 
-async def _anonymous(pool: ClientPool, request: web.Request, bucket: str | None) -> Client:
-    """The connection of an unsigned request: only GET and HEAD of a published bucket (its
-    objects and listings, what S3's ``READ`` grant allows), acting as the credentials file's
-    ``[anonymous]`` identity; AccessDenied for anything else, or when the file names no such
-    identity."""
+def _operation(
+    request: web.Request,
+    bucket: str | None,
+    key: str | None,
+    query: dict[str, str],
+    anonymous: bool,
+) -> routes.Route:
+    """The route table's row for the request. An unsigned request that selects none is refused
+    as any unsigned request outside the published reads is (AccessDenied), saying nothing of
+    what the gateway serves."""
+    try:
+        return routes.lookup(request.method, bucket, key, query, request.headers)
+    except S3Error:
+        if anonymous:
+            raise S3Error(
+                "AccessDenied", "Anonymous access is not allowed", bucket=bucket
+            ) from None
+        raise
+
+
+async def _anonymous(
+    pool: ClientPool, row: routes.Route, query: dict[str, str], bucket: str | None
+) -> Client:
+    """The connection of an unsigned request: only an operation the route table opens to
+    unsigned reads (what S3's ``READ`` grant allows) of a published bucket, acting as the
+    credentials file's ``[anonymous]`` identity; AccessDenied for anything else, or when the
+    file names no such identity."""
     client = await pool.anonymous_client()
-    if (
-        client is None
-        or bucket is None
-        or request.method not in ("GET", "HEAD")
-        or not ANONYMOUS_HIDDEN.isdisjoint(request.query)
-    ):
+    if client is None or bucket is None or row.access is not routes.PUBLIC:
         raise S3Error("AccessDenied", "Anonymous access is not allowed", bucket=bucket)
     await acl.require_published(client, bucket)
-    if not objects.OVERRIDES.keys().isdisjoint(request.query):
+    if not objects.OVERRIDES.keys().isdisjoint(query):
         # S3's answer: an anonymous reader may not make a published object answer as, say,
         # inline text/html
         raise S3Error(
@@ -288,21 +168,25 @@ async def handle(request: web.Request) -> web.StreamResponse:
     with etags.using(pool.seal_key):
         try:
             bucket, key = route(request, request.app[DOMAIN])
+            pairs = parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True)
             signed = sigv4.Request(
                 method=request.method,
                 raw_path=request.raw_path.split("?", 1)[0],
-                query=parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True),
+                query=pairs,
                 headers=request.headers,
             )
             if request.method == "OPTIONS":
                 raise _preflight(request)
             verified = sigv4.verify(signed, pool.secret_of)
+            query = dict(pairs)
+            anonymous = verified is None
+            row = _operation(request, bucket, key, query, anonymous)
             if verified is None:
-                anonymous = True
-                client = await _anonymous(pool, request, bucket)
+                client = await _anonymous(pool, row, query, bucket)
             else:
                 client = await pool.client(verified.access_key)
-            response = await dispatch(client, request, bucket, key, verified)
+            call = routes.Call(client, request, bucket or "", key or "", query, verified)
+            response = await dispatch(row, call)
         except S3Error as exc:
             if exc.bucket is None:
                 exc.bucket, exc.key = bucket, key
