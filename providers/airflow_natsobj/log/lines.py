@@ -13,9 +13,10 @@ from collections.abc import Iterable, Iterator
 MAX_LINE_BYTES = 64 * 1024
 """The longest log line shown whole, in bytes of the stored log. A longer line is cut at this
 many bytes and ends with a note naming how many bytes of it were not shown. Airflow's log
-reader holds up to ``airflow.utils.log.file_task_handler.HEAP_DUMP_SIZE`` lines at once while it interleaves a log's sources, so
-this cap, times that count, is what one forged log can make the log page hold; Airflow's own
-lines stay below it (a JSON line with a traceback is a few KiB, tens for a deep one)."""
+reader holds up to ``airflow.utils.log.file_task_handler.HEAP_DUMP_SIZE`` lines at once while
+it interleaves a log's sources, so this cap, times that count, is what one forged log can make
+the log page hold; Airflow's own lines stay below it (a JSON line with a traceback is a few
+KiB, tens for a deep one)."""
 
 
 def log_lines(chunks: Iterable[bytes], limit: int = MAX_LINE_BYTES) -> Iterator[str]:
