@@ -187,3 +187,21 @@ def test_on_kill_stops_a_running_script(
             store.get_info("out.csv")
     finally:
         kill_leftovers(record)
+
+
+def test_a_script_line_without_end_comes_in_pieces(tmp_path):
+    """The worker reads the script's output a bounded piece at a time: a script echoing an
+    object with no newline in it made the operator hold (and log as one record) all of it."""
+    from airflow_natsobj.log.lines import MAX_LINE_BYTES
+    from airflow_natsobj.operators.script import ScriptProcess
+
+    size = 3 * MAX_LINE_BYTES + 5
+    echo = tmp_path / "echo.sh"
+    echo.write_text(f"#!/bin/sh\nhead -c {size} /dev/zero | tr '\\0' x\necho\necho done\n")
+    echo.chmod(echo.stat().st_mode | stat.S_IXUSR)
+    with ScriptProcess([str(echo)]) as script:
+        lines = list(script.lines())
+        assert script.wait() == 0
+    assert [len(line) for line in lines[:-1]] == [MAX_LINE_BYTES] * 3 + [5]
+    assert set("".join(lines[:-1])) == {"x"}
+    assert lines[-1] == "done"

@@ -14,6 +14,8 @@ import time
 from collections.abc import Iterator
 from types import TracebackType
 
+from airflow_natsobj.log.lines import MAX_LINE_BYTES
+
 STOP_GRACE_SECONDS = 5.0
 """How long a script has after SIGTERM to exit before its process group gets SIGKILL: time to
 tidy up what it wrote, short enough that a task stopped for running too long stops soon after
@@ -51,8 +53,12 @@ class ScriptProcess:
         self.wait()
 
     def lines(self) -> Iterator[str]:
-        """The script's output, a line at a time as it comes, until it closes it."""
-        for line in self._process.stdout or ():
+        """The script's output, a line at a time as it comes, until it closes it. A line longer
+        than ``MAX_LINE_BYTES`` comes in pieces of that size: a script that echoes an object
+        without newlines must not make the worker hold the object whole."""
+        if self._process.stdout is None:
+            return
+        while line := self._process.stdout.readline(MAX_LINE_BYTES):
             yield line.decode(sys.getdefaultencoding(), "replace").rstrip()
 
     def wait(self) -> int:
