@@ -16,10 +16,11 @@ from types import TracebackType
 
 from airflow_natsobj.log.lines import MAX_LINE_BYTES
 
-STOP_GRACE_SECONDS = 5.0
-"""How long a script has after SIGTERM to exit before its process group gets SIGKILL: time to
-tidy up what it wrote, short enough that a task stopped for running too long stops soon after
-its timeout."""
+STOP_GRACE_SECONDS = 2.0
+"""How long a script has after SIGTERM to exit before its process group gets SIGKILL. Well
+below the five seconds Airflow's task supervisor leaves a task between its SIGTERM and its
+SIGKILL: the script's group is not the task's, so the supervisor's signals never reach it, and
+the task must finish stopping it (in ``on_kill``) before it is killed itself."""
 
 
 class ScriptProcess:
