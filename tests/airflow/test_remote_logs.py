@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from airflow_natsobj.log.lines import MAX_LINE_BYTES, log_lines
 from airflow_natsobj.log.nats_task_handler import NatsRemoteLogIO
 
 from natsobj.embedded import free_port
@@ -220,6 +221,73 @@ def test_a_large_log_streams_back_in_bounded_memory(nats_default, store, tmp_pat
         tracemalloc.stop()
     assert seen == count
     assert peak < 12 * 1024 * 1024, peak  # half the log: the reader holds a window of it
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 4096])
+def test_log_lines_splits_any_chunking_and_cuts_inside_a_character(chunk: int) -> None:
+    """Lines split on any chunk boundary; a cut that falls inside a UTF-8 character leaves the
+    character out and counts its bytes; bytes that are not UTF-8 read as U+FFFD."""
+    text = "a\n\nbé".encode() + b"\xff" + "\nabcdé€f\nlast".encode()
+    pieces = [text[i : i + chunk] for i in range(0, len(text), chunk)]
+    assert list(log_lines(pieces, limit=5)) == [
+        "a",
+        "",
+        "bé\ufffd",
+        "abcd [line cut at 5 bytes: 6 more bytes not shown]",
+        "last",
+    ]
+    assert list(log_lines([b"x" * 7], limit=5)) == [
+        "xxxxx [line cut at 5 bytes: 2 more bytes not shown]"
+    ]
+    assert list(log_lines([b"", b"a\n"])) == ["a"]
+
+
+def read_timed(io: NatsRemoteLogIO, relative: str) -> tuple[list[str], float]:
+    """One stored log's lines through the IO's stream and the seconds reading them took (not
+    listing them)."""
+    _, streams = io.stream(relative, ti=None)
+    started = time.monotonic()
+    lines = list(streams[0])
+    return lines, time.monotonic() - started
+
+
+def test_a_log_of_one_huge_line_reads_as_fast_as_normal_lines_and_is_cut(
+    nats_default, store, tmp_path
+):
+    """Issue 39, finding 12: a bucket writer's log of one 64 MiB line took the reader time
+    quadratic in the line (each chunk searched the whole line so far) and held it whole. Now
+    it reads in about the time of a log of the same size in ordinary lines, in memory far below
+    the line, and shows the line cut with a note."""
+    io = log_io(store.bucket, tmp_path)
+    size = 64 * 1024 * 1024
+    ordinary = ("y" * 1023 + "\n").encode() * (size // 1024)
+    store.put(f"{PREFIX}/ordinary.log", ordinary)
+    store.put(f"{PREFIX}/huge.log", b"before\n" + b"x" * size + b"\nafter\n")
+    del ordinary
+
+    lines, baseline = read_timed(io, "ordinary.log")
+    assert len(lines) == size // 1024
+    del lines
+    (before, cut, after), elapsed = read_timed(io, "huge.log")
+    # Linear: about the ordinary log's time; the quadratic reader took many times as long.
+    assert elapsed < 3 * baseline + 0.5, (elapsed, baseline)
+    assert (before, after) == ("before", "after")
+    assert cut.startswith("x" * MAX_LINE_BYTES)
+    shown = size - MAX_LINE_BYTES
+    assert (
+        cut[MAX_LINE_BYTES:]
+        == f" [line cut at {MAX_LINE_BYTES} bytes: {shown} more bytes not shown]"
+    )
+
+    _, streams = io.stream("huge.log", ti=None)
+    tracemalloc.start()
+    try:
+        assert sum(1 for _ in streams[0]) == 3
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # the read window and one cut line, far below the line: the reader never holds it
+    assert peak < 16 * 1024 * 1024, peak
 
 
 def test_a_logging_config_of_its_own_gets_the_io_from_the_provider(airflow_db, tmp_path):

@@ -12,7 +12,6 @@ Logs are not task data, so nothing here reports lineage (the hook's ``put`` woul
 
 from __future__ import annotations
 
-import codecs
 import logging
 import os
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from airflow_natsobj.log.lines import log_lines
 from natsobj.errors import NatsObjError, ObjectNotFound
 from natsobj.names import check_bucket
 from natsobj.paths import SEP, is_nats_url, nats_url, parse_nats_url
@@ -177,20 +177,11 @@ class NatsRemoteLogIO:
         return sources, [self._lines(name) for name in names]
 
     def _lines(self, name: str) -> Iterator[str]:
-        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        pending = ""
         try:
             with self._store().get(name) as reader:
-                for chunk in reader:
-                    pending += decoder.decode(chunk)
-                    *lines, pending = pending.split("\n")
-                    yield from lines
+                yield from log_lines(reader)
         except Exception as exc:
             yield f"Could not read the log {nats_url(self.bucket, name)}: {_reason(exc)}"
-            return
-        pending += decoder.decode(b"", final=True)
-        if pending:
-            yield pending
 
 
 def _appended(store: ObjectStore, name: str, local: Path) -> Iterator[bytes]:

@@ -8,8 +8,6 @@ the filtering.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +18,7 @@ from airflow.exceptions import AirflowException
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 from airflow_natsobj.operators.copy import object_location
 from airflow_natsobj.operators.object_store import NatsBaseOperator
+from airflow_natsobj.operators.script import ScriptProcess
 from airflow_natsobj.options import operation_options
 from airflow_natsobj.wording import airflow_words
 from natsobj.errors import ObjectExists, in_words_of
@@ -35,10 +34,13 @@ class NatsFileTransformOperator(NatsBaseOperator):
 
     The get streams chunk by chunk into the file, checked against the object's digest, so
     the worker's memory stays bounded whatever the size. The script's output is logged line
-    by line; a non-zero exit fails the task and puts nothing. The put is atomic (readers see
-    the old object or the new one) and, as Amazon's, does not overwrite an existing
-    ``dest_key`` unless ``replace=True``: the check and the put are one create-only
-    compare-and-swap, so a writer racing the task is not overwritten either.
+    by line; a non-zero exit fails the task and puts nothing. The script runs in a process
+    group of its own: at ``execution_timeout`` and on ``on_kill`` the group is stopped
+    (SIGTERM, then SIGKILL after ``STOP_GRACE_SECONDS``), the temporary files are removed and
+    nothing is put. The put is atomic (readers see the old object or the new one) and, as
+    Amazon's, does not overwrite an existing ``dest_key`` unless ``replace=True``: the check
+    and the put are one create-only compare-and-swap, so a writer racing the task is not
+    overwritten either.
 
     The keys (templated) are names in ``source_bucket_name``/``dest_bucket_name`` or full
     ``nats://bucket/name`` URLs with the bucket left out. ``source_nats_conn_id`` and
@@ -87,6 +89,7 @@ class NatsFileTransformOperator(NatsBaseOperator):
             "get", f"task {self.task_id!r}", allow_missing_digest=allow_missing_digest
         )
         self.allow_missing_digest: bool = options["allow_missing_digest"]
+        self._script: ScriptProcess | None = None
 
     def _source(self) -> tuple[str, str]:
         return object_location(
@@ -135,18 +138,32 @@ class NatsFileTransformOperator(NatsBaseOperator):
         return info.as_dict()
 
     def _run_script(self, source: Path, dest: Path) -> None:
-        """The script with (source, dest, *script_args), its output logged as it comes."""
+        """The script with (source, dest, *script_args), its output logged as it comes. An
+        exception while it runs (Airflow's ``AirflowTaskTimeout`` at ``execution_timeout``)
+        stops its process group before the temporary files are removed."""
         command = [self.transform_script, str(source), str(dest), *map(str, self.script_args)]
-        with subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, close_fds=True
-        ) as process:
-            for line in process.stdout or ():
-                self.log.info("%s", line.decode(sys.getdefaultencoding(), "replace").rstrip())
-        if process.returncode:
+        with ScriptProcess(command) as script:
+            self._script = script
+            for line in script.lines():
+                self.log.info("%s", line)
+            returncode = script.wait()
+        nothing_put = f"nothing was put to bucket {self._dest()[0]!r}"
+        if script.stopped:
+            raise AirflowException(
+                f"{self.task_id}: transform script {self.transform_script!r} was stopped "
+                f"because the task was killed; {nothing_put}"
+            )
+        if returncode:
             raise AirflowException(
                 f"{self.task_id}: transform script {self.transform_script!r} exited with "
-                f"{process.returncode}; nothing was put to bucket {self._dest()[0]!r}"
+                f"{returncode}; {nothing_put}"
             )
+
+    def on_kill(self) -> None:
+        """Stop the running script's process group (SIGTERM, SIGKILL after a grace); the task
+        then fails, removes its temporary files and puts nothing."""
+        if self._script is not None:
+            self._script.stop()
 
     def _lineage_objects(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         return [self._source()], [self._dest()]
