@@ -83,20 +83,30 @@ def script(tour: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run(tour: str, where: Path, timeout: float) -> subprocess.CompletedProcess[str]:
-    """Run the tour in ``where`` (empty), stopping every embedded server it left running."""
+@dataclass(frozen=True)
+class Ran:
+    """A tour's run: bash's result, and the embedded servers it left running (stopped since)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    left_running: list[Path]
+
+
+def run(tour: str, where: Path, timeout: float) -> Ran:
+    """Run the tour in ``where`` (empty), then stop every embedded server it left running."""
     env = {k: v for k, v in os.environ.items() if not CLEARED.match(k)}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONPATH"] = str(ROOT)
     (where / ".tour.sh").write_text(script(tour))
     try:
-        return subprocess.run(
+        done = subprocess.run(
             ["bash", ".tour.sh"], cwd=where, env=env, capture_output=True, text=True,
             timeout=timeout, check=False,
         )  # fmt: skip
     finally:
-        for data_dir in where.rglob(".natsobj"):
-            stop_server(data_dir)
+        left = [data_dir for data_dir in where.rglob(".natsobj") if stop_server(data_dir)]
+    return Ran(done.returncode, done.stdout, done.stderr, left)
 
 
 def wait_port(port: int, timeout: float = 120.0) -> None:

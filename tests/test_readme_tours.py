@@ -14,8 +14,6 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-import pytest
-
 from tests import readme_tours
 
 FACE_TESTS = {"spark": "spark", "airflow": "airflow", "dagster": "dagster"}
@@ -35,6 +33,7 @@ def test_the_readme_stays_short() -> None:
 def test_the_python_tour(tmp_path: Path) -> None:
     done = readme_tours.run("python", tmp_path, timeout=180)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.left_running == [], done.left_running  # it stops what it started
     assert "b'id,total\\n1,42\\n'" in done.stdout
     assert "['models/big.bin']" in done.stdout
     assert (tmp_path / "copy.bin").read_bytes() == (tmp_path / "model.bin").read_bytes()
@@ -44,6 +43,7 @@ def test_the_python_tour(tmp_path: Path) -> None:
 def test_the_data_stack_tour(tmp_path: Path) -> None:
     done = readme_tours.run("data-stack", tmp_path, timeout=180)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.left_running == [], done.left_running  # it stops what it started
     out = done.stdout
     assert "4.25" in out  # pandas read the frame back
     assert "\n3\n" in out  # pyarrow's num_rows
@@ -53,6 +53,7 @@ def test_the_data_stack_tour(tmp_path: Path) -> None:
 def test_the_cli_tour(tmp_path: Path) -> None:
     done = readme_tours.run("cli", tmp_path, timeout=180)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.left_running == [], done.left_running  # it stops what it started
     assert (tmp_path / "restored" / "summary.csv").read_text() == "id,total\n"
     assert "models/" in done.stdout and "stage" in done.stdout
 
@@ -63,14 +64,5 @@ def test_the_gateway_tour(tmp_path: Path) -> None:
     assert not taken, "127.0.0.1:9000 is taken: the gateway tour needs it"
     done = readme_tours.run("gateway", tmp_path, timeout=240)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.left_running == [], done.left_running  # it stops what it started
     assert done.stdout.count("day,amount\nmon,3\n") == 2  # through NATS, then the presigned URL
-
-
-@pytest.mark.parametrize("tour", ["python", "cli"])
-def test_a_tour_leaves_no_server_running(tmp_path: Path, tour: str) -> None:
-    """Each tour ends with ``natsobj serve --stop``: a user following it keeps nothing running."""
-    done = readme_tours.run(tour, tmp_path, timeout=180)
-    assert done.returncode == 0, done.stderr[-3000:]
-    from natsobj.embedded import running_server
-
-    assert running_server(tmp_path / ".natsobj") is None

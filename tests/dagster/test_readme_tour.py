@@ -13,5 +13,6 @@ from tests import readme_tours
 def test_the_dagster_tour(tmp_path: Path) -> None:
     done = readme_tours.run("dagster", tmp_path, timeout=480)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.left_running == [], done.left_running  # it stops what it started
     assert "tour/cities" in done.stdout and "tour/warm" in done.stdout  # natsobj ls
     assert "in/a.csv" in done.stdout  # the sensor's run request names the object
