@@ -114,6 +114,20 @@ def _not_found(path: str, exc: Exception | None = None) -> FileNotFoundError:
     return error
 
 
+def _no_bucket(bucket: str, exc: BucketNotFound) -> FileNotFoundError:
+    """A path whose bucket is missing, said in this face's words: fsspec callers (pandas'
+    ``to_parquet``, ``open``) create a bucket with the filesystem's ``mkdir``, not with the
+    core's ``create_store`` that ``BucketNotFound`` names."""
+    error = FileNotFoundError(
+        errno.ENOENT,
+        f"bucket {bucket!r} does not exist (nats://{bucket}): create it with "
+        f'fsspec.filesystem("nats").mkdir("{bucket}") or `natsobj store create {bucket}`',
+        bucket,
+    )
+    error.__cause__ = exc
+    return error
+
+
 def _creates(mode: str) -> bool:
     """Whether a write in fsspec's ``mode`` only creates (``"create"``, S3's
     ``If-None-Match: *``) rather than overwrites; any other mode is refused, not taken as
@@ -204,7 +218,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
             try:
                 store = await client.store(bucket)
             except BucketNotFound as exc:
-                raise _not_found(bucket, exc) from exc
+                raise _no_bucket(bucket, exc) from exc
             self._stores[bucket] = store
         return store
 

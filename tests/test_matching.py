@@ -1,5 +1,5 @@
-"""The one name matcher every face uses: the semantics table in the README, checked by example
-and against properties that must hold for any name."""
+"""The one name matcher every face uses: the semantics table of docs/python.md ("Name
+patterns"), checked by example and against properties that must hold for any name."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from natsobj.deprecation import warn_deprecated
 from natsobj.matching import NameMatcher, _Glob, legacy_matcher
 
-# (pattern, matches, does not match): the README's table, row by row
+# (pattern, matches, does not match): docs/python.md's table, row by row
 GLOB_TABLE = [
     ("raw/*.csv", ["raw/a.csv", "raw/.csv"], ["raw/old/a.csv", "raw/a.csvx", "xraw/a.csv"]),
     ("raw/**.csv", ["raw/a.csv", "raw/old/a.csv", "raw/a/b/c.csv"], ["other/a.csv"]),

@@ -5,7 +5,8 @@ A case is one call (or a write and the read that checks it) written once for bot
 case with a ``route`` runs the route on ``nats://`` where S3 has the library's native call,
 because the library has no hook for a third-party scheme (pyarrow's ``FileSystem.from_uri``,
 polars' Rust readers). Every route is a row of docs/data-stack.md (``doc`` is the text that
-row must hold) and the README lists them as the exceptions.
+row must hold); the README's pandas, pyarrow, polars tour names them as the exceptions and
+runs them.
 """
 
 from __future__ import annotations
