@@ -8,8 +8,8 @@ take turns within every repeat (so machine noise spreads evenly), and the report
 min/median/max and ratios of medians.
 
 ``python -m benchmarks.run`` is the full mode; ``--quick`` is the same set of comparisons with
-smaller objects and stores, for development (see README.md, "Benchmarks", for how long each
-takes).
+smaller objects and stores, for development (docs/install.md, "Benchmarks", says how long
+each takes).
 """
 
 from __future__ import annotations

@@ -75,7 +75,7 @@ class PipesObjectForged(NatsObjError, DagsterPipesError):
 
     hint = (
         "Some other writer of the bucket replaced or planted it; check who may publish to the"
-        ' bucket (docs/security.md, "Pipes").'
+        " bucket."
     )
 
 

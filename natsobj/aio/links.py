@@ -66,7 +66,7 @@ async def follow(
             name=name,
             hint="Whoever can write a bucket can plant a link to any other; ask for"
             " follow_links (--follow-links) only where the reader's rights are the ones"
-            " meant to apply (docs/security.md, links).",
+            " meant to apply.",
         )
     target = await store_of(info.link.bucket)
     target_info = await target.get_info(info.link.name)

@@ -1,9 +1,10 @@
 """The S3-compatible target, behind one small class so any S3 endpoint works through it.
 
 obstore (the Rust ``object_store`` crate) was chosen by measuring against aiobotocore on the
-same moto endpoint (see README): faster multipart uploads, native async, ranged reads and an
-S3 SHA-256 checksum on every upload. Everything else in ``natsobj.archive`` sees only this
-class, so another client library would replace this module alone.
+same moto endpoint (docs/archive.md, "Why obstore"): faster multipart uploads, native async,
+ranged reads and an S3 SHA-256 checksum on every upload. Everything else in
+``natsobj.archive`` sees only this class, so another client library would replace this module
+alone.
 
 Credentials follow the AWS chain obstore reads (``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL``,
 ``AWS_REGION``...), a named profile through boto3 when it is installed, or explicit options.
