@@ -26,7 +26,7 @@ from dagster_natsobj.errors import TooDeep, UntrustedPickle
 from natsobj import ConnectionSettings, ObjectInfo
 from natsobj.embedded_rule import resolve_server
 from natsobj.json_values import is_json_native, read_json, write_json
-from natsobj.operation_options import PUT, Face, parquet_codec, resolve
+from natsobj.operation_options import Face, parquet_codec, resolve
 
 FORMAT_KEY = "natsobj.format"
 TYPE_KEY = "natsobj.type"
@@ -34,9 +34,9 @@ SIGNATURE_KEY = "natsobj.hmac"  # "hmac-sha256=<base64url>" of the pickle's exac
 _SIGNATURE_SCHEME = "hmac-sha256="
 _MAC_BLOCK = 1 << 20
 CONTENT_TYPE = "Content-Type"  # in the metadata passed to save(): becomes the header
-# In the metadata passed to save(): the object's time to live (seconds, or any TTL the options
-# table reads: "2d", "never"), becomes put's ``ttl`` (so a custom handler that builds its put
-# with ``object_meta`` honours the IO manager's ttl).
+# In the metadata passed to save(): the object's time to live as the IO manager parsed it (a
+# timedelta; zero: never), handed to put's ``ttl`` as it is (so a custom handler that builds
+# its put with ``object_meta`` honours the IO manager's ttl, and nothing parses it twice).
 TTL = "natsobj.ttl"
 
 
@@ -123,7 +123,7 @@ class Handler:
     def accepts_value(self, value: Any) -> bool:
         return isinstance(value, self.classes())
 
-    def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
+    def save(self, target: Target, value: Any, metadata: Mapping[str, Any]) -> Stored:
         """Store ``value``; ``metadata`` may carry "Content-Type" to override the default and
         ``TTL`` for an object that expires; ``object_meta`` turns both into put's keywords."""
         raise NotImplementedError
@@ -131,10 +131,9 @@ class Handler:
     def load(self, target: Target) -> Any:
         raise NotImplementedError
 
-    def object_meta(self, metadata: Mapping[str, str]) -> dict[str, Any]:
+    def object_meta(self, metadata: Mapping[str, Any]) -> dict[str, Any]:
         """Keyword arguments for ``put``: the format travels with the object, and so does the
-        expiry the IO manager asked for (``ttl``, only when it asked, read by the options
-        table's parser)."""
+        expiry the IO manager asked for (``ttl``, only when it asked, already parsed)."""
         meta = dict(metadata)
         content_type = meta.pop(CONTENT_TYPE, None) or self.content_type
         ttl = meta.pop(TTL, None)
@@ -143,7 +142,7 @@ class Handler:
             "headers": {"Content-Type": [content_type]},
         }
         if ttl is not None:
-            kwargs["ttl"] = PUT["ttl"].parse(ttl)
+            kwargs["ttl"] = ttl
         return kwargs
 
 
@@ -154,7 +153,7 @@ class BytesHandler(Handler):
     def classes(self) -> tuple[type, ...]:
         return (bytes, bytearray, memoryview)
 
-    def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
+    def save(self, target: Target, value: Any, metadata: Mapping[str, Any]) -> Stored:
         info = target.store.put(target.name, bytes(value), **self.object_meta(metadata))
         return Stored(info)
 
@@ -170,7 +169,7 @@ class TextHandler(Handler):
     def classes(self) -> tuple[type, ...]:
         return (str,)
 
-    def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
+    def save(self, target: Target, value: Any, metadata: Mapping[str, Any]) -> Stored:
         info = target.store.put(target.name, value.encode("utf-8"), **self.object_meta(metadata))
         return Stored(info)
 
@@ -182,7 +181,7 @@ class TextHandler(Handler):
 class FileHandler(Handler):
     """Serialize to a temporary file and stream it up; download to one and parse it."""
 
-    def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
+    def save(self, target: Target, value: Any, metadata: Mapping[str, Any]) -> Stored:
         with tempfile.TemporaryDirectory(prefix="natsobj-dagster-") as tmp:
             path = Path(tmp) / "value"
             row_count, schema = self.write(target, value, path)
@@ -434,7 +433,7 @@ class PickleHandler(FileHandler):
     def classes(self) -> tuple[type, ...]:
         return (object,)
 
-    def save(self, target: Target, value: Any, metadata: Mapping[str, str]) -> Stored:
+    def save(self, target: Target, value: Any, metadata: Mapping[str, Any]) -> Stored:
         with tempfile.TemporaryDirectory(prefix="natsobj-dagster-") as tmp:
             path = Path(tmp) / "value"
             self.write_file(value, path)

@@ -162,13 +162,13 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         ((partition, name),) = names.items()
         handler = handler_for_output(_annotation(context), obj)
         settings = self.resource.settings()
-        object_meta = _object_metadata(context, partition)
+        object_meta: dict[str, Any] = dict(_object_metadata(context, partition))
         content_type = naming.pinned_content_type(context)
         if content_type:
             object_meta[CONTENT_TYPE] = content_type
         ttl = self._ttl(context)
         if ttl is not None:
-            object_meta[TTL] = str(ttl.total_seconds())
+            object_meta[TTL] = ttl
         bucket = self._bucket(context)
         with self.resource.get_client() as client:
             store = open_store(

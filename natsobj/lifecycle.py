@@ -206,17 +206,17 @@ def coerce_ttl(ttl: object) -> timedelta | None:
 
 
 def resolve_ttl(
-    explicit: float | str | timedelta | None,
+    explicit: timedelta | None,
     rules: Iterable[LifecycleRule],
     name: str,
     *,
     bucket: str | None = None,
 ) -> timedelta | None:
-    """The TTL a put of ``name`` gets: its own ``ttl=`` if given (0: never), else the first
-    matching rule's, else none; BadLifecycleRule when that rule is unusable."""
-    ttl = coerce_ttl(explicit)
-    if ttl is not None:
-        return ttl or None
+    """The TTL a put of ``name`` gets: its own ``ttl=`` if given (already ``coerce_ttl``'d
+    where the face took it; 0: never), else the first matching rule's, else none;
+    BadLifecycleRule when that rule is unusable."""
+    if explicit is not None:
+        return explicit or None
     rule = next((rule for rule in rules if rule.matches(name)), None)
     if rule is not None and rule.problem:
         raise rule.refuse(bucket, name)

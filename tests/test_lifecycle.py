@@ -32,6 +32,7 @@ from natsobj.lifecycle import (
     KEPT_EXPIRES_FIELD,
     LifecycleRule,
     chunk_ttl,
+    coerce_ttl,
     decode_rules,
     expired_record,
     resolve_ttl,
@@ -76,10 +77,12 @@ def test_rules_and_durations_without_a_server() -> None:
     assert resolve_ttl(None, rules, "tmp/x/y.bin") == timedelta(days=7)
     assert resolve_ttl(None, rules, "reports/q3.pdf") is None  # first match: never
     assert resolve_ttl(None, rules, "models/m.bin") == timedelta(days=30)
-    assert resolve_ttl(60, rules, "reports/q3.pdf") == timedelta(minutes=1)  # explicit wins
-    assert resolve_ttl(0, rules, "tmp/x") is None  # 0: never, whatever the rules say
+    explicit = coerce_ttl(60)  # a put's own ttl, parsed once where it was given
+    assert resolve_ttl(explicit, rules, "reports/q3.pdf") == timedelta(minutes=1)  # it wins
+    never = coerce_ttl("never")
+    assert resolve_ttl(never, rules, "tmp/x") is None  # 0: never, whatever the rules say
     with pytest.raises(ValueError, match="at least 1 second"):
-        resolve_ttl(0.5, rules, "tmp/x")
+        coerce_ttl(0.5)
     with pytest.raises(ValueError, match="GLOB=DURATION"):
         LifecycleRule.parse("tmp/**")
     # the chunks always outlive the record, by at least the marker TTL
@@ -553,7 +556,7 @@ def test_a_rule_made_here_is_checked_when_made(pattern: str, ttl: float) -> None
     with pytest.raises(BadLifecycleRule, match=re.escape(repr(pattern))):
         LifecycleRule(pattern, ttl)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="at least 1 second"):
-        resolve_ttl(1e300, [], "a")  # a put's own TTL too
+        coerce_ttl(1e300)  # a put's own TTL too
 
 
 def test_a_catastrophic_rule_does_not_stall_a_put(ttl_store) -> None:

@@ -139,7 +139,7 @@ class BucketExpiry:
         self.note(await self.stream.set_metadata(LIFECYCLE_METADATA_KEY, encoded))
         return rules
 
-    async def plan(self, name: str, ttl: float | str | timedelta | None) -> PutExpiry | None:
+    async def plan(self, name: str, ttl: timedelta | None) -> PutExpiry | None:
         """The expiry of a put of ``name`` (None: it never expires); ExpiryNotEnabled when it
         should expire and the bucket cannot."""
         snapshot = await self._current()

@@ -70,7 +70,7 @@ async def put(
     chunk_size: int | None,
     expected_sequence: int | None,
     tiering: Tiering | None,
-    ttl: float | str | timedelta | None,
+    ttl: timedelta | None,
     digest_headers: Callable[[str], Mapping[str, list[str]]] | None = None,
 ) -> ObjectInfo:
     """``ObjectStore.put`` of a checked name (its docstring says what a put promises), with

@@ -22,7 +22,7 @@ from natsobj.aio.stream import BucketStream
 from natsobj.aio.watch import ObjectWatcher
 from natsobj.cursors import ChangeCursor
 from natsobj.errors import BucketNotFound, LinkError, ObjectChanged, ObjectNotFound, ObjectTooLarge
-from natsobj.lifecycle import LifecycleRule
+from natsobj.lifecycle import LifecycleRule, coerce_ttl
 from natsobj.localfiles import open_target, replacing
 from natsobj.model import ObjectInfo, ObjectLink, StoreStatus, StreamInfo, Tiering
 from natsobj.names import (
@@ -185,6 +185,7 @@ class ObjectStore:
         value that holds only for these bytes is bound to them (the S3 gateway's ETag:
         natsobj.gateway.etags)."""
         self._check_name(name)
+        expiry = coerce_ttl(ttl)  # parsed once, here where the caller gave it
         if if_absent:
             if expected_sequence is not None:
                 raise ValueError("give expected_sequence or if_absent, not both")
@@ -204,7 +205,7 @@ class ObjectStore:
             chunk_size=chunk_size,
             expected_sequence=expected_sequence,
             tiering=tiering,
-            ttl=ttl,
+            ttl=expiry,
             digest_headers=digest_headers,
         )
 
