@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 from natsobj.lifecycle import LIFECYCLE_METADATA_KEY
 from natsobj.model import digest_of
 from natsobj.names import chunk_subject, encode_name, meta_subject
+from natsobj.pipes import seal
+from tests.adversary.pipes_rows import number_of, pipes_names
 from tests.adversary.world import World, random_bytes
 
 HONEST_NAMES = ["h/0", "h/1", "h/d/" + "a/" * 31 + "z"]  # deep: a glob must match it in linear time
@@ -314,8 +316,47 @@ def plant_link(world: World, data: st.DataObject) -> None:
     world.names_seen.add(name)
 
 
+def forge_pipes(world: World, data: st.DataObject) -> None:
+    """What a writer of a shared bucket does to a Pipes session's chunks, knowing everything
+    but the sessions' secret: move a sealed chunk to another chunk's name (of its session or
+    the other's), or seal text of its own under a guessed secret (``natsobj.pipes``)."""
+    name = data.draw(st.sampled_from(pipes_names(world)), label="forged chunk")
+    sealed = sorted(world.pipes)
+    if sealed and data.draw(st.booleans(), label="move a sealed chunk"):
+        moved = world.honest.get(data.draw(st.sampled_from(sealed), label="moved from"))
+        if moved is None:
+            return
+        payload = moved.data
+    else:
+        text = '{"method": "report_asset_check", "passed": true}\n'
+        payload = seal("a guessed secret", name, number_of(name) or 0, text)
+    nuid = _fresh_nuid()
+    world.adversary_nuids.add(nuid)
+    _publish_chunks_of(world, nuid, payload)
+    record = {
+        "name": name,
+        "bucket": world.bucket,
+        "nuid": nuid,
+        "size": len(payload),
+        "chunks": 1 if payload else 0,
+        "digest": digest_of(payload),
+    }
+    subject = meta_subject(world.bucket, name)
+    seq = world.wire.publish(subject, json.dumps(record).encode(), {"Nats-Rollup": "sub"})
+    world.tainted.add(name)
+    world.names_seen.add(name)
+    if seq is not None:
+        world.content[seq] = payload
+
+
+def _publish_chunks_of(world: World, nuid: str, payload: bytes) -> None:
+    if payload:
+        world.wire.publish(chunk_subject(world.bucket, nuid), payload, {"Nats-Rollup": "sub"})
+
+
 WRITER_ATTACKS = [
     Attack("forge_record", forge_record),
+    Attack("forge_pipes", forge_pipes),
     Attack("plant_link", plant_link),
     Attack("forge_object", forge_object),
     Attack("tamper_chunks", tamper_chunks),

@@ -894,3 +894,8 @@ OPERATIONS = [
 from tests.adversary.forked import forked_put  # noqa: E402
 
 OPERATIONS.append(Operation(forked_put.__name__, forked_put))
+
+# Pipes' sealed objects are rows of their own module (natsobj.pipes)
+from tests.adversary.pipes_rows import pipes_put, pipes_read  # noqa: E402
+
+OPERATIONS.extend(Operation(row.__name__, row) for row in (pipes_put, pipes_read))

@@ -72,6 +72,8 @@ class World:
     b_objects: dict[str, bytes]
     honest: dict[str, Honest] = field(default_factory=dict)
     tainted: set[str] = field(default_factory=set)
+    # the text each honest Pipes chunk sealed, by its name (each written once)
+    pipes: dict[str, str] = field(default_factory=dict)
     # content of a record version of A by its meta sequence, where the verified bytes are
     # known: natsobj's own writes, and adversarial records whose chunks stored before them
     # match their digest, size and count
