@@ -17,9 +17,9 @@ COMPAT := .venv-compat
 # without their extras. The parity matrix (tests/parity/test_parity.py) compares with s3fs and
 # the libraries' own S3 clients as make test installs them: at the floors that peer is the old
 # one (s3fs 2024.6 overwrites on mode="create", polars' S3 writers take no storage_options).
-COMPAT_SUITES := tests/airflow tests/dagster tests/spark tests/contract tests/test_fs.py \
-	tests/test_fs_ranges.py tests/test_fs_create.py tests/fsspec_abstract \
-	tests/parity/test_routes.py tests/parity/test_polars_pushdown.py tests/test_missing_extras.py
+COMPAT_SUITES := tests/airflow tests/dagster tests/spark tests/contract tests/fsspec/test_fs.py \
+	tests/fsspec/test_fs_ranges.py tests/fsspec/test_fs_create.py tests/fsspec_abstract \
+	tests/parity/test_routes.py tests/parity/test_polars_pushdown.py tests/house/test_missing_extras.py
 
 .PHONY: demo test test-slow test-compat bench bench-quick lint format clean
 

@@ -35,7 +35,7 @@ from benchmarks.figures import (
     timed,
     value_target,
 )
-from natsobj.embedded import NatsServerProcess, free_port
+from natsobj.local.embedded import NatsServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CREDENTIALS = {

@@ -185,7 +185,7 @@ def run(
     rows: int = DEFAULT_ROWS, repeat: int = 3, compression: str | None = None
 ) -> dict[str, Any]:
     import natsobj
-    from natsobj.embedded import NatsServerProcess
+    from natsobj.local.embedded import NatsServerProcess
 
     work = Path(tempfile.mkdtemp(prefix="natsobj-bench-spark-"))
     server = NatsServerProcess(work / "nats")

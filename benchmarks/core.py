@@ -43,7 +43,7 @@ from benchmarks.figures import (
     value_target,
 )
 from benchmarks.figures import throughput as mib_s
-from natsobj.aio.socket_reads import enlarge_reads
+from natsobj.aio.jetstream.socket_reads import enlarge_reads
 
 CHUNK = 128 * 1024
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,8 +112,8 @@ async def raw_push(
     """The baseline of issue 13: nats-py's ordered push consumer with a callback that writes
     each message to a file, the fastest nats-py reader found (no per-message future, as
     ``next_msg`` has; the file's own buffer batches the writes; a pull consumer's ``fetch``
-    was slower). Its connection reads as natsobj's does (``natsobj.aio.socket_reads``: 1 MiB
-    per pass, three copies of each byte instead of six): each step cut its CPU time, so
+    was slower). Its connection reads as natsobj's does (``natsobj.aio.jetstream.socket_reads``: 1
+    MiB per pass, three copies of each byte instead of six): each step cut its CPU time, so
     natsobj is measured against it; ``raw-push-stock`` is the same with nats-py's own reads.
     ``msg_ids`` (``raw-push-msg-id``, a diagnostic of put) gives each chunk a ``Nats-Msg-Id``
     as natsobj's put does, so the server deduplicates every chunk as it does natsobj's."""
@@ -224,12 +224,12 @@ class _NoDigest:
 
 
 async def ours_no_digest(url: str, size: int, path: Path) -> dict[str, float]:
-    """``ours`` with SHA-256 taken out of natsobj's chunk hashing (``natsobj.aio.offload``),
+    """``ours`` with SHA-256 taken out of natsobj's chunk hashing (``natsobj.aio.chunk_worker``),
     in this process only. The difference to ``ours`` is what the digest ADR-20 requires costs
     here; the difference to ``raw-push`` is natsobj's own transport against nats-py's."""
-    import natsobj.aio.offload
+    import natsobj.aio.chunk_worker
 
-    natsobj.aio.offload.hashlib = types.SimpleNamespace(sha256=_NoDigest)  # type: ignore[assignment]
+    natsobj.aio.chunk_worker.hashlib = types.SimpleNamespace(sha256=_NoDigest)  # type: ignore[assignment]
     return await ours(url, size, path)
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import natsobj.aio
 from benchmarks.figures import HIGHER, MiB, Section, add_row, ratio_target, section, timed
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 
 TTL = 86400.0  # a day: well past the run, so nothing expires while it is measured
 COLUMNS = {"plain": "no TTL", "ttl": "ttl=1d"}

@@ -22,7 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from natsobj.embedded import server_binary
+from natsobj.local.embedded import server_binary
 
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 HIGHER, LOWER = "higher", "lower"

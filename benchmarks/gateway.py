@@ -595,7 +595,7 @@ def main() -> None:
     show it."""
     from benchmarks import report
     from benchmarks.run import FULL, QUICK, _gateway
-    from natsobj.embedded import NatsServerProcess
+    from natsobj.local.embedded import NatsServerProcess
 
     plan = QUICK if "--quick" in sys.argv else FULL
     work = Path(tempfile.mkdtemp(prefix="natsobj-gateway-bench-"))

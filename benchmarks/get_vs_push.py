@@ -21,7 +21,7 @@ from pathlib import Path
 
 from benchmarks.core import make_file, run_case
 from benchmarks.figures import LOWER, MiB, Section, add_row, ratio_target, section, timed
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 
 CASES = {
     "raw-push": "raw push consumer",
@@ -40,7 +40,8 @@ def measure(url: str, work: Path, repeats: int, size: int = 256 * MiB) -> list[S
         f"{label} get_file and put against the raw ordered push consumer",
         "*raw push* is nats-py's ordered push consumer with a callback writing each 128 KiB"
         " message to a file (get) and `publish_async` with 64 acks pending (put), on a"
-        " connection reading as natsobj's does (`natsobj/aio/socket_reads.py`); *nats-py's own"
+        " connection reading as natsobj's does (`natsobj/aio/jetstream/socket_reads.py`);"
+        " *nats-py's own"
         " reads* is the same consumer without that. Two diagnostics show where natsobj's time"
         " goes: natsobj with SHA-256 replaced by a hash that computes nothing (in that process"
         " only; not a mode natsobj offers) is its transport against nats-py's, and the raw"

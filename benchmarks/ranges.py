@@ -38,8 +38,8 @@ from benchmarks.figures import (
 )
 from benchmarks.parquet_reads import ReaderProcess, cases
 from natsobj import aio
-from natsobj.aio.socket_reads import enlarge_reads
-from natsobj.embedded import NatsCluster, NatsServerProcess
+from natsobj.aio.jetstream.socket_reads import enlarge_reads
+from natsobj.local.embedded import NatsCluster, NatsServerProcess
 from natsobj.sync import run
 
 ATOMIC = {"today": "today's put", "atomic": "one atomic batch"}
@@ -108,7 +108,7 @@ def atomic_puts_replicated(work: Path, repeats: int, sizes: dict[str, int]) -> S
         "atomic-puts-r3",
         "Atomic puts: one ADR-50 batch against today's put, three replicas",
         "As above, on three `nats-server` processes clustered on loopback"
-        " (`natsobj.embedded.NatsCluster`) and a file-backed R3 bucket."
+        " (`natsobj.local.embedded.NatsCluster`) and a file-backed R3 bucket."
         " `ATOMIC_MAX_BYTES_REPLICATED` in natsobj/aio/atomic_put.py is the largest size class"
         " where the batch is the faster.",
         ATOMIC,
@@ -367,7 +367,7 @@ def _bytes_per_case(fs: Any, path: str, proxy: CountingProxy, pq: Any) -> dict[s
 
 class RawChunkReads:
     """The transport's floor for each read case: nats-py alone (reading its socket as
-    natsobj's connections do, ``natsobj.aio.socket_reads``), on a loop thread of its own,
+    natsobj's connections do, ``natsobj.aio.jetstream.socket_reads``), on a loop thread of its own,
     fetching the chunks that hold the case's byte ranges by batched direct gets (ADR-31) of
     up to ``RUN_BYTES``, ``IN_FLIGHT`` at once, and keeping nothing. The object's layout (its
     first chunk's sequence; natsobj's fsspec put writes contiguous chunks of one size) is

@@ -43,7 +43,7 @@ from benchmarks import (
 )
 from benchmarks.before import Checkout
 from benchmarks.figures import GiB, KiB, MiB, Section, machine
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 
 ROOT = Path(__file__).resolve().parent.parent
 GROUPS = (

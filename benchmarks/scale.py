@@ -37,7 +37,7 @@ from benchmarks.figures import (
     timed,
     value_target,
 )
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 from natsobj.model import ObjectInfo, format_digest
 from natsobj.names import chunk_subject, meta_subject, stream_name
 

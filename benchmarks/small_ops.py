@@ -17,7 +17,7 @@ from pathlib import Path
 from benchmarks.before import Checkout
 from benchmarks.core import BEFORE, run_case
 from benchmarks.figures import HIGHER, Section, add_row, ratio_target, section, timed
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 
 CASES = {"natspy-ops": "nats-py ObjectStore", "ours-ops": "natsobj"}
 OPS = (("put", "put_ops"), ("get", "get_ops"), ("get_info", "get_info_ops"))

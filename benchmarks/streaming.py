@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 import natsobj
 from benchmarks.figures import HIGHER, LOWER, Section, add_row, section, timed
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 from natsobj.spark.manifest import manifest_name
 from natsobj.spark.storage import read_manifest
 

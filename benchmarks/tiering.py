@@ -33,7 +33,7 @@ from benchmarks.figures import (
     throughput,
     timed,
 )
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 
 SMALL_COUNT = 50
 

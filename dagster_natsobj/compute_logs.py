@@ -47,7 +47,7 @@ import natsobj
 from dagster_natsobj import naming
 from dagster_natsobj.resource import NatsObjectStoreResource
 from natsobj.errors import BucketNotFound, NatsObjError, ObjectNotFound, UnsafeLocalState
-from natsobj.localfiles import OTHERS_ANY, check_private
+from natsobj.local.files import OTHERS_ANY, check_private
 from natsobj.paths import SEP, nats_url
 
 log = logging.getLogger(__name__)

@@ -24,9 +24,9 @@ from dagster import TableColumn, TableSchema
 
 from dagster_natsobj.errors import TooDeep, UntrustedPickle
 from natsobj import ConnectionSettings, ObjectInfo
-from natsobj.embedded_rule import resolve_server
-from natsobj.json_values import is_json_native, read_json, write_json
+from natsobj.local.embedded_rule import resolve_server
 from natsobj.operation_options import Face, parquet_codec, resolve
+from natsobj.orchestration.json_values import is_json_native, read_json, write_json
 
 FORMAT_KEY = "natsobj.format"
 TYPE_KEY = "natsobj.type"
@@ -385,9 +385,9 @@ class PolarsLazyHandler(ParquetHandler):
 
 
 class JsonHandler(FileHandler):
-    """Values JSON holds exactly (``natsobj.json_values``: dicts with ``str`` keys, lists,
-    numbers, booleans, None and nestings of them) stored as JSON rather than pickled. JSON runs
-    no code when read, so an untyped input loads it on the object's word, with no signing key;
+    """Values JSON holds exactly (``natsobj.orchestration.json_values``: dicts with ``str`` keys,
+    lists, numbers, booleans, None and nestings of them) stored as JSON rather than pickled. JSON
+    runs no code when read, so an untyped input loads it on the object's word, with no signing key;
     any other value (a tuple, an ``int`` key, NaN...) stays a pickle rather than coming back
     changed. Chosen by the value alone: an annotation such as ``dict`` cannot say whether the
     value will fit, so it lets the value choose (``registry.handler_for_output``)."""

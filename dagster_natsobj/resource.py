@@ -53,7 +53,7 @@ class NatsObjectStoreResource(ConfigurableResource):
     already running for this directory (one is started only for ``embedded``). The other
     fields override what the URL says; a field it does not have is refused. There is one
     field per ``ConnectionSettings`` field (Dagster reads fields from the class body, so they
-    are written out; tests/test_one_table.py checks them against the table), and
+    are written out; tests/house/test_one_table.py checks them against the table), and
     ``bucket_settings``, the store settings (``natsobj.store_config``) of buckets it creates.
     """
 

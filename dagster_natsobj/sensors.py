@@ -41,8 +41,8 @@ from natsobj.cursors import ChangeCursor
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import BucketNotFound, BucketRecreated, in_words_of
 from natsobj.matching import NameMatcher
-from natsobj.name_templates import NameTemplate
 from natsobj.operation_options import CURRENT, EARLIEST, LATEST
+from natsobj.orchestration.name_templates import NameTemplate
 
 TAG_PREFIX = "natsobj"
 RunConfigFn = Callable[[ObjectInfo], Mapping[str, Any]]

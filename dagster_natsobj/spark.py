@@ -14,8 +14,8 @@ from typing import Any
 from dagster import TableColumn, TableSchema
 
 from dagster_natsobj.handlers import TTL, Handler, Stored, Target, loaded_class
-from natsobj.embedded_rule import resolve_server
 from natsobj.errors import ObjectNotFound
+from natsobj.local.embedded_rule import resolve_server
 
 log = logging.getLogger("dagster_natsobj")
 

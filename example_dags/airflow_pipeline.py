@@ -35,7 +35,7 @@ from airflow_natsobj.operators.object_store import (
 from airflow_natsobj.sensors.object_store import NatsObjectSensor
 
 from example_dags import bike_trips
-from natsobj.embedded_rule import resolve_server
+from natsobj.local.embedded_rule import resolve_server
 
 BUCKET = os.environ.get("NATSOBJ_DEMO_BUCKET", "demo")
 RAW_PREFIX = "airflow/raw/trips"

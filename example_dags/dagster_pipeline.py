@@ -39,7 +39,7 @@ from dagster_natsobj import (
     make_nats_object_sensor,
 )
 from example_dags import bike_trips
-from natsobj.embedded_rule import resolve_server
+from natsobj.local.embedded_rule import resolve_server
 from natsobj.spark import read_dataframe
 
 BUCKET = os.environ.get("NATSOBJ_DEMO_BUCKET", "demo")

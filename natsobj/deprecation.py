@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
 import warnings
 
 
@@ -14,3 +16,15 @@ def warn_deprecated(
         category,
         stacklevel=stacklevel,
     )
+
+
+def moved_module(old: str, new: str) -> None:
+    """Stand the module ``new`` in for ``old``, the path it moved from: a shim left at the old
+    path calls this, so ``import old`` gives ``new`` itself (the same module object: patching
+    one patches the other) and warns once per process (``sys.modules`` then holds ``new`` under
+    ``old``, so the shim never runs again)."""
+    module = importlib.import_module(new)
+    # 4: this function, warn_deprecated's caller's caller is the shim; the importer is next
+    # (the import system's own frames are skipped by warnings)
+    warn_deprecated(f"the module {old}", new, stacklevel=4)
+    sys.modules[old] = module

@@ -9,7 +9,7 @@ import importlib.util
 from natsobj.errors import MissingExtra
 
 # The top-level modules each extra of pyproject.toml brings, as the faces import them
-# (tests/test_packaging.py keeps the two in step).
+# (tests/house/test_packaging.py keeps the two in step).
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "spark": ("pyspark", "pyarrow", "pandas"),
     "archive": ("obstore", "pyarrow"),

@@ -46,11 +46,11 @@ from natsobj.errors import (
     ObjectNotFound,
     UnsafeLocalPath,
 )
-from natsobj.localfiles import local_relative
+from natsobj.local.files import local_relative
 from natsobj.model import ObjectInfo
 from natsobj.operation_options import Face, ReadOptions, for_face, reading
 from natsobj.paths import SCHEME, as_dir, listing_prefix, parse_nats_url, split_level, under
-from natsobj.presign import gateway_access, presigned_url
+from natsobj.s3.presign import gateway_access, presigned_url
 from natsobj.settings import OPTION_FIELDS, URL_FIELD, ConnectionSettings, check_options
 from natsobj.shared import on_shared_loop, shared_aio_client
 from natsobj.store_config import STORE_SETTINGS
@@ -581,7 +581,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
 
     def sign(self, path: str, expiration: int = 100, **kwargs: Any) -> str:
         """A presigned URL of the object at the S3 gateway in front of this server, valid
-        ``expiration`` seconds (``natsobj.presign``: the settings' ``gateway_url``,
+        ``expiration`` seconds (``natsobj.s3.presign``: the settings' ``gateway_url``,
         ``gateway_access_key`` and ``gateway_secret``, or the embedded server's generated key).
         Without a gateway ``GatewayNotConfigured``, a ``NotImplementedError`` as fsspec's own
         ``sign`` raises: NATS has no HTTP URLs."""

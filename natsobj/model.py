@@ -157,7 +157,7 @@ class Tiering:
     keep in the stream (they are published without a rollup) so a reader can prove it: only
     a restatement ``ObjectInfo.restates`` that version is one (watches and ``changes`` skip
     it, and its ``mtime`` is the server's time of that version); anything else claiming to be
-    one is a new version like any other (``natsobj.aio.restatement``). ``mtime`` is written
+    one is a new version like any other (``natsobj.aio.restate_proof``). ``mtime`` is written
     for earlier natsobj releases and never read. Written as the extra top-level JSON field
     ``natsobj_tiering``, which other clients ignore."""
 
@@ -247,7 +247,7 @@ class ObjectInfo:
     def stands_for(self) -> int | None:
         """The meta sequence of the version this record restates (written by an offload or a
         rehydrate, not a new version), or None for a record of its own. What a record says
-        until ``natsobj.aio.restatement.proven`` has checked it against that version."""
+        until ``natsobj.aio.restate_proof.proven`` has checked it against that version."""
         return self.tiering.replaces if self.tiering is not None else None
 
     @property

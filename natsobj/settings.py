@@ -171,7 +171,7 @@ class ConnectionSettings:
             choices=CONSISTENCY_LEVELS,
         ),
     )
-    # The local name index that makes prefix listings cost their matches (natsobj.name_index):
+    # The local name index that makes prefix listings cost their matches (natsobj.local.name_index):
     # where it is kept (None: NATSOBJ_CACHE_DIR, else ~/.cache/natsobj) and whether to use it
     # (None: NATSOBJ_NAME_INDEX, on unless "off").
     cache_dir: str | None = field(
@@ -194,7 +194,7 @@ class ConnectionSettings:
     )
 
     # The S3 gateway in front of this NATS server, for the presigned URLs natsobj makes
-    # (``natsobj presign``, the filesystem's ``sign``): natsobj.presign.
+    # (``natsobj presign``, the filesystem's ``sign``): natsobj.s3.presign.
     gateway_url: str | None = field(
         default=None,
         metadata=_row(
@@ -397,7 +397,7 @@ class ConnectionSettings:
 
     def nats_options(self) -> dict[str, Any]:
         """Keyword arguments for ``nats.connect``; call on settings that name a real server
-        (``natsobj.embedded_rule.resolve_server``)."""
+        (``natsobj.local.embedded_rule.resolve_server``)."""
         options: dict[str, Any] = {
             "servers": self.servers,
             "connect_timeout": self.connect_timeout,

@@ -117,9 +117,9 @@ def header_block(headers: dict[str, str]) -> bytes:
 
 def chunk_msg_id(put: str, index: int, generation: int = 0) -> str:
     """The message id of chunk ``index`` of the put whose id is ``put``
-    (``natsobj.aio.nuids.put_id``): a resend after a lost ack is stored once. ``generation``
-    changes when a chunk is deliberately stored again (after its out-of-order copy was
-    deleted), which the stream would otherwise drop as a duplicate."""
+    (``natsobj.aio.jetstream.nuids.put_id``): a resend after a lost ack is stored once.
+    ``generation`` changes when a chunk is deliberately stored again (after its out-of-order copy
+    was deleted), which the stream would otherwise drop as a duplicate."""
     return f"{put}.{index}" if not generation else f"{put}.{index}.{generation}"
 
 

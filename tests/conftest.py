@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from natsobj.embedded import NatsServerProcess, stop_server
+from natsobj.local.embedded import NatsServerProcess, stop_server
 
 # One definition of the 3-node cluster fixtures for every directory (a module that imported
 # them would get its own session cluster).
@@ -83,7 +83,8 @@ def pytest_configure(config: pytest.Config) -> None:
         state = tempfile.mkdtemp(prefix="natsobj-state-")
         os.environ["XDG_STATE_HOME"] = state
         config.add_cleanup(functools.partial(shutil.rmtree, state, ignore_errors=True))
-    # the listings' name indexes (natsobj.name_index) go to a directory of the run, not ~/.cache
+    # the listings' name indexes (natsobj.local.name_index) go to a directory of the run, not
+    # ~/.cache
     if own or "NATSOBJ_CACHE_DIR" not in os.environ:
         cache = tempfile.mkdtemp(prefix="natsobj-cache-")
         os.environ["NATSOBJ_CACHE_DIR"] = cache

@@ -26,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from natsobj.embedded import stop_server
+from natsobj.local.embedded import stop_server
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

@@ -13,7 +13,7 @@ The meta record keeps the guards of today's put that ADR-50 allows in a batch: t
 rollup and ``Nats-Expected-Last-Subject-Sequence`` (the version replaced; checked at commit,
 under the stream's lock). ``Nats-Expected-Last-Msg-Id`` is refused in a batch, and is not
 needed: the batch itself orders the chunks before the record. The first chunk claims the
-put's chunk subject as today's put does (``natsobj.aio.publish``), with
+put's chunk subject as today's put does (``natsobj.aio.jetstream.publish``), with
 ``Nats-Expected-Last-Subject-Sequence: 0``, also checked at commit: a batch whose nuid another
 put holds stores nothing and is sent again under a new one.
 
@@ -42,10 +42,10 @@ from typing import Any
 
 from nats.aio.msg import Msg
 
-from natsobj.aio.api_errors import api_error
-from natsobj.aio.jsapi import status_of
-from natsobj.aio.nuids import next_nuid, put_id
-from natsobj.aio.offload import chunk_sink
+from natsobj.aio.chunk_worker import chunk_sink
+from natsobj.aio.jetstream.api_errors import api_error
+from natsobj.aio.jetstream.jsapi import status_of
+from natsobj.aio.jetstream.nuids import next_nuid, put_id
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.stream import BucketStream
 from natsobj.errors import NotConnected, SequenceConflict

@@ -15,12 +15,10 @@ import nats.errors
 from nats.aio.client import Client as NatsConnection
 
 from natsobj.aio import name_sync
-from natsobj.aio.jsapi import JetStreamApi
+from natsobj.aio.jetstream.jsapi import JetStreamApi
+from natsobj.aio.jetstream.socket_reads import enlarge_reads
 from natsobj.aio.ranges import ClientRanges
-from natsobj.aio.socket_reads import enlarge_reads
 from natsobj.aio.store import ObjectStore
-from natsobj.embedded import prove_peer
-from natsobj.embedded_rule import resolve_server
 from natsobj.errors import (
     BucketExists,
     BucketNotFound,
@@ -31,6 +29,8 @@ from natsobj.errors import (
     UnsafeLocalState,
 )
 from natsobj.lifecycle import server_supports_ttl
+from natsobj.local.embedded import prove_peer
+from natsobj.local.embedded_rule import resolve_server
 from natsobj.model import StreamInfo
 from natsobj.names import all_meta_subject, check_bucket, stream_name
 from natsobj.settings import ConnectionSettings
@@ -76,7 +76,7 @@ class _Connection(NatsConnection):
     """nats-py's client with checks per connection attempt, made before the CONNECT line
     (which carries user/password, token or signature), or anything else, is written: when
     TLS is configured, the connection is encrypted; for an embedded server, its peer is
-    proven to be the data directory's server (``natsobj.embedded.prove_peer``).
+    proven to be the data directory's server (``natsobj.local.embedded.prove_peer``).
 
     nats-py upgrades to TLS only when the server's INFO sets ``tls_required``; otherwise it
     writes CONNECT in clear even when it was given a TLS context, so an impostor on the

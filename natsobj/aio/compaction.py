@@ -6,13 +6,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from natsobj.aio.jsapi import raw_header
+from natsobj.aio.jetstream.jsapi import raw_header
 from natsobj.aio.scans import scan_meta
 from natsobj.aio.stream import BucketStream
 from natsobj.errors import BadObjectMeta
 from natsobj.hints import Hint, Operation
+from natsobj.local.name_index import decoded
 from natsobj.model import ObjectInfo
-from natsobj.name_index import decoded
 from natsobj.names import all_chunks_subject, chunk_subject
 from natsobj.record_fields import trusted_nuid
 from natsobj.wire import MARKER_REASON

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
 from natsobj.aio import records
-from natsobj.aio.nuids import next_nuid
+from natsobj.aio.jetstream.nuids import next_nuid
 from natsobj.aio.stream import BucketStream
 from natsobj.errors import BadObjectMeta, LinkError, ObjectExists, ObjectNotFound
 from natsobj.model import ObjectInfo, ObjectLink

@@ -3,7 +3,7 @@
 A consumer scan of every meta record costs the whole bucket, even for a 500-object
 "directory". Each meta subject is the base64 of a name, so a listing is three steps:
 
-1. **Names.** From the local name index (``natsobj.name_index``, kept up to the stream's last
+1. **Names.** From the local name index (``natsobj.local.name_index``, kept up to the stream's last
    sequence by ``natsobj.aio.name_sync``): a range query on the literal prefix, O(matches).
    Without it (turned off, or its directory unusable), from the stream's subject state:
    ``STREAM.INFO`` with ``subjects_filter: $O.<bucket>.M.>``, paged by ``offset``;
@@ -59,22 +59,22 @@ from typing import Any
 import orjson
 
 from natsobj.aio import name_sync
-from natsobj.aio.directbatch import (
+from natsobj.aio.jetstream.directbatch import (
     BatchedGetFailed,
     BatchStalled,
     DirectBatches,
     RawMsg,
     TooManySubjects,
 )
-from natsobj.aio.jsapi import raw_header
-from natsobj.aio.restatement import proven_batch
+from natsobj.aio.jetstream.jsapi import raw_header
+from natsobj.aio.restate_proof import proven_batch
 from natsobj.aio.stream import BucketStream
 from natsobj.aio.watch import info_from_msg
 from natsobj.errors import NatsObjError, PermissionDenied, ReplicaLagging
 from natsobj.lifecycle import expires_at, kept_expires, record_to_keep
+from natsobj.local.name_index import Entry, IndexRow, NameIndex
 from natsobj.matching import NameMatcher
 from natsobj.model import MAX_RECORD_BYTES, ObjectInfo, StreamInfo, parse_server_time
-from natsobj.name_index import Entry, IndexRow, NameIndex
 from natsobj.names import all_meta_subject, decode_name
 from natsobj.wire import MARKER_REASON, MSG_TTL, NATS_SEQUENCE, NATS_SUBJECT, NATS_TIME_STAMP
 

@@ -1,4 +1,4 @@
-"""Keeping a bucket's local name index (``natsobj.name_index``) exact by the stream sequence.
+"""Keeping a bucket's local name index (``natsobj.local.name_index``) exact by the stream sequence.
 
 Before every indexed listing, one plain ``STREAM.INFO`` gives ``state.last_seq``; the meta
 messages after the index's ``complete_seq`` are read with an ordered consumer on
@@ -21,11 +21,10 @@ import logging
 import sqlite3
 from collections.abc import AsyncIterator
 
-from natsobj.aio.jsapi import raw_header
+from natsobj.aio.jetstream.jsapi import raw_header
 from natsobj.aio.stream import BucketStream
 from natsobj.lifecycle import expires_at, record_to_keep
-from natsobj.model import StreamInfo
-from natsobj.name_index import (
+from natsobj.local.name_index import (
     IndexRow,
     NameIndex,
     NameIndexUnavailable,
@@ -34,6 +33,7 @@ from natsobj.name_index import (
     index_enabled,
     remove_other_incarnations,
 )
+from natsobj.model import StreamInfo
 from natsobj.names import all_meta_subject
 from natsobj.settings import ConnectionSettings
 from natsobj.wire import MSG_TTL
@@ -171,7 +171,7 @@ async def names_complete(store: BucketStream, index: NameIndex, info: StreamInfo
     """Whether the index, caught up to ``info``'s ``last_seq``, holds exactly the bucket's
     meta subjects, so its meta records can stand in for the server's.
 
-    It holds every live one already (a superset, see ``natsobj.name_index``); what it cannot
+    It holds every live one already (a superset, see ``natsobj.local.name_index``); what it cannot
     know is a subject removed without a message (a purge, as a rename by the Go client does;
     an expiry). So the server counts the meta subjects (``STREAM.INFO`` with the filter and an
     offset past them all: the count, no names), and a second plain ``STREAM.INFO`` shows that

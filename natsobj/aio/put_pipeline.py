@@ -16,11 +16,11 @@ from datetime import UTC, datetime, timedelta
 
 from natsobj.aio import records
 from natsobj.aio.atomic_put import put_atomic
+from natsobj.aio.chunk_worker import chunk_sink
 from natsobj.aio.expiry import BucketExpiry, PutExpiry
-from natsobj.aio.jsapi import status_of
-from natsobj.aio.nuids import next_nuid, put_id
-from natsobj.aio.offload import chunk_sink
-from natsobj.aio.publish import NuidTaken, PublishWindow
+from natsobj.aio.jetstream.jsapi import status_of
+from natsobj.aio.jetstream.nuids import next_nuid, put_id
+from natsobj.aio.jetstream.publish import NuidTaken, PublishWindow
 from natsobj.aio.room import check_room
 from natsobj.aio.sources import PutSource, iter_chunks, known_size
 from natsobj.aio.stream import BucketStream
@@ -254,8 +254,8 @@ async def _purge_replaced(
     stream: BucketStream, info: ObjectInfo, replaced: ObjectInfo | None, sequence: int
 ) -> ObjectInfo:
     """A put's last step: drop the chunks of the version it replaced."""
-    # an object of no chunks never claimed its nuid's subject (natsobj.aio.publish): it may
-    # be another object's
+    # an object of no chunks never claimed its nuid's subject (natsobj.aio.jetstream.publish): it
+    # may be another object's
     if (
         replaced is not None
         and not replaced.deleted

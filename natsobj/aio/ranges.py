@@ -34,8 +34,8 @@ from natsobj.aio.chunkmap import (
     locate,
     version_key,
 )
-from natsobj.aio.directbatch import BatchStalled, DirectBatches, RawMsg
-from natsobj.aio.jsapi import raw_header
+from natsobj.aio.jetstream.directbatch import BatchStalled, DirectBatches, RawMsg
+from natsobj.aio.jetstream.jsapi import raw_header
 from natsobj.aio.offloaded import read_offloaded_range
 from natsobj.aio.stream import BucketStream
 from natsobj.model import ObjectInfo

@@ -12,10 +12,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 
+from natsobj.aio.chunk_worker import chunk_sink
 from natsobj.aio.chunkmap import changed, stored_before, verify_digest
-from natsobj.aio.consumer import OrderedConsumer
-from natsobj.aio.jsapi import raw_header
-from natsobj.aio.offload import chunk_sink
+from natsobj.aio.jetstream.consumer import OrderedConsumer
+from natsobj.aio.jetstream.jsapi import raw_header
 from natsobj.aio.offloaded import read_offloaded
 from natsobj.aio.stream import BucketStream
 from natsobj.errors import DigestMismatch, MissingDigest, ObjectChanged, ObjectNotFound
@@ -82,7 +82,7 @@ class ObjectReader:
         self, write: Callable[[bytes], object], progress: Callable[[int], None] | None = None
     ) -> None:
         """Pass the whole object to ``write`` (a file's ``write``), hashed and written on a
-        worker thread overlapped with receiving where a core is spare (natsobj.aio.offload);
+        worker thread overlapped with receiving where a core is spare (natsobj.aio.chunk_worker);
         returns once all is written and the digest matched. ``progress`` gets each chunk's
         size as it arrives."""
         async for chunk in self._stream(write):

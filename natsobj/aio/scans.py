@@ -8,8 +8,8 @@ name's last record; ``changes`` scans the records after a sequence.
 
 from __future__ import annotations
 
-from natsobj.aio.consumer import StreamMsg
-from natsobj.aio.restatement import proven
+from natsobj.aio.jetstream.consumer import StreamMsg
+from natsobj.aio.restate_proof import proven
 from natsobj.aio.stream import BucketStream
 from natsobj.aio.watch import info_from_msg
 from natsobj.cursors import ChangeCursor

@@ -11,11 +11,11 @@ from typing import Any, Protocol, TypeVar, Unpack
 from natsobj.aio import compaction, links, listing, meta_update, put_pipeline, records, scans
 from natsobj.aio.compaction import CompactResult
 from natsobj.aio.expiry import BucketExpiry
-from natsobj.aio.jsapi import JetStreamApi
+from natsobj.aio.jetstream.jsapi import JetStreamApi
 from natsobj.aio.put_modes import create_sequence
 from natsobj.aio.ranges import ClientRanges, RangeReader
 from natsobj.aio.reader import ObjectReader, check_digest
-from natsobj.aio.restatement import proven
+from natsobj.aio.restate_proof import proven
 from natsobj.aio.scans import Changes
 from natsobj.aio.sources import PutSource
 from natsobj.aio.stream import BucketStream
@@ -23,7 +23,7 @@ from natsobj.aio.watch import ObjectWatcher
 from natsobj.cursors import ChangeCursor
 from natsobj.errors import BucketNotFound, LinkError, ObjectChanged, ObjectNotFound, ObjectTooLarge
 from natsobj.lifecycle import LifecycleRule, coerce_ttl
-from natsobj.localfiles import open_target, replacing
+from natsobj.local.files import open_target, replacing
 from natsobj.model import ObjectInfo, ObjectLink, StoreStatus, StreamInfo, Tiering
 from natsobj.names import (
     check_object_name,
@@ -297,7 +297,7 @@ class ObjectStore:
         ``allow_missing_digest`` and ``follow_links`` as for ``get``. ``within``: the local
         directory a transfer fills, ``path`` having been made from the object's name below it;
         a place that leads out of it (a symlink planted there) is refused with ``UnsafeLocalPath``
-        (``natsobj.localfiles.open_target``)."""
+        (``natsobj.local.files.open_target``)."""
         with open_target(path, within, bucket=self.bucket, name=name) as target:
 
             async def read() -> ObjectInfo:
@@ -485,8 +485,8 @@ class ObjectStore:
     async def set_lifecycle_rules(self, rules: list[LifecycleRule]) -> list[LifecycleRule]:
         """Keep ``rules`` with the bucket (its stream metadata; [] clears them): every later
         natsobj put whose name matches one takes the first match's TTL unless it names one.
-        Objects already there keep theirs (a restamp, ``natsobj.aio.restamp``, gives them one).
-        Needs a stream admin's permission; ExpiryNotEnabled when a rule would expire objects
+        Objects already there keep theirs (a restamp, ``natsobj.aio.lifecycle_apply``, gives them
+        one). Needs a stream admin's permission; ExpiryNotEnabled when a rule would expire objects
         in a bucket without per-object TTLs."""
         rules = list(rules)
         info = await self.bucket_stream.info()

@@ -21,10 +21,10 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
-from natsobj.aio.api_errors import api_error
-from natsobj.aio.consumer import READ_HEARTBEAT, OrderedConsumer
-from natsobj.aio.failover import Failover
-from natsobj.aio.jsapi import JetStreamApi, parse_headers, raw_header, status_of
+from natsobj.aio.jetstream.api_errors import api_error
+from natsobj.aio.jetstream.consumer import READ_HEARTBEAT, OrderedConsumer
+from natsobj.aio.jetstream.failover import Failover
+from natsobj.aio.jetstream.jsapi import JetStreamApi, parse_headers, raw_header, status_of
 from natsobj.errors import (
     NatsObjError,
     NotConnected,

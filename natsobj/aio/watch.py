@@ -6,16 +6,16 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from natsobj.aio.consumer import FOLLOW_HEARTBEAT, OrderedConsumer, StreamMsg
-from natsobj.aio.jsapi import JetStreamApi, raw_header
-from natsobj.aio.restatement import proven
+from natsobj.aio.jetstream.consumer import FOLLOW_HEARTBEAT, OrderedConsumer, StreamMsg
+from natsobj.aio.jetstream.jsapi import JetStreamApi, raw_header
+from natsobj.aio.restate_proof import proven
 from natsobj.aio.stream import BucketStream
 from natsobj.cursors import ChangeCursor
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import BadObjectMeta
 from natsobj.lifecycle import expired_record, expires_at
+from natsobj.local.name_index import decoded
 from natsobj.model import ObjectInfo, StoreStatus
-from natsobj.name_index import decoded
 from natsobj.names import all_meta_subject
 from natsobj.operation_options import CURRENT, EARLIEST, FOLLOW, LATEST, Face
 from natsobj.wire import MARKER_REASON, MSG_TTL

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from natsobj.aio.restate import restate
+from natsobj.aio.restate_write import restate
 from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.readthrough import offloaded_bytes, trust
@@ -204,7 +204,7 @@ async def _offload_one(
     store: ObjectStore, targets: ArchiveTargets, info: ObjectInfo, archived: ArchiveRecord
 ) -> ObjectInfo:
     """Verify the archived bytes (every copy, when replicated), then restate exactly
-    ``info``'s version as held there (``natsobj.aio.restate``, which purges its chunks): a
+    ``info``'s version as held there (``natsobj.aio.restate_write``, which purges its chunks): a
     failure at any step leaves the object as it was."""
     holders = targets.holders(archived)
     for holder in holders if targets.strategy == REPLICATE else holders[:1]:

@@ -4,7 +4,7 @@ Settings come only from ``ConnectionSettings``: ``--url`` stands in for ``NATS_U
 ``NATS_*`` variables still apply, and explicit options win over both. With nothing set, the
 embedded server of this directory is used if it is running; it is never started implicitly,
 so a typo'd environment does not silently spawn a server (the rule every face shares:
-``natsobj.embedded_rule``).
+``natsobj.local.embedded_rule``).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import click
 
 from natsobj.cli.exits import CliError, ExitCode, exit_code_for, said
 from natsobj.errors import NatsObjError, costs_only_its_object
-from natsobj.local_mirror import Collision, Layout, lay_out
+from natsobj.local.mirror import Collision, Layout, lay_out
 from natsobj.model import ObjectInfo
 from natsobj.paths import as_dir, split_level
 

@@ -9,7 +9,7 @@ from natsobj.extras import require_extra
 require_extra("gateway", "natsobj.gateway")
 
 from natsobj.gateway.server import BadTlsFiles, Running, serve, start, tls_context
-from natsobj.gateway_keys import AccessKey, BadCredentialsFile
+from natsobj.s3.access_keys import AccessKey, BadCredentialsFile
 
 __all__ = [
     "AccessKey",

@@ -19,13 +19,13 @@ from natsobj.aio import Client
 from natsobj.errors import NatsObjError
 from natsobj.gateway import (
     acl,
+    authentication,
     etags,
     hidden,
-    keys,
     metadata,
+    object_keys,
     objects,
     routes,
-    sigv4,
     versions,
     xml,
 )
@@ -60,9 +60,9 @@ def route(request: web.Request, domain: str | None) -> tuple[str | None, str | N
         bucket = unquote(segment) or None
         if not slash:
             rest = ""
-    key = keys.decoded(rest, bucket) or None
+    key = object_keys.decoded(rest, bucket) or None
     if key is not None:
-        keys.check(key, bucket)
+        object_keys.check(key, bucket)
     hidden.refuse(bucket)
     return bucket, key
 
@@ -169,7 +169,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         try:
             bucket, key = route(request, request.app[DOMAIN])
             pairs = parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True)
-            signed = sigv4.Request(
+            signed = authentication.Request(
                 method=request.method,
                 raw_path=request.raw_path.split("?", 1)[0],
                 query=pairs,
@@ -177,7 +177,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
             )
             if request.method == "OPTIONS":
                 raise _preflight(request)
-            verified = sigv4.verify(signed, pool.secret_of)
+            verified = authentication.verify(signed, pool.secret_of)
             query = dict(pairs)
             anonymous = verified is None
             row = _operation(request, bucket, key, query, anonymous)

@@ -19,8 +19,8 @@ from collections.abc import AsyncIterator, Mapping
 from aiohttp import StreamReader
 
 from natsobj.gateway import checksums
+from natsobj.gateway.authentication import Verified, chained_signature, matches
 from natsobj.gateway.s3errors import S3Error
-from natsobj.gateway.sigv4 import Verified, chained_signature, matches
 
 UNSIGNED_TRAILER = "STREAMING-UNSIGNED-PAYLOAD-TRAILER"
 SIGNED = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"

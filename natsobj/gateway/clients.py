@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Mapping
 
 from natsobj.aio import Client, connect
-from natsobj.gateway_keys import AccessKey, Credentials
+from natsobj.s3.access_keys import AccessKey, Credentials
 from natsobj.settings import ConnectionSettings
 
 

@@ -8,7 +8,7 @@ from aiohttp import web
 
 from natsobj.aio import Client
 from natsobj.aio.copy import copy_object as core_copy
-from natsobj.gateway import conditions, etags, hidden, keys, metadata, xml
+from natsobj.gateway import conditions, etags, hidden, metadata, object_keys, xml
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import ObjectInfo
 
@@ -23,13 +23,13 @@ def parse_source(value: str) -> tuple[str, str]:
     path, _, query = value.partition("?")
     if query and query not in ("versionId=null", ""):
         raise S3Error("NoSuchVersion", "The specified version does not exist.")
-    bucket, _, key = keys.decoded(path, None).lstrip("/").partition("/")
+    bucket, _, key = object_keys.decoded(path, None).lstrip("/").partition("/")
     if not bucket or not key:
         raise S3Error(
             "InvalidArgument",
             "Copy Source must mention the source bucket and key: sourcebucket/sourcekey",
         )
-    keys.check(key, bucket)
+    object_keys.check(key, bucket)
     hidden.refuse(bucket)
     return bucket, key
 

@@ -6,7 +6,7 @@ Headers are the record's, and any NATS writer of the bucket may publish a record
 headers: the digest beside a value proves nothing, since a writer computes the digest of its
 own bytes as easily as the gateway does. So each value is stored with the digest of the bytes
 it was computed over and a seal: an HMAC over the header's name, the value and the digest,
-keyed by the gateway's seal key (``natsobj.gateway_keys.Credentials.seal_key``, derived from
+keyed by the gateway's seal key (``natsobj.s3.access_keys.Credentials.seal_key``, derived from
 the credentials file, which never enters a bucket). It is believed only while the seal checks
 and the record still has that digest (``bound``); otherwise the caller falls back to what it
 can derive from the record itself (the ETag from the SHA-256 digest), as for an object another

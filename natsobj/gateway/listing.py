@@ -25,8 +25,8 @@ from natsobj.aio.listing import FastListingUnavailable, OrderedListing, open_ord
 from natsobj.gateway import xml
 from natsobj.gateway.metadata import etag
 from natsobj.gateway.s3errors import S3Error
+from natsobj.local.name_index import prefix_upper_bound
 from natsobj.model import ObjectInfo
-from natsobj.name_index import prefix_upper_bound
 
 MAX_KEYS = 1000  # S3's ceiling on one page, whatever the client asks for
 

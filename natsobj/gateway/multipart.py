@@ -37,9 +37,9 @@ from aiohttp import web
 from natsobj.aio import Client, ObjectStore
 from natsobj.errors import BucketNotFound, ObjectNotFound
 from natsobj.gateway import checksums, conditions, copying, etags, metadata, objects, parts, xml
+from natsobj.gateway.authentication import Verified
 from natsobj.gateway.hidden import UPLOADS_PREFIX
 from natsobj.gateway.s3errors import S3Error
-from natsobj.gateway.sigv4 import Verified
 from natsobj.model import ObjectInfo
 from natsobj.names import chunk_subject, meta_subject
 

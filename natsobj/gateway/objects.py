@@ -17,8 +17,8 @@ from aiohttp import web
 from natsobj.aio import Client, ObjectStore, RangeReader
 from natsobj.errors import ObjectNotFound
 from natsobj.gateway import checksums, chunked, conditions, etags, metadata, parts
+from natsobj.gateway.authentication import STREAMING_PREFIX, UNSIGNED, PayloadCheck, Verified
 from natsobj.gateway.s3errors import S3Error
-from natsobj.gateway.sigv4 import STREAMING_PREFIX, UNSIGNED, PayloadCheck, Verified
 from natsobj.model import ObjectInfo
 
 log = logging.getLogger(__name__)

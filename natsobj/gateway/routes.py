@@ -22,12 +22,12 @@ from natsobj.aio import Client
 from natsobj.gateway import (
     acl,
     attributes,
+    authentication,
     buckets,
     copying,
     deletes,
     multipart,
     objects,
-    sigv4,
 )
 from natsobj.gateway.s3errors import S3Error
 
@@ -59,9 +59,9 @@ class Call:
     bucket: str
     key: str
     query: dict[str, str]
-    verified: sigv4.Verified | None
+    verified: authentication.Verified | None
 
-    def signed(self) -> sigv4.Verified:
+    def signed(self) -> authentication.Verified:
         """The signature of a write; an unsigned one never gets this far (``Access``), and is
         refused here too should a row ever let one through."""
         if self.verified is None:

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from aiohttp import web
 
-from natsobj import gateway_keys
 from natsobj.errors import NatsObjError
 from natsobj.gateway.app import make_app
 from natsobj.gateway.clients import ClientPool
+from natsobj.s3 import access_keys
 from natsobj.settings import ConnectionSettings
 
 ALIVE_POLL_SECONDS = 0.5
@@ -78,7 +78,7 @@ async def start(
 ) -> Running:
     """Start serving in the running loop; ``listen`` with port 0 picks a free port; with
     ``tls`` (``tls_context``) it serves HTTPS only."""
-    keys = gateway_keys.load(credentials_file)
+    keys = access_keys.load(credentials_file)
     host, port = parse_listen(listen)
     runner = web.AppRunner(make_app(ClientPool(settings, keys), domain=domain), access_log=None)
     await runner.setup()

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from natsobj.embedded_rule import resolve_server
 from natsobj.errors import UnknownOption
 from natsobj.lifecycle import checked_ttl
+from natsobj.local.embedded_rule import resolve_server
 from natsobj.matching import NameMatcher
 from natsobj.names import check_bucket
 from natsobj.operation_options import Face, for_face, resolve

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import natsobj
-from natsobj.aio import restamp
+from natsobj.aio import lifecycle_apply
 from natsobj.aio.put_modes import create_sequence
 from natsobj.errors import (
     ExpiryNotEnabled,
@@ -155,7 +155,7 @@ def delete_quietly(store: natsobj.ObjectStore, names: Iterable[str]) -> int:
 
 
 def expire_quietly(store: natsobj.ObjectStore, names: Iterable[str], ttl: timedelta) -> int:
-    """Give each object ``ttl`` from now by the core's restamp (``natsobj.aio.restamp``: its
+    """Give each object ``ttl`` from now by the core's restamp (``natsobj.aio.lifecycle_apply``: its
     bytes put again, checked against its digest, same content, as a compare-and-swap on the
     version read, so one changed or gone meanwhile is left as it is). A bucket without
     per-object TTLs is logged and nothing is changed. Returns how many now expire."""
@@ -163,11 +163,11 @@ def expire_quietly(store: natsobj.ObjectStore, names: Iterable[str], ttl: timede
     planned = []
     for name in names:
         try:
-            planned.append(restamp.Restamp(store.get_info(name), why, ttl))
+            planned.append(lifecycle_apply.Restamp(store.get_info(name), why, ttl))
         except ObjectNotFound:
             continue
     try:
-        done = run(restamp.apply(store.aio, planned))
+        done = run(lifecycle_apply.apply(store.aio, planned))
     except ExpiryNotEnabled as exc:
         log.warning(
             "natsobj: superseded parts in bucket %r cannot be given a TTL (%s); they are "

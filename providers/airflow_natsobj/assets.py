@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import SplitResult
 
 from natsobj.errors import BadBucketName
-from natsobj.lineage import dataset_identity
 from natsobj.names import check_bucket
+from natsobj.orchestration.lineage import dataset_identity
 from natsobj.paths import is_nats_url, nats_url, parse_nats_url
 
 if TYPE_CHECKING:
@@ -49,7 +49,8 @@ def create_asset(*, bucket: str, name: str = "", extra: dict[str, Any] | None = 
 
 
 def convert_asset_to_openlineage(asset: Asset, lineage_context: Any) -> Any:
-    """The asset's OpenLineage dataset: the object's identity (``natsobj.lineage``)."""
+    """The asset's OpenLineage dataset: the object's identity
+    (``natsobj.orchestration.lineage``)."""
     from airflow.providers.common.compat.openlineage.facet import Dataset
 
     namespace, name = dataset_identity(*split_asset_uri(asset.uri))

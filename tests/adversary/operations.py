@@ -24,7 +24,7 @@ from botocore.exceptions import ClientError, IncompleteReadError, ResponseStream
 from click.testing import CliRunner
 from hypothesis import strategies as st
 
-from natsobj.aio import restamp
+from natsobj.aio import lifecycle_apply as restamp
 from natsobj.aio.copy import copy_object
 from natsobj.aio.ranges import byte_range
 from natsobj.cli import cli

@@ -1,7 +1,7 @@
 """``NatsGetObjectOperator`` into an ObjectStoragePath that already holds the user's file: a
 failed get (no such object, digest mismatch) leaves that file exactly as it was, and a good one
 replaces it without leaving a partial copy beside it (issue 21, point 12). That is the rule
-every face writes a fetched file by (``natsobj.localfiles.replacing``; the core's ``get_file``
+every face writes a fetched file by (``natsobj.local.files.replacing``; the core's ``get_file``
 and the CLI's ranged get are held to it in tests/security/test_local_files.py and
 tests/cli/test_ranges_cli.py): a ``file://`` destination also keeps its mode, and one on another
 filesystem (here ``nats://``) gets no part left beside it either."""

@@ -160,7 +160,7 @@ def test_sync_to_local_dir_writes_nothing_when_a_name_has_no_place(
     hook, tmp_path, names, refused
 ) -> None:
     """A name leaving the directory, two names on one local path, a file another name needs
-    as a directory: the CLI skips these (natsobj.local_mirror's layout); the hook refuses the
+    as a directory: the CLI skips these (natsobj.local.mirror's layout); the hook refuses the
     sync before writing anything."""
     from natsobj.errors import UnsafeLocalPath
 

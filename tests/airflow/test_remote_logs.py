@@ -24,7 +24,7 @@ import pytest
 from airflow_natsobj.log.lines import MAX_LINE_BYTES, log_lines
 from airflow_natsobj.log.nats_task_handler import NatsRemoteLogIO
 
-from natsobj.embedded import free_port
+from natsobj.local.embedded import free_port
 from tests.airflow.conftest import AIRFLOW_BIN, AIRFLOW_HOME, conn_json
 
 PREFIX = "airflow-logs"

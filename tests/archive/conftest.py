@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from natsobj.embedded import free_port
+from natsobj.local.embedded import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ import contextlib
 import socket
 import threading
 
-from natsobj.embedded import free_port
+from natsobj.local.embedded import free_port
 
 
 class ToggleProxy:

@@ -16,7 +16,7 @@ import pytest
 import natsobj
 from natsobj.archive import Archiver, ArchiveTarget, S3Options, archive_status, load_index, verify
 from natsobj.archive import index as layout
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 from natsobj.model import digest_of
 from tests.archive.conftest import s3_client
 from tests.archive.proxy import ToggleProxy

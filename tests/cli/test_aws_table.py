@@ -13,6 +13,8 @@ import pytest
 
 from natsobj.cli import cli
 
+pytestmark = pytest.mark.unit
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 

@@ -13,8 +13,8 @@ from click.testing import CliRunner
 import natsobj
 from natsobj.aio.put_pipeline import CHUNK_HEADER_ROOM
 from natsobj.cli import cli
-from natsobj.embedded import NatsServerProcess
 from natsobj.errors import ChunkTooLarge
+from natsobj.local.embedded import NatsServerProcess
 
 MAX_PAYLOAD = 65536
 LIMIT = MAX_PAYLOAD - CHUNK_HEADER_ROOM

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from natsobj.cli import cli
 from natsobj.cli.exits import ExitCode, UsageProblem
 from natsobj.cli.session import resolve_settings
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 
 
 def test_url_option_stands_in_for_nats_url_and_options_win() -> None:

@@ -8,7 +8,7 @@ import pytest
 from cli_support import Invoke, lines, publish_raw
 
 from natsobj.cli.exits import ExitCode
-from natsobj.embedded import NatsServerProcess, free_port
+from natsobj.local.embedded import NatsServerProcess, free_port
 from natsobj.model import digest_of
 from natsobj.names import meta_subject
 

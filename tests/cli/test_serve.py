@@ -9,7 +9,7 @@ from pathlib import Path
 from cli_support import cli_env
 
 from natsobj.cli.exits import ExitCode
-from natsobj.embedded import ensure_server, free_port, running_server
+from natsobj.local.embedded import ensure_server, free_port, running_server
 
 
 def test_serve_is_the_default_server_here_and_stops_on_ctrl_c(

@@ -8,8 +8,8 @@ import contextlib
 import signal
 import time
 
-from natsobj.embedded import NatsCluster
 from natsobj.errors import NotConnected
+from natsobj.local.embedded import NatsCluster
 
 
 class ClusterHarness(NatsCluster):

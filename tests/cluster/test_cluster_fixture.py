@@ -3,7 +3,7 @@ leader replaced by an election, a killed node rejoining as the same peer."""
 
 from __future__ import annotations
 
-from natsobj.embedded import cluster_node_config
+from natsobj.local.embedded import cluster_node_config
 from natsobj.names import stream_name
 from tests.cluster.harness import ClusterHarness
 
@@ -27,7 +27,7 @@ def test_node_config_files_are_on_disk(cluster: ClusterHarness) -> None:
 
 
 def test_config_lists_every_other_route() -> None:
-    from natsobj.embedded import NodePorts
+    from natsobj.local.embedded import NodePorts
 
     ports = [NodePorts(4222 + i, 6222 + i, 8222 + i) for i in range(3)]
     text = cluster_node_config("n2", ports[1], [ports[0], ports[2]])

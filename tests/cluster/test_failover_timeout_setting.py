@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 import natsobj
-from natsobj.aio.failover import FAILOVER_ATTEMPT_TIMEOUT
+from natsobj.aio.jetstream.failover import FAILOVER_ATTEMPT_TIMEOUT
 from natsobj.cli.app import cli
 from natsobj.cli.exits import ExitCode
-from natsobj.embedded import NatsCluster
+from natsobj.local.embedded import NatsCluster
 from natsobj.settings import ConnectionSettings
 
 FAILOVER = 2.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from natsobj.embedded import NodePorts, cluster_node_config
+from natsobj.local.embedded import NodePorts, cluster_node_config
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "production.md"
 

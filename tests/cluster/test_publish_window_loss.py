@@ -11,8 +11,8 @@ import asyncio
 from collections.abc import Callable
 
 from natsobj import aio
-from natsobj.aio.publish import PublishWindow
-from natsobj.embedded import NatsCluster
+from natsobj.aio.jetstream.publish import PublishWindow
+from natsobj.local.embedded import NatsCluster
 from natsobj.names import chunk_subject, stream_name
 from natsobj.wire import stream_api
 

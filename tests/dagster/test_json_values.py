@@ -11,7 +11,7 @@ from collections import OrderedDict
 import pytest
 from dagster import asset, materialize
 
-from natsobj.json_values import MAX_DEPTH, BadJsonValue, read_json
+from natsobj.orchestration.json_values import MAX_DEPTH, BadJsonValue, read_json
 
 NESTED = {
     "counts": [1, 2, 3],

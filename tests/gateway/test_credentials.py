@@ -7,8 +7,10 @@ from pathlib import Path
 import pytest
 
 from natsobj.errors import UnsafeLocalState
-from natsobj.gateway_keys import BadCredentialsFile, load
+from natsobj.s3.access_keys import BadCredentialsFile, load
 from natsobj.settings import ConnectionSettings
+
+pytestmark = pytest.mark.unit
 
 GOOD = """
 [keys.AKIAGATEWAY]

@@ -14,8 +14,8 @@ from botocore import UNSIGNED
 from botocore.config import Config
 
 import natsobj
-from natsobj.embedded import NatsServerProcess
 from natsobj.gateway.multipart import uploads_store
+from natsobj.local.embedded import NatsServerProcess
 from tests.gateway.conftest import GatewayThread, make_s3
 from tests.security.support import with_userinfo
 from tests.security.test_authorization import bucket_permissions, user

@@ -19,7 +19,7 @@ import nats
 import pytest
 
 from natsobj.sync import run
-from tests.test_interop_js import js
+from tests.core.test_interop_js import js
 
 PART = 5 << 20
 HEADERS = {"Content-Type": "application/x-report", "Cache-Control": "max-age=600"}

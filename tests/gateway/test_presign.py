@@ -22,7 +22,7 @@ from click.testing import CliRunner
 from natsobj.cli.app import cli
 from natsobj.errors import GatewayNotConfigured
 from natsobj.fs import NatsObjectFileSystem
-from natsobj.sigv4 import presign
+from natsobj.s3.sigv4 import presign
 from tests.gateway.conftest import ACCESS_KEY, SECRET, GatewayThread
 
 KEY = "reports/q1 2025+final.csv"  # a space and a plus: the encodings a signature covers
@@ -152,6 +152,7 @@ def test_aws_s3_presign_and_ours_are_the_same_url(
     assert fetch(ours) == (200, BODY)
 
 
+@pytest.mark.unit
 def test_a_gateway_url_that_is_not_http_is_refused_at_once() -> None:
     from natsobj.settings import ConnectionSettings
 

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 from tests.gateway.conftest import GatewayThread
 
 ROOT = Path(__file__).resolve().parents[2]

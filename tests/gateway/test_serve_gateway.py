@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 from natsobj.cli.exits import ExitCode
-from natsobj.embedded import GATEWAY_KEYS_FILE, free_port, running_server
+from natsobj.local.embedded import GATEWAY_KEYS_FILE, free_port, running_server
 
 
 def environment(cwd: Path) -> dict[str, str]:

@@ -27,9 +27,9 @@ from natsobj.gateway.etags import ETAG
 from natsobj.gateway.multipart import part_name, uploads_store
 from natsobj.model import ObjectInfo, ObjectLink, format_digest
 from natsobj.names import chunk_subject, meta_subject
+from tests.core.test_ranges_adversarial import publish_record, raw_object
 from tests.gateway.conftest import ACCESS_KEY, SECRET, GatewayThread, make_s3
 from tests.raw import RawJetStream
-from tests.test_ranges_adversarial import publish_record, raw_object
 
 _names = itertools.count()
 SECRET_BYTES = b"name,salary\nceo,1000000\n"

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 import natsobj
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import natsobj
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 from tests.raw import RawJetStream
 
 CHUNK = 16 * 1024

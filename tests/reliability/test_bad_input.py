@@ -94,7 +94,7 @@ def test_chunk_altered_on_the_server_is_a_digest_mismatch(store, raw, tmp_path):
 
 
 async def _read_all_chunks(store: natsobj.aio.ObjectStore, name: str) -> None:
-    from natsobj.aio.consumer import OrderedConsumer
+    from natsobj.aio.jetstream.consumer import OrderedConsumer
 
     info = await store.get_info(name)
     consumer = OrderedConsumer(

@@ -22,7 +22,7 @@ import pytest
 import natsobj
 import natsobj.aio
 from natsobj.aio.client import CLOSE_GRACE_SECONDS, RECONNECT_ATTEMPTS
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 
 API_TIMEOUT = 2.0
 # What a loaded machine may add to the bound: scheduling, the loop thread's hand-over.

@@ -1,6 +1,6 @@
 """ADR-19 across accounts, the negative side: a user of a third account, which imports
 nothing from the store's account, cannot reach the store with or without the API prefix,
-and is told so at once instead of hanging. (The positive case is tests/test_prefix.py.)"""
+and is told so at once instead of hanging. (The positive case is tests/jetstream/test_prefix.py.)"""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 import natsobj
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
+from tests.jetstream.test_prefix import two_accounts, url_for
 from tests.security.support import PROMPT, stopwatch
-from tests.test_prefix import two_accounts, url_for
 
 
 @pytest.fixture(scope="module")

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 import natsobj
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
+from tests.core.test_interop_js import js
+from tests.jetstream.test_prefix import two_accounts, url_for
 from tests.security.support import PROMPT, stopwatch
-from tests.test_interop_js import js
-from tests.test_prefix import two_accounts, url_for
 
 PREFIXES = ("fromA", "forI")
 # Several flow-control windows (the server asks every 1 MiB): deliveries, flow-control answers

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 from natsobj.settings import SECRET_FIELDS
 from tests.security.support import assert_no_secret
 

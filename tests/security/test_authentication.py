@@ -12,7 +12,7 @@ import pytest
 
 import natsobj
 from natsobj import ConnectionSettings
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 from tests.security.jwt_chain import OperatorChain, new_keypair
 from tests.security.support import (
     PROMPT,

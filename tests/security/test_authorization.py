@@ -15,7 +15,7 @@ import pytest
 
 import natsobj
 from natsobj import aio
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 from natsobj.sync import run
 from tests.security.support import PROMPT, stopwatch, with_userinfo
 

@@ -19,15 +19,15 @@ from pathlib import Path
 import pytest
 
 from natsobj import aio
-from natsobj.embedded import (
+from natsobj.errors import NoServer
+from natsobj.local.embedded import (
     CREDENTIALS_FILE,
     STATE_FILE,
     NatsServerProcess,
     ensure_server,
     stop_server,
 )
-from natsobj.embedded_rule import resolve_server
-from natsobj.errors import NoServer
+from natsobj.local.embedded_rule import resolve_server
 from natsobj.settings import RUNNING_EMBEDDED, ConnectionSettings
 
 WAIT = 20.0

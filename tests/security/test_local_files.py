@@ -4,8 +4,8 @@
 directory they fill. A symlink already there (``dest/cfg -> ~victim/.ssh``, planted by whoever
 could write the destination) must not carry a file, nor a directory made for one, out of it;
 the symlink is reported and the rest is written. These are the core's rule
-(``ObjectStore.get_file(within=...)``, ``natsobj.localfiles.open_target``); the faces' own
-tests are in tests/cli/test_trust.py and tests/test_fs.py.
+(``ObjectStore.get_file(within=...)``, ``natsobj.local.files.open_target``); the faces' own
+tests are in tests/cli/test_trust.py and tests/fsspec/test_fs.py.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from natsobj import localfiles
 from natsobj.errors import DigestMismatch, UnsafeLocalPath
-from natsobj.localfiles import open_target, replacing
+from natsobj.local import files
+from natsobj.local.files import open_target, replacing
 from tests.raw import FORGED_DIGEST, rewrite_record
 
 PRECIOUS = b"the user's own file, which no failed get may touch\n"
@@ -122,7 +122,7 @@ def test_without_proc_no_symlink_below_the_directory_is_followed(
 ) -> None:
     """Where the kernel cannot say where an open directory is (macOS has no /proc), even a
     symlink that stays inside is refused rather than trusted; plain directories still work."""
-    monkeypatch.setattr(localfiles, "_PROC_FD", tmp_path / "no-proc")
+    monkeypatch.setattr(files, "_PROC_FD", tmp_path / "no-proc")
     dest = tmp_path / "dest"
     (dest / "real").mkdir(parents=True)
     (dest / "alias").symlink_to(dest / "real")

@@ -30,8 +30,9 @@ import pytest
 from nats.errors import Error as NatsError
 
 import natsobj
-from natsobj import embedded
-from natsobj.embedded import (
+from natsobj.errors import UnsafeLocalState
+from natsobj.local import embedded
+from natsobj.local.embedded import (
     CREDENTIALS_FILE,
     STATE_FILE,
     NatsServerProcess,
@@ -41,9 +42,8 @@ from natsobj.embedded import (
     server_binary,
     stop_server,
 )
-from natsobj.embedded_rule import resolve_server
-from natsobj.errors import UnsafeLocalState
-from natsobj.name_index import NameIndex, NameIndexUnavailable, StreamIdentity
+from natsobj.local.embedded_rule import resolve_server
+from natsobj.local.name_index import NameIndex, NameIndexUnavailable, StreamIdentity
 from natsobj.settings import ConnectionSettings
 from tests.cli.cli_support import NATSOBJ_BIN, cli_env
 from tests.security.support import assert_no_secret

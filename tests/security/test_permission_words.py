@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 import natsobj
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 from tests.security.test_authorization import as_user, bucket_permissions, user
 
 BUCKET = "cli"

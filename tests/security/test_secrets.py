@@ -15,7 +15,7 @@ import natsobj
 from natsobj import ConnectionSettings
 from natsobj.cli import cli
 from natsobj.cli.exits import ExitCode
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 from tests.security.jwt_chain import new_keypair
 from tests.security.support import assert_no_secret, exception_text, with_userinfo
 from tests.security.test_airflow_secrets import airflow_home  # noqa: F401 (an autouse fixture)

@@ -10,7 +10,7 @@ import pytest
 
 import natsobj
 from natsobj import ConnectionSettings
-from natsobj.embedded import NatsServerProcess
+from natsobj.local.embedded import NatsServerProcess
 from tests.security.pki import Pki
 from tests.security.support import PROMPT, as_tls, stopwatch
 

@@ -19,7 +19,7 @@ import pytest
 
 import natsobj
 from natsobj import ConnectionSettings
-from natsobj.embedded import NatsServerProcess, free_port
+from natsobj.local.embedded import NatsServerProcess, free_port
 from natsobj.sync import run
 from tests.security.pki import Pki
 from tests.security.support import PROMPT, as_tls, assert_no_secret, exception_text, stopwatch

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from natsobj.embedded import NatsServerProcess, free_port
+from natsobj.local.embedded import NatsServerProcess, free_port
 
 
 @contextmanager

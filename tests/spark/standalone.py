@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pyspark
 
-from natsobj.embedded import free_port
+from natsobj.local.embedded import free_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from natsobj.embedded import running_server, stop_server
+from natsobj.local.embedded import running_server, stop_server
 from natsobj.spark.errors import EmbeddedServerUnreachable
 from natsobj.spark.options import SourceOptions
 from natsobj.spark.storage import open_store

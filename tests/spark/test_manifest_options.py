@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import pytest
 
-from natsobj.embedded import running_server
+from natsobj.local.embedded import running_server
 from natsobj.settings import ConnectionSettings
 from natsobj.spark import BadSparkOption, SchemaMismatch, spark_options
 from natsobj.spark.manifest import Manifest, Part, is_data_object, merge_schemas, next_generation

@@ -202,7 +202,7 @@ def test_compression_option(spark, options, store, compression, codec) -> None:
 
 
 def test_embedded_url_in_local_mode(spark, isolated_cwd) -> None:
-    from natsobj.embedded import running_server, stop_server
+    from natsobj.local.embedded import running_server, stop_server
 
     data_dir = isolated_cwd / ".natsobj"
     try:

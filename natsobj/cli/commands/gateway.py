@@ -3,7 +3,7 @@ foreground until Ctrl-C. The root command's connection options say which NATS se
 gateway's own identity; each access key of ``--credentials`` may act as another identity.
 
 In front of the embedded server no file is needed: the server's data directory keeps one
-generated key (``natsobj.embedded.gateway_keys_file``), which ``natsobj serve --gateway`` uses
+generated key (``natsobj.local.embedded.gateway_keys_file``), which ``natsobj serve --gateway`` uses
 too, and ``--print-env`` prints the shell lines that hand it to S3 clients."""
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import click
 
-from natsobj import gateway_keys
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.session import Session, pass_session
-from natsobj.embedded import gateway_keys_file
+from natsobj.local.embedded import gateway_keys_file
+from natsobj.s3 import access_keys
+from natsobj.s3.sigv4 import DEFAULT_REGION
 from natsobj.settings import DATA_DIR_ENV, DEFAULT_DATA_DIR, ConnectionSettings
-from natsobj.sigv4 import DEFAULT_REGION
 
 DEFAULT_LISTEN = "127.0.0.1:9000"
 
@@ -103,7 +103,7 @@ def gateway(
     if access_key is not None and not print_env:
         raise UsageProblem("--access-key goes with --print-env (serving uses every key)")
     if print_env:
-        key = gateway_keys.choose(gateway_keys.load(keys).keys, access_key, str(keys))
+        key = access_keys.choose(access_keys.load(keys).keys, access_key, str(keys))
         scheme = "https" if tls is not None else "http"
         click.echo(environment_lines(f"{scheme}://{_bracketed(host)}:{port}", key))
         return
@@ -127,7 +127,7 @@ def embedded_keys(settings: ConnectionSettings) -> Path:
     return gateway_keys_file(data_dir)
 
 
-def environment_lines(endpoint: str, key: gateway_keys.AccessKey) -> str:
+def environment_lines(endpoint: str, key: access_keys.AccessKey) -> str:
     """``export`` lines for the AWS CLI and SDKs (boto3, polars, pyarrow read ``AWS_*``) and for
     natsobj's own presigned URLs (``NATSOBJ_GATEWAY_*``)."""
     values = {
@@ -147,7 +147,7 @@ def announcer(keys: Path, data_dir: Path | None, listen: str) -> Callable[[str],
     """What a gateway with the embedded server's generated key says when it serves: the
     endpoint, the access key, where the secret is and the line that exports both (the secret
     itself is never printed unasked)."""
-    key = gateway_keys.choose(gateway_keys.load(keys).keys, None, str(keys))
+    key = access_keys.choose(access_keys.load(keys).keys, None, str(keys))
     command = ["natsobj"]
     default_dir = Path(os.environ.get(DATA_DIR_ENV, DEFAULT_DATA_DIR)).resolve()
     if data_dir is not None and data_dir != default_dir:

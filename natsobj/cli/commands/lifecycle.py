@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from natsobj.aio import restamp
+from natsobj.aio import lifecycle_apply
 from natsobj.cli import render
 from natsobj.cli.commands.stores import store_group
 from natsobj.cli.exits import CliError, UsageProblem
@@ -43,9 +43,9 @@ def _expire_after(rule: LifecycleRule) -> str:
 
 
 def _apply(store: ObjectStore, execute: bool, as_json: bool) -> list[dict[str, object]]:
-    planned = run(restamp.plan(store.aio))
+    planned = run(lifecycle_apply.plan(store.aio))
     if execute:
-        planned = run(restamp.apply(store.aio, planned))
+        planned = run(lifecycle_apply.apply(store.aio, planned))
     rows = [
         {
             "name": r.info.name,

@@ -3,8 +3,8 @@ prints one: anyone holding it reads the object with a plain HTTP GET until it ex
 
 The endpoint, access key and secret come from the options, else the settings
 (``NATSOBJ_GATEWAY_URL``, ``NATSOBJ_GATEWAY_ACCESS_KEY``, ``NATSOBJ_GATEWAY_SECRET``), else the
-embedded server's generated gateway key (``natsobj.presign``). Made locally, no request
-sent; the signature is the one the gateway checks (``natsobj.sigv4``)."""
+embedded server's generated gateway key (``natsobj.s3.presign``). Made locally, no request
+sent; the signature is the one the gateway checks (``natsobj.s3.sigv4``)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import click
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.operands import nats_location
 from natsobj.cli.session import Session, pass_session
-from natsobj.presign import gateway_access, presigned_url
+from natsobj.s3.presign import gateway_access, presigned_url
+from natsobj.s3.sigv4 import MAX_PRESIGN_EXPIRES
 from natsobj.settings import check_gateway_url
-from natsobj.sigv4 import MAX_PRESIGN_EXPIRES
 
 S3_SCHEME = "s3://"
 

@@ -23,7 +23,7 @@ import click
 
 from natsobj.cli.commands.gateway import DEFAULT_LISTEN, announcer
 from natsobj.cli.exits import CliError, ExitCode, UsageProblem
-from natsobj.embedded import (
+from natsobj.local.embedded import (
     CREDENTIALS_FILE,
     NatsCluster,
     ensure_server,
@@ -129,7 +129,7 @@ def serve(
 def _stop(data_dir: Path) -> None:
     """Idempotent, for scripts and ``make clean``: nothing running is said, not an error. Only
     a nats-server of this user proven to serve ``data_dir`` is signalled (see
-    ``natsobj.embedded.running_server``), whatever pid the record names."""
+    ``natsobj.local.embedded.running_server``), whatever pid the record names."""
     live = running_server(data_dir)
     if live is None or not stop_server(data_dir):
         click.echo(f"no embedded server is running for {data_dir}", err=True)

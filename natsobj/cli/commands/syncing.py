@@ -1,7 +1,7 @@
 """``natsobj sync``: make a prefix look like a local directory, or the other way round.
 
 Files are compared by size and SHA-256 digest (the digest the store already records), never by
-modification time alone (``natsobj.local_mirror``, shared with the Airflow hook's
+modification time alone (``natsobj.local.mirror``, shared with the Airflow hook's
 ``sync_to_local_dir``), so a re-run transfers nothing and a changed file of the same size is
 still sent. ``--include``/``--exclude`` are ``aws s3``'s filters (``natsobj.cli.filters``),
 applied to both sides' relative paths.
@@ -27,7 +27,7 @@ from natsobj.cli.params import (
 from natsobj.cli.progress import CountingReader, meter
 from natsobj.cli.report import Report
 from natsobj.cli.session import Session, pass_session
-from natsobj.local_mirror import local_files, objects_below, up_to_date
+from natsobj.local.mirror import local_files, objects_below, up_to_date
 from natsobj.model import ObjectInfo
 from natsobj.operation_options import ReadOptions
 from natsobj.paths import nats_url

@@ -44,8 +44,8 @@ from natsobj.cli.progress import CountingReader, Meter, meter
 from natsobj.cli.report import Report
 from natsobj.cli.session import Session, pass_session
 from natsobj.errors import NatsObjError, ObjectNotFound
-from natsobj.local_mirror import local_files
-from natsobj.localfiles import open_target, replacing
+from natsobj.local.files import open_target, replacing
+from natsobj.local.mirror import local_files
 from natsobj.model import ObjectInfo
 from natsobj.operation_options import ReadOptions
 from natsobj.paths import nats_url
@@ -292,7 +292,7 @@ def _range_to_file(
     bar: Meter,
     reading: ReadOptions,
 ) -> tuple[ObjectInfo, int, int]:
-    """Written as the core's get_file writes (``natsobj.localfiles.replacing``): beside
+    """Written as the core's get_file writes (``natsobj.local.files.replacing``): beside
     ``destination``, renamed over it, with its mode, once every byte of the range arrived."""
     with (
         open_target(destination, bucket=store.bucket, name=name) as target,

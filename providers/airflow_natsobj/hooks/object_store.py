@@ -19,7 +19,7 @@ from airflow_natsobj.options import operation_options
 from natsobj.aio.copy import copy_object
 from natsobj.aio.sources import PutSource
 from natsobj.errors import BucketNotFound, ObjectNotFound, UnsafeLocalPath
-from natsobj.local_mirror import Layout, lay_out, local_files, objects_below, up_to_date
+from natsobj.local.mirror import Layout, lay_out, local_files, objects_below, up_to_date
 from natsobj.model import ObjectInfo
 from natsobj.paths import as_dir, common_prefix
 from natsobj.settings import ConnectionSettings
@@ -378,11 +378,11 @@ class NatsObjectStoreHook(BaseHook):
     ) -> list[str]:
         """S3Hook's ``sync_to_local_dir``: make ``local_dir`` hold the objects below the
         directory ``prefix`` (relative to it), fetching only those whose file differs, as
-        ``natsobj sync`` decides (``natsobj.local_mirror``: size, then the SHA-256 the store
+        ``natsobj sync`` decides (``natsobj.local.mirror``: size, then the SHA-256 the store
         recorded, where S3Hook compares modification times). With ``delete_stale``, files no
         object maps to are removed, and the directories that leaves empty. Links are left
         alone. A name with no place below ``local_dir`` (a ``..``; names that share a local
-        path, or one whose file another needs as a directory: ``natsobj.local_mirror``'s
+        path, or one whose file another needs as a directory: ``natsobj.local.mirror``'s
         layout) raises UnsafeLocalPath before anything is written, as does a symlink leading
         out when its object is fetched. Returns the names fetched; each is reported to
         lineage as an input."""

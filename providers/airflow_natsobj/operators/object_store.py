@@ -29,9 +29,9 @@ from natsobj.errors import (
     ObjectTooLarge,
     in_words_of,
 )
-from natsobj.lineage import dataset_identity
-from natsobj.localfiles import replacing
+from natsobj.local.files import replacing
 from natsobj.model import ObjectInfo
+from natsobj.orchestration.lineage import dataset_identity
 from natsobj.store_config import STORE_SETTINGS
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ class NatsBaseOperator(BaseOperator):
 
     def _lineage(self) -> Any:
         """The objects this task reads and writes as OpenLineage datasets, each under its
-        identity (``natsobj.lineage``), the same as its asset's."""
+        identity (``natsobj.orchestration.lineage``), the same as its asset's."""
         from airflow.providers.common.compat.openlineage.facet import Dataset
         from airflow.providers.openlineage.extractors import OperatorLineage
 
@@ -334,7 +334,7 @@ class NatsGetObjectOperator(NatsBaseOperator):
     ) -> ObjectInfo:
         """Stream chunk by chunk into a part beside ``destination`` on its filesystem, moved
         over it only once the whole object was read and its digest matched: the rule
-        ``get_file`` writes a local path by (``natsobj.localfiles.replacing``). The user's
+        ``get_file`` writes a local path by (``natsobj.local.files.replacing``). The user's
         object there is never truncated, and a failed get (no such object, digest mismatch,
         lost connection) leaves it as it was, with no part beside it."""
         with (

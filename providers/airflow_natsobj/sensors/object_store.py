@@ -22,7 +22,7 @@ from natsobj.deprecation import warn_deprecated
 from natsobj.errors import NatsObjError, ObjectNotFound
 from natsobj.matching import OPTION_OF_KIND, MatchKind, NameMatcher
 from natsobj.model import ObjectInfo
-from natsobj.sensing import AllPresent, QuietPrefix
+from natsobj.orchestration.sensing import AllPresent, QuietPrefix
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -210,8 +210,8 @@ class NatsKeysUnchangedSensor(BaseSensorOperator):
     bucket's change feed in the triggerer: the quiet period is measured from the puts and
     deletes the server pushes, nothing polls, and a put replacing an object counts too. Poke
     mode lists the prefix every ``poke_interval``. Either way the rule is
-    ``natsobj.sensing.QuietPrefix``; like the Amazon sensor it keeps its state in the running
-    task, so ``mode="reschedule"`` is refused.
+    ``natsobj.orchestration.sensing.QuietPrefix``; like the Amazon sensor it keeps its state in the
+    running task, so ``mode="reschedule"`` is refused.
     """
 
     template_fields: Sequence[str] = ("bucket_name", "prefix")

@@ -31,8 +31,8 @@ from natsobj.errors import BucketRecreated, NatsObjError, ObjectNotFound
 from natsobj.matching import MatchKind, NameMatcher, legacy_matcher
 from natsobj.model import ObjectInfo
 from natsobj.operation_options import CURRENT, LATEST
+from natsobj.orchestration.sensing import AllPresent, QuietPrefix
 from natsobj.retry import RESUME
-from natsobj.sensing import AllPresent, QuietPrefix
 
 CURSOR_KEY = "nats_meta_sequence"
 # The words releases before the options table hashed into a cursor key for these positions:
@@ -218,8 +218,8 @@ class NatsObjectTrigger(BaseTrigger):
 
 class NatsKeysUnchangedTrigger(BaseTrigger):
     """Fire once nothing under ``prefix`` was put or deleted for ``inactivity_period`` seconds
-    while at least ``min_objects`` objects are there (``natsobj.sensing.QuietPrefix``, the
-    rule of the Amazon provider's ``S3KeysUnchangedTrigger``), fed by the change feed: the
+    while at least ``min_objects`` objects are there (``natsobj.orchestration.sensing.QuietPrefix``,
+    the rule of the Amazon provider's ``S3KeysUnchangedTrigger``), fed by the change feed: the
     prefix is listed once, then every put and delete is pushed, nothing polls. A put of a
     name already there counts as activity too (a listing of keys misses it). At ``deadline``
     it fires a timeout event instead."""
