@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import base64
 import json
-import multiprocessing
 import os
+import subprocess
 import sys
 
 import pytest
@@ -75,20 +75,48 @@ def test_children_forked_after_import_keep_every_object(store, nats_url):
     assert store.get_bytes("parent") == b"drawn before the fork"
 
 
-def _pool_put(job: tuple[str, str, str]) -> str:
-    url, bucket, name = job
+# Run in an interpreter of its own, as an Airflow or Celery worker is: one that imported and
+# used natsobj, then forks its pool. (Forked from the test process instead, the workers would
+# also inherit whatever the suite's other tests left in it: a SparkContext's signal handler
+# that talks to its JVM over the parent's socket hung one at its exit.)
+POOL_SCRIPT = """
+import json, multiprocessing, sys
+import natsobj
+
+url, bucket, names = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+
+def payload(name):
+    return (name.encode() * (5 * 1024 // len(name) + 1))[: 5 * 1024]
+
+def put(name):
     client = natsobj.connect(url)
     try:
-        return client.store(bucket).put(name, _payload(name, 5 * CHUNK), chunk_size=CHUNK).nuid
+        return client.store(bucket).put(name, payload(name), chunk_size=1024).nuid
     finally:
         client.close()
 
+if __name__ == "__main__":
+    client = natsobj.connect(url)  # the parent's generator and connection are in use
+    client.store(bucket).put("pool-parent", b"drawn before the fork")
+    with multiprocessing.get_context("fork").Pool(3) as pool:
+        print(json.dumps(pool.map(put, names)))
+    client.close()
+"""
 
-def test_a_fork_pool_keeps_every_object(store, nats_url):
+
+def test_a_fork_pool_keeps_every_object(store, nats_url, tmp_path):
     """As found: a fork Pool of 3 putting 9 objects kept 3."""
     names = [f"pooled-{n}" for n in range(POOL_OBJECTS)]
-    with multiprocessing.get_context("fork").Pool(3) as pool:
-        drawn = pool.map(_pool_put, [(nats_url, store.bucket, name) for name in names])
+    script = tmp_path / "pool.py"
+    script.write_text(POOL_SCRIPT)
+    done = subprocess.run(
+        [sys.executable, str(script), nats_url, store.bucket, json.dumps(names)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    drawn = json.loads(done.stdout)
     assert len(set(drawn)) == POOL_OBJECTS
     _assert_all_readable(store, names)
 
