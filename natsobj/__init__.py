@@ -43,6 +43,7 @@ from natsobj.model import ObjectInfo, ObjectLink, StoreStatus
 from natsobj.settings import ConnectionSettings
 
 if TYPE_CHECKING:
+    from natsobj.aio.put_modes import CREATE, OVERWRITE, PutMode
     from natsobj.sync import Client, ObjectStore, connect
 
 __version__ = "0.2.0"
@@ -50,18 +51,23 @@ __version__ = "0.2.0"
 # Loaded on first use: importing the package for its settings table or its errors (Airflow's
 # provider discovery, the connection form) then does not load nats-py and aiohttp.
 _FROM_SYNC = ("Client", "ObjectStore", "connect")
+_FROM_PUT_MODES = ("CREATE", "OVERWRITE", "PutMode")
 _SUBMODULES = ("aio", "sync")
 
 
 def __getattr__(name: str) -> Any:
     if name in _FROM_SYNC:
         return getattr(importlib.import_module("natsobj.sync"), name)
+    if name in _FROM_PUT_MODES:
+        return getattr(importlib.import_module("natsobj.aio.put_modes"), name)
     if name in _SUBMODULES:  # ``import natsobj`` then ``natsobj.aio.connect`` keeps working
         return importlib.import_module(f"natsobj.{name}")
     raise AttributeError(f"module 'natsobj' has no attribute {name!r}")
 
 
 __all__ = [
+    "CREATE",
+    "OVERWRITE",
     "BadBucketName",
     "BadLifecycleRule",
     "BadObjectMeta",
@@ -92,6 +98,7 @@ __all__ = [
     "ObjectTooLarge",
     "PermissionDenied",
     "ProtocolViolation",
+    "PutMode",
     "StoreFull",
     "StoreSealed",
     "StoreStatus",

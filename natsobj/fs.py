@@ -37,7 +37,7 @@ from fsspec.utils import other_paths
 
 from natsobj import aio
 from natsobj.aio.copy import copy_object
-from natsobj.aio.put_modes import create_sequence
+from natsobj.aio.put_modes import CREATE, OVERWRITE, PutMode, create_sequence
 from natsobj.errors import (
     BucketNotFound,
     NatsObjError,
@@ -128,13 +128,13 @@ def _no_bucket(bucket: str, exc: BucketNotFound) -> FileNotFoundError:
     return error
 
 
-def _creates(mode: str) -> bool:
-    """Whether a write in fsspec's ``mode`` only creates (``"create"``, S3's
-    ``If-None-Match: *``) rather than overwrites; any other mode is refused, not taken as
-    an overwrite."""
+def _put_mode(mode: str) -> PutMode:
+    """The put of a write in fsspec's ``mode``: ``"create"`` only creates (S3's
+    ``If-None-Match: *``), ``"overwrite"`` overwrites; any other mode is refused, not taken
+    as an overwrite."""
     if mode not in ("overwrite", "create"):
         raise ValueError(f"write mode must be 'overwrite' or 'create', not {mode!r}")
-    return mode == "create"
+    return CREATE if mode == "create" else OVERWRITE
 
 
 @contextlib.contextmanager
@@ -495,21 +495,21 @@ class NatsObjectFileSystem(AsyncFileSystem):
     ) -> ObjectInfo:
         """One object from bytes; ``mode="create"`` is a put-if-absent (FileExistsError)."""
         bucket, key = _split(self._strip_protocol(path))
-        store, if_absent = await self._store(bucket), _creates(mode)
+        store, put_mode = await self._store(bucket), _put_mode(mode)
         with _creating(f"{bucket}/{key}"):
-            return await store.put(key, bytes(value), if_absent=if_absent, **_put_options(kwargs))
+            return await store.put(key, bytes(value), mode=put_mode, **_put_options(kwargs))
 
     async def _put_file(
         self, lpath: str, rpath: str, mode: str = "overwrite", **kwargs: Any
     ) -> ObjectInfo | None:
         """One local file as an object; ``mode="create"`` as for ``pipe_file``."""
-        if_absent = _creates(mode)
+        put_mode = _put_mode(mode)
         if os.path.isdir(lpath):
             return None  # prefixes need no directory objects
         bucket, key = _split(self._strip_protocol(rpath))
         store = await self._store(bucket)
         with _creating(f"{bucket}/{key}"):
-            return await store.put(key, Path(lpath), if_absent=if_absent, **_put_options(kwargs))
+            return await store.put(key, Path(lpath), mode=put_mode, **_put_options(kwargs))
 
     async def _create_sequence(self, path: str) -> int:
         """The compare-and-swap sequence of a put that creates ``path`` (``open("xb")``):
@@ -674,7 +674,8 @@ class NatsObjectFile(AbstractBufferedFile):
         if mode == "ab":
             raise NotImplementedError("objects cannot be appended to; write a new object")
         if mode == "xb":
-            self._put_options["expected_sequence"] = sync(fs.loop, fs._create_sequence, path)
+            created = sync(fs.loop, fs._create_sequence, path)
+            self._put_options["mode"] = PutMode.update(created)
         if mode == "rb" and kwargs.get("block_size") in (None, "default"):
             kwargs["block_size"] = self.READ_AHEAD
         exact = mode == "rb" and kwargs.get("cache_type") in (None, ExactReadAhead.name)
@@ -724,7 +725,7 @@ class NatsObjectFile(AbstractBufferedFile):
                 yield item
 
         put = store.put(key, chunks(), **self._put_options)
-        creates = "expected_sequence" in self._put_options  # "xb"
+        creates = "mode" in self._put_options  # "xb"
         self._put_task = asyncio.ensure_future(self._created(put) if creates else put)
 
     async def _created(self, put: Any) -> ObjectInfo:

@@ -14,9 +14,10 @@ from types import TracebackType
 from typing import Any, TypeVar, Unpack, cast
 
 from natsobj import aio
-from natsobj.aio import listing
+from natsobj.aio import listing, put_modes
 from natsobj.aio.client import DEFAULT_PUT_WINDOW, DEFAULT_READ_WINDOW
 from natsobj.aio.compaction import CompactResult
+from natsobj.aio.put_modes import OVERWRITE, PutMode
 from natsobj.aio.scans import Changes
 from natsobj.aio.sources import PutSource
 from natsobj.cursors import ChangeCursor
@@ -266,11 +267,12 @@ class ObjectStore:
         headers: Mapping[str, list[str] | str] | None = None,
         metadata: dict[str, str] | None = None,
         chunk_size: int | None = None,
-        expected_sequence: int | None = None,
-        if_absent: bool = False,
+        mode: PutMode = OVERWRITE,
         tiering: Tiering | None = None,
         ttl: float | str | timedelta | None = None,
         digest_headers: Callable[[str], Mapping[str, list[str]]] | None = None,
+        expected_sequence: int | None = None,
+        if_absent: bool = False,
     ) -> ObjectInfo:
         return run(
             self._store.put(
@@ -280,8 +282,7 @@ class ObjectStore:
                 headers=headers,
                 metadata=metadata,
                 chunk_size=chunk_size,
-                expected_sequence=expected_sequence,
-                if_absent=if_absent,
+                mode=put_modes.from_keywords(mode, expected_sequence, if_absent),
                 tiering=tiering,
                 ttl=ttl,
                 digest_headers=digest_headers,

@@ -2,6 +2,7 @@
 
 from natsobj.aio.client import Client, connect
 from natsobj.aio.compaction import CompactResult
+from natsobj.aio.put_modes import CREATE, OVERWRITE, PutMode
 from natsobj.aio.ranges import RangeReader
 from natsobj.aio.reader import ObjectReader
 from natsobj.aio.scans import Changes
@@ -9,12 +10,15 @@ from natsobj.aio.store import ObjectStore
 from natsobj.aio.watch import ObjectWatcher
 
 __all__ = [
+    "CREATE",
+    "OVERWRITE",
     "Changes",
     "Client",
     "CompactResult",
     "ObjectReader",
     "ObjectStore",
     "ObjectWatcher",
+    "PutMode",
     "RangeReader",
     "connect",
 ]

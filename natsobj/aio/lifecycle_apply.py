@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from natsobj.aio.put_modes import PutMode
 from natsobj.aio.store import ObjectStore
 from natsobj.errors import NatsObjError, ObjectChanged, ObjectNotFound, costs_only_its_object
 from natsobj.lifecycle import LifecycleRule
@@ -85,7 +86,7 @@ async def apply(store: ObjectStore, restamps: list[Restamp]) -> list[Restamp]:
                 headers=headers,
                 metadata=info.metadata,
                 chunk_size=kept_chunk_size(info.chunk_size),
-                expected_sequence=info.sequence,
+                mode=PutMode.update(info.sequence or 0),
                 ttl=restamp.ttl,
             )
             restamp.done = True

@@ -1,18 +1,70 @@
-"""Put-if-absent over the compare-and-swap put: the one rule for "create this name, never
-overwrite an object", as arrow-rs object_store's ``PutMode::Create``.
+"""What a put may replace, one value (``PutMode``), as arrow-rs object_store's ``PutMode``:
+``OVERWRITE`` whatever is there, ``CREATE`` only where no object is (S3's
+``If-None-Match: *``), or ``PutMode.update(n)``, a compare-and-swap that succeeds only when
+the name's last meta record is at sequence ``n`` (0: a name never written).
 
-``ObjectStore.put(expected_sequence=n)`` succeeds only when the name's last meta record is at
-``n``, and 0 means a name never written. A deleted name (a tombstone, or the delete marker of
-an expiry) still has a last record, so a put that must create the name expects that record's
-sequence: every face that creates without overwriting asks this module, not its own lookup.
+Put-if-absent rides on the compare-and-swap: a deleted name (a tombstone, or the delete marker
+of an expiry) still has a last record, so a put that must create the name expects that
+record's sequence. Every face that creates without overwriting asks this module, not its own
+lookup.
 """
 
 from __future__ import annotations
 
+import enum
+import warnings
+from dataclasses import dataclass
 from typing import Protocol
 
 from natsobj.errors import ObjectExists, ObjectNotFound
 from natsobj.model import ObjectInfo
+
+
+class _Kind(enum.Enum):
+    OVERWRITE = "overwrite"
+    CREATE = "create"
+    UPDATE = "update"
+
+
+@dataclass(frozen=True)
+class PutMode:
+    """A put's mode: ``OVERWRITE``, ``CREATE`` or ``PutMode.update(sequence)``."""
+
+    kind: _Kind
+    sequence: int | None = None
+
+    @classmethod
+    def update(cls, sequence: int) -> PutMode:
+        """Replace only the version whose meta record is at ``sequence`` (0: create a name
+        never written); ObjectChanged when another writer came first."""
+        if isinstance(sequence, bool) or not isinstance(sequence, int) or sequence < 0:
+            raise ValueError(f"PutMode.update takes a meta sequence >= 0, not {sequence!r}")
+        return cls(_Kind.UPDATE, sequence)
+
+    def __repr__(self) -> str:
+        if self.kind is _Kind.UPDATE:
+            return f"PutMode.update({self.sequence})"
+        return f"PutMode.{self.kind.name}"
+
+
+OVERWRITE = PutMode(_Kind.OVERWRITE)
+CREATE = PutMode(_Kind.CREATE)
+
+
+def from_keywords(mode: PutMode, expected_sequence: int | None, if_absent: bool) -> PutMode:
+    """``mode``, or the mode the keywords before it (``expected_sequence=``, ``if_absent=``)
+    asked for, with a DeprecationWarning: one release to move to ``mode=``."""
+    if expected_sequence is None and not if_absent:
+        return mode
+    if mode is not OVERWRITE or (expected_sequence is not None and if_absent):
+        raise ValueError("give one of mode, expected_sequence and if_absent")
+    warnings.warn(
+        "put(expected_sequence=, if_absent=) are deprecated: pass mode=PutMode.update(n)"
+        " or mode=CREATE",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return CREATE if if_absent else PutMode.update(expected_sequence or 0)
 
 
 class NamedRecords(Protocol):
@@ -37,3 +89,10 @@ async def create_sequence(store: NamedRecords, name: str) -> int:
     if not current.deleted:
         raise ObjectExists("object already exists", bucket=store.bucket, name=name)
     return current.sequence or 0
+
+
+async def expected_sequence(store: NamedRecords, name: str, mode: PutMode) -> int | None:
+    """The compare-and-swap sequence a put in ``mode`` writes with (None: none)."""
+    if mode.kind is _Kind.CREATE:
+        return await create_sequence(store, name)
+    return mode.sequence

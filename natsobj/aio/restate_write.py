@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterable
 from typing import TYPE_CHECKING
 
+from natsobj.aio.put_modes import PutMode
 from natsobj.aio.records import publish_record
 from natsobj.errors import ObjectChanged, SequenceConflict
 from natsobj.model import ObjectInfo, Offload, Tiering, kept_chunk_size
@@ -48,7 +49,7 @@ async def restate(
             headers=info.headers,
             metadata=info.metadata,
             chunk_size=kept_chunk_size(info.chunk_size),
-            expected_sequence=info.sequence,
+            mode=PutMode.update(info.sequence or 0),
             tiering=Tiering(replaces=replaces, mtime=info.mtime),
             # the same expiry, or none (0) so a lifecycle rule does not give the version one
             ttl=ttl or 0,

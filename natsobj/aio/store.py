@@ -8,11 +8,20 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, TypeVar, Unpack
 
-from natsobj.aio import compaction, links, listing, meta_update, put_pipeline, records, scans
+from natsobj.aio import (
+    compaction,
+    links,
+    listing,
+    meta_update,
+    put_modes,
+    put_pipeline,
+    records,
+    scans,
+)
 from natsobj.aio.compaction import CompactResult
 from natsobj.aio.expiry import BucketExpiry
 from natsobj.aio.jetstream.jsapi import JetStreamApi
-from natsobj.aio.put_modes import create_sequence
+from natsobj.aio.put_modes import OVERWRITE, PutMode
 from natsobj.aio.ranges import ClientRanges, RangeReader
 from natsobj.aio.reader import ObjectReader, check_digest
 from natsobj.aio.restate_proof import proven
@@ -154,23 +163,25 @@ class ObjectStore:
         headers: Mapping[str, list[str] | str] | None = None,
         metadata: dict[str, str] | None = None,
         chunk_size: int | None = None,
-        expected_sequence: int | None = None,
-        if_absent: bool = False,
+        mode: PutMode = OVERWRITE,
         tiering: Tiering | None = None,
         ttl: float | str | timedelta | None = None,
         digest_headers: Callable[[str], Mapping[str, list[str]]] | None = None,
+        expected_sequence: int | None = None,
+        if_absent: bool = False,
     ) -> ObjectInfo:
         """Store ``source`` as ``name``. Chunks first, meta last: a failed put leaves no object
         and the previous version intact, and its chunks are purged where the server allows.
 
-        With ``expected_sequence`` the put is a compare-and-swap: it succeeds only if the
-        name's meta record is still at that sequence (0: the name has never been written),
-        and raises ObjectChanged otherwise. ``if_absent`` makes it create only, as S3's
-        ``If-None-Match: *``: ObjectExists when an object is there (a deleted name counts as
-        absent: ``natsobj.aio.put_modes``), ObjectChanged when another writer creates it
-        first. An object up to ``atomic_max_bytes`` goes as one
-        atomic batch (natsobj.aio.atomic_put): all-or-nothing on the server, chunks
-        contiguous. ``tiering`` marks the record as restating the
+        ``mode`` (``natsobj.aio.put_modes``): ``OVERWRITE`` (the default), ``CREATE``, as S3's
+        ``If-None-Match: *`` (ObjectExists when an object is there, a deleted name counting as
+        absent; ObjectChanged when another writer creates it first), or
+        ``PutMode.update(n)``, a compare-and-swap that succeeds only if the name's meta record
+        is still at sequence ``n`` (0: never written) and raises ObjectChanged otherwise
+        (``expected_sequence=`` and ``if_absent=`` are the deprecated spellings of the last
+        two). An object up to ``atomic_max_bytes`` goes as one atomic batch
+        (natsobj.aio.atomic_put): all-or-nothing on the server, chunks contiguous. ``tiering``
+        marks the record as restating the
         version it names rather than being a new one (how ``natsobj.archive.tiering``
         rehydrates an offloaded object: watches and sensors do not see it as a change).
 
@@ -186,10 +197,8 @@ class ObjectStore:
         natsobj.gateway.etags)."""
         self._check_name(name)
         expiry = coerce_ttl(ttl)  # parsed once, here where the caller gave it
-        if if_absent:
-            if expected_sequence is not None:
-                raise ValueError("give expected_sequence or if_absent, not both")
-            expected_sequence = await create_sequence(self, name)
+        mode = put_modes.from_keywords(mode, expected_sequence, if_absent)
+        required = await put_modes.expected_sequence(self, name, mode)
         return await put_pipeline.put(
             self.bucket_stream,
             self.expiry,
@@ -203,7 +212,7 @@ class ObjectStore:
             headers=headers,
             metadata=metadata,
             chunk_size=chunk_size,
-            expected_sequence=expected_sequence,
+            expected_sequence=required,
             tiering=tiering,
             ttl=expiry,
             digest_headers=digest_headers,

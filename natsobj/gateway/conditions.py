@@ -9,6 +9,7 @@ from datetime import datetime
 from email.utils import parsedate_to_datetime
 
 from natsobj.aio import ObjectStore
+from natsobj.aio.put_modes import CREATE, OVERWRITE, PutMode
 from natsobj.errors import ObjectNotFound
 from natsobj.gateway.metadata import etag
 from natsobj.gateway.s3errors import S3Error
@@ -60,10 +61,8 @@ def check_read(headers: Mapping[str, str], info: ObjectInfo) -> None:
         raise _not_modified(tag)
 
 
-async def write_precondition(
-    store: ObjectStore, key: str, headers: Mapping[str, str]
-) -> tuple[bool, int | None]:
-    """``(if_absent, expected_sequence)`` for the core's put. ``If-Match`` replaces only a
+async def write_precondition(store: ObjectStore, key: str, headers: Mapping[str, str]) -> PutMode:
+    """The core put's mode for a write's conditions. ``If-Match`` replaces only a
     current version with that ETag (``*``: any), NoSuchKey when there is none; ``If-None-Match``
     refuses a current version with that ETag (``*``: any). The put then swaps exactly the
     version judged (its sequence), or creates only when there was none, so a writer in between
@@ -71,19 +70,19 @@ async def write_precondition(
     if_none_match = headers.get("If-None-Match")
     if_match = headers.get("If-Match")
     if if_none_match is None and if_match is None:
-        return False, None
+        return OVERWRITE
     try:
         info = await store.get_info(key)
     except ObjectNotFound:
         if if_match is not None:
             raise
-        return True, None
+        return CREATE
     tag = etag(info)
     if if_match is not None and not _matches(if_match, tag):
         raise _failed()
     if if_none_match is not None and _matches(if_none_match, tag):
         raise _failed()
-    return False, info.sequence
+    return PutMode.update(info.sequence or 0)
 
 
 def check_copy_source(headers: Mapping[str, str], info: ObjectInfo) -> None:

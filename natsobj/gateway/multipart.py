@@ -484,14 +484,13 @@ async def complete(
             **(kept.bind(digest) if kept else {}),
         }
 
-    if_absent, expected_sequence = await conditions.write_precondition(store, key, request.headers)
+    mode = await conditions.write_precondition(store, key, request.headers)
     await store.put(
         key,
         _concatenated(uploads, chosen, whole),
         headers=headers,
         metadata=json.loads(record.metadata["metadata"]),
-        if_absent=if_absent,
-        expected_sequence=expected_sequence,
+        mode=mode,
         digest_headers=keep,
     )
     kept = whole.stored()

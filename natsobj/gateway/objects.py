@@ -177,14 +177,13 @@ async def put_object(
     body = UploadBody(request, verified)
     store = await client.store(bucket)
     headers, meta = metadata.from_request(request.headers)
-    if_absent, expected_sequence = await conditions.write_precondition(store, key, request.headers)
+    mode = await conditions.write_precondition(store, key, request.headers)
     info = await store.put(
         key,
         body.pieces(),
         headers=headers,
         metadata=meta,
-        if_absent=if_absent,
-        expected_sequence=expected_sequence,
+        mode=mode,
         digest_headers=body.keep,
     )
     return web.Response(headers={"ETag": metadata.etag(info), **body.checksums})

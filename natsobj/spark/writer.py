@@ -19,6 +19,7 @@ from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.types import StructType
 
 import natsobj
+from natsobj.aio.put_modes import OVERWRITE, PutMode
 from natsobj.errors import ObjectChanged, in_words_of
 from natsobj.retry import CONFLICT
 from natsobj.spark.arrowio import ObjectSplitter, RowCount, parquet_stream
@@ -283,7 +284,7 @@ class NatsObjWriter(DataSourceArrowWriter):
             manifest_name(self.opts.prefix),
             manifest.to_json(),
             metadata={WRITE_ID_KEY: self.write_id, "generation": str(manifest.generation)},
-            expected_sequence=expected,
+            mode=OVERWRITE if expected is None else PutMode.update(expected),
         )
         return manifest, doomed
 

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 
 from natsobj.aio import lifecycle_apply as restamp
 from natsobj.aio.copy import copy_object
+from natsobj.aio.put_modes import CREATE
 from natsobj.aio.ranges import byte_range
 from natsobj.cli import cli
 from natsobj.errors import ObjectExists
@@ -438,13 +439,13 @@ def honest_put(world: World, data: st.DataObject) -> None:
 
 
 def put_if_absent(world: World, data: st.DataObject) -> None:
-    """Create only (``put(if_absent=True)``): never over an object a reader would get, hostile
+    """Create only (``put(mode=CREATE)``): never over an object a reader would get, hostile
     record or not; over a name never written or deleted, a new version."""
     name = _name(world, data)
     payload = random_bytes(data.draw(st.integers(0, 9000)), data.draw(st.integers(0, 2**30)))
     present = name in world.intact()  # an honest object no adversarial write touched
     ok, info = world.call(
-        f"put({name!r}, if_absent=True)", lambda: world.a.put(name, payload, if_absent=True)
+        f"put({name!r}, mode=CREATE)", lambda: world.a.put(name, payload, mode=CREATE)
     )
     if not ok:
         if present and not isinstance(info, ObjectExists):

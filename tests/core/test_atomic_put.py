@@ -24,6 +24,7 @@ from natsobj.aio.atomic_put import (
     Replayable,
     default_max_bytes,
 )
+from natsobj.aio.put_modes import PutMode
 from natsobj.aio.sources import iter_chunks
 from natsobj.model import ObjectInfo
 from natsobj.sync import run
@@ -98,16 +99,16 @@ def test_stale_expected_sequence_is_a_typed_conflict_and_stores_nothing(atomic_s
     before = _messages(raw_js, atomic_store.bucket)
     with pytest.raises(natsobj.errors.SequenceConflict) as caught:
         atomic_store.put(
-            "obj", os.urandom(4 * CHUNK), chunk_size=CHUNK, expected_sequence=first.sequence
+            "obj", os.urandom(4 * CHUNK), chunk_size=CHUNK, mode=PutMode.update(first.sequence)
         )
     assert isinstance(caught.value, natsobj.errors.ObjectChanged)
     assert _messages(raw_js, atomic_store.bucket) == before
     assert atomic_store.get_bytes("obj") == b"two"
     with pytest.raises(natsobj.errors.SequenceConflict):
-        atomic_store.put("new-name", b"x", expected_sequence=5)
+        atomic_store.put("new-name", b"x", mode=PutMode.update(5))
     current = atomic_store.get_info("obj").sequence
-    assert atomic_store.put("obj", b"three", expected_sequence=current).sequence > current
-    assert atomic_store.put("fresh", b"x", expected_sequence=0).size == 1
+    assert atomic_store.put("obj", b"three", mode=PutMode.update(current)).sequence > current
+    assert atomic_store.put("fresh", b"x", mode=PutMode.update(0)).size == 1
 
 
 def test_conflict_met_at_commit_is_typed(nats_url, bucket_name, raw_js):

@@ -7,21 +7,21 @@ from __future__ import annotations
 import pytest
 
 import natsobj
-from natsobj.aio.put_modes import create_sequence
+from natsobj.aio.put_modes import CREATE, PutMode, create_sequence
 from natsobj.spark.storage import manifest_for_update
 from natsobj.sync import run
 
 
 def test_create_sequence_never_written_deleted_and_existing(store) -> None:
     assert run(create_sequence(store.aio, "new")) == 0
-    first = store.put("new", b"one", expected_sequence=run(create_sequence(store.aio, "new")))
+    first = store.put("new", b"one", mode=PutMode.update(run(create_sequence(store.aio, "new"))))
     with pytest.raises(natsobj.ObjectExists, match=f"bucket {store.bucket!r}, object 'new'"):
         run(create_sequence(store.aio, "new"))
     store.delete("new")
     tombstone = store.get_info("new", include_deleted=True).sequence
     assert tombstone is not None and tombstone > (first.sequence or 0)
     assert run(create_sequence(store.aio, "new")) == tombstone
-    store.put("new", b"again", expected_sequence=tombstone)
+    store.put("new", b"again", mode=PutMode.update(tombstone))
     assert store.get_bytes("new") == b"again"
 
 
@@ -29,21 +29,37 @@ def test_a_writer_creating_the_name_after_the_look_up_makes_the_put_fail(store) 
     expected = run(create_sequence(store.aio, "raced"))
     store.put("raced", b"theirs")
     with pytest.raises(natsobj.ObjectChanged):
-        store.put("raced", b"ours", expected_sequence=expected)
+        store.put("raced", b"ours", mode=PutMode.update(expected))
     assert store.get_bytes("raced") == b"theirs"
 
 
 def test_put_if_absent_creates_never_overwrites_and_reuses_a_deleted_name(store) -> None:
-    """The put mode the faces call (``put(if_absent=True)``, S3's ``If-None-Match: *``)."""
-    store.put("p", b"first", if_absent=True)
+    """The put mode the faces call (``put(mode=CREATE)``, S3's ``If-None-Match: *``)."""
+    store.put("p", b"first", mode=CREATE)
     with pytest.raises(natsobj.ObjectExists):
-        store.put("p", b"second", if_absent=True)
+        store.put("p", b"second", mode=CREATE)
     assert store.get_bytes("p") == b"first"
     store.delete("p")
-    store.put("p", b"third", if_absent=True)
+    store.put("p", b"third", mode=CREATE)
     assert store.get_bytes("p") == b"third"
-    with pytest.raises(ValueError, match="not both"):
+
+
+def test_the_keywords_before_put_mode_still_work_and_warn(store) -> None:
+    """``expected_sequence=`` and ``if_absent=`` were the put's mode before ``PutMode``: one
+    release with a DeprecationWarning, the same rule behind them."""
+    with pytest.warns(DeprecationWarning, match="mode=CREATE"):
+        created = store.put("old", b"one", if_absent=True)
+    with pytest.warns(DeprecationWarning), pytest.raises(natsobj.ObjectExists):
+        store.put("old", b"two", if_absent=True)
+    with pytest.warns(DeprecationWarning):
+        store.put("old", b"three", expected_sequence=created.sequence)
+    assert store.get_bytes("old") == b"three"
+    with pytest.raises(ValueError, match="one of mode"):
         store.put("q", b"x", if_absent=True, expected_sequence=0)
+    with pytest.raises(ValueError, match="one of mode"):
+        store.put("q", b"x", mode=CREATE, expected_sequence=0)
+    with pytest.raises(ValueError, match="sequence >= 0"):
+        PutMode.update(-1)
 
 
 def test_a_spark_commit_creates_its_manifest_by_the_same_rule(store) -> None:

@@ -14,6 +14,7 @@ import pytest
 
 import natsobj
 from natsobj import names
+from natsobj.aio.put_modes import PutMode
 from natsobj.model import ObjectInfo
 
 
@@ -402,12 +403,12 @@ def test_object_info_json_round_trip():
 
 
 def test_conditional_put_is_a_compare_and_swap(store, raw):
-    first = store.put("cas", b"v1", expected_sequence=0)
+    first = store.put("cas", b"v1", mode=PutMode.update(0))
     with pytest.raises(natsobj.ObjectChanged):
-        store.put("cas", b"never", expected_sequence=0)
-    second = store.put("cas", b"v2", expected_sequence=first.sequence)
+        store.put("cas", b"never", mode=PutMode.update(0))
+    second = store.put("cas", b"v2", mode=PutMode.update(first.sequence))
     with pytest.raises(natsobj.ObjectChanged, match="sequence"):
-        store.put("cas", b"stale", expected_sequence=first.sequence)
+        store.put("cas", b"stale", mode=PutMode.update(first.sequence))
     assert store.get_bytes("cas") == b"v2"
     assert raw.subject_count(store.bucket, f"$O.{store.bucket}.C.>") == second.chunks
 

@@ -17,6 +17,7 @@ from airflow_natsobj.assets import asset_uri
 from airflow_natsobj.connection import settings_from_connection
 from airflow_natsobj.options import operation_options
 from natsobj.aio.copy import copy_object
+from natsobj.aio.put_modes import OVERWRITE, PutMode
 from natsobj.aio.sources import PutSource
 from natsobj.errors import BucketNotFound, ObjectNotFound, UnsafeLocalPath
 from natsobj.local.mirror import Layout, lay_out, local_files, objects_below, up_to_date
@@ -189,13 +190,13 @@ class NatsObjectStoreHook(BaseHook):
         headers: dict[str, list[str] | str] | None = None,
         metadata: dict[str, str] | None = None,
         chunk_size: int | None = None,
-        expected_sequence: int | None = None,
-        if_absent: bool = False,
+        mode: PutMode = OVERWRITE,
         ttl: float | str | timedelta | None = None,
     ) -> ObjectInfo:
         """``ObjectStore.put`` on ``bucket``, reported to lineage as an output; ``ttl``: the
         server deletes the object that long after the put (None: the bucket's rules decide);
-        ``if_absent``: create only, ObjectExists when an object is there."""
+        ``mode``: ``CREATE`` creates only (ObjectExists when an object is there),
+        ``PutMode.update(n)`` swaps the version at meta sequence ``n`` (natsobj.PutMode)."""
         info = self.get_store(bucket).put(
             name,
             source,
@@ -203,8 +204,7 @@ class NatsObjectStoreHook(BaseHook):
             headers=headers,
             metadata=metadata,
             chunk_size=chunk_size,
-            expected_sequence=expected_sequence,
-            if_absent=if_absent,
+            mode=mode,
             ttl=ttl,
         )
         self._lineage_output(bucket, name)

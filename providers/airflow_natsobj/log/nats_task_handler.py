@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_natsobj.log.lines import log_lines
+from natsobj.aio.put_modes import CREATE, OVERWRITE, PutMode
 from natsobj.errors import NatsObjError, ObjectNotFound
 from natsobj.names import check_bucket
 from natsobj.paths import SEP, is_nats_url, nats_url, parse_nats_url
@@ -139,11 +140,15 @@ class NatsRemoteLogIO:
         try:
             earlier = store.get_info(name)
         except ObjectNotFound:
-            store.put(name, local, if_absent=True)
+            store.put(name, local, mode=CREATE)
             return
         if local.stat().st_size == 0:
             return  # nothing new since the last upload
-        store.put(name, _appended(store, name, local), expected_sequence=earlier.sequence or None)
+        store.put(
+            name,
+            _appended(store, name, local),
+            mode=PutMode.update(earlier.sequence) if earlier.sequence else OVERWRITE,
+        )
 
     # -- read -------------------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from airflow.sdk import BaseOperator, ObjectStoragePath
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 from airflow_natsobj.options import operation_options, rendered_sequence, unset
 from airflow_natsobj.wording import airflow_words
+from natsobj.aio.put_modes import CREATE, OVERWRITE
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import (
     BucketNotFound,
@@ -178,7 +179,7 @@ class NatsCreateObjectOperator(NatsBaseOperator):
                 description=self.description,
                 metadata=self.metadata,
                 headers=self.headers,
-                if_absent=not self.replace,
+                mode=OVERWRITE if self.replace else CREATE,
                 **self.put_options(),
             )
             try:

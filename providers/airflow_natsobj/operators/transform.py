@@ -21,6 +21,7 @@ from airflow_natsobj.operators.object_store import NatsBaseOperator
 from airflow_natsobj.operators.script import ScriptProcess
 from airflow_natsobj.options import operation_options
 from airflow_natsobj.wording import airflow_words
+from natsobj.aio.put_modes import CREATE, OVERWRITE
 from natsobj.errors import ObjectExists, in_words_of
 
 if TYPE_CHECKING:
@@ -126,7 +127,9 @@ class NatsFileTransformOperator(NatsBaseOperator):
             self._run_script(source, dest)
             with NatsObjectStoreHook(nats_conn_id=self.dest_nats_conn_id) as hook:
                 try:
-                    info = hook.put(dest_bucket, dest_name, dest, if_absent=not self.replace)
+                    info = hook.put(
+                        dest_bucket, dest_name, dest, mode=OVERWRITE if self.replace else CREATE
+                    )
                 except ObjectExists as exc:
                     raise ObjectExists(
                         exc.message,
