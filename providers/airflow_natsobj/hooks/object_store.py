@@ -17,7 +17,7 @@ from airflow_natsobj.assets import asset_uri
 from airflow_natsobj.connection import settings_from_connection
 from airflow_natsobj.options import operation_options
 from natsobj.aio.copy import copy_object
-from natsobj.aio.put_modes import OVERWRITE, PutMode
+from natsobj.aio.put_modes import OVERWRITE, PutMode, from_keywords
 from natsobj.aio.sources import PutSource
 from natsobj.errors import BucketNotFound, ObjectNotFound, UnsafeLocalPath
 from natsobj.local.mirror import Layout, lay_out, local_files, objects_below, up_to_date
@@ -192,11 +192,14 @@ class NatsObjectStoreHook(BaseHook):
         chunk_size: int | None = None,
         mode: PutMode = OVERWRITE,
         ttl: float | str | timedelta | None = None,
+        expected_sequence: int | None = None,
+        if_absent: bool = False,
     ) -> ObjectInfo:
         """``ObjectStore.put`` on ``bucket``, reported to lineage as an output; ``ttl``: the
         server deletes the object that long after the put (None: the bucket's rules decide);
         ``mode``: ``CREATE`` creates only (ObjectExists when an object is there),
-        ``PutMode.update(n)`` swaps the version at meta sequence ``n`` (natsobj.PutMode)."""
+        ``PutMode.update(n)`` swaps the version at meta sequence ``n`` (natsobj.PutMode;
+        ``expected_sequence=`` and ``if_absent=`` are its deprecated spellings, one release)."""
         info = self.get_store(bucket).put(
             name,
             source,
@@ -204,7 +207,7 @@ class NatsObjectStoreHook(BaseHook):
             headers=headers,
             metadata=metadata,
             chunk_size=chunk_size,
-            mode=mode,
+            mode=from_keywords(mode, expected_sequence, if_absent),
             ttl=ttl,
         )
         self._lineage_output(bucket, name)
