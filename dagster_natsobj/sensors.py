@@ -250,10 +250,12 @@ def _known_partition(context: SensorEvaluationContext, name: str) -> Callable[[R
     """Whether a run request's partition is one the sensor's target has, by Dagster's own
     resolution of the request (static, time-window, multi and dynamic partitions alike); a
     request for another is logged, naming the object and the key, and dropped, where Dagster
-    would fail the whole tick. Without the repository (a bare ``build_sensor_context``) no
-    partition can be checked and Dagster resolves the requests as it always does."""
+    would fail the whole tick. Without the repository, or in one that does not hold this
+    sensor (a bare ``build_sensor_context``, a sensor evaluated beside another code location's
+    definitions), no partition can be checked and Dagster resolves the requests as it always
+    does."""
     repository = context.repository_def
-    if repository is None:
+    if repository is None or not repository.has_sensor_def(name):
         return lambda request: True
     definition = repository.get_sensor_def(name)
 
