@@ -288,6 +288,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
     with etags.using(pool.seal_key):
         try:
             bucket, key = route(request, request.app[DOMAIN])
+            request["s3_bucket"], request["s3_key"] = bucket, key
             signed = sigv4.Request(
                 method=request.method,
                 raw_path=request.raw_path.split("?", 1)[0],
@@ -297,6 +298,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
             if request.method == "OPTIONS":
                 raise _preflight(request)
             verified = sigv4.verify(signed, pool.secret_of)
+            request["s3_access_key"] = verified.access_key if verified else None
             if verified is None:
                 anonymous = True
                 client = await _anonymous(pool, request, bucket)

@@ -1,0 +1,77 @@
+"""``natsobj gateway`` as a process of its own, as an operator runs it: its endpoint from the
+line it prints, its log in a file, stopped by SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+ANNOUNCED = "S3 gateway on "
+
+
+def _descriptor_limit(limit: int) -> Callable[[], None]:
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+    return apply
+
+
+class GatewayProcess:
+    """``natsobj --url NATS gateway --listen 127.0.0.1:0 ARGS`` with stderr in ``log``."""
+
+    def __init__(
+        self,
+        nats_url: str,
+        log: Path,
+        *args: str,
+        nofile: int | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.log = log
+        command = [sys.executable, "-m", "natsobj.cli", "--url", nats_url, "gateway"]
+        if "--listen" not in args:
+            command += ["--listen", "127.0.0.1:0"]
+        with log.open("wb") as stderr:
+            self.process = subprocess.Popen(
+                [*command, *args],
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                text=True,
+                env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})},
+                preexec_fn=_descriptor_limit(nofile) if nofile else None,
+            )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        assert line.startswith(ANNOUNCED), f"{line!r}; log: {self.log_text()[-3000:]}"
+        self.endpoint = line[len(ANNOUNCED) :].strip()
+
+    @property
+    def port(self) -> int:
+        return int(self.endpoint.rsplit(":", 1)[1])
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def terminate(self, timeout: float = 60) -> int:
+        """SIGTERM, then the exit status (SIGKILL past ``timeout``, and the test fails)."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(f"the gateway did not stop within {timeout}s of SIGTERM") from None
+
+    def __enter__(self) -> GatewayProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()

@@ -1,0 +1,65 @@
+"""Finding 1 of issue 41 as found: at a 1,024 file-descriptor limit, 1,100 connections that
+send half a request and then nothing must neither lock a signed client out nor flood the log."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from pathlib import Path
+
+from botocore.config import Config
+
+from tests.gateway.conftest import ACCESS_KEY, SECRET
+from tests.gateway.processes import GatewayProcess
+
+FLOOD = 1100
+SIGNED_WITHIN = 20.0  # seconds a signed request may take while the flood holds its sockets
+LOG_BOUND = 64 * 1024
+
+
+def _half_sent(port: int, count: int) -> list[socket.socket]:
+    """``count`` connections, each having sent a request line and one header and no more."""
+    held = []
+    for _ in range(count):
+        with contextlib.suppress(OSError):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=2)
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: flood\r\n")
+            held.append(sock)
+    return held
+
+
+def test_a_flood_of_half_sent_connections_locks_no_signed_client_out(
+    nats_url: str, credentials_file: Path, tmp_path: Path
+) -> None:
+    import boto3
+
+    with GatewayProcess(
+        nats_url, tmp_path / "gateway.log", "--credentials", str(credentials_file), nofile=1024
+    ) as gateway:
+        held = _half_sent(gateway.port, FLOOD)
+        try:
+            s3 = boto3.client(
+                "s3",
+                endpoint_url=gateway.endpoint,
+                aws_access_key_id=ACCESS_KEY,
+                aws_secret_access_key=SECRET,
+                region_name="us-east-1",
+                config=Config(
+                    s3={"addressing_style": "path"},
+                    retries={"max_attempts": 1},
+                    connect_timeout=SIGNED_WITHIN,
+                    read_timeout=SIGNED_WITHIN,
+                ),
+            )
+            started = time.monotonic()
+            s3.create_bucket(Bucket="flooded")
+            s3.put_object(Bucket="flooded", Key="k", Body=b"still served")
+            assert s3.get_object(Bucket="flooded", Key="k")["Body"].read() == b"still served"
+            assert time.monotonic() - started < SIGNED_WITHIN
+        finally:
+            for sock in held:
+                sock.close()
+        assert gateway.terminate() == 0
+        log = gateway.log_text()
+        assert len(log.encode()) < LOG_BOUND, f"{len(log)} bytes of log: {log[:2000]}"
