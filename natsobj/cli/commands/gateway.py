@@ -13,6 +13,7 @@ The production flags (docs/gateway.md, "In production"): ``--workers``, the conn
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shlex
 from collections.abc import Callable
@@ -213,13 +214,12 @@ def gateway(
 
 
 def _require_prometheus_client() -> None:
-    """--metrics needs prometheus_client (in the gateway extra): said before serving."""
-    try:
-        import prometheus_client  # noqa: F401
-    except ImportError:
+    """--metrics needs prometheus_client (in the gateway extra): said before serving. Found,
+    not imported: its multiprocess mode is chosen when it is first imported, in the workers."""
+    if importlib.util.find_spec("prometheus_client") is None:
         raise UsageProblem(
             f"--metrics needs prometheus_client: {MissingExtra.install_line('gateway')}"
-        ) from None
+        )
 
 
 def _bracketed(host: str) -> str:
