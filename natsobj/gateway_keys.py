@@ -18,9 +18,8 @@ or, when it lies in a secret an orchestrator mounted (a Kubernetes Secret volume
 secret), by the rules of ``natsobj.mounted_secrets``.
 
 A gateway can also take its one key from the environment (``from_environment``:
-``NATSOBJ_GATEWAY_ACCESS_KEY_ID``, ``NATSOBJ_GATEWAY_SECRET_ACCESS_KEY``, optionally
-``NATSOBJ_GATEWAY_SEAL_SECRET``); that key acts as the gateway's own NATS connection, whose
-credentials come from the usual ``NATS_*`` variables.
+``NATSOBJ_GATEWAY_ACCESS_KEY`` and ``NATSOBJ_GATEWAY_SECRET``); that key acts as the gateway's
+own NATS connection, whose credentials come from the usual ``NATS_*`` variables.
 
 Outside the gateway package (which needs the gateway extra): ``natsobj presign`` and the
 filesystem's ``sign`` read the same file for the secret they sign with. The embedded server's
@@ -134,14 +133,15 @@ def load(path: str | Path) -> Credentials:
     return parse(document, str(path))
 
 
-ACCESS_KEY_ENV = "NATSOBJ_GATEWAY_ACCESS_KEY_ID"
-SECRET_ENV = "NATSOBJ_GATEWAY_SECRET_ACCESS_KEY"
-SEAL_SECRET_ENV = "NATSOBJ_GATEWAY_SEAL_SECRET"
+# the names ``natsobj gateway --print-env`` exports for S3 clients and ``natsobj presign``: one
+# pair of names for the key, on the serving side and the signing side
+ACCESS_KEY_ENV = "NATSOBJ_GATEWAY_ACCESS_KEY"
+SECRET_ENV = "NATSOBJ_GATEWAY_SECRET"
 
 
 def from_environment(environ: Mapping[str, str] = os.environ) -> Credentials | None:
-    """The one key ``ACCESS_KEY_ENV`` and ``SECRET_ENV`` name (with ``SEAL_SECRET_ENV``, the
-    seal's secret); None when neither is set."""
+    """The one key ``ACCESS_KEY_ENV`` and ``SECRET_ENV`` name; None when neither is set. Its
+    seal key derives from its secret, so ETags kept stay believed while the key does."""
     access_key, secret = environ.get(ACCESS_KEY_ENV), environ.get(SECRET_ENV)
     if not access_key and not secret:
         return None
@@ -149,11 +149,7 @@ def from_environment(environ: Mapping[str, str] = os.environ) -> Credentials | N
         raise BadCredentialsFile(
             f"{ACCESS_KEY_ENV} and {SECRET_ENV} go together: set both or neither"
         )
-    document: dict[str, Any] = {"keys": {access_key: {"secret": secret}}}
-    seal_secret = environ.get(SEAL_SECRET_ENV)
-    if seal_secret:
-        document[GATEWAY] = {"seal_secret": seal_secret}
-    return parse(document, "the environment")
+    return parse({"keys": {access_key: {"secret": secret}}}, "the environment")
 
 
 def parse(document: Mapping[str, Any], source: str) -> Credentials:

@@ -83,7 +83,8 @@ def read_mounted(path: Path) -> bytes | None:
     def check(where: Path, st: os.stat_result) -> None:
         if st.st_uid not in (0, me):
             raise refuse(f"{where} belongs to uid {st.st_uid}")
-        writable = st.st_mode & OTHERS_WRITE
+        # a symlink's own mode means nothing on Linux: its owner and its directory decide
+        writable = st.st_mode & OTHERS_WRITE and not stat.S_ISLNK(st.st_mode)
         if writable and not (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):
             raise refuse(f"{where} has mode {stat.S_IMODE(st.st_mode):03o}: others can change it")
 

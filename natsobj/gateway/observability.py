@@ -119,7 +119,7 @@ class Watch:
     ) -> None:
         operation = request.get("s3_operation", UNKNOWN_OPERATION)
         received = request.content.total_bytes
-        sent = _body_bytes(response)
+        sent = _body_bytes(request, response)
         if self.metrics is not None:
             self.metrics.observe(operation, status, seconds, received, sent)
         if self.access_log is not None:
@@ -144,11 +144,9 @@ def _unsigned(request: web.Request) -> bool:
     return "Authorization" not in request.headers and "X-Amz-Signature" not in request.query
 
 
-def _body_bytes(response: web.StreamResponse | None) -> int:
-    """The response body's size: what a streamed response wrote, or a plain one's body."""
-    if response is None:
+def _body_bytes(request: web.Request, response: web.StreamResponse | None) -> int:
+    """The response body's length as answered (its Content-Length): a request cut short has
+    no response here, so a count never includes bytes that were promised and not sent."""
+    if response is None or request.method == "HEAD" or response.status in (204, 304):
         return 0
-    if response.prepared:
-        return response.body_length
-    body = response.body if isinstance(response, web.Response) else None
-    return len(body) if isinstance(body, bytes | bytearray) else 0
+    return response.content_length or 0

@@ -22,7 +22,8 @@ def _descriptor_limit(limit: int) -> Callable[[], None]:
 
 
 class GatewayProcess:
-    """``natsobj --url NATS gateway --listen 127.0.0.1:0 ARGS`` with stderr in ``log``."""
+    """``natsobj --url NATS gateway --listen 127.0.0.1:0 ARGS`` with stderr in ``log``
+    (``wrapper``: a command that runs it, e.g. in a mount namespace of its own)."""
 
     def __init__(
         self,
@@ -31,9 +32,10 @@ class GatewayProcess:
         *args: str,
         nofile: int | None = None,
         env: dict[str, str] | None = None,
+        wrapper: tuple[str, ...] = (),
     ) -> None:
         self.log = log
-        command = [sys.executable, "-m", "natsobj.cli", "--url", nats_url, "gateway"]
+        command = [*wrapper, sys.executable, "-m", "natsobj.cli", "--url", nats_url, "gateway"]
         if "--listen" not in args:
             command += ["--listen", "127.0.0.1:0"]
         with log.open("wb") as stderr:

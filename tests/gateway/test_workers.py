@@ -100,9 +100,7 @@ def test_sigterm_mid_upload_loses_nothing(
         in_flight.putheader("Content-Length", str(len(last_part)))
         in_flight.endheaders()
         in_flight.send(last_part[: MiB // 2])
-        wait_for(
-            lambda: scrape(first.endpoint)["natsobj_gateway_requests_in_progress{}"] == 1
-        )
+        wait_for(lambda: scrape(first.endpoint)["natsobj_gateway_requests_in_progress{}"] == 1)
         first.process.send_signal(15)  # SIGTERM to the gateway, passed to its workers
         in_flight.send(last_part[MiB // 2 :])
         answer = in_flight.getresponse()

@@ -5,8 +5,8 @@ gateway's own identity; each access key of ``--credentials`` may act as another 
 In front of the embedded server no file is needed: the server's data directory keeps one
 generated key (``natsobj.embedded.gateway_keys_file``), which ``natsobj serve --gateway`` uses
 too, and ``--print-env`` prints the shell lines that hand it to S3 clients. Without
-``--credentials``, a key in the environment (``NATSOBJ_GATEWAY_ACCESS_KEY_ID`` and
-``NATSOBJ_GATEWAY_SECRET_ACCESS_KEY``) comes first.
+``--credentials``, a key in the environment (``NATSOBJ_GATEWAY_ACCESS_KEY`` and
+``NATSOBJ_GATEWAY_SECRET``) comes first.
 
 The production flags (docs/gateway.md, "In production"): ``--workers``, the connection bounds
 (natsobj.gateway.limits), ``--metrics``, ``--health`` and ``--access-log``."""
@@ -47,8 +47,9 @@ DEFAULT_LISTEN = "127.0.0.1:9000"
     type=click.Path(dir_okay=False, path_type=Path),
     help="TOML file of access keys: [keys.<ACCESS_KEY_ID>] with secret and, optionally, the "
     "NATS identity (user/password, token, nkey_seed, creds_file) the key acts as. Must be "
-    "readable by you alone. Default, in front of the embedded server only: the key generated "
-    "in its data directory (gateway.toml).",
+    "readable by you alone, or a file of a mounted Kubernetes/Docker secret. Default: the key "
+    "of NATSOBJ_GATEWAY_ACCESS_KEY and NATSOBJ_GATEWAY_SECRET; else, in front of the embedded "
+    "server only, the key generated in its data directory (gateway.toml).",
 )
 @click.option(
     "--domain",
