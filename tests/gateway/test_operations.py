@@ -87,7 +87,7 @@ def test_readiness_follows_the_nats_server_and_an_outage_is_a_503_boto3_retries(
         assert retrying.get_object(Bucket="outage", Key="k")["Body"].read() == b"kept"
         assert refusals and refusals[0] == "1"
         wait_for(lambda: status_of(ready) == 200)
-        assert scrape(gateway.endpoint)["natsobj_gateway_nats_reconnects_total{}"] >= 1
+        wait_for(lambda: scrape(gateway.endpoint)["natsobj_gateway_nats_reconnects_total{}"] >= 1)
         assert gateway.terminate() == 0
 
 
