@@ -88,6 +88,24 @@ def test_a_secret_others_could_change_is_refused(
     assert SECRET not in done.stdout
 
 
+def test_a_docker_secret_bind_mounted_as_a_file_is_a_credentials_file(
+    nats_url: str, credentials_file: Path, tmp_path: Path
+) -> None:
+    source = tmp_path / "host-secret.toml"
+    source.write_text(credentials_file.read_text())
+    source.chmod(0o644)
+    target = tmp_path / "run-secrets" / "credentials.toml"
+    target.parent.mkdir()
+    target.touch()
+    bind = f'mount --bind {source} {target} && exec "$@"'
+    done = print_env(nats_url, ("unshare", "--mount", "sh", "-c", bind, "docker"), target)
+    assert done.returncode == 0, done.stderr
+    assert f"NATSOBJ_GATEWAY_ACCESS_KEY={ACCESS_KEY}" in done.stdout
+    # the same file, not mounted: the local rule (0644 is readable by others) refuses it
+    refused = print_env(nats_url, (), source)
+    assert refused.returncode != 0 and "users other than you can read it" in refused.stderr
+
+
 def test_a_mounted_secret_whose_link_leads_out_is_refused(
     nats_url: str, credentials_file: Path, tmp_path: Path
 ) -> None:
