@@ -26,6 +26,7 @@ import resource
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -56,13 +57,12 @@ def connection_budget(limits: Limits) -> int:
 class _Watched:
     """One connection's state: since when it has been waiting for what."""
 
-    __slots__ = ("content", "in_request", "last_data", "opened", "peer", "since", "transport")
+    __slots__ = ("content", "in_request", "last_data", "peer", "since", "transport")
 
     def __init__(self, transport: asyncio.Transport, now: float) -> None:
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = peer[0] if isinstance(peer, tuple) else str(peer)
-        self.opened = now
         self.since: float | None = now  # waiting for request headers since; None: idle
         self.in_request = False
         self.content: Any = None  # the request's body stream while a handler runs
@@ -147,6 +147,11 @@ class ConnectionGuard:
             return False
         per_peer = Counter(w.peer for w in waiting)
         victim = min(waiting, key=lambda w: (-per_peer[w.peer], w.since or w.last_data))
+        log.warning(
+            "at the cap of %d connections: closed an idle connection from %s to make room",
+            self.budget,
+            victim.peer,
+        )
         self._drop(victim, EVICTED)
         return True
 
@@ -235,6 +240,15 @@ async def watch_requests(request: web.Request, handler: Any) -> web.StreamRespon
         guard.request_finished(transport)
 
 
+@dataclass
+class _Window:
+    """One kind of line's current window: when it began, lines shown in it, lines held."""
+
+    start: float
+    shown: int = 0
+    held: int = 0
+
+
 class RateLimitedLog(logging.Filter):
     """At most ``burst`` lines of one kind (logger and message template) per ``interval``
     seconds; the next line let through says how many were held back. A flood of failing
@@ -245,7 +259,7 @@ class RateLimitedLog(logging.Filter):
         self.burst = burst
         self.interval = interval
         self.kinds = kinds
-        self._windows: dict[tuple[str, object], list[float]] = {}
+        self._windows: dict[tuple[str, object], _Window] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
         kind = (record.name, record.msg)
@@ -254,16 +268,16 @@ class RateLimitedLog(logging.Filter):
         if window is None:
             if len(self._windows) >= self.kinds:
                 self._windows.clear()  # bounded memory: forget the old kinds
-            window = self._windows[kind] = [now, 0.0, 0.0]
-        start, shown, held = window
-        if now - start > self.interval:
-            start, shown = now, 0.0
-        if shown >= self.burst:
-            window[:] = [start, shown, held + 1]
+            window = self._windows[kind] = _Window(now)
+        if now - window.start > self.interval:
+            window.start, window.shown = now, 0
+        if window.shown >= self.burst:
+            window.held += 1
             return False
-        if held:
-            record.msg = f"{record.msg} ({int(held)} similar lines held back)"
-        window[:] = [start, shown + 1, 0.0]
+        if window.held:
+            record.msg = f"{record.msg} ({window.held} similar lines held back)"
+            window.held = 0
+        window.shown += 1
         return True
 
 

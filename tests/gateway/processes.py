@@ -14,9 +14,17 @@ from pathlib import Path
 ANNOUNCED = "S3 gateway on "
 
 
-def _descriptor_limit(limit: int) -> Callable[[], None]:
+def _confined(nofile: int | None, one_core: bool) -> Callable[[], None] | None:
+    """What the child sets before it runs: a file-descriptor limit, one core (the default
+    worker count follows the cores a process may use)."""
+    if nofile is None and not one_core:
+        return None
+
     def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+        if nofile is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+        if one_core:
+            os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
     return apply
 
@@ -31,6 +39,7 @@ class GatewayProcess:
         log: Path,
         *args: str,
         nofile: int | None = None,
+        one_core: bool = False,
         env: dict[str, str] | None = None,
         wrapper: tuple[str, ...] = (),
     ) -> None:
@@ -45,7 +54,7 @@ class GatewayProcess:
                 stderr=stderr,
                 text=True,
                 env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **(env or {})},
-                preexec_fn=_descriptor_limit(nofile) if nofile else None,
+                preexec_fn=_confined(nofile, one_core),
             )
         assert self.process.stdout is not None
         line = self.process.stdout.readline()

@@ -34,8 +34,14 @@ def test_a_flood_of_half_sent_connections_locks_no_signed_client_out(
 ) -> None:
     import boto3
 
+    # one process, as found: the gateway confined to one core (its default worker count)
     with GatewayProcess(
-        nats_url, tmp_path / "gateway.log", "--credentials", str(credentials_file), nofile=1024
+        nats_url,
+        tmp_path / "gateway.log",
+        "--credentials",
+        str(credentials_file),
+        nofile=1024,
+        one_core=True,
     ) as gateway:
         held = _half_sent(gateway.port, FLOOD)
         try:
@@ -63,6 +69,7 @@ def test_a_flood_of_half_sent_connections_locks_no_signed_client_out(
         assert gateway.terminate() == 0
         log = gateway.log_text()
         assert len(log.encode()) < LOG_BOUND, f"{len(log)} bytes of log: {log[:2000]}"
+        assert "closed an idle connection" in log  # the cap was reached, and said so
 
 
 def _closed_within(sock: socket.socket, seconds: float) -> float:
