@@ -60,6 +60,17 @@ def _amz_date(text: str) -> str:
     return NOW.strftime("%Y%m%dT%H%M%SZ")
 
 
+def _as_received(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Query pairs as the gateway reads them: percent-encoded into the URL a client sends,
+    then parsed as ``handle`` parses the raw query string."""
+
+    def encoded(text: str) -> str:
+        return quote(text.encode("utf-8", "surrogateescape"), safe="")
+
+    raw = "&".join(f"{encoded(name)}={encoded(value)}" for name, value in pairs)
+    return parse_qsl(raw, keep_blank_values=True)
+
+
 def sigv4(data: bytes) -> None:
     """A request's SigV4 verification, header-signed or presigned, then the payload check."""
     from multidict import CIMultiDict
@@ -71,9 +82,11 @@ def sigv4(data: bytes) -> None:
         data, 10
     )
     # what aiohttp's parser lets through: a token for the method and a header's name, an
-    # ASCII request target (non-ASCII bytes are refused with 400), no CR or LF in a value
+    # ASCII request target, path and query (other bytes are refused with 400), no CR or LF in
+    # a header's value
     method = "".join(c for c in method if c.isascii() and c.isalnum()) or "GET"
     raw_path = "/" + quote(raw_path.encode("utf-8", "surrogateescape"), safe=_TARGET_SAFE)
+    query_text = quote(query_text.encode("utf-8", "surrogateescape"), safe=_TARGET_SAFE)
     name = "".join(c for c in name if c.isascii() and (c.isalnum() or c in "-_"))
     value = value.replace("\r", "").replace("\n", "")
     amz_date = _amz_date(date)
@@ -87,13 +100,16 @@ def sigv4(data: bytes) -> None:
     query = parse_qsl(query_text, keep_blank_values=True)
     presigned = _flag(flags, 1)
     if presigned:
-        query += [
-            ("X-Amz-Algorithm", ALGORITHM),
-            ("X-Amz-Credential", extra or f"{ACCESS_KEY}/{scope}"),
-            ("X-Amz-Date", amz_date),
-            ("X-Amz-Expires", "3600"),
-            ("X-Amz-SignedHeaders", ";".join(signed)),
-        ]
+        query = _as_received(
+            [
+                *query,
+                ("X-Amz-Algorithm", ALGORITHM),
+                ("X-Amz-Credential", extra or f"{ACCESS_KEY}/{scope}"),
+                ("X-Amz-Date", amz_date),
+                ("X-Amz-Expires", "3600"),
+                ("X-Amz-SignedHeaders", ";".join(signed)),
+            ]
+        )
     else:
         headers["x-amz-date"] = amz_date
         headers["x-amz-content-sha256"] = payload

@@ -3,9 +3,12 @@ fixed budget per target (slow: ``make test-slow``), and every input of the corpu
 and each input that once found a defect, replayed in every run. No input may end in anything
 but an S3 error: the gateway would answer it 500 with a traceback.
 
-Found so far, kept in the corpus: a signed header whose bytes are not UTF-8 (aiohttp hands
-them on as surrogate escapes, and hashing the canonical request raised UnicodeEncodeError),
-and such bytes in x-amz-copy-source's key (measuring the key raised the same)."""
+Found so far, kept in the corpus (``found-*``): a signed header whose bytes are not UTF-8
+(aiohttp hands them on as surrogate escapes, and hashing the canonical request raised
+UnicodeEncodeError), such bytes in x-amz-copy-source's key (measuring the key raised the
+same), and a correctly signed x-amz-content-sha256 that is not ASCII (comparing it with the
+body's hash raised TypeError). Two more were the harness's own, sending what aiohttp refuses
+before the gateway sees it (raw bytes in the query); they stay as inputs all the same."""
 
 from __future__ import annotations
 
