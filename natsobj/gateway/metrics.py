@@ -18,6 +18,9 @@ from typing import Any
 
 from aiohttp import web
 
+from natsobj.errors import NatsObjError
+from natsobj.gateway.clients import ClientPool
+
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 PREFIX = "natsobj_gateway"
 UNKNOWN_OPERATION = "Unknown"
@@ -87,7 +90,8 @@ class Metrics:
         )
         self.nats_connected = prom.Gauge(
             f"{PREFIX}_nats_connected",
-            "1 while every NATS connection of the gateway is up, 0 while one is down.",
+            "1 while every NATS connection of the gateway is up, 0 while one is down or the"
+            " gateway cannot connect.",
             registry=own,
             multiprocess_mode="livemin",
         )
@@ -144,10 +148,18 @@ class Metrics:
         return web.Response(body=body, headers={"Content-Type": self._prom.CONTENT_TYPE_LATEST})
 
 
-async def sample_forever(metrics: Metrics, connections: Any) -> None:
-    """Every ``SAMPLE_SECONDS``, the NATS connections' state (``connections()`` lists them)."""
+async def sample_forever(metrics: Metrics, pool: ClientPool) -> None:
+    """Every ``SAMPLE_SECONDS``, the state of the pool's NATS connections. The gateway's own
+    connection is made here if no request has made it yet (as readiness does), so the gauge
+    is 0 for a gateway that cannot reach NATS, not 1 for one that has not tried."""
     while True:
-        metrics.sample_nats(connections())
+        try:
+            async with asyncio.timeout(SAMPLE_SECONDS):
+                await pool.own_client()
+        except (NatsObjError, TimeoutError):
+            metrics.nats_connected.set(0)
+        else:
+            metrics.sample_nats(pool.connections())
         await asyncio.sleep(SAMPLE_SECONDS)
 
 

@@ -69,7 +69,7 @@ class Watch:
 
     async def _start(self, _: web.Application) -> None:
         if self.metrics is not None:
-            self._sampler = asyncio.create_task(sample_forever(self.metrics, self.pool.connections))
+            self._sampler = asyncio.create_task(sample_forever(self.metrics, self.pool))
 
     async def _stop(self, _: web.Application) -> None:
         if self._sampler is not None:
