@@ -44,6 +44,7 @@ EVICTED = "evicted"
 REFUSED = "refused"
 HEADER_TIMEOUT = "header_timeout"
 BODY_TIMEOUT = "body_timeout"
+LOG_HANDLER = "natsobj-gateway"
 
 
 def connection_budget(limits: Limits) -> int:
@@ -285,11 +286,15 @@ def log_to_stderr() -> None:
     """The gateway process's log: warnings and errors on stderr, rate-limited
     (``RateLimitedLog``): the gateway's own (a defect's traceback, readiness lost) and
     asyncio's and aiohttp's per-connection complaints."""
+    root = logging.getLogger()
+    if any(handler.get_name() == LOG_HANDLER for handler in root.handlers):
+        return  # a gateway served before in this process set it up
     handler = logging.StreamHandler()
+    handler.set_name(LOG_HANDLER)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     handler.addFilter(RateLimitedLog())
     handler.setLevel(logging.WARNING)
-    logging.getLogger().addHandler(handler)
+    root.addHandler(handler)
     gateway = logging.getLogger("natsobj.gateway")
     gateway.addHandler(handler)
     gateway.setLevel(logging.WARNING)
