@@ -218,10 +218,13 @@ class GatewayProcess:
         keys = work / "gateway-keys.toml"
         keys.write_text(f'[keys.{KEY}]\nsecret = "{SECRET}"\n')
         keys.chmod(0o600)
+        # one process, whose CPU and RSS the figures are (a gateway with --workers defaults
+        # to one per core, the workers its children)
+        one = ("--workers", "1") if (directory / "natsobj/gateway/workers.py").exists() else ()
         self.process = subprocess.Popen(
             [
                 *(sys.executable, "-m", "natsobj.cli", "--url", url, "gateway"),
-                *("--listen", "127.0.0.1:0", "--credentials", str(keys)),
+                *("--listen", "127.0.0.1:0", "--credentials", str(keys), *one),
             ],
             cwd=directory,
             stdout=subprocess.PIPE,

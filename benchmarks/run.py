@@ -34,6 +34,7 @@ from benchmarks import (
     core,
     expiry,
     gateway,
+    gateway_mixed,
     get_vs_push,
     ranges,
     report,
@@ -54,6 +55,7 @@ GROUPS = (
     "listing",
     "ranges",
     "gateway",
+    "gateway-mixed",
     "archive",
     "tiering",
     "cluster",
@@ -84,6 +86,8 @@ class Plan:
     parquet: tuple[int, int] = (8, 500_000)
     # issue 32: the gateway's transfer file, its large file, and requests per concurrent client
     gateway: tuple[int, int, int] = (256 * MiB, GiB, 10)
+    # issue 41: requests per client of the mixed small-object workload
+    mixed_requests: int = 200
     groups: tuple[str, ...] = GROUPS + OPT_IN
     before: str | None = None  # a git ref: natsobj at that commit measured beside today's
 
@@ -106,6 +110,7 @@ QUICK = Plan(
     atomic_sizes=ATOMIC_SIZES,
     parquet=(8, 50_000),
     gateway=(64 * MiB, 256 * MiB, 4),
+    mixed_requests=50,
     groups=GROUPS,
 )
 
@@ -210,6 +215,7 @@ def _on_one_server(
             ),
         ),
         ("gateway", lambda: _gateway(plan, url, work, before)),
+        ("gateway-mixed", lambda: _gateway_mixed(plan, url, work)),
     ]
 
 
@@ -229,6 +235,10 @@ def _gateway(plan: Plan, url: str, work: Path, before: Checkout | None) -> list[
     transfer, large, requests = plan.gateway
     sizes = gateway.Sizes(transfer, large, plan.parquet, requests=requests)
     return gateway.measure(url, work, plan.repeats, sizes, before=before)
+
+
+def _gateway_mixed(plan: Plan, url: str, work: Path) -> list[Section]:
+    return gateway_mixed.measure(url, work, plan.repeats, plan.mixed_requests)
 
 
 def _cluster(plan: Plan) -> list[Section]:

@@ -8,13 +8,17 @@ from natsobj.extras import require_extra
 
 require_extra("gateway", "natsobj.gateway")
 
+from natsobj.gateway.observability import Observability
 from natsobj.gateway.server import BadTlsFiles, Running, serve, start, tls_context
 from natsobj.s3.access_keys import AccessKey, BadCredentialsFile
+from natsobj.s3.gateway_limits import Limits
 
 __all__ = [
     "AccessKey",
     "BadCredentialsFile",
     "BadTlsFiles",
+    "Limits",
+    "Observability",
     "Running",
     "serve",
     "start",

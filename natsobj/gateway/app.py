@@ -169,6 +169,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         try:
             bucket, key = route(request, request.app[DOMAIN])
             pairs = parse_qsl(request.rel_url.raw_query_string, keep_blank_values=True)
+            request["s3_bucket"], request["s3_key"] = bucket, key
             signed = authentication.Request(
                 method=request.method,
                 raw_path=request.raw_path.split("?", 1)[0],
@@ -178,9 +179,11 @@ async def handle(request: web.Request) -> web.StreamResponse:
             if request.method == "OPTIONS":
                 raise _preflight(request)
             verified = authentication.verify(signed, pool.secret_of)
+            request["s3_access_key"] = verified.access_key if verified else None
             query = dict(pairs)
             anonymous = verified is None
             row = _operation(request, bucket, key, query, anonymous)
+            request["s3_operation"] = row.operation
             if verified is None:
                 client = await _anonymous(pool, row, query, bucket)
             else:

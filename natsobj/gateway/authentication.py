@@ -236,7 +236,8 @@ class PayloadCheck:
             self.hash.update(piece)
 
     def finish(self) -> None:
-        if self.hash is not None and not hmac.compare_digest(self.hash.hexdigest(), self.declared):
+        # matches: a declared hash that is not ASCII is no hash (compare_digest would raise)
+        if self.hash is not None and not matches(self.hash.hexdigest(), self.declared):
             raise S3Error(
                 "XAmzContentSHA256Mismatch",
                 "The provided 'x-amz-content-sha256' header does not match what was computed.",

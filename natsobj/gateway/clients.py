@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from typing import Any
 
 from natsobj.aio import Client, connect
 from natsobj.s3.access_keys import AccessKey, Credentials
@@ -38,6 +39,18 @@ class ClientPool:
         """The connection unsigned requests act through; None when the credentials file has
         no ``[anonymous]`` table (every unsigned request is then refused)."""
         return None if self.anonymous is None else await self._client(self.anonymous)
+
+    async def own_client(self) -> Client:
+        """The gateway's own connection (its root connection options), which readiness asks."""
+        return await self._client(AccessKey("", ""))
+
+    def connections(self) -> list[Any]:
+        """The NATS connections made so far (nats-py clients), for the metrics to sample."""
+        return [
+            task.result().nc
+            for task in self._clients.values()
+            if task.done() and not task.cancelled() and task.exception() is None
+        ]
 
     async def _client(self, key: AccessKey) -> Client:
         identity = tuple(sorted(key.identity.items()))

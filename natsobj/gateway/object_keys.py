@@ -15,11 +15,14 @@ _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
 
 def decoded(encoded: str, bucket: str | None) -> str:
-    """``encoded`` percent-decoded as UTF-8; InvalidURI (400, as S3 answers) when it is not."""
+    """``encoded`` percent-decoded as UTF-8; InvalidURI (400, as S3 answers) when it is not,
+    escaped or raw (a header's bytes that are not UTF-8 arrive as surrogate escapes)."""
     try:
-        return unquote(encoded, errors="strict")
-    except UnicodeDecodeError:
+        key = unquote(encoded, errors="strict")
+        key.encode()
+    except UnicodeError:
         raise _unparsable(bucket) from None
+    return key
 
 
 def check(key: str, bucket: str | None) -> None:

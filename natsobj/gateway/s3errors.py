@@ -11,13 +11,16 @@ from natsobj.errors import (
     DigestMismatch,
     LinkError,
     NatsObjError,
+    NotConnected,
     ObjectChanged,
     ObjectExists,
     ObjectNotFound,
     PermissionDenied,
     StoreFull,
     StoreSealed,
+    UnsafeLocalState,
 )
+from natsobj.retry import RetryableError
 
 STATUS: dict[str, int] = {
     "AccessDenied": 403,
@@ -96,15 +99,27 @@ _CODES: tuple[tuple[type[NatsObjError], str], ...] = (
     (PermissionDenied, "AccessDenied"),
     (StoreSealed, "AccessDenied"),
     (StoreFull, "EntityTooLarge"),
+    # the NATS server or JetStream cluster cannot be reached now: S3's answer that clients
+    # (boto3, the AWS CLI, rclone) retry, rather than an InternalError they give up on
+    (RetryableError, "ServiceUnavailable"),
+    (NotConnected, "ServiceUnavailable"),
 )
+# natsobj's own refusal of local state another user could write: no retry cures it
+_NOT_TRANSIENT = (UnsafeLocalState,)
+RETRY_AFTER_SECONDS = 1
 
 
 def from_natsobj(error: NatsObjError, *, bucket: str | None, key: str | None) -> S3Error:
     """The S3 error a natsobj error stands for; anything unmapped is an InternalError that
-    still carries natsobj's message (which names the bucket, object and NATS detail)."""
-    for cls, code in _CODES:
-        if isinstance(error, cls):
-            return S3Error(code, str(error), bucket=bucket, key=key)
+    still carries natsobj's message (which names the bucket, object and NATS detail). A
+    ServiceUnavailable says when to ask again (``Retry-After``)."""
+    if not isinstance(error, _NOT_TRANSIENT):
+        for cls, code in _CODES:
+            if isinstance(error, cls):
+                mapped = S3Error(code, str(error), bucket=bucket, key=key)
+                if code == "ServiceUnavailable":
+                    mapped.headers["Retry-After"] = str(RETRY_AFTER_SECONDS)
+                return mapped
     return S3Error("InternalError", str(error), bucket=bucket, key=key)
 
 

@@ -13,7 +13,13 @@ published (``natsobj.gateway.acl``). An optional ``[gateway]`` table's ``seal_se
 seals of the ETags and checksums the gateway keeps in records (``Credentials.seal_key``). The
 file holds secrets, so
 it is read as natsobj reads its other local secrets (``natsobj.local.files.read_private``): a
-regular file of the current user that no one else can read or write, never through a symlink.
+regular file of the current user that no one else can read or write, never through a symlink;
+or, when it lies in a secret an orchestrator mounted (a Kubernetes Secret volume, a Docker
+secret), by the rules of ``natsobj.local.mounted_secrets``.
+
+A gateway can also take its one key from the environment (``from_environment``:
+``NATSOBJ_GATEWAY_ACCESS_KEY`` and ``NATSOBJ_GATEWAY_SECRET``); that key acts as the gateway's
+own NATS connection, whose credentials come from the usual ``NATS_*`` variables.
 
 Outside the gateway package (which needs the gateway extra): ``natsobj presign`` and the
 filesystem's ``sign`` read the same file for the secret they sign with. The embedded server's
@@ -25,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import os
 import secrets
 import tomllib
 from collections.abc import Mapping
@@ -32,8 +39,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from natsobj.errors import NatsObjError
+from natsobj.errors import NatsObjError, UnsafeLocalState
 from natsobj.local.files import read_private
+from natsobj.local.mounted_secrets import read_mounted
 from natsobj.settings import ConnectionSettings
 
 IDENTITY_FIELDS = ("user", "password", "token", "nkey_seed", "creds_file")
@@ -104,8 +112,16 @@ class Credentials:
 def load(path: str | Path) -> Credentials:
     """The access keys (and anonymous identity) of the credentials file at ``path``."""
     path = Path(path)
-    fix = f"Make {path} a regular file only you can read: chmod 600 {path}."
-    raw = read_private(path, secret=True, fix=fix, what=_WHAT)
+    fix = (
+        f"Make {path} a regular file only you can read: chmod 600 {path}; or mount it as an"
+        " orchestrator's secret (docs/gateway.md)."
+    )
+    try:
+        raw = read_private(path, secret=True, fix=fix, what=_WHAT)
+    except UnsafeLocalState:
+        raw = read_mounted(path)
+        if raw is None:
+            raise  # not in a mounted secret: the local rule's refusal stands
     if raw is None:
         raise BadCredentialsFile(f"gateway credentials file {path} does not exist")
     try:
@@ -115,6 +131,25 @@ def load(path: str | Path) -> Credentials:
             f"gateway credentials file {path} is not valid TOML: {exc}"
         ) from None
     return parse(document, str(path))
+
+
+# the names ``natsobj gateway --print-env`` exports for S3 clients and ``natsobj presign``: one
+# pair of names for the key, on the serving side and the signing side
+ACCESS_KEY_ENV = "NATSOBJ_GATEWAY_ACCESS_KEY"
+SECRET_ENV = "NATSOBJ_GATEWAY_SECRET"
+
+
+def from_environment(environ: Mapping[str, str] = os.environ) -> Credentials | None:
+    """The one key ``ACCESS_KEY_ENV`` and ``SECRET_ENV`` name; None when neither is set. Its
+    seal key derives from its secret, so ETags kept stay believed while the key does."""
+    access_key, secret = environ.get(ACCESS_KEY_ENV), environ.get(SECRET_ENV)
+    if not access_key and not secret:
+        return None
+    if not access_key or not secret:
+        raise BadCredentialsFile(
+            f"{ACCESS_KEY_ENV} and {SECRET_ENV} go together: set both or neither"
+        )
+    return parse({"keys": {access_key: {"secret": secret}}}, "the environment")
 
 
 def parse(document: Mapping[str, Any], source: str) -> Credentials:

@@ -87,9 +87,15 @@ def signature(
         ]
     )
     to_sign = "\n".join(
-        [ALGORITHM, amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()]
+        # surrogateescape: a header value that is not UTF-8 arrives with its bytes escaped
+        # (aiohttp's decoding) and is signed as those bytes, as the client signed them
+        [ALGORITHM, amz_date, scope, hashlib.sha256(_utf8(canonical)).hexdigest()]
     )
     return hmac.new(signing_key(secret, scope), to_sign.encode(), hashlib.sha256).hexdigest()
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
 
 
 def presign(

@@ -78,6 +78,8 @@ _READS = (
 THIRD_PARTY_PRIVATES: dict[tuple[str, str], str] = {
     ("natsobj.archive.native_exit", "_current_frames"): "CPython's sys._current_frames, a"
     " documented function (underscored as implementation-specific): which threads are alive",
+    ("natsobj.gateway.workers", "_exit"): "os._exit, documented for a forked child: it ends"
+    " the worker without running the parent's exit handlers and buffers a second time",
     ("natsobj.aio.jetstream.jsapi", "_process_msg"): _ROUTING,
     ("natsobj.aio.jetstream.jsapi", "_id"): _ROUTING
     + "; the subscription's sid is the routing key",

@@ -4,10 +4,16 @@ gateway's own identity; each access key of ``--credentials`` may act as another 
 
 In front of the embedded server no file is needed: the server's data directory keeps one
 generated key (``natsobj.local.embedded.gateway_keys_file``), which ``natsobj serve --gateway`` uses
-too, and ``--print-env`` prints the shell lines that hand it to S3 clients."""
+too, and ``--print-env`` prints the shell lines that hand it to S3 clients. Without
+``--credentials``, a key in the environment (``NATSOBJ_GATEWAY_ACCESS_KEY`` and
+``NATSOBJ_GATEWAY_SECRET``) comes first.
+
+The production flags (docs/gateway.md, "In production"): ``--workers``, the connection bounds
+(natsobj.gateway.limits), ``--metrics``, ``--health`` and ``--access-log``."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shlex
 from collections.abc import Callable
@@ -15,10 +21,12 @@ from pathlib import Path
 
 import click
 
-from natsobj.cli.exits import UsageProblem
+from natsobj.cli.exits import CliError, UsageProblem
 from natsobj.cli.session import Session, pass_session
+from natsobj.errors import MissingExtra
 from natsobj.local.embedded import gateway_keys_file
 from natsobj.s3 import access_keys
+from natsobj.s3.gateway_limits import Limits
 from natsobj.s3.sigv4 import DEFAULT_REGION
 from natsobj.settings import DATA_DIR_ENV, DEFAULT_DATA_DIR, ConnectionSettings
 
@@ -39,8 +47,9 @@ DEFAULT_LISTEN = "127.0.0.1:9000"
     type=click.Path(dir_okay=False, path_type=Path),
     help="TOML file of access keys: [keys.<ACCESS_KEY_ID>] with secret and, optionally, the "
     "NATS identity (user/password, token, nkey_seed, creds_file) the key acts as. Must be "
-    "readable by you alone. Default, in front of the embedded server only: the key generated "
-    "in its data directory (gateway.toml).",
+    "readable by you alone, or a file of a mounted Kubernetes/Docker secret. Default: the key "
+    "of NATSOBJ_GATEWAY_ACCESS_KEY and NATSOBJ_GATEWAY_SECRET; else, in front of the embedded "
+    "server only, the key generated in its data directory (gateway.toml).",
 )
 @click.option(
     "--domain",
@@ -60,6 +69,62 @@ DEFAULT_LISTEN = "127.0.0.1:9000"
     default=None,
     type=click.Path(dir_okay=False, path_type=Path),
     help="The PEM private key of --tls-cert (omit when the certificate file holds it).",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes serving the port.  [default: one per core]",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=Limits.max_connections,
+    show_default=True,
+    help="Open client connections per worker (fewer when its file-descriptor limit is lower); "
+    "at the cap the oldest idle connection of the busiest address is closed.",
+)
+@click.option(
+    "--header-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=Limits.header_timeout,
+    show_default=True,
+    metavar="SECONDS",
+    help="Time a client has to send a request's headers.",
+)
+@click.option(
+    "--body-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=Limits.body_timeout,
+    show_default=True,
+    metavar="SECONDS",
+    help="Longest pause in a request body before the connection is closed.",
+)
+@click.option(
+    "--keepalive-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=Limits.keepalive_timeout,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long an idle kept-alive connection stays open.",
+)
+@click.option(
+    "--drain-timeout",
+    type=click.FloatRange(min=0),
+    default=Limits.drain_timeout,
+    show_default=True,
+    metavar="SECONDS",
+    help="On SIGTERM, how long requests in flight may take to finish.",
+)
+@click.option(
+    "--metrics", is_flag=True, help="Serve Prometheus metrics on /metrics (unsigned GET)."
+)
+@click.option("--health", is_flag=True, help="Serve /health/live and /health/ready (unsigned GET).")
+@click.option(
+    "--access-log",
+    default=None,
+    metavar="FILE|-",
+    help="Append a JSON line per request to FILE (- for stdout).",
 )
 @click.option(
     "--access-key",
@@ -83,12 +148,23 @@ def gateway(
     domain: str | None,
     tls_cert: Path | None,
     tls_key: Path | None,
+    workers: int | None,
+    max_connections: int,
+    header_timeout: float,
+    body_timeout: float,
+    keepalive_timeout: float,
+    drain_timeout: float,
+    metrics: bool,
+    health: bool,
+    access_log: str | None,
     access_key: str | None,
     print_env: bool,
 ) -> None:
     """Serve the S3 REST API (SigV4-signed) over the object stores of the NATS server."""
     # imported here: the gateway's HTTP server is loaded only by the command that serves
+    from natsobj.gateway.observability import Observability
     from natsobj.gateway.server import parse_listen, serve, tls_context
+    from natsobj.gateway.workers import default_count
 
     try:
         host, port = parse_listen(listen)
@@ -97,18 +173,54 @@ def gateway(
     if tls_key is not None and tls_cert is None:
         raise UsageProblem("--tls-key needs --tls-cert")
     tls = tls_context(tls_cert, tls_key) if tls_cert is not None else None
+    if metrics:
+        _require_prometheus_client()
     settings = session.settings
-    embedded = credentials_file is None
-    keys = credentials_file or embedded_keys(settings)
+    from_env = access_keys.from_environment() if credentials_file is None else None
+    embedded = credentials_file is None and from_env is None
+    keys_file = credentials_file or (None if from_env else embedded_keys(settings))
     if access_key is not None and not print_env:
         raise UsageProblem("--access-key goes with --print-env (serving uses every key)")
+    keys = from_env or access_keys.load(keys_file)  # type: ignore[arg-type]
     if print_env:
-        key = access_keys.choose(access_keys.load(keys).keys, access_key, str(keys))
+        key = access_keys.choose(keys.keys, access_key, str(keys_file or "the environment"))
         scheme = "https" if tls is not None else "http"
         click.echo(environment_lines(f"{scheme}://{_bracketed(host)}:{port}", key))
         return
-    announce = announcer(keys, settings.embedded_dir, listen) if embedded else None
-    serve(settings, keys, listen=listen, domain=domain, tls=tls, announce=announce)
+    announce = (
+        announcer(keys_file, settings.embedded_dir, listen)
+        if embedded and keys_file is not None
+        else None
+    )
+    limits = Limits(
+        max_connections=max_connections,
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
+        keepalive_timeout=keepalive_timeout,
+        drain_timeout=drain_timeout,
+    )
+    stopped = serve(
+        settings,
+        keys,
+        listen=listen,
+        domain=domain,
+        tls=tls,
+        limits=limits,
+        observability=Observability(metrics=metrics, health=health, access_log=access_log),
+        workers_count=workers or default_count(),
+        announce=announce,
+    )
+    if not stopped:
+        raise CliError("a gateway worker failed as it started; its log says why")
+
+
+def _require_prometheus_client() -> None:
+    """--metrics needs prometheus_client (in the gateway extra): said before serving. Found,
+    not imported: its multiprocess mode is chosen when it is first imported, in the workers."""
+    if importlib.util.find_spec("prometheus_client") is None:
+        raise UsageProblem(
+            f"--metrics needs prometheus_client: {MissingExtra.install_line('gateway')}"
+        )
 
 
 def _bracketed(host: str) -> str:
