@@ -20,7 +20,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     # natsobj.pipes, the external process's side of Dagster Pipes: no Dagster, only its
     # light protocol package
     "pipes": ("dagster_pipes",),
-    "gateway": ("aiohttp", "awscrt"),
+    "gateway": ("aiohttp", "awscrt", "prometheus_client"),
 }
 
 

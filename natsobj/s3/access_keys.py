@@ -114,7 +114,7 @@ def load(path: str | Path) -> Credentials:
     path = Path(path)
     fix = (
         f"Make {path} a regular file only you can read: chmod 600 {path}; or mount it as an"
-        " orchestrator's secret (docs/gateway.md)."
+        " orchestrator's secret (a Kubernetes Secret volume, a Docker secret)."
     )
     try:
         raw = read_private(path, secret=True, fix=fix, what=_WHAT)

@@ -130,6 +130,7 @@ def test_each_extra_names_the_modules_of_its_distributions() -> None:
         "apache-airflow-providers-common-io": None,
         "apache-airflow-providers-common-messaging": None,
         "dagster-pipes": "dagster_pipes",
+        "prometheus-client": "prometheus_client",
     }
     for extra, modules in EXTRA_MODULES.items():
         wanted = {module_of.get(n, n) for n in (Requirement(t).name for t in extras[extra])}
