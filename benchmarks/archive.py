@@ -35,7 +35,6 @@ from benchmarks.figures import (
     timed,
     value_target,
 )
-from natsobj.local.embedded import NatsServerProcess, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 CREDENTIALS = {
@@ -137,6 +136,10 @@ class _Moto:
         binary = shutil.which("moto_server", path=str(Path(sys.executable).parent))
         if not binary:
             raise RuntimeError("moto_server is missing: install the dev extra")
+        from natsobj.local.embedded import (
+            free_port,  # not at the top: a --before checkout may lack it
+        )
+
         self.port = free_port()
         self.endpoint = f"http://127.0.0.1:{self.port}"
         self.process = subprocess.Popen(
@@ -217,6 +220,10 @@ def measure(large: int, huge: int, small_count: int, repeats: int) -> list[Secti
         [("ours", "direct")],
     )
     work = Path(tempfile.mkdtemp(prefix="natsobj-archive-bench-"))
+    from natsobj.local.embedded import (
+        NatsServerProcess,  # not at the top: a --before checkout may lack it
+    )
+
     server = NatsServerProcess(work / "nats")
     server.start()
     moto = _Moto(work)

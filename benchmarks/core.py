@@ -43,7 +43,6 @@ from benchmarks.figures import (
     value_target,
 )
 from benchmarks.figures import throughput as mib_s
-from natsobj.aio.jetstream.socket_reads import enlarge_reads
 
 CHUNK = 128 * 1024
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,6 +118,10 @@ async def raw_push(
     as natsobj's put does, so the server deduplicates every chunk as it does natsobj's."""
     nc = await nats.connect(url)
     if larger_reads:
+        from natsobj.aio.jetstream.socket_reads import (
+            enlarge_reads,  # not at the top: a --before checkout may lack it
+        )
+
         enlarge_reads(nc)
     js = nc.jetstream(publish_async_max_pending=64)
     stream = f"RAWP{os.getpid()}"

@@ -22,8 +22,6 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from natsobj.local.embedded import server_binary
-
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 HIGHER, LOWER = "higher", "lower"
 
@@ -95,6 +93,10 @@ def throughput(size: int, runs: Sequence[Mapping[str, float]], key: str) -> list
 
 def machine(packages: Sequence[str]) -> dict[str, str]:
     """What the figures were measured on: hardware, OS and every version that matters."""
+    from natsobj.local.embedded import (
+        server_binary,  # not at the top: a --before checkout may lack it
+    )
+
     server = subprocess.run([server_binary(), "--version"], capture_output=True, text=True)
     return {
         "CPU": _cpu_model(),

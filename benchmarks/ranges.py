@@ -38,8 +38,6 @@ from benchmarks.figures import (
 )
 from benchmarks.parquet_reads import ReaderProcess, cases
 from natsobj import aio
-from natsobj.aio.jetstream.socket_reads import enlarge_reads
-from natsobj.local.embedded import NatsCluster, NatsServerProcess
 from natsobj.sync import run
 
 ATOMIC = {"today": "today's put", "atomic": "one atomic batch"}
@@ -114,6 +112,10 @@ def atomic_puts_replicated(work: Path, repeats: int, sizes: dict[str, int]) -> S
         ATOMIC,
         [("atomic", "today")],
     )
+    from natsobj.local.embedded import (
+        NatsCluster,  # not at the top: a --before checkout may lack it
+    )
+
     cluster = NatsCluster(work / "atomic-cluster", size=3)
     cluster.start()
     try:
@@ -383,6 +385,10 @@ class RawChunkReads:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.nc = self._call(nats.connect(url))
+        from natsobj.aio.jetstream.socket_reads import (
+            enlarge_reads,  # not at the top: a --before checkout may lack it
+        )
+
         enlarge_reads(self.nc)  # natsobj's socket reads: its connection's floor, not nats-py's
         bucket, name = path.split("/", 1)
         info = self._call(self._info(url, bucket, name))
@@ -524,6 +530,10 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="natsobj-ranges-bench-"))
     try:
+        from natsobj.local.embedded import (
+            NatsServerProcess,  # not at the top: a --before checkout may lack it
+        )
+
         with NatsServerProcess(work / "nats") as server:
             url = sys.argv[1] if len(sys.argv) > 1 else server.url
             sections = measure(url, work, 1, {"1 KiB": KiB, "1 MiB": MiB}, (2, 20_000))

@@ -37,7 +37,6 @@ from benchmarks.figures import (
     timed,
     value_target,
 )
-from natsobj.local.embedded import NatsServerProcess
 from natsobj.model import ObjectInfo, format_digest
 from natsobj.names import chunk_subject, meta_subject, stream_name
 
@@ -390,6 +389,10 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="natsobj-scale-"))
     try:
+        from natsobj.local.embedded import (
+            NatsServerProcess,  # not at the top: a --before checkout may lack it
+        )
+
         with NatsServerProcess(work / "nats") as server:
             counts = [int(c) for c in args.counts.split(",")]
             sections = measure(server.url, counts, args.repeats)

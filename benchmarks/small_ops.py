@@ -17,7 +17,6 @@ from pathlib import Path
 from benchmarks.before import Checkout
 from benchmarks.core import BEFORE, run_case
 from benchmarks.figures import HIGHER, Section, add_row, ratio_target, section, timed
-from natsobj.local.embedded import NatsServerProcess
 
 CASES = {"natspy-ops": "nats-py ObjectStore", "ours-ops": "natsobj"}
 OPS = (("put", "put_ops"), ("get", "get_ops"), ("get_info", "get_info_ops"))
@@ -62,6 +61,10 @@ def main() -> None:
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="natsobj-small-ops-"))
     try:
+        from natsobj.local.embedded import (
+            NatsServerProcess,  # not at the top: a --before checkout may lack it
+        )
+
         with NatsServerProcess(work / "nats") as server:
             sections = measure(server.url, work, args.repeats, args.ops)
     finally:
