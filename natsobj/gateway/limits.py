@@ -16,6 +16,10 @@ line for each refused accept. Here every connection is watched by one ``Connecti
   connections, is closed to make room. A flood of idle connections from one address thus
   costs that address its own oldest connections, never a signed client's request in flight;
   only when every connection is serving a request is the newcomer closed.
+
+Stopping drains through the guard too (``drain``), not through aiohttp's shutdown alone:
+aiohttp stops reading a connection the moment its shutdown begins, so the rest of a body still
+on its way would never arrive and its request would hang until cancelled.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ EVICTED = "evicted"
 REFUSED = "refused"
 HEADER_TIMEOUT = "header_timeout"
 BODY_TIMEOUT = "body_timeout"
+DRAIN_POLL_SECONDS = 0.05
 LOG_HANDLER = "natsobj-gateway"
 
 
@@ -58,7 +63,7 @@ def connection_budget(limits: Limits) -> int:
 class _Watched:
     """One connection's state: since when it has been waiting for what."""
 
-    __slots__ = ("content", "in_request", "last_data", "peer", "since", "transport")
+    __slots__ = ("content", "in_request", "last_data", "peer", "pending", "since", "transport")
 
     def __init__(self, transport: asyncio.Transport, now: float) -> None:
         self.transport = transport
@@ -66,6 +71,7 @@ class _Watched:
         self.peer = peer[0] if isinstance(peer, tuple) else str(peer)
         self.since: float | None = now  # waiting for request headers since; None: idle
         self.in_request = False
+        self.pending = False  # bytes of a request whose headers are not all in yet
         self.content: Any = None  # the request's body stream while a handler runs
         self.last_data = now
 
@@ -86,6 +92,7 @@ class ConnectionGuard:
         self._on_count = on_count or (lambda _: None)
         self._on_close = on_close or (lambda _: None)
         self._sweeper: asyncio.Task[None] | None = None
+        self.draining = False
 
     @property
     def open_connections(self) -> int:
@@ -120,8 +127,10 @@ class ConnectionGuard:
             return
         now = time.monotonic()
         watched.last_data = now
-        if watched.since is None and not watched.in_request:
-            watched.since = now  # a kept-alive connection starts its next request
+        if not watched.in_request:
+            watched.pending = True
+            if watched.since is None:
+                watched.since = now  # a kept-alive connection starts its next request
 
     def closed(self, transport: asyncio.BaseTransport) -> None:
         if self._open.pop(transport, None) is not None:
@@ -131,12 +140,30 @@ class ConnectionGuard:
         watched = self._open.get(transport) if transport is not None else None
         if watched is not None:
             watched.in_request, watched.since, watched.content = True, None, content
+            watched.pending = False
             watched.last_data = time.monotonic()
 
     def request_finished(self, transport: asyncio.BaseTransport | None) -> None:
         watched = self._open.get(transport) if transport is not None else None
         if watched is not None:
             watched.in_request, watched.content = False, None
+
+    async def drain(self, timeout: float) -> None:
+        """Wait until no connection has a request in progress or arriving, or ``timeout`` has
+        passed; the listening socket is closed already. Responses sent meanwhile say
+        ``Connection: close`` (``watch_requests``), so kept-alive connections end one by one;
+        aiohttp's shutdown, which comes next, closes those left idle."""
+        self.draining = True
+        deadline = time.monotonic() + timeout
+        serving = sum(w.in_request for w in self._open.values())
+        if serving:
+            log.warning(
+                "stopping: draining %d request(s) in progress for up to %g s", serving, timeout
+            )
+        while any(w.in_request or w.pending for w in self._open.values()):
+            if time.monotonic() >= deadline:
+                return
+            await asyncio.sleep(DRAIN_POLL_SECONDS)
 
     # -- enforcement ------------------------------------------------------------------------------
 
@@ -236,7 +263,10 @@ async def watch_requests(request: web.Request, handler: Any) -> web.StreamRespon
     transport = request.transport
     guard.request_started(transport, request.content)
     try:
-        return await handler(request)
+        response: web.StreamResponse = await handler(request)
+        if guard.draining and not response.prepared:
+            response.force_close()
+        return response
     finally:
         guard.request_finished(transport)
 

@@ -32,6 +32,9 @@ from natsobj.s3.gateway_limits import Limits
 from natsobj.settings import ConnectionSettings
 
 ALIVE_POLL_SECONDS = 0.5
+# what a request still running when the drain ends gets to wind down once cancelled (aiohttp's
+# shutdown, which would otherwise stop reading its body while it waits: ConnectionGuard.drain)
+CANCEL_GRACE_SECONDS = 2.0
 
 
 class BadTlsFiles(NatsObjError, ValueError):
@@ -92,6 +95,7 @@ class Running:
         self.watch.stopping = True
         self.server.close()
         try:
+            await self.guard.drain(self.guard.limits.drain_timeout)
             await self.runner.cleanup()
         finally:
             self.guard.stop()
@@ -133,7 +137,7 @@ async def start(
     runner = web.AppRunner(
         app,
         access_log=None,
-        shutdown_timeout=limits.drain_timeout,
+        shutdown_timeout=CANCEL_GRACE_SECONDS,
         keepalive_timeout=limits.keepalive_timeout,
     )
     await runner.setup()

@@ -102,6 +102,9 @@ def test_sigterm_mid_upload_loses_nothing(
         in_flight.send(last_part[: MiB // 2])
         wait_for(lambda: scrape(first.endpoint)["natsobj_gateway_requests_in_progress{}"] == 1)
         first.process.send_signal(15)  # SIGTERM to the gateway, passed to its workers
+        # the rest of the body arrives only once the worker is draining (it has stopped
+        # accepting): aiohttp's own shutdown would no longer read it
+        wait_for(lambda: "draining 1 request(s) in progress" in first.log_text())
         in_flight.send(last_part[MiB // 2 :])
         answer = in_flight.getresponse()
         assert answer.status == 200, answer.read()
