@@ -200,7 +200,11 @@ class ObjectReader:
 
 def check_digest(info: ObjectInfo, *, allow_missing: bool = False) -> None:
     """Refuse, before a byte is read, a record whose data could not be verified: one with no
-    digest (unless ``allow_missing``), or with one that is no SHA-256 this client can read."""
+    digest (unless ``allow_missing``), or with one that is no SHA-256 this client can read.
+    ``allow_missing`` is a parsed bool: text such as ``"no"`` is truthy, so it is refused here
+    rather than read as consent (a face parses its words once: natsobj.operation_options)."""
+    if not isinstance(allow_missing, bool):
+        raise TypeError(f"allow_missing_digest must be a bool, not {allow_missing!r}")
     if not info.digest:
         if not allow_missing:
             raise MissingDigest(

@@ -190,7 +190,7 @@ def test_sync_to_local_dir_takes_allow_missing_digest(hook, raw, tmp_path) -> No
         strip_digest(raw, name, "p/plain")
         with pytest.raises(MissingDigest, match="p/plain"):
             hook.sync_to_local_dir(name, tmp_path, prefix="p")
-        assert hook.sync_to_local_dir(name, tmp_path, prefix="p", allow_missing_digest="yes") == [
+        assert hook.sync_to_local_dir(name, tmp_path, prefix="p", allow_missing_digest=True) == [
             "p/plain"
         ]
         assert (tmp_path / "plain").read_bytes() == b"no digest"

@@ -151,7 +151,7 @@ def test_get_runs_with_a_spelled_allow_missing_digest(nats_default, store, raw) 
     text = NatsGetObjectOperator(task_id="lenient", allow_missing_digest="on", **common).execute({})
     assert text.encode("latin-1") == CONTENT
     hook = NatsObjectStoreHook()
-    assert hook.get_bytes(store.bucket, "plain", allow_missing_digest="yes") == CONTENT
+    assert hook.get_bytes(store.bucket, "plain", allow_missing_digest=True) == CONTENT
     with pytest.raises(MissingDigest):
         hook.get_bytes(store.bucket, "plain")
 

@@ -66,3 +66,43 @@ def test_below_the_face_a_ttl_is_typed() -> None:
     ):
         annotation = inspect.signature(function).parameters[parameter].annotation
         assert annotation == "timedelta | None", (function.__qualname__, annotation)
+
+
+# The ``get`` rows (allow_missing_digest, follow_links) are resolved where a face takes its
+# users' words, once; what it hands down is a bool. The Airflow operators resolved them and
+# the hook resolved the operators' bools again. (Spark resolves each operation's option map in
+# one generic call of natsobj/spark/options.py, named by a variable this check does not see.)
+GET_RESOLVERS = {"operation_options", "reading", "resolve", "resolved", "for_face"}
+GET_FACE_ENTRIES = {
+    "natsobj/cli/params.py",  # the CLI's read_options decorator
+    "natsobj/fs.py",  # the filesystem's keywords
+    "dagster_natsobj/io_manager.py",  # the IO manager's config
+    "providers/airflow_natsobj/operators/object_store.py",  # the operators' templated fields
+    "providers/airflow_natsobj/operators/copy.py",
+    "providers/airflow_natsobj/operators/transform.py",
+}
+
+
+def _get_rows_resolved(path: Path) -> list[int]:
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if name not in GET_RESOLVERS:
+            continue
+        operations = {a.value for a in node.args if isinstance(a, ast.Constant)}
+        if name == "reading" or "get" in operations:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_read_options_are_resolved_only_where_a_face_takes_them() -> None:
+    resolving = {
+        str(path.relative_to(ROOT)): lines
+        for path in SOURCES
+        if path.name != "operation_options.py"  # the table, which defines the resolvers
+        and (lines := _get_rows_resolved(path))
+    }
+    assert set(resolving) == GET_FACE_ENTRIES, resolving

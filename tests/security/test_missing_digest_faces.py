@@ -122,3 +122,17 @@ def test_ranged_reads_refuse_a_record_without_digest_unless_allowed(store, raw):
     assert store.get_range("plain", 0, 10, allow_missing_digest=True) == CONTENT[:10]
     with store.open_range("plain", allow_missing_digest=True) as reader:
         assert reader.read() == CONTENT
+
+
+def test_the_python_face_takes_a_bool_never_words(store, raw) -> None:
+    """Words are a face's to parse (the CLI's flag, the operators' templated fields): handed
+    to the Python face or the Airflow hook unparsed, ``"no"`` is truthy and would read as
+    consent. It is refused before anything is read."""
+    store.put("d/plain", CONTENT)
+    strip_digest(raw, store.bucket, "d/plain")
+    for words in ("no", "false", 0):
+        with pytest.raises(TypeError, match="allow_missing_digest must be a bool"):
+            store.get_bytes("d/plain", allow_missing_digest=words)
+    with pytest.raises(MissingDigest):
+        store.get_bytes("d/plain", allow_missing_digest=False)
+    assert store.get_bytes("d/plain", allow_missing_digest=True) == CONTENT

@@ -15,7 +15,6 @@ from airflow.sdk import BaseHook
 import natsobj
 from airflow_natsobj.assets import asset_uri
 from airflow_natsobj.connection import settings_from_connection
-from airflow_natsobj.options import operation_options
 from natsobj.aio.copy import copy_object
 from natsobj.aio.put_modes import OVERWRITE, PutMode, from_keywords
 from natsobj.aio.sources import PutSource
@@ -220,17 +219,17 @@ class NatsObjectStoreHook(BaseHook):
         *,
         max_size: int | None = None,
         min_sequence: int | None = None,
-        allow_missing_digest: bool | str | None = None,
+        allow_missing_digest: bool = False,
     ) -> bytes:
         """``min_sequence``: the writer's ``sequence`` (from its XCom), which lets any replica
         answer instead of the stream leader. ``allow_missing_digest`` (here and on the other
-        reads) as for ``ObjectStore.get``: a record without a digest is refused unless set
-        (true/false or any spelling of ``natsobj.operation_options``; None: the default)."""
+        reads) as for ``ObjectStore.get``: a record without a digest is refused unless set. A
+        bool, as the Python face takes it: the operators parse their templated words once."""
         data = self.get_store(bucket).get_bytes(
             name,
             max_size=max_size,
             min_sequence=min_sequence,
-            **self._get_options(allow_missing_digest),
+            allow_missing_digest=allow_missing_digest,
         )
         self._lineage_input(bucket, name)
         return data
@@ -242,10 +241,10 @@ class NatsObjectStoreHook(BaseHook):
         path: str | Path,
         *,
         min_sequence: int | None = None,
-        allow_missing_digest: bool | str | None = None,
+        allow_missing_digest: bool = False,
     ) -> ObjectInfo:
         info = self.get_store(bucket).get_file(
-            name, path, min_sequence=min_sequence, **self._get_options(allow_missing_digest)
+            name, path, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
         )
         self._lineage_input(bucket, name)
         return info
@@ -257,19 +256,14 @@ class NatsObjectStoreHook(BaseHook):
         name: str,
         *,
         min_sequence: int | None = None,
-        allow_missing_digest: bool | str | None = None,
+        allow_missing_digest: bool = False,
     ) -> Iterator[ObjectReader]:
         """Stream an object: iterate the reader for chunks; ``reader.info`` is its ObjectInfo."""
         with self.get_store(bucket).get(
-            name, min_sequence=min_sequence, **self._get_options(allow_missing_digest)
+            name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
         ) as reader:
             yield reader
         self._lineage_input(bucket, name)
-
-    def _get_options(self, allow_missing_digest: bool | str | None) -> dict[str, Any]:
-        return operation_options(
-            "get", f"hook {self.nats_conn_id!r}", allow_missing_digest=allow_missing_digest
-        )
 
     def get_info(self, bucket: str, name: str) -> ObjectInfo:
         return self.get_store(bucket).get_info(name)
@@ -344,7 +338,7 @@ class NatsObjectStoreHook(BaseHook):
         dest_bucket: str,
         dest_name: str,
         *,
-        allow_missing_digest: bool | str | None = None,
+        allow_missing_digest: bool = False,
     ) -> ObjectInfo:
         """The core's ``copy_object`` (``natsobj.aio.copy``): the object (following a link) to
         ``dest_name`` in ``dest_bucket``, any earlier object there replaced as S3's copy does,
@@ -360,7 +354,7 @@ class NatsObjectStoreHook(BaseHook):
                 source_name,
                 target.aio,
                 dest_name,
-                **self._get_options(allow_missing_digest),
+                allow_missing_digest=allow_missing_digest,
             )
         )
         self._lineage_input(source_bucket, source_name)
@@ -377,7 +371,7 @@ class NatsObjectStoreHook(BaseHook):
         prefix: str = "",
         delete_stale: bool = True,
         *,
-        allow_missing_digest: bool | str | None = None,
+        allow_missing_digest: bool = False,
     ) -> list[str]:
         """S3Hook's ``sync_to_local_dir``: make ``local_dir`` hold the objects below the
         directory ``prefix`` (relative to it), fetching only those whose file differs, as
@@ -391,7 +385,6 @@ class NatsObjectStoreHook(BaseHook):
         lineage as an input."""
         root = Path(local_dir)
         store = self.get_store(bucket_name)
-        options = self._get_options(allow_missing_digest)
         below = objects_below(store.iter_list(prefix=as_dir(prefix) or None), prefix)
         layout = lay_out(below.values(), prefix)
         _refuse_left_out(layout, bucket_name, root)
@@ -401,7 +394,9 @@ class NatsObjectStoreHook(BaseHook):
             target = layout.path(root, relative)
             if up_to_date(target, info):
                 continue
-            store.get_file(info.name, target, within=root, **options)
+            store.get_file(
+                info.name, target, within=root, allow_missing_digest=allow_missing_digest
+            )
             self._lineage_input(bucket_name, info.name)
             fetched.append(info.name)
         if delete_stale:
