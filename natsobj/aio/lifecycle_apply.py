@@ -86,7 +86,7 @@ async def apply(store: ObjectStore, restamps: list[Restamp]) -> list[Restamp]:
                 headers=headers,
                 metadata=info.metadata,
                 chunk_size=kept_chunk_size(info.chunk_size),
-                mode=PutMode.update(info.sequence or 0),
+                mode=PutMode.replacing(info),
                 ttl=restamp.ttl,
             )
             restamp.done = True

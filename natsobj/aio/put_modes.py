@@ -41,6 +41,15 @@ class PutMode:
             raise ValueError(f"PutMode.update takes a meta sequence >= 0, not {sequence!r}")
         return cls(_Kind.UPDATE, sequence)
 
+    @classmethod
+    def replacing(cls, info: ObjectInfo) -> PutMode:
+        """Replace exactly the version ``info`` was read at. A record read from the store
+        always has its sequence; one that has none (a template, not a stored version) is
+        refused rather than taken for 0, which would mean "create only"."""
+        if info.sequence is None:
+            raise ValueError(f"object {info.name!r}: a version to replace needs its sequence")
+        return cls.update(info.sequence)
+
     def __repr__(self) -> str:
         if self.kind is _Kind.UPDATE:
             return f"PutMode.update({self.sequence})"
@@ -64,7 +73,10 @@ def from_keywords(mode: PutMode, expected_sequence: int | None, if_absent: bool)
         DeprecationWarning,
         stacklevel=3,
     )
-    return CREATE if if_absent else PutMode.update(expected_sequence or 0)
+    if if_absent:
+        return CREATE
+    assert expected_sequence is not None  # the first check returned mode otherwise
+    return PutMode.update(expected_sequence)
 
 
 class NamedRecords(Protocol):

@@ -49,7 +49,7 @@ async def restate(
             headers=info.headers,
             metadata=info.metadata,
             chunk_size=kept_chunk_size(info.chunk_size),
-            mode=PutMode.update(info.sequence or 0),
+            mode=PutMode.replacing(info),
             tiering=Tiering(replaces=replaces, mtime=info.mtime),
             # the same expiry, or none (0) so a lifecycle rule does not give the version one
             ttl=ttl or 0,

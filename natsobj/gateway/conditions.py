@@ -82,7 +82,7 @@ async def write_precondition(store: ObjectStore, key: str, headers: Mapping[str,
         raise _failed()
     if if_none_match is not None and _matches(if_none_match, tag):
         raise _failed()
-    return PutMode.update(info.sequence or 0)
+    return PutMode.replacing(info)
 
 
 def check_copy_source(headers: Mapping[str, str], info: ObjectInfo) -> None:

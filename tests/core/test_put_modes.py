@@ -8,6 +8,7 @@ import pytest
 
 import natsobj
 from natsobj.aio.put_modes import CREATE, PutMode, create_sequence
+from natsobj.errors import ObjectChanged
 from natsobj.spark.storage import manifest_for_update
 from natsobj.sync import run
 
@@ -60,6 +61,20 @@ def test_the_keywords_before_put_mode_still_work_and_warn(store) -> None:
         store.put("q", b"x", mode=CREATE, expected_sequence=0)
     with pytest.raises(ValueError, match="sequence >= 0"):
         PutMode.update(-1)
+
+
+def test_replacing_a_read_version_swaps_exactly_it(store) -> None:
+    """``PutMode.replacing(info)``: the version a reader saw, never "create only" for a
+    record without a sequence (the gateway's conditions, lifecycle restamps and restates)."""
+    first = store.put("r", b"one")
+    read = store.get_info("r")
+    store.put("r", b"two", mode=PutMode.replacing(read))
+    with pytest.raises(ObjectChanged):
+        store.put("r", b"three", mode=PutMode.replacing(read))
+    assert store.get_bytes("r") == b"two"
+    first.sequence = None
+    with pytest.raises(ValueError, match="needs its sequence"):
+        PutMode.replacing(first)
 
 
 def test_a_spark_commit_creates_its_manifest_by_the_same_rule(store) -> None:

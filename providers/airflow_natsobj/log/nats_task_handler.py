@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_natsobj.log.lines import log_lines
-from natsobj.aio.put_modes import CREATE, OVERWRITE, PutMode
+from natsobj.aio.put_modes import CREATE, PutMode
 from natsobj.errors import NatsObjError, ObjectNotFound
 from natsobj.names import check_bucket
 from natsobj.paths import SEP, is_nats_url, nats_url, parse_nats_url
@@ -147,7 +147,7 @@ class NatsRemoteLogIO:
         store.put(
             name,
             _appended(store, name, local),
-            mode=PutMode.update(earlier.sequence) if earlier.sequence else OVERWRITE,
+            mode=PutMode.replacing(earlier),
         )
 
     # -- read -------------------------------------------------------------------------------------
