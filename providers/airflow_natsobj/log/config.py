@@ -18,8 +18,7 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
-from airflow.sdk import conf
-
+from airflow_natsobj.configuration import conf
 from airflow_natsobj.log.nats_task_handler import SCHEME, NatsRemoteLogIO
 
 _LEVEL = conf.get_mandatory_value("logging", "logging_level").upper()

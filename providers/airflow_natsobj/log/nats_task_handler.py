@@ -81,7 +81,7 @@ class NatsRemoteLogIO:
     @classmethod
     def from_config(cls) -> NatsRemoteLogIO:
         """The IO ``[logging]`` describes; Airflow calls this for a ``nats://`` folder."""
-        from airflow.sdk import conf
+        from airflow_natsobj.configuration import conf
 
         return cls(
             remote_base=conf.get_mandatory_value("logging", "remote_base_log_folder"),

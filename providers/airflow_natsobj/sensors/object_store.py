@@ -10,11 +10,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow.exceptions import AirflowProviderDeprecationWarning
-from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.bases.sensor import poke_mode_only
 from airflow.sdk.exceptions import AirflowSensorTimeout
 
 import natsobj.errors
+from airflow_natsobj.configuration import conf
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 from airflow_natsobj.options import rendered_sequence
 from airflow_natsobj.triggers.object_store import NatsKeysUnchangedTrigger, NatsObjectTrigger

@@ -31,10 +31,12 @@ from natsobj.errors import BucketRecreated, NatsObjError, ObjectNotFound
 from natsobj.matching import MatchKind, NameMatcher, legacy_matcher
 from natsobj.model import ObjectInfo
 from natsobj.operation_options import CURRENT, LATEST
+from natsobj.orchestration.cursor_keeper import NatsCursorKeeper
 from natsobj.orchestration.sensing import AllPresent, QuietPrefix
 from natsobj.retry import RESUME
 
 CURSOR_KEY = "nats_meta_sequence"
+NO_STATE_STORE = object()  # BaseEventTrigger.asset_state_store came in Airflow 3.3.2
 # The words releases before the options table hashed into a cursor key for these positions:
 # a triggerer upgraded under a running watcher finds the cursor it kept under them.
 _KEYED_AS = {LATEST: "new", CURRENT: "all"}
@@ -352,7 +354,10 @@ class _CursorStore:
     Only Airflow's public accessor API is used: the state of the one asset the watcher is
     attached to (``asset_state_store.aget``/``aset``). A trigger shared by several assets has
     no single asset to keep it in; its cursor then lives in memory, and a restarted triggerer
-    starts it afresh (``start_at`` applies again), which is logged once.
+    starts it afresh (``start_at`` applies again), which is logged once. An Airflow without
+    an asset state store for triggers (before 3.3.2) keeps it in NATS itself, in
+    ``natsobj.orchestration.cursor_keeper``'s key-value bucket, set by ``keep_in_nats`` once
+    the watch's client is connected.
 
     Once running, the trigger's own place in memory is the one it resumes a broken watch
     from, and a write the triggerer's supervisor refuses (the API server could not store it)
@@ -365,6 +370,10 @@ class _CursorStore:
         self._key = key
         self._log = log
         self._memory: ChangeCursor | None = None
+
+    def keep_in_nats(self, client: Any) -> None:
+        """Keep the cursor in NATS over ``client`` (an Airflow with no asset state store)."""
+        self._accessors = NatsCursorKeeper(client)
 
     async def _persisted(self, action: Any) -> Any:
         if self._accessors is None:
@@ -391,7 +400,7 @@ class _CursorStore:
         self._memory = cursor
         try:
             await self._persisted(lambda store: store.aset(self._key, str(cursor)))
-        except AirflowRuntimeError as exc:
+        except (AirflowRuntimeError, NatsObjError) as exc:
             self._log.warning(
                 "could not store the NATS watch cursor %s (%s); the trigger carries on and "
                 "stores its place with the next event",
@@ -478,11 +487,15 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Watch forever; a lost server or missing bucket is logged and retried from the cursor."""
         matcher = self.matcher
-        cursor_store = _CursorStore(self.asset_state_store, self.cursor_key, self.log)
+        state_store = getattr(self, "asset_state_store", NO_STATE_STORE)
+        cursor_store = _CursorStore(
+            None if state_store is NO_STATE_STORE else state_store, self.cursor_key, self.log
+        )
+        in_nats = state_store is NO_STATE_STORE
         failures = 0  # since the last event: the restart's pause grows with them
         while True:
             try:
-                async for event in self._watch(matcher, cursor_store):
+                async for event in self._watch(matcher, cursor_store, in_nats):
                     failures = 0
                     yield event
             except BucketRecreated as exc:
@@ -502,10 +515,12 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
                 await asyncio.sleep(delay)
 
     async def _watch(
-        self, matcher: NameMatcher, cursor_store: _CursorStore
+        self, matcher: NameMatcher, cursor_store: _CursorStore, in_nats: bool
     ) -> AsyncIterator[TriggerEvent]:
         hook = NatsObjectStoreHook(nats_conn_id=self.nats_conn_id)
         async with hook.aclient() as client:
+            if in_nats:
+                cursor_store.keep_in_nats(client)
             store = await client.store(self.bucket)
             cursor = await cursor_store.get()
             if cursor is None:
