@@ -5,6 +5,7 @@
 #                     adds the million-object listing; BENCH_ARGS=--no-spark leaves out Spark)
 #   make bench-quick  the same comparisons, smaller and fewer, for development (under 10 min)
 #   make test-compat  the face suites at the lowest versions pyproject.toml declares, in .venv-compat
+#   make test-stock-nats-py  the core suites with the fast paths under nats-py's API switched off
 
 PYTHON ?= python3
 VENV   := .venv
@@ -21,7 +22,7 @@ COMPAT_SUITES := tests/airflow tests/dagster tests/spark tests/contract tests/fs
 	tests/fsspec/test_fs_ranges.py tests/fsspec/test_fs_create.py tests/fsspec_abstract \
 	tests/parity/test_routes.py tests/parity/test_polars_pushdown.py tests/house/test_missing_extras.py
 
-.PHONY: demo test test-slow test-compat bench bench-quick lint format clean
+.PHONY: demo test test-slow test-stock-nats-py test-compat bench bench-quick lint format clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +44,14 @@ TEST_WORKERS ?= 2
 
 test: $(STAMP) $(JSPEER)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+
+# The core's suites with the fast paths under nats-py's public API switched off, as a nats-py
+# without the internals they use would run them (natsobj.aio.jetstream.nats_internals): slower,
+# never wrong.
+STOCK_SUITES := tests/core tests/facade tests/jetstream tests/security tests/reliability
+
+test-stock-nats-py: $(STAMP)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --nats-py-stock $(STOCK_SUITES)
 
 test-slow: $(STAMP) $(JSPEER)
 	$(BIN)/python -m pytest -m slow

@@ -347,6 +347,11 @@ def _with_resource_parameter(resource_key: str) -> Callable[[Callable[..., Any]]
             resource_key, inspect.Parameter.KEYWORD_ONLY, annotation=NatsObjectStoreResource
         )
         fn.__signature__ = inspect.Signature([context, resource])  # type: ignore[attr-defined]
+        # Dagster 1.12 finds resource parameters by their type hints, not the signature
+        fn.__annotations__ = {
+            "context": SensorEvaluationContext,
+            resource_key: NatsObjectStoreResource,
+        }
         return fn
 
     return decorate

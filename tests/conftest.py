@@ -8,7 +8,7 @@ import os
 import shutil
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -65,7 +65,28 @@ def isolated_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
+# a name no nats-py has: a check that expects it finds the internals missing
+NATS_PY_GONE = "_renamed_by_a_later_nats_py"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--nats-py-stock",
+        action="store_true",
+        help="run with natsobj's fast paths under nats-py's public API switched off, as a"
+        " nats-py without the internals they use would (make test-stock-nats-py)",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--nats-py-stock"):
+        from natsobj.aio.jetstream import jsapi, nats_internals, socket_reads
+
+        def stock_only(path: str, owner: object, names: Iterable[str]) -> bool:
+            """``internals_present`` as a nats-py without any of the internals answers."""
+            return nats_internals.internals_present(path, owner, [*names, NATS_PY_GONE])
+
+        jsapi.internals_present = socket_reads.internals_present = stock_only
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
     # Under pytest-xdist every worker inherits the controller's directories; each takes its
     # own, so one worker's `serve --stop-all` or embedded server never meets another's.

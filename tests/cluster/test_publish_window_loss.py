@@ -59,6 +59,9 @@ def test_acknowledgements_failed_by_the_loss_are_sent_again(
             await _until(lambda: all(reply.done() for reply in replies), "acks failed")
             for index in others:
                 await asyncio.to_thread(cluster.start_node, index)
+            # the cluster has recovered (the two restarted nodes elected a leader) before the
+            # window sends again: what is tested is the resend, not the election's pace
+            await asyncio.to_thread(cluster.leader_of, stream, 60.0)
             await window.drain()
             info = await client.api.call(
                 stream_api("INFO", stream), {"subjects_filter": subject}, bucket=r3_bucket

@@ -17,8 +17,8 @@ import pytest
 import natsobj.aio
 from natsobj.aio.jetstream import jsapi, socket_reads
 from natsobj.aio.jetstream.jsapi import parse_headers, raw_header_block, raw_status
+from tests.conftest import NATS_PY_GONE as GONE
 
-GONE = "_renamed_by_a_later_nats_py"
 SIZES = [0, 1, 131_072, 300_001, 2_000_000]  # empty, one chunk, several chunks
 
 
@@ -67,20 +67,23 @@ def test_without_the_internals_every_path_is_nats_pys_own_and_correct(
         assert len(lines) == 1 and GONE in lines[0], said
 
 
-def test_with_the_internals_the_fast_paths_are_taken(nats_url, caplog):
-    """The other side of the guard: on the nats-py this package pins, nothing falls back."""
+def test_with_the_internals_the_fast_paths_are_taken(nats_url, caplog, request):
+    """The other side of the guard: on the nats-py this package pins, nothing falls back;
+    in the run with them switched off (``--nats-py-stock``), every path is nats-py's own."""
     caplog.set_level(logging.DEBUG, logger="natsobj.aio.jetstream.nats_internals")
+    stock = request.config.getoption("--nats-py-stock")
 
     async def body() -> None:
         client = await natsobj.aio.connect(nats_url)
         try:
             nc = client.api.nc
-            assert "_process_msg" in vars(nc) and "read" in vars(nc._transport)
+            fast = "_process_msg" in vars(nc), "read" in vars(nc._transport)
+            assert fast == ((False, False) if stock else (True, True))
         finally:
             await client.close()
 
     asyncio.run(body())
-    assert not caplog.records
+    assert bool(caplog.records) == stock
 
 
 @pytest.mark.parametrize(
