@@ -33,14 +33,20 @@ from pathlib import Path
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import (
-    ReadAllAvailable,
-    ReadLimit,
-    ReadMaxBytes,
-    ReadMaxFiles,
-    SupportsTriggerAvailableNow,
-)
 from pyspark.sql.types import StructType
+
+try:  # PySpark 4.2: read limits (admission control) and Trigger.AvailableNow
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadLimit,
+        ReadMaxBytes,
+        ReadMaxFiles,
+        SupportsTriggerAvailableNow,
+    )
+
+    AVAILABLE_NOW: tuple[type, ...] = (SupportsTriggerAvailableNow,)
+except ImportError:  # PySpark 4.0, 4.1: Spark asks latestOffset() with no start and no limit
+    AVAILABLE_NOW = ()
 
 import natsobj
 from natsobj.changefeed import cursor_after_recreation
@@ -117,9 +123,9 @@ class Budget:
     bytes: int | None = None
 
     @classmethod
-    def of(cls, opts: StreamOptions, limit: ReadLimit) -> Budget:
+    def of(cls, opts: StreamOptions, limit: ReadLimit | None) -> Budget:
         """The engine's ReadAllAvailable overrides the options (Trigger.AvailableNow, Once)."""
-        if isinstance(limit, ReadAllAvailable):
+        if AVAILABLE_NOW and isinstance(limit, ReadAllAvailable):
             return cls()
         return cls(opts.max_objects, opts.max_bytes)
 
@@ -197,7 +203,7 @@ def group(objects: tuple[PlannedObject, ...]) -> list[PlannedPartition]:
     return [PlannedPartition(tuple(g)) for g in groups]
 
 
-class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class NatsObjStreamReader(DataSourceStreamReader, *AVAILABLE_NOW):  # type: ignore[misc]
     def __init__(self, opts: StreamOptions, schema: StructType) -> None:
         self.opts = opts
         self.schema = schema
@@ -223,9 +229,14 @@ class NatsObjStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         with open_store(self.opts.source) as store:
             self._available_now = store.status().last_sequence
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+    def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
+        """The end of the next batch: from ``start`` within ``limit``. A PySpark before 4.2
+        gives neither, and a batch then takes every change there is (no admission control:
+        ``maxObjectsPerTrigger`` and ``maxBytesPerTrigger`` need PySpark 4.2)."""
         with open_store(self.opts.source) as store:
             status = store.status()
+            if start is None:
+                return _offset(status.last_sequence, status)
             first = self._resume(start, status)
             # Bounded by what is there now, so a scan never chases a busy bucket.
             until = self._available_now

@@ -32,7 +32,7 @@ PLUGINS_DIR.mkdir()
 # A hook lineage reader switches Airflow's collector on, so tasks can assert their lineage.
 (PLUGINS_DIR / "lineage_reader.py").write_text(
     "from airflow.plugins_manager import AirflowPlugin\n"
-    "from airflow.sdk.lineage import HookLineageReader\n\n\n"
+    "from airflow_natsobj.lineage import HookLineageReader\n\n\n"
     "class TestLineageReader(HookLineageReader):\n    pass\n\n\n"
     "class TestLineagePlugin(AirflowPlugin):\n"
     "    name = 'test_lineage'\n"

@@ -12,7 +12,7 @@ HAPPY_DAG = """
 from pathlib import Path
 
 from airflow.sdk import DAG, Asset, ObjectStoragePath, task
-from airflow.sdk.lineage import get_hook_lineage_collector
+from airflow_natsobj.lineage import get_hook_lineage_collector
 
 from airflow_natsobj.operators.object_store import (
     NatsCreateObjectStoreOperator,

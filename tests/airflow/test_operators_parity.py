@@ -31,7 +31,7 @@ sys.exit(3 if "--fail" in args else 0)
 
 DAG_SOURCE = """
 from airflow.sdk import DAG, task
-from airflow.sdk.lineage import get_hook_lineage_collector
+from airflow_natsobj.lineage import get_hook_lineage_collector
 
 from airflow_natsobj.operators.copy import NatsCopyObjectOperator, NatsCopyPrefixOperator
 from airflow_natsobj.operators.listing import NatsListOperator, NatsListPrefixesOperator

@@ -404,11 +404,11 @@ class NatsObjectStoreHook(BaseHook):
         return fetched
 
     def _lineage_input(self, bucket: str, name: str) -> None:
-        from airflow.sdk.lineage import get_hook_lineage_collector
+        from airflow_natsobj.lineage import get_hook_lineage_collector
 
         get_hook_lineage_collector().add_input_asset(context=self, uri=asset_uri(bucket, name))
 
     def _lineage_output(self, bucket: str, name: str) -> None:
-        from airflow.sdk.lineage import get_hook_lineage_collector
+        from airflow_natsobj.lineage import get_hook_lineage_collector
 
         get_hook_lineage_collector().add_output_asset(context=self, uri=asset_uri(bucket, name))
