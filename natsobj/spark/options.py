@@ -60,6 +60,9 @@ DEFAULTS = {
 }
 
 
+BASE_PATH = "basepath"
+
+
 def table_keys(operation: str) -> frozenset[str]:
     """The lower-cased keys the options of ``operation`` may be given under (camelCase as
     the table spells them for Spark, or the snake_case name)."""
@@ -72,6 +75,7 @@ BUCKET_OPTION_PREFIX = "bucket_"
 BUCKET_DESCRIPTION = "natsobj Spark datasets"
 KNOWN_OPTIONS = frozenset(
     {"url", "bucket", "path", "prefix", "if_exists", "glob", "write_id", "superseded_ttl"}
+    | {BASE_PATH}
     | {partitions.OPTION}
     | {"objectformat", "format"}
     | FILE_OPTION_KEYS
@@ -116,6 +120,9 @@ class SourceOptions:
     write_id: str | None = None
     embedded: str | None = None  # the `embedded` URL the driver resolved into `settings`
     partition_by: tuple[str, ...] = ()  # writes: hive-style partition columns (partitions.py)
+    # Reads of a partition folder (folders.py): the dataset whose folder `prefix` is, to keep
+    # the folder's columns, as Spark's option of that name does.
+    base_path: str | None = None
 
     @property
     def where(self) -> str:
@@ -172,6 +179,7 @@ class SourceOptions:
         file_format = FileFormat.parse(
             values, bucket, object_format=object_format, header_default=header_default
         )
+        base_path = _base_path(values, bucket)
         settings = connection_settings(values)
         embedded = settings.servers[0] if settings.embedded_dir is not None else None
         if embedded is not None:
@@ -198,6 +206,7 @@ class SourceOptions:
             glob=glob,
             object_format=object_format,
             file_format=file_format,
+            base_path=base_path,
             write_id=values.get("write_id") or None,
             embedded=embedded,
             partition_by=partitions.requested(values, bucket),
@@ -324,6 +333,23 @@ def _join_servers(servers: list[str]) -> str:
     first, *rest = servers
     scheme = first.partition("://")[0] + "://"
     return ",".join([first, *(s.removeprefix(scheme) for s in rest)])
+
+
+def _base_path(values: Mapping[str, str], bucket: str) -> str | None:
+    """Option ``basePath``: a dataset prefix, or ``nats://bucket/prefix`` naming the read's
+    bucket."""
+    given = values.get(BASE_PATH)
+    if not given:
+        return None
+    if is_nats_url(given):
+        parsed = parse_nats_url(given)
+        if parsed.bucket != bucket:
+            raise BadSparkOption(
+                f"option basePath {given!r} names bucket {parsed.bucket!r}, the read {bucket!r}",
+                bucket=bucket,
+            )
+        given = parsed.key
+    return given.strip("/")
 
 
 def _prefix(values: Mapping[str, str], bucket: str, layout: str) -> str:

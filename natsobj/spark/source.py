@@ -17,6 +17,7 @@ from natsobj.errors import in_words_of
 from natsobj.spark.errors import BadSparkOption
 from natsobj.spark.file_options import PARQUET, check_write_format, format_of
 from natsobj.spark.file_reader import FileTableReader, infer_schema
+from natsobj.spark.folders import folder_read
 from natsobj.spark.options import BINARY, SourceOptions
 from natsobj.spark.partitions import dataset_layout, with_partitions
 from natsobj.spark.reader import (
@@ -50,6 +51,9 @@ class NatsObjDataSource(DataSource):
         if opts.layout == BINARY:
             return BINARY_SCHEMA
         with open_store(opts) as store:
+            folder = folder_read(store, opts)
+            if folder is not None:
+                return StructType.fromJson(folder.schema())
             plan = load_plan(store, opts)
             if plan.manifest is not None:
                 return StructType.fromJson(plan.manifest.schema)
@@ -71,11 +75,16 @@ class NatsObjDataSource(DataSource):
         if opts.layout == BINARY:
             return BinaryReader(opts)
         with open_store(opts) as store:
-            plan = load_plan(store, opts)
+            folder = folder_read(store, opts)
+            plan = folder.plan(opts) if folder else load_plan(store, opts)
         if _reads_files(plan, opts):
             return FileTableReader(opts, schema, plan.parts)
         generation = plan.manifest.generation if plan.manifest else 0
         reader = FilteringTableReader if opts.pushdown else TableReader
+        if folder is not None:
+            return reader(
+                folder.reader_options(opts), schema, plan.parts, generation, folder.layout()
+            )
         layout = dataset_layout(
             opts.prefix, [p.name for p in plan.parts], manifest=plan.manifest, where=opts.where
         )
