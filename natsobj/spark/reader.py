@@ -8,11 +8,11 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
+from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import (
     BinaryType,
     LongType,
@@ -34,6 +34,9 @@ from natsobj.spark.partitions import UNPARTITIONED, Layout, add_constants, may_h
 from natsobj.spark.pushdown import Condition, conditions, may_match, row_group_stats
 from natsobj.spark.storage import objects_under, open_store
 from natsobj.spark.wording import spark_words
+
+if TYPE_CHECKING:
+    from pyspark.sql.datasource import Filter  # PySpark 4.1: pushFilters is not called before
 
 # Objects up to this size are decoded from memory; larger ones are spooled to a temp file.
 SPILL_BYTES = 256 * 1024 * 1024

@@ -20,10 +20,22 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.datasource import WriterCommitMessage
+
+try:  # PySpark 4.1: a streaming writer is handed Arrow batches
+    from pyspark.sql.datasource import DataSourceStreamArrowWriter as StreamWriterBase
+
+    HANDED_ROWS = False
+except ImportError:  # PySpark 4.0: it is handed Rows
+    from pyspark.sql.datasource import (  # type: ignore[assignment]
+        DataSourceStreamWriter as StreamWriterBase,
+    )
+
+    HANDED_ROWS = True
 from pyspark.sql.types import StructType
 
 import natsobj
+from natsobj.spark.arrowio import rows_as_batches
 from natsobj.spark.errors import BadSparkOption
 from natsobj.spark.manifest import WRITE_ID_KEY, Manifest, Part, is_data_object, manifest_name
 from natsobj.spark.options import BINARY, SourceOptions
@@ -79,7 +91,7 @@ def run_of(write_id: str) -> str:
     return write_id.rpartition(".")[0] + "."
 
 
-class NatsObjStreamWriter(DataSourceStreamArrowWriter):
+class NatsObjStreamWriter(StreamWriterBase):
     def __init__(
         self,
         opts: SourceOptions,
@@ -97,6 +109,8 @@ class NatsObjStreamWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> BatchPartsMessage:
         write_id, query = batch_write_id(TaskContext.get())
+        if HANDED_ROWS:
+            iterator = rows_as_batches(iterator, self.schema)
         stored = self._batch_writer(write_id).write(iterator)
         return BatchPartsMessage(stored.partition, stored.attempt, stored.parts, write_id, query)
 
