@@ -64,12 +64,12 @@ $(COMPAT)/bin/python: | $(BIN)/python
 $(COMPAT)/.installed: pyproject.toml | $(COMPAT)/bin/python $(STAMP)
 	$(BIN)/python scripts/floors.py --constraints > $(COMPAT)/floors.txt
 	$(BIN)/uv pip install --quiet --python $(COMPAT)/bin/python --resolution lowest-direct \
-		-c $(COMPAT)/floors.txt -e ".[all,dev]"
+		-c $(COMPAT)/floors.txt $$($(BIN)/python scripts/floors.py --uv-args) -e ".[all,dev]"
 	$(COMPAT)/bin/python scripts/floors.py
 	touch $@
 
-test-compat: $(COMPAT)/.installed
-	$(COMPAT)/bin/python -m pytest $(COMPAT_SUITES)
+test-compat: $(COMPAT)/.installed $(JSPEER)
+	$(COMPAT)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(COMPAT_SUITES)
 
 demo: $(STAMP)
 	PATH="$(CURDIR)/$(BIN):$$PATH" bash scripts/demo.sh

@@ -1,6 +1,7 @@
 """natsobj's dependencies at exactly their declared floors, for ``make test-compat``.
 
-``floors.py --constraints`` prints ``name==floor`` for every floor; the target installs with
+``floors.py --constraints`` prints ``name==floor`` for every floor (``--uv-args`` the
+packages held at a floor release's day, ``FLOOR_DAYS``); the target installs with
 them as uv constraints (and ``--resolution lowest-direct`` for the test tools), because
 lowest-direct alone may still pick a newer floor when a transitive dependency it keeps at its
 newest needs one (Dagster went up with protobuf). Without arguments it checks, with the
@@ -27,10 +28,24 @@ RAISED_BY_PEERS = {
     "fsspec": "s3fs, the parity peer, pins its own fsspec and needs a botocore of 2025 or later",
     "aiohttp": "aiobotocore (s3fs, moto) needs aiohttp 3.9.2 or later",
 }
-# What a floor release needs held back, as the constraints file its project publishes does:
-# users install that release with those constraints, so the floors are tested with them.
-HELD_FOR_FLOORS = {
-    "structlog": ("25.4.0", "Airflow 3.1.0 imports structlog.dev.Styles, gone in structlog 26"),
+# A floor release is tested beside the packages of its day, as its project's constraints
+# file installs it (Airflow's pins its whole stack; newer cadwyn, fastapi, SQLAlchemy and
+# structlog break Airflow 3.1.0): those packages are taken as uploaded before that release.
+FLOOR_DAYS = {
+    "2025-09-26T00:00:00Z": (  # Airflow 3.1.0
+        "alembic",
+        "cadwyn",
+        "fastapi",
+        "httpx",
+        "msgspec",
+        "pydantic",
+        "pydantic-core",
+        "sqlalchemy",
+        "sqlalchemy-utils",
+        "starlette",
+        "structlog",
+        "uvicorn",
+    ),
 }
 
 
@@ -66,12 +81,15 @@ def off_floor(wanted: dict[str, Version]) -> list[str]:
 
 if __name__ == "__main__":
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    if sys.argv[1:] == ["--uv-args"]:
+        for day, names in FLOOR_DAYS.items():
+            print(" ".join(f"--exclude-newer-package {name}={day}" for name in names))
+        sys.exit(0)
     if sys.argv[1:] == ["--constraints"]:
         for name, floor in sorted(floors(project).items()):
             if name not in RAISED_BY_PEERS:
                 print(f"{name}=={floor}")
-        for name, (held, _) in sorted(HELD_FOR_FLOORS.items()):
-            print(f"{name}=={held}")
+
         sys.exit(0)
     wrong = off_floor(floors(project))
     for line in wrong:

@@ -9,9 +9,10 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from airflow.sdk.exceptions import TaskDeferred
 from airflow_natsobj.sensors.object_store import NatsKeysUnchangedSensor
 from airflow_natsobj.triggers.object_store import NatsKeysUnchangedTrigger
+
+from tests.airflow.task_exceptions import TaskDeferred
 
 from .conftest import AIRFLOW_BIN, DAGS_DIR, _query, task_states
 

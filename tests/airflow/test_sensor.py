@@ -10,11 +10,11 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException, TaskDeferred
 from airflow_natsobj.sensors.object_store import NatsObjectSensor
 from airflow_natsobj.triggers.object_store import NatsObjectTrigger
 
 from natsobj.errors import BucketNotFound
+from tests.airflow.task_exceptions import AirflowSensorTimeout, AirflowSkipException, TaskDeferred
 
 from .conftest import AIRFLOW_BIN, DAGS_DIR, task_states, xcom
 

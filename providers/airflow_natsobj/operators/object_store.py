@@ -373,7 +373,11 @@ class _StoragePlace:
         self.file_name = destination.name
 
     def _part(self, part_name: str) -> ObjectStoragePath:
-        return self.destination.parent / part_name
+        """The sibling, built from the destination's URL (which carries its connection id):
+        Airflow 3.1's ``parent`` and ``with_name`` get a ``nats://conn@bucket/...`` path
+        wrong (the connection id then stands where the bucket belongs)."""
+        folder = str(self.destination).rsplit("/", 1)[0]
+        return type(self.destination)(f"{folder}/{part_name}", **self.destination.storage_options)
 
     def create_part(self, part_name: str, buffering: int) -> BinaryIO:
         return cast(BinaryIO, self._part(part_name).open("wb"))

@@ -12,7 +12,11 @@ from typing import TYPE_CHECKING, Any
 from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.bases.sensor import poke_mode_only
-from airflow.sdk.exceptions import AirflowSensorTimeout
+
+try:
+    from airflow.sdk.exceptions import AirflowSensorTimeout
+except ImportError:  # Airflow 3.1
+    from airflow.exceptions import AirflowSensorTimeout  # type: ignore[no-redef]
 
 import natsobj.errors
 from airflow_natsobj.configuration import conf
