@@ -1,0 +1,146 @@
+"""Every reader of a dataset's folder sees exactly the committed rows after an overwrite
+(issue 42): pandas, pyarrow.dataset, DuckDB and polars through the nats:// fsspec filesystem,
+and the natsobj Spark source. The generation an overwrite supersedes is kept for readers
+planned on it, but outside the folder (``natsobj.spark.manifest.retained_name``)."""
+
+from __future__ import annotations
+
+import json
+
+import duckdb
+import fsspec
+import pandas as pd
+import polars as pl
+import pyarrow.dataset as ds
+import pytest
+
+from natsobj.aio import records
+from natsobj.spark.manifest import is_data_object, retained_name
+from natsobj.sync import run
+
+PREFIX = "lake/sales"
+ROWS = 200
+REGIONS = ("eu", "us", "apac")
+
+
+def _write(spark, options, mode: str, start: int, **extra) -> None:
+    data = [(i, REGIONS[i % len(REGIONS)]) for i in range(start, start + ROWS)]
+    df = spark.createDataFrame(data, "id long, region string").repartition(2)
+    df.write.format("natsobj").mode(mode).options(
+        **options, partitionBy="region", rows_per_object="40", **extra
+    ).save(PREFIX)
+
+
+def _manifest(store) -> dict:
+    return json.loads(store.get_bytes(f"{PREFIX}/_manifest.json"))
+
+
+def _folder_parts(store) -> set[str]:
+    return {i.name for i in store.list(prefix=PREFIX + "/") if is_data_object(PREFIX, i.name)}
+
+
+@pytest.fixture
+def fs(nats_url: str):
+    return fsspec.filesystem("nats", servers=nats_url, skip_instance_cache=True)
+
+
+def _every_reader(spark, options, fs, nats_url: str, bucket: str) -> dict[str, tuple[int, int]]:
+    """(rows, sum of ids) of the folder as each reader sees it."""
+    folder = f"{bucket}/{PREFIX}"
+    url = f"nats://{folder}"
+    storage = {"servers": nats_url}
+    seen: dict[str, tuple[int, int]] = {}
+    frame = pd.read_parquet(url, engine="pyarrow", storage_options=storage)
+    seen["pandas"] = (len(frame), int(frame["id"].sum()))
+    table = ds.dataset(folder, filesystem=fs, format="parquet", partitioning="hive").to_table()
+    seen["pyarrow.dataset"] = (table.num_rows, int(table["id"].to_numpy().sum()))
+    connection = duckdb.connect()
+    connection.register_filesystem(fs)
+    count, total = connection.execute(
+        f"SELECT count(*), sum(id) FROM read_parquet('{url}/**/*.parquet', hive_partitioning=true)"
+    ).fetchone()
+    seen["duckdb"] = (count, int(total))
+    # polars' own reader knows no nats:// URL: it reads what a glob of the folder finds
+    files = [fs.open(path) for path in fs.glob(f"{url}/**/*.parquet")]
+    polars = pl.concat([pl.read_parquet(f) for f in files])
+    seen["polars"] = (polars.height, int(polars["id"].sum()))
+    df = spark.read.format("natsobj").options(**options).load(PREFIX)
+    rows = df.collect()
+    seen["spark"] = (len(rows), sum(r.id for r in rows))
+    return seen
+
+
+def _expected(start: int) -> tuple[int, int]:
+    return ROWS, sum(range(start, start + ROWS))
+
+
+def test_after_an_overwrite_every_reader_of_the_folder_counts_the_committed_rows(
+    spark, options, store, fs, nats_url
+) -> None:
+    _write(spark, options, "overwrite", 0)
+    first = _folder_parts(store)
+    pinned = spark.read.format("natsobj").options(**options).load(PREFIX)
+    assert pinned.rdd.getNumPartitions() == len(first)  # planned on generation 1
+
+    _write(spark, options, "overwrite", 10_000)
+
+    seen = _every_reader(spark, options, fs, nats_url, store.bucket)
+    assert seen == dict.fromkeys(seen, _expected(10_000))
+    # Generation 1 is kept, out of the folder, for the read planned on it.
+    manifest = _manifest(store)
+    (retained,) = manifest["retained"]
+    assert set(retained["parts"]) == {retained_name(n) for n in first}
+    assert _folder_parts(store) == {p["name"] for p in manifest["parts"]}
+    assert sorted(r.id for r in pinned.collect()) == list(range(ROWS))
+
+
+def test_a_commit_moves_out_superseded_parts_a_crash_or_an_older_writer_left_in_the_folder(
+    spark, options, store, fs, nats_url
+) -> None:
+    """The state a commit leaves when it dies between publishing its manifest and moving the
+    superseded parts out, and that a manifest of an older writer describes (its ``retained``
+    names the parts in the folder): a pinned read still finishes, and the next commit tidies."""
+    _write(spark, options, "overwrite", 0)
+    first = _folder_parts(store)
+    pinned = spark.read.format("natsobj").options(**options).load(PREFIX)
+    pinned.rdd.getNumPartitions()
+    _write(spark, options, "overwrite", 10_000)
+    _move_back(store, sorted(first)[:2])  # a crash after two of the moves
+    _half_move(store, sorted(first)[2])  # and one cut short between its two steps
+    doc = _manifest(store)
+    doc["retained"][0]["parts"] = sorted(first)  # and as an older writer listed them
+    store.put(f"{PREFIX}/_manifest.json", json.dumps(doc).encode())
+    assert sorted(r.id for r in pinned.collect()) == list(range(ROWS))
+
+    _write(spark, options, "append", 20_000, retain_generations="2")
+
+    manifest = _manifest(store)
+    assert manifest["generation"] == 3
+    assert set(manifest["retained"][0]["parts"]) == {retained_name(n) for n in first}
+    assert _folder_parts(store) == {p["name"] for p in manifest["parts"]}
+    rows, total = _expected(10_000)
+    more, more_total = _expected(20_000)
+    seen = _every_reader(spark, options, fs, nats_url, store.bucket)
+    assert seen == dict.fromkeys(seen, (rows + more, total + more_total))
+    assert sorted(r.id for r in pinned.collect()) == list(range(ROWS))
+
+    _move_back(store, sorted(first)[-1:])
+    _write(spark, options, "append", 30_000)  # generation 4 drops generation 1, moved or not
+    assert _manifest(store)["retained"] == []
+    assert {i.name for i in store.list() if i.name.endswith(".parquet")} == _folder_parts(store)
+    with pytest.raises(Exception, match="of generation 1 is gone"):
+        pinned.collect()
+
+
+def _half_move(store, name: str) -> None:
+    """The part at both names, on the same chunks: a rename writes the new record, then
+    purges the old one, and a crash in between leaves this."""
+    info = store.get_info(retained_name(name))
+    run(records.publish_record(store.aio.bucket_stream, info.evolve(name=name)))
+    assert store.get_bytes(name) == store.get_bytes(retained_name(name))
+
+
+def _move_back(store, names: list[str]) -> None:
+    """Into the folder, as a commit that died before moving them out leaves them."""
+    for name in names:
+        store.update_meta(retained_name(name), new_name=name)
