@@ -6,6 +6,7 @@ planned on it, but outside the folder (``natsobj.spark.manifest.retained_name``)
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import duckdb
 import fsspec
@@ -15,7 +16,13 @@ import pyarrow.dataset as ds
 import pytest
 
 from natsobj.aio import records
-from natsobj.spark.manifest import is_data_object, retained_name
+from natsobj.spark.manifest import (
+    Part,
+    is_data_object,
+    is_own_object,
+    next_generation,
+    retained_name,
+)
 from natsobj.sync import run
 
 PREFIX = "lake/sales"
@@ -144,3 +151,33 @@ def _move_back(store, names: list[str]) -> None:
     """Into the folder, as a commit that died before moving them out leaves them."""
     for name in names:
         store.update_meta(retained_name(name), new_name=name)
+
+
+def test_retained_entries_name_the_datasets_own_parts_outside_the_folder_and_nothing_else() -> None:
+    own, other = f"{PREFIX}/region=eu/part-00000-0-a.parquet", "lake/other/part-00000-0-b.parquet"
+    hidden = f"{PREFIX}/_keep/part-00000-0-c.parquet"
+    schema = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": False}]}
+
+    def commit(previous, names, overwrite=True):
+        parts = [Part(n, 1, 10, "SHA-256=x") for n in names]
+        return next_generation(
+            previous,
+            prefix=PREFIX,
+            schema=schema,
+            parts=parts,
+            overwrite=overwrite,
+            write_id="w",
+            retain=2,
+        )
+
+    g1, _ = commit(None, [own, other, hidden])
+    g2, _ = commit(g1, [f"{PREFIX}/part-00000-0-d.parquet"])
+    assert g2.retained[0].parts == (retained_name(own), other, hidden)
+    assert g2.in_folder() == {own, other, hidden}
+    # an older writer's entry, listing the parts in the folder, is rewritten by the next commit
+    older = replace(g2, retained=(replace(g2.retained[0], parts=(own, other)),))
+    g3, _ = commit(older, [], overwrite=False)
+    assert g3.retained[0].parts == (retained_name(own), other)
+    assert is_own_object(PREFIX, retained_name(own)) and is_own_object(PREFIX, own)
+    for name in (other, hidden, retained_name(other), retained_name(hidden), "_natsobj/x"):
+        assert not is_own_object(PREFIX, name), name
