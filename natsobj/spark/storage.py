@@ -21,6 +21,7 @@ import natsobj
 from natsobj.aio import lifecycle_apply
 from natsobj.aio.put_modes import create_sequence
 from natsobj.errors import (
+    BadObjectName,
     ExpiryNotEnabled,
     NotConnected,
     ObjectChanged,
@@ -144,13 +145,15 @@ def strays(infos: list[ObjectInfo], prefix: str, write_id: str, keep: set[str]) 
 
 
 def delete_quietly(store: natsobj.ObjectStore, names: Iterable[str]) -> int:
-    """Delete what is there; a missing object is already what we want. Returns the count."""
+    """Delete what is there; a missing object is already what we want, and so is a name no
+    object can have (``BadObjectName``: a retained name too long to be made). Returns the
+    count."""
     deleted = 0
     for name in names:
         try:
             store.delete(name)
             deleted += 1
-        except ObjectNotFound:
+        except (ObjectNotFound, BadObjectName):
             continue
     return deleted
 
@@ -159,7 +162,8 @@ def move_quietly(store: natsobj.ObjectStore, moves: Iterable[tuple[str, str]]) -
     """Rename each object (``update_meta``: its meta record moves, its chunks stay, so a read
     already streaming it goes on). One another commit moved first is left as it is; one a
     crash left under both names (a rename writes the new record, then purges the old) loses
-    its old record. Returns how many moved."""
+    its old record. One whose new name is too long for the server stays, logged. Returns how
+    many moved."""
     moved = 0
     for name, target in moves:
         try:
@@ -168,6 +172,9 @@ def move_quietly(store: natsobj.ObjectStore, moves: Iterable[tuple[str, str]]) -
             continue  # moved meanwhile by another commit
         except ObjectExists:
             _forget_half_moved(store, name, target)
+            continue
+        except BadObjectName as exc:
+            log.warning("natsobj: cannot move %r of bucket %r: %s", name, store.bucket, exc)
             continue
         moved += 1
     return moved

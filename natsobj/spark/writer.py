@@ -196,14 +196,30 @@ class NatsObjWriter(DataSourceArrowWriter):
             if manifest is None:  # if_exists=ignore and the dataset appeared meanwhile
                 self._clean_up(store, parts)
                 return
-            infos = objects_under(store, self.opts.prefix)
-            moved = self._move_out(store, manifest, infos)
-            swept = strays(infos, self.opts.prefix, self.write_id, {p.name for p in parts})
-            left = {superseded_name(n) for n in doomed} & {i.name for i in infos}
-            deleted = delete_quietly(
-                store, [*self._own_data_objects(sorted({*doomed, *left})), *swept]
-            )
-            self._expire_superseded(store, manifest)
+            try:
+                self._tidy(store, manifest, doomed, parts)
+            except Exception as exc:
+                log.warning(
+                    "natsobj: committed %s generation %d, then could not tidy after it (%s); "
+                    "the next commit moves superseded parts still in the folder",
+                    self.opts.where,
+                    manifest.generation,
+                    exc,
+                )
+
+    def _tidy(
+        self, store: natsobj.ObjectStore, manifest: Manifest, doomed: list[str], parts: list[Part]
+    ) -> None:
+        """What follows a published manifest: superseded parts moved out of the folder,
+        dropped and stray ones deleted, TTLs given. The write is committed by then, so
+        ``commit`` logs a failure here instead of raising it: Spark answers a failed commit
+        with ``abort``, which would delete the parts the manifest now lists."""
+        infos = objects_under(store, self.opts.prefix)
+        moved = self._move_out(store, manifest, infos)
+        swept = strays(infos, self.opts.prefix, self.write_id, {p.name for p in parts})
+        left = {superseded_name(n) for n in doomed} & {i.name for i in infos}
+        deleted = delete_quietly(store, [*self._own_data_objects(sorted({*doomed, *left})), *swept])
+        self._expire_superseded(store, manifest)
         log.info(
             "natsobj: committed %s generation %d: %d parts, %d rows; moved %d superseded "
             "parts out of the folder, deleted %d old objects",

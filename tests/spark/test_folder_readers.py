@@ -16,6 +16,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from natsobj.aio import records
+from natsobj.errors import BadObjectName, ObjectNotFound
 from natsobj.spark.manifest import (
     Part,
     is_data_object,
@@ -181,3 +182,52 @@ def test_retained_entries_name_the_datasets_own_parts_outside_the_folder_and_not
     assert is_own_object(PREFIX, retained_name(own)) and is_own_object(PREFIX, own)
     for name in (other, hidden, retained_name(other), retained_name(hidden), "_natsobj/x"):
         assert not is_own_object(PREFIX, name), name
+
+
+def _longest_name(store) -> int:
+    """The longest ASCII object name the server's protocol line takes in this bucket."""
+    fits, too_long = 1, 10_000
+    while too_long - fits > 1:
+        middle = (fits + too_long) // 2
+        try:
+            store.get_info("n" * middle)
+        except ObjectNotFound:
+            fits = middle
+        except BadObjectName:
+            too_long = middle
+    return fits
+
+
+def test_a_part_that_cannot_be_moved_out_stays_and_the_commit_keeps_its_generation(
+    spark, options, store
+) -> None:
+    """A failure after the manifest is published must not fail the commit: Spark would then
+    call abort, which deletes the write's parts, now the dataset's. A prefix so long that its
+    parts' retained names cannot be made is one such failure."""
+    part = len("/part-00000-0-") + 32 + len(".parquet")
+    prefix = "lake/" + "d" * (_longest_name(store) - part - len("lake/") - 4)
+    assert len(retained_name(prefix)) + part > _longest_name(store)
+
+    def write(mode: str, start: int) -> None:
+        df = spark.range(start, start + 10, numPartitions=2)
+        df.write.format("natsobj").mode(mode).options(**options).save(prefix)
+
+    def ids(df) -> list[int]:
+        return sorted(r.id for r in df.collect())
+
+    write("overwrite", 0)
+    first = {i.name for i in store.list() if i.name.endswith(".parquet")}
+    pinned = spark.read.format("natsobj").options(**options).load(prefix)
+    pinned.rdd.getNumPartitions()
+    write("overwrite", 100)  # its parts cannot be moved out: they stay in the folder
+    read = spark.read.format("natsobj").options(**options).load(prefix)
+    assert ids(read) == list(range(100, 110))
+    assert ids(pinned) == list(range(10))
+    assert first < {i.name for i in store.list() if i.name.endswith(".parquet")}
+
+    write("append", 200)  # drops generation 1, from where it stayed
+    listed = {i.name for i in store.list() if i.name.endswith(".parquet")}
+    manifest = json.loads(store.get_bytes(f"{prefix}/_manifest.json"))
+    assert listed == {p["name"] for p in manifest["parts"]}
+    read = spark.read.format("natsobj").options(**options).load(prefix)
+    assert ids(read) == [*range(100, 110), *range(200, 210)]
