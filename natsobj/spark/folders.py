@@ -3,7 +3,7 @@
 
 The folder has no manifest of its own; the dataset's, found where the trailing ``col=value``
 folders end, says which of the objects under it are committed. A listing would also take the
-parts superseded generations leave there for running readers, and parts of unfinished writes.
+parts of unfinished writes, and during an overwrite's commit the parts it replaces.
 The parts are chosen when the DataFrame is loaded, so every scan of it (a re-scan, a
 self-join, a union) reads that folder and only that folder's bytes are fetched.
 

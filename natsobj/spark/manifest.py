@@ -2,9 +2,11 @@
 
 ``<prefix>/_manifest.json`` lists the schema and every part. Readers plan from it only, so they
 never see parts of an unfinished write. Each commit makes a new *generation*. Parts an overwrite
-replaces are listed under ``retained`` and deleted by the first commit that is more than
-``retain_generations`` generations newer, so a read planned on generation g can finish while up
-to ``retain_generations`` newer generations are committed.
+replaces are moved out of the dataset's folder to their ``retained_name``, listed there under
+``retained``, and deleted by the first commit that is more than ``retain_generations``
+generations newer, so a read planned on generation g can finish while up to
+``retain_generations`` newer generations are committed, while every reader of the folder
+(pandas, pyarrow, DuckDB, polars) sees the current generation's parts only.
 
 With ``superseded_ttl`` the parts an overwrite replaces are instead given that TTL by the commit
 (the server deletes them then, with no later commit needed) and stay listed under ``retained``
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -30,6 +32,14 @@ ABORTED = "_aborted"
 FORMAT = "natsobj-spark-dataset"
 VERSION = 1
 WRITE_ID_KEY = "natsobj-spark-write-id"
+# Where superseded parts wait for the readers planned on them: at the bucket's root, in a
+# hidden folder, the part's own name after it. Not beside the dataset (``sales/daily.old/``),
+# which a reader of ``sales/`` would take for data, nor in a hidden folder there
+# (``sales/.daily/``), which not every glob skips: only a reader of the whole bucket can meet
+# it, and Spark's and pyarrow's folder discovery skip ``_`` folders even there.
+# The name alone gives the retained name, so a reader pinned on any older generation finds
+# its part without a manifest, and a commit knows a part a crashed commit left in the folder.
+RETAINED_AREA = "_natsobj/retained/"
 
 
 def manifest_name(prefix: str) -> str:
@@ -46,6 +56,22 @@ def part_name(prefix: str, partition: int, attempt: int, folder: str = "") -> st
     """A new part's name; ``folder`` is its partition's ``col=value/...`` (partitioned)."""
     under = f"{prefix}/{folder}" if folder else prefix
     return f"{under}/part-{partition:05d}-{attempt}-{uuid.uuid4().hex}.parquet"
+
+
+def retained_name(name: str) -> str:
+    """Where a part an overwrite supersedes is kept (``RETAINED_AREA``)."""
+    return RETAINED_AREA + name
+
+
+def superseded_name(name: str) -> str:
+    """The name in its dataset's folder of a part at its ``retained_name`` (else "")."""
+    return name.removeprefix(RETAINED_AREA) if name.startswith(RETAINED_AREA) else ""
+
+
+def is_own_object(prefix: str, name: str) -> bool:
+    """One of the dataset's data objects, in its folder or at its ``retained_name``: the only
+    names a commit moves, deletes or gives a TTL (a manifest is any bucket writer's to edit)."""
+    return is_data_object(prefix, superseded_name(name) or name)
 
 
 def is_data_object(prefix: str, name: str) -> bool:
@@ -118,6 +144,11 @@ class Retained:
             str(doc.get("expires_at") or ""),
         )
 
+    def moved_out(self, prefix: str) -> Retained:
+        """The entry with each of ``prefix``'s data objects at its ``retained_name`` (a
+        manifest of an older writer lists them in the folder); other names stay as listed."""
+        return replace(self, parts=tuple(_retired(prefix, n) for n in self.parts))
+
     def kept_at(self, generation: int, retain: int, now: datetime) -> bool:
         """Still listed in ``generation``'s manifest: until it expires when it expires by
         TTL, else while at most ``retain`` newer generations were committed."""
@@ -141,6 +172,11 @@ class Manifest:
     # Hive-style partition columns (the last fields of ``schema``): each part sits under
     # ``<prefix>/<col>=<value>/`` and holds the other columns only.
     partition_columns: tuple[str, ...] = ()
+
+    def in_folder(self) -> set[str]:
+        """Names in the folder of the retained parts: where a commit moves them from after
+        publishing, so where a commit that died meanwhile (or an older writer) left some."""
+        return {superseded_name(n) or n for r in self.retained for n in r.parts}
 
     def committed_batch(self, query_id: str) -> int:
         """The last micro-batch of ``query_id`` in this dataset (-1 for none)."""
@@ -219,6 +255,7 @@ def next_generation(
     partition_columns: tuple[str, ...] = (),
 ) -> tuple[Manifest, list[str]]:
     """The manifest a commit publishes, and the part names to delete once it is published.
+    The parts it supersedes are listed at their ``retained_name``: the commit moves them there.
     ``stream`` is the (query id, batch id) a streaming sink commits, recorded for replays.
     An append keeps the dataset's ``partition_columns``; an overwrite may change them.
     With ``superseded_ttl`` the generation an overwrite supersedes is listed with its
@@ -242,13 +279,14 @@ def next_generation(
             partition_columns,
         )
         return first, []
+    earlier = tuple(r.moved_out(prefix) for r in previous.retained)
     if overwrite:
         current = tuple(parts)
         expires_at = (moment + superseded_ttl).isoformat() if superseded_ttl else ""
         superseded = Retained(
             previous.generation, now, tuple(p.name for p in previous.parts), expires_at
         )
-        history = (superseded, *previous.retained)
+        history = (superseded.moved_out(prefix), *earlier)
     else:
         if previous.partition_columns != partition_columns:
             raise SchemaMismatch(
@@ -257,7 +295,7 @@ def next_generation(
             )
         schema = merge_schemas(previous.schema, schema, where=prefix)
         current = (*previous.parts, *parts)
-        history = previous.retained
+        history = earlier
     generation = previous.generation + 1
     # A reader planned on generation g can finish while at most `retain` newer ones commit
     # (or, for parts that expire by TTL, until they expire: the server deletes those, and
@@ -345,6 +383,10 @@ def _describe(spark_fields: list[dict[str, Any]]) -> str:
 
 def _type_name(spark_type: Any) -> str:
     return spark_type if isinstance(spark_type, str) else str(spark_type.get("type", spark_type))
+
+
+def _retired(prefix: str, name: str) -> str:
+    return retained_name(name) if is_data_object(prefix, name) else name
 
 
 def _mode(overwrite: bool) -> str:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -28,7 +28,7 @@ from natsobj.matching import NameMatcher
 from natsobj.spark.arrowio import conform, spark_arrow_schema
 from natsobj.spark.errors import DatasetChanged
 from natsobj.spark.handoff import produce_ahead
-from natsobj.spark.manifest import Part
+from natsobj.spark.manifest import Part, retained_name
 from natsobj.spark.options import SourceOptions
 from natsobj.spark.partitions import UNPARTITIONED, Layout, add_constants, may_hold
 from natsobj.spark.pushdown import Condition, conditions, may_match, row_group_stats
@@ -43,6 +43,7 @@ SPILL_BYTES = 256 * 1024 * 1024
 BATCH_ROWS = 65_536
 # Binary mode packs objects into one partition up to this many bytes.
 BINARY_PARTITION_BYTES = 64 * 1024 * 1024
+T = TypeVar("T")
 
 BINARY_SCHEMA = StructType(
     [
@@ -155,10 +156,22 @@ class TableReader(DataSourceReader):
                 name=part.name,
             ) from None
 
+    def _at_either_name(self, part: PartPartition, fetch: Callable[[str], T]) -> T:
+        """``fetch`` of the part at its name, else, when an overwrite has superseded the
+        pinned generation since, at its ``retained_name``, where that commit moves it."""
+        try:
+            return fetch(part.name)
+        except ObjectNotFound:
+            if not self.generation:
+                raise
+        return fetch(retained_name(part.name))
+
     def _download(
         self, store: natsobj.ObjectStore, part: PartPartition, stack: contextlib.ExitStack
     ) -> pa.NativeFile | str:
-        return fetch_whole(store, self.opts, part.name, part.size, stack)
+        return self._at_either_name(
+            part, lambda name: fetch_whole(store, self.opts, name, part.size, stack)
+        )
 
 
 def fetch_whole(
@@ -209,7 +222,12 @@ class FilteringTableReader(TableReader):
             return super()._open_part(store, part, stack)
         with self._missing_part(part):
             ranged = stack.enter_context(
-                store.open_range(part.name, allow_missing_digest=self.opts.allow_missing_digest)
+                self._at_either_name(
+                    part,
+                    lambda name: store.open_range(
+                        name, allow_missing_digest=self.opts.allow_missing_digest
+                    ),
+                )
             )
             parquet = pq.ParquetFile(ranged, pre_buffer=True)
         metadata = parquet.metadata

@@ -21,6 +21,7 @@ import natsobj
 from natsobj.aio import lifecycle_apply
 from natsobj.aio.put_modes import create_sequence
 from natsobj.errors import (
+    BadObjectName,
     ExpiryNotEnabled,
     NotConnected,
     ObjectChanged,
@@ -29,6 +30,7 @@ from natsobj.errors import (
 )
 from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ObjectInfo
+from natsobj.names import meta_subject
 from natsobj.paths import as_dir
 from natsobj.shared import shared_client
 from natsobj.spark.errors import DatasetNotFound, EmbeddedServerUnreachable
@@ -122,11 +124,11 @@ def is_aborted(store: natsobj.ObjectStore, prefix: str, write_id: str) -> bool:
     return True
 
 
-def strays(store: natsobj.ObjectStore, prefix: str, write_id: str, keep: set[str]) -> list[str]:
-    """What a commit or abort deletes besides replaced parts: parts of this write not in
-    ``keep`` (failed or speculative attempts), parts of aborted writes stored after their
-    abort swept, and abort markers old enough that no task of theirs can still be running."""
-    infos = objects_under(store, prefix)
+def strays(infos: list[ObjectInfo], prefix: str, write_id: str, keep: set[str]) -> list[str]:
+    """What a commit or abort deletes besides replaced parts, of the objects under ``prefix``
+    (``objects_under``): parts of this write not in ``keep`` (failed or speculative attempts),
+    parts of aborted writes stored after their abort swept, and abort markers old enough that
+    no task of theirs can still be running."""
     marker_dir = abort_marker(prefix, "")
     markers = {i.name.removeprefix(marker_dir): i for i in infos if i.name.startswith(marker_dir)}
     dead = {write_id, *markers}
@@ -143,15 +145,57 @@ def strays(store: natsobj.ObjectStore, prefix: str, write_id: str, keep: set[str
 
 
 def delete_quietly(store: natsobj.ObjectStore, names: Iterable[str]) -> int:
-    """Delete what is there; a missing object is already what we want. Returns the count."""
+    """Delete what is there; a missing object is already what we want, and so is a name no
+    object can have (``BadObjectName``: a retained name too long to be made). Returns the
+    count."""
     deleted = 0
     for name in names:
         try:
             store.delete(name)
             deleted += 1
-        except ObjectNotFound:
+        except (ObjectNotFound, BadObjectName):
             continue
     return deleted
+
+
+def move_quietly(store: natsobj.ObjectStore, moves: Iterable[tuple[str, str]]) -> int:
+    """Rename each object (``update_meta``: its meta record moves, its chunks stay, so a read
+    already streaming it goes on). One another commit moved first is left as it is; one a
+    crash left under both names (a rename writes the new record, then purges the old) loses
+    its old record. One whose new name is too long for the server stays, logged. Returns how
+    many moved."""
+    moved = 0
+    for name, target in moves:
+        try:
+            store.update_meta(name, new_name=target)
+        except (ObjectNotFound, ObjectChanged):
+            continue  # moved meanwhile by another commit
+        except ObjectExists:
+            _forget_half_moved(store, name, target)
+            continue
+        except BadObjectName as exc:
+            log.warning("natsobj: cannot move %r of bucket %r: %s", name, store.bucket, exc)
+            continue
+        moved += 1
+    return moved
+
+
+def _forget_half_moved(store: natsobj.ObjectStore, name: str, target: str) -> None:
+    """Purge ``name``'s record, not its chunks, when ``target`` names the same chunks (a
+    rename cut short); an object of its own at ``target`` is left, and so is ``name``."""
+    try:
+        here, there = store.get_info(name), store.get_info(target)
+    except ObjectNotFound:
+        return
+    if here.nuid and here.nuid == there.nuid:
+        run(store.aio.bucket_stream.purge(meta_subject(store.bucket, name)))
+        return
+    log.warning(
+        "natsobj: cannot move %r of bucket %r to %r: another object is there; it stays",
+        name,
+        store.bucket,
+        target,
+    )
 
 
 def expire_quietly(store: natsobj.ObjectStore, names: Iterable[str], ttl: timedelta) -> int:

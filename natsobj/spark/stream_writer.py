@@ -173,7 +173,7 @@ def sweep_dead_runs(store: natsobj.ObjectStore, prefix: str, query: str, write_i
     manifest = read_manifest(store, prefix)
     if manifest is None:
         return 0
-    live = {p.name for p in manifest.parts} | {n for r in manifest.retained for n in r.parts}
+    live = {p.name for p in manifest.parts} | manifest.in_folder()
     live.add(manifest_name(prefix))  # it carries the write id of the commit that made it
     dead = [
         info.name

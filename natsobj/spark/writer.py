@@ -1,8 +1,11 @@
 """The write path: tasks stream Parquet parts, the driver publishes the manifest or cleans up.
 
-Visibility rule: nothing a write stores is visible until ``commit`` publishes the manifest, and
-``abort`` (or a failed commit) deletes every part the write stored, found through the write id
-each part carries, so parts of killed or speculative task attempts are swept as well.
+Visibility rule: nothing a write stores is visible to a reader of the manifest until ``commit``
+publishes it, and ``abort`` (or a failed commit) deletes every part the write stored, found
+through the write id each part carries, so parts of killed or speculative task attempts are
+swept as well. A reader of the folder (pandas, DuckDB) does see the parts of a write still
+running: they are stored in place. After the commit the parts it superseded leave the folder
+(``NatsObjWriter._move_out``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pyspark.sql.types import StructType
 import natsobj
 from natsobj.aio.put_modes import OVERWRITE, PutMode
 from natsobj.errors import ObjectChanged, in_words_of
+from natsobj.model import ObjectInfo
 from natsobj.retry import CONFLICT
 from natsobj.spark.arrowio import ObjectSplitter, RowCount, parquet_stream
 from natsobj.spark.errors import (
@@ -36,11 +40,13 @@ from natsobj.spark.manifest import (
     Part,
     abort_marker,
     expiring,
-    is_data_object,
+    is_own_object,
     manifest_name,
     merge_schemas,
     next_generation,
     part_name,
+    retained_name,
+    superseded_name,
 )
 from natsobj.spark.options import SourceOptions
 from natsobj.spark.partitions import resolve, split, stored_schema
@@ -50,6 +56,8 @@ from natsobj.spark.storage import (
     expire_quietly,
     is_aborted,
     manifest_for_update,
+    move_quietly,
+    objects_under,
     open_store,
     read_manifest,
     strays,
@@ -188,17 +196,52 @@ class NatsObjWriter(DataSourceArrowWriter):
             if manifest is None:  # if_exists=ignore and the dataset appeared meanwhile
                 self._clean_up(store, parts)
                 return
-            swept = strays(store, self.opts.prefix, self.write_id, {p.name for p in parts})
-            deleted = delete_quietly(store, [*self._own_data_objects(doomed), *swept])
-            self._expire_superseded(store, manifest)
+            try:
+                self._tidy(store, manifest, doomed, parts)
+            except Exception as exc:
+                log.warning(
+                    "natsobj: committed %s generation %d, then could not tidy after it (%s); "
+                    "the next commit moves superseded parts still in the folder",
+                    self.opts.where,
+                    manifest.generation,
+                    exc,
+                )
+
+    def _tidy(
+        self, store: natsobj.ObjectStore, manifest: Manifest, doomed: list[str], parts: list[Part]
+    ) -> None:
+        """What follows a published manifest: superseded parts moved out of the folder,
+        dropped and stray ones deleted, TTLs given. The write is committed by then, so
+        ``commit`` logs a failure here instead of raising it: Spark answers a failed commit
+        with ``abort``, which would delete the parts the manifest now lists."""
+        infos = objects_under(store, self.opts.prefix)
+        moved = self._move_out(store, manifest, infos)
+        swept = strays(infos, self.opts.prefix, self.write_id, {p.name for p in parts})
+        left = {superseded_name(n) for n in doomed} & {i.name for i in infos}
+        deleted = delete_quietly(store, [*self._own_data_objects(sorted({*doomed, *left})), *swept])
+        self._expire_superseded(store, manifest)
         log.info(
-            "natsobj: committed %s generation %d: %d parts, %d rows; deleted %d old objects",
+            "natsobj: committed %s generation %d: %d parts, %d rows; moved %d superseded "
+            "parts out of the folder, deleted %d old objects",
             self.opts.where,
             manifest.generation,
             len(manifest.parts),
             manifest.num_rows,
+            moved,
             deleted,
         )
+
+    def _move_out(
+        self, store: natsobj.ObjectStore, manifest: Manifest, infos: list[ObjectInfo]
+    ) -> int:
+        """Move the parts ``manifest`` retains out of the dataset's folder (``infos``) to their
+        ``retained_name``, where it lists them, once it is published: a reader of the folder
+        then finds the current generation only, and a crash before the moves leaves that
+        generation whole. So parts a commit that died here left are moved by the next."""
+        current = {p.name for p in manifest.parts}
+        left = (manifest.in_folder() - current) & {i.name for i in infos}
+        names = self._own_data_objects(sorted(left))
+        return move_quietly(store, [(n, retained_name(n)) for n in names])
 
     def _expire_superseded(self, store: natsobj.ObjectStore, manifest: Manifest) -> None:
         """Give the parts this commit superseded their TTL (``superseded_ttl``), once the
@@ -222,9 +265,10 @@ class NatsObjWriter(DataSourceArrowWriter):
 
     def _own_data_objects(self, names: list[str]) -> list[str]:
         """The manifest is an object any bucket writer can replace, so the names it lists are
-        untrusted: only this dataset's own data objects may be deleted, never an object of
-        another dataset or one the data-object rule does not match."""
-        own = [n for n in names if is_data_object(self.opts.prefix, n)]
+        untrusted: only this dataset's own data objects (in its folder or at their retained
+        names) may be moved or deleted, never an object of another dataset or one the
+        data-object rule does not match."""
+        own = [n for n in names if is_own_object(self.opts.prefix, n)]
         for name in sorted(set(names) - set(own)):
             log.warning(
                 "natsobj: the manifest of %s lists %r, which is not one of its data objects; "
@@ -298,7 +342,8 @@ class NatsObjWriter(DataSourceArrowWriter):
 
     def _clean_up(self, store: natsobj.ObjectStore, parts: list[Part]) -> None:
         names = {p.name for p in parts}
-        names.update(strays(store, self.opts.prefix, self.write_id, keep=set()))
+        infos = objects_under(store, self.opts.prefix)
+        names.update(strays(infos, self.opts.prefix, self.write_id, keep=set()))
         deleted = delete_quietly(store, sorted(names))
         log.info("natsobj: aborted write to %s, deleted %d parts", self.opts.where, deleted)
 

@@ -12,7 +12,7 @@ from pyspark.sql.utils import AnalysisException
 
 from natsobj.spark import DatasetExists, SchemaMismatch, read_dataframe, write_dataframe
 from natsobj.spark.errors import WriteAborted
-from natsobj.spark.manifest import WRITE_ID_KEY
+from natsobj.spark.manifest import WRITE_ID_KEY, retained_name
 
 PREFIX = "lake/events"
 
@@ -60,13 +60,14 @@ def test_append_then_overwrite_retains_one_generation_then_deletes_it(
     manifest = _manifest(store)
     new = {p["name"] for p in manifest["parts"]}
     assert _ids(spark, options) == list(range(100, 105))
-    # The superseded generation is kept for readers still running on it...
+    # The superseded generation is kept for readers still running on it, out of the folder...
+    retained = {retained_name(n) for n in appended}
     assert manifest["retained"][0]["generation"] == 2
-    assert set(manifest["retained"][0]["parts"]) == appended
-    assert _parts(store) == appended | new
+    assert set(manifest["retained"][0]["parts"]) == retained
+    assert _parts(store) == retained | new
     # ...and deleted by the next write.
     _write(spark, options, "append", 105, 106)
-    assert _parts(store).isdisjoint(appended)
+    assert _parts(store).isdisjoint(retained | appended)
     assert _ids(spark, options) == list(range(100, 106))
 
 

@@ -9,6 +9,7 @@ import logging
 import pytest
 from pyspark.sql.types import LongType, StructField, StructType
 
+from natsobj.spark.manifest import retained_name
 from natsobj.spark.options import SourceOptions
 from natsobj.spark.writer import NatsObjWriter
 
@@ -18,6 +19,7 @@ VICTIMS = {
     "lake/events-archive/part-00000-0-victim.parquet": b"a sibling prefix",
     f"{PREFIX}/_keep/part-00000-0-victim.parquet": b"a hidden folder of the dataset",
     f"{PREFIX}/README.md": b"not a data object",
+    "_natsobj/retained/lake/other/part-00000-0-victim.parquet": b"another dataset's retained",
 }
 
 
@@ -43,7 +45,7 @@ def test_append_after_an_edited_manifest_deletes_only_the_datasets_own_parts(
     manifest_name = f"{PREFIX}/_manifest.json"
     doc = json.loads(store.get_bytes(manifest_name))
     (retained,) = doc["retained"]
-    assert set(retained["parts"]) == first
+    assert set(retained["parts"]) == {retained_name(n) for n in first}
     retained["parts"] += sorted(VICTIMS)
     store.put(manifest_name, json.dumps(doc).encode())
 
@@ -51,7 +53,8 @@ def test_append_after_an_edited_manifest_deletes_only_the_datasets_own_parts(
 
     for name, data in VICTIMS.items():
         assert store.get_bytes(name) == data, name
-    assert _parts(store).isdisjoint(first)  # the dataset's own superseded parts still go
+    # the dataset's own superseded parts still go
+    assert {i.name for i in store.list()}.isdisjoint({retained_name(n) for n in first} | first)
     df = spark.read.format("natsobj").options(**options).load(PREFIX)
     assert sorted(r.id for r in df.collect()) == list(range(10, 30))
 
