@@ -3,6 +3,7 @@ as a byte stream for ``ObjectStore.put``, and cast what is read back to Spark's 
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +20,12 @@ from natsobj.operation_options import parquet_codec
 def spark_arrow_schema(schema: StructType) -> pa.Schema:
     """The Arrow schema a Python data source must yield: Spark compares types, nullability and
     timestamp units/zones exactly, with timestamps in UTC."""
-    return to_arrow_schema(schema, timezone="UTC")
+    if _SCHEMA_TAKES_TIMEZONE:
+        return to_arrow_schema(schema, timezone="UTC")
+    return to_arrow_schema(schema)  # PySpark 4.0: in UTC (its timestamp_utc=True)
+
+
+_SCHEMA_TAKES_TIMEZONE = "timezone" in inspect.signature(to_arrow_schema).parameters
 
 
 ROWS_PER_BATCH = 10_000

@@ -30,8 +30,16 @@ WRITE_MODES = ("overwrite", "append", "errorifexists", "error", "ignore")
 
 def register(spark: SparkSession) -> None:
     """Make ``format("natsobj")`` available in this session (auto-discovery does the same when
-    the ``pyspark_natsobj`` module is installed; registering twice is harmless)."""
-    spark.dataSource.register(NatsObjDataSource)
+    the ``pyspark_natsobj`` module is installed). Registering twice is harmless: PySpark 4.0
+    refuses a second registration of a name auto-discovery registered already, and the source
+    is then there."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        spark.dataSource.register(NatsObjDataSource)
+    except AnalysisException as exc:
+        if exc.getCondition() != "DATA_SOURCE_ALREADY_EXISTS":
+            raise
 
 
 def spark_options(
