@@ -51,7 +51,8 @@ test: $(STAMP) $(JSPEER)
 STOCK_SUITES := tests/core tests/facade tests/jetstream tests/security tests/reliability
 
 test-stock-nats-py: $(STAMP)
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --nats-py-stock $(STOCK_SUITES)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --nats-py-stock \
+		-m "not slow and not fast_paths" $(STOCK_SUITES)
 
 test-slow: $(STAMP) $(JSPEER)
 	$(BIN)/python -m pytest -m slow

@@ -10,6 +10,7 @@ import asyncio
 import os
 
 import nats
+import pytest
 
 import natsobj.aio
 from natsobj.aio.jetstream.socket_reads import PayloadBuffer, ReceiveBuffer, enlarge_reads
@@ -25,6 +26,7 @@ def test_payload_buffer_slices_are_bytes_of_the_same_bytes():
     assert bytes(buffer) == b"456789"
 
 
+@pytest.mark.fast_paths
 def test_messages_of_every_size_arrive_intact(nats_url):
     async def body() -> None:
         nc = await nats.connect(nats_url)
@@ -51,6 +53,7 @@ def test_messages_of_every_size_arrive_intact(nats_url):
     asyncio.run(body())
 
 
+@pytest.mark.fast_paths
 def test_a_reconnect_receives_into_a_kept_buffer_again(nats_url):
     """A reconnect makes a new stream on a new socket: its reads land in a kept buffer too,
     and messages still arrive intact."""

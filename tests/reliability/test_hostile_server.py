@@ -65,6 +65,7 @@ def test_malformed_reply_is_a_protocol_violation_naming_the_server(mode):
             _bounded(client.close, API_TIMEOUT + CLOSE_GRACE_SECONDS + MARGIN, "close()")
 
 
+@pytest.mark.fast_paths
 def test_a_frame_beyond_max_payload_closes_the_connection_with_bounded_memory():
     """The server announces a 2 GB message and streams it: the client stops reading it
     once the frame is known to exceed the server's own max_payload."""
