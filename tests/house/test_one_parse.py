@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+from collections.abc import Iterator
 from pathlib import Path
 
 from natsobj.aio import expiry, put_pipeline
@@ -27,13 +28,18 @@ ALLOWED = {
 }
 
 
+def _calls(path: Path) -> Iterator[tuple[ast.Call, str | None]]:
+    """Every call in ``path``'s source, with the name it calls (``f(...)`` or ``x.f(...)``)."""
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            func = node.func
+            yield node, func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+
+
 def _ttl_parses(path: Path) -> list[int]:
     lines = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if not isinstance(node, ast.Call):
-            continue
+    for node, name in _calls(path):
         func = node.func
-        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
         if name in PARSERS:
             lines.append(node.lineno)
         # PUT["ttl"].parse(...): the table's row parsed by hand
@@ -85,11 +91,7 @@ GET_FACE_ENTRIES = {
 
 def _get_rows_resolved(path: Path) -> list[int]:
     lines = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+    for node, name in _calls(path):
         if name not in GET_RESOLVERS:
             continue
         operations = {a.value for a in node.args if isinstance(a, ast.Constant)}
