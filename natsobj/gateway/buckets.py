@@ -157,6 +157,15 @@ async def get_location(client: Client, bucket: str) -> web.Response:
     return web.Response(body=body, content_type=xml.CONTENT_TYPE)
 
 
+async def get_versioning(client: Client, bucket: str) -> web.Response:
+    """GetBucketVersioning of a bucket that was never versioned: an empty configuration (200),
+    as S3 answers it; tools such as rclone ask it before every bucket operation and log an
+    error on anything else."""
+    await client.store(bucket)
+    body = xml.document("VersioningConfiguration", [])
+    return web.Response(body=body, content_type=xml.CONTENT_TYPE)
+
+
 def _max_keys(value: str | None) -> int:
     if value is None:
         return listing.MAX_KEYS

@@ -157,6 +157,14 @@ ROUTES: tuple[Route, ...] = (
         query=("location",),
     ),
     Route(
+        "GetBucketVersioning",
+        "GET",
+        B,
+        lambda c: buckets.get_versioning(c.client, c.bucket),
+        READ,
+        query=("versioning",),
+    ),
+    Route(
         "GetBucketAcl",
         "GET",
         B,
@@ -311,7 +319,8 @@ ROUTES: tuple[Route, ...] = (
     ),
 )
 
-# Sub-resources of the S3 API the gateway does not serve yet: NotImplemented, by name.
+# Sub-resources of the S3 API the gateway does not serve yet: NotImplemented, by name (for
+# the methods no row above serves them with).
 UNSUPPORTED = (
     "accelerate",
     "analytics",
@@ -376,7 +385,10 @@ def lookup(
 ) -> Route:
     """The row a request selects; NotImplemented or MethodNotAllowed when none does."""
     target = target_of(bucket, key)
-    unserved = sorted(set(UNSUPPORTED).intersection(query))
+    row = next((r for r in _LOOKUP.get((method, target), ()) if r.selects(query, headers)), None)
+    # a sub-resource some rows serve (GET ?versioning) stays unserved for the others (PUT)
+    served = {wanted.partition("=")[0] for wanted in row.query} if row else set()
+    unserved = sorted(set(UNSUPPORTED).intersection(query) - served)
     if unserved:
         names = ", ".join(unsupported_operation(method, target, r) for r in unserved)
         raise S3Error(
@@ -386,9 +398,8 @@ def lookup(
             bucket=bucket,
             key=key,
         )
-    for row in _LOOKUP.get((method, target), ()):
-        if row.selects(query, headers):
-            return row
+    if row is not None:
+        return row
     raise S3Error("MethodNotAllowed", "The specified method is not allowed against this resource.")
 
 

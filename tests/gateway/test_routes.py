@@ -92,3 +92,22 @@ def test_an_unserved_sub_resource_is_not_implemented_by_name(s3, gateway) -> Non
         assert "PutObjectTagging" in caught.value.response["Error"]["Message"]
     finally:
         s3.delete_bucket(Bucket="routes")
+
+
+def test_a_never_versioned_bucket_answers_its_versioning_as_s3_does(s3, gateway) -> None:
+    """rclone asks GetBucketVersioning before bucket operations and logs an error on a 501."""
+    s3.create_bucket(Bucket="plain")
+    try:
+        answer = s3.get_bucket_versioning(Bucket="plain")
+        assert answer["ResponseMetadata"]["HTTPStatusCode"] == 200
+        assert "Status" not in answer and "MFADelete" not in answer
+        with pytest.raises(ClientError) as caught:
+            s3.put_bucket_versioning(Bucket="plain", VersioningConfiguration={"Status": "Enabled"})
+        error = caught.value.response["Error"]
+        assert error["Code"] == "NotImplemented"
+        assert "PutBucketVersioning" in error["Message"]
+        with pytest.raises(ClientError) as caught:
+            s3.get_bucket_versioning(Bucket="never-made")
+        assert caught.value.response["Error"]["Code"] == "NoSuchBucket"
+    finally:
+        s3.delete_bucket(Bucket="plain")
