@@ -17,7 +17,9 @@ import importlib.util
 import os
 import shlex
 from collections.abc import Callable
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -31,6 +33,25 @@ from natsobj.s3.sigv4 import DEFAULT_REGION
 from natsobj.settings import DATA_DIR_ENV, DEFAULT_DATA_DIR, ConnectionSettings
 
 DEFAULT_LISTEN = "127.0.0.1:9000"
+
+
+def limit_options(command: Callable[..., None]) -> Callable[..., None]:
+    """An option per row of ``Limits`` (``--max-connections``, ``--header-timeout``, ...), its
+    default and help the row's."""
+    for bound in reversed(fields(Limits)):
+        seconds = bound.metadata["seconds"]
+        command = click.option(
+            "--" + bound.name.replace("_", "-"),
+            bound.name,
+            type=click.FloatRange(min=0, min_open=not bound.metadata["zero"])
+            if seconds
+            else click.IntRange(min=1),
+            default=bound.default,
+            show_default=True,
+            metavar="SECONDS" if seconds else None,
+            help=bound.metadata["help"],
+        )(command)
+    return command
 
 
 @click.command("gateway")
@@ -76,46 +97,7 @@ DEFAULT_LISTEN = "127.0.0.1:9000"
     default=None,
     help="Processes serving the port.  [default: one per core]",
 )
-@click.option(
-    "--max-connections",
-    type=click.IntRange(min=1),
-    default=Limits.max_connections,
-    show_default=True,
-    help="Open client connections per worker (fewer when its file-descriptor limit is lower); "
-    "at the cap the oldest idle connection of the busiest address is closed.",
-)
-@click.option(
-    "--header-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=Limits.header_timeout,
-    show_default=True,
-    metavar="SECONDS",
-    help="Time a client has to send a request's headers.",
-)
-@click.option(
-    "--body-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=Limits.body_timeout,
-    show_default=True,
-    metavar="SECONDS",
-    help="Longest pause in a request body before the connection is closed.",
-)
-@click.option(
-    "--keepalive-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=Limits.keepalive_timeout,
-    show_default=True,
-    metavar="SECONDS",
-    help="How long an idle kept-alive connection stays open.",
-)
-@click.option(
-    "--drain-timeout",
-    type=click.FloatRange(min=0),
-    default=Limits.drain_timeout,
-    show_default=True,
-    metavar="SECONDS",
-    help="On SIGTERM, how long requests in flight may take to finish.",
-)
+@limit_options
 @click.option(
     "--metrics", is_flag=True, help="Serve Prometheus metrics on /metrics (unsigned GET)."
 )
@@ -149,16 +131,12 @@ def gateway(
     tls_cert: Path | None,
     tls_key: Path | None,
     workers: int | None,
-    max_connections: int,
-    header_timeout: float,
-    body_timeout: float,
-    keepalive_timeout: float,
-    drain_timeout: float,
     metrics: bool,
     health: bool,
     access_log: str | None,
     access_key: str | None,
     print_env: bool,
+    **bounds: Any,
 ) -> None:
     """Serve the S3 REST API (SigV4-signed) over the object stores of the NATS server."""
     # imported here: the gateway's HTTP server is loaded only by the command that serves
@@ -192,13 +170,7 @@ def gateway(
         if embedded and keys_file is not None
         else None
     )
-    limits = Limits(
-        max_connections=max_connections,
-        header_timeout=header_timeout,
-        body_timeout=body_timeout,
-        keepalive_timeout=keepalive_timeout,
-        drain_timeout=drain_timeout,
-    )
+    limits = Limits(**{bound.name: bounds[bound.name] for bound in fields(Limits)})
     stopped = serve(
         settings,
         keys,
