@@ -212,19 +212,24 @@ class S3Client:
 
 class GatewayProcess:
     """``natsobj gateway`` as a user runs it, on a free port, until ``stop``; from
-    ``directory``, a ``benchmarks.before`` checkout, it is the gateway of that commit."""
+    ``directory``, a ``benchmarks.before`` checkout, it is the gateway of that commit.
+    ``workers``: its ``--workers``; by default one process, whose CPU and RSS the figures are
+    (a gateway with ``--workers`` defaults to one per core, the workers its children)."""
 
-    def __init__(self, url: str, work: Path, directory: Path = ROOT) -> None:
+    def __init__(self, url: str, work: Path, directory: Path = ROOT, workers: int = 1) -> None:
         keys = work / "gateway-keys.toml"
         keys.write_text(f'[keys.{KEY}]\nsecret = "{SECRET}"\n')
         keys.chmod(0o600)
-        # one process, whose CPU and RSS the figures are (a gateway with --workers defaults
-        # to one per core, the workers its children)
-        one = ("--workers", "1") if (directory / "natsobj/gateway/workers.py").exists() else ()
+        # a checkout from before --workers serves in one process anyway
+        count = (
+            ("--workers", str(workers))
+            if (directory / "natsobj/gateway/workers.py").exists()
+            else ()
+        )
         self.process = subprocess.Popen(
             [
                 *(sys.executable, "-m", "natsobj.cli", "--url", url, "gateway"),
-                *("--listen", "127.0.0.1:0", "--credentials", str(keys), *one),
+                *("--listen", "127.0.0.1:0", "--credentials", str(keys), *count),
             ],
             cwd=directory,
             stdout=subprocess.PIPE,
@@ -241,7 +246,7 @@ class GatewayProcess:
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
-            self.process.wait(30)
+            self.process.wait(60)
 
 
 class PeakGrowth:

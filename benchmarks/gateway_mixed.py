@@ -29,7 +29,7 @@ from typing import Any
 
 from benchmarks.archive import _Moto
 from benchmarks.figures import HIGHER, LOWER, KiB, MiB, Section, add_row, section, timed
-from benchmarks.gateway import KEY, ROOT, SECRET, S3Client
+from benchmarks.gateway import GatewayProcess, S3Client
 
 CLIENTS = 16
 GET_SHARE = 0.7
@@ -79,41 +79,6 @@ def sequence(client: int, requests: int) -> list[Request]:
     return plan
 
 
-class _Gateway:
-    """``natsobj gateway --workers N`` on a free port, until ``stop``."""
-
-    def __init__(self, url: str, work: Path, workers: int) -> None:
-        import signal
-        import subprocess
-        import sys
-
-        self._signal = signal.SIGTERM
-        keys = work / "gateway-mixed-keys.toml"
-        keys.write_text(f'[keys.{KEY}]\nsecret = "{SECRET}"\n')
-        keys.chmod(0o600)
-        self.process = subprocess.Popen(
-            [
-                *(sys.executable, "-m", "natsobj.cli", "--url", url, "gateway"),
-                *("--listen", "127.0.0.1:0", "--credentials", str(keys)),
-                *("--workers", str(workers)),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        if not line.startswith("S3 gateway on "):
-            self.stop()
-            raise RuntimeError(f"natsobj gateway --workers {workers} did not start: {line!r}")
-        self.endpoint = line.split()[-1]
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(self._signal)
-            self.process.wait(60)
-
-
 def measure(url: str, work: Path, repeats: int, requests: int) -> list[Section]:
     figures = section(
         "gateway-mixed",
@@ -126,7 +91,7 @@ def measure(url: str, work: Path, repeats: int, requests: int) -> list[Section]:
     try:
         endpoints = {}
         for workers in (1, 2):
-            gateway = _Gateway(url, work, workers)
+            gateway = GatewayProcess(url, work, workers=workers)
             started.append(gateway)
             endpoints[f"gateway-{workers}"] = gateway.endpoint
         moto = _Moto(work)
