@@ -41,6 +41,7 @@ from natsobj.errors import (
 from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ObjectInfo, ObjectLink, StoreStatus
 from natsobj.settings import ConnectionSettings
+from natsobj.versioning import ObjectVersion, Versioning
 
 if TYPE_CHECKING:
     from natsobj.aio.put_modes import CREATE, OVERWRITE, PutMode
@@ -96,6 +97,7 @@ __all__ = [
     "ObjectNotFound",
     "ObjectStore",
     "ObjectTooLarge",
+    "ObjectVersion",
     "PermissionDenied",
     "ProtocolViolation",
     "PutMode",
@@ -106,5 +108,6 @@ __all__ = [
     "UnsafeLocalPath",
     "UnsafeLocalState",
     "UntrustedArchiveLocation",
+    "Versioning",
     "connect",
 ]

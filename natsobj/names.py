@@ -109,5 +109,24 @@ def all_chunks_subject(bucket: str) -> str:
     return f"{OBJECT_SUBJECT_PREFIX}.{bucket}.C.>"
 
 
+# The token under the chunk subjects that holds kept versions' records (natsobj.versioning):
+# never a nuid, whose tokens are 22 characters long
+VERSIONS_TOKEN = "V"
+
+
+def version_subject(bucket: str, name: str, version_id: str) -> str:
+    """Where the record of a kept version of ``name`` is (``natsobj.versioning``)."""
+    return f"{OBJECT_SUBJECT_PREFIX}.{bucket}.C.{VERSIONS_TOKEN}.{encode_name(name)}.{version_id}"
+
+
+def all_versions_subject(bucket: str) -> str:
+    return f"{OBJECT_SUBJECT_PREFIX}.{bucket}.C.{VERSIONS_TOKEN}.>"
+
+
+def is_version_subject(bucket: str, subject: str) -> bool:
+    """Whether a subject under the chunk subjects holds a kept version's record, not chunks."""
+    return subject.startswith(f"{OBJECT_SUBJECT_PREFIX}.{bucket}.C.{VERSIONS_TOKEN}.")
+
+
 def all_meta_subject(bucket: str) -> str:
     return f"{OBJECT_SUBJECT_PREFIX}.{bucket}.M.>"

@@ -25,6 +25,7 @@ from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ObjectInfo, StoreStatus, Tiering
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
+from natsobj.versioning import ObjectVersion, Versioning
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -302,12 +303,14 @@ class ObjectStore:
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
         follow_links: bool = False,
+        version: str | None = None,
     ) -> Iterator[ObjectReader]:
         manager = self._store.get(
             name,
             min_sequence=min_sequence,
             allow_missing_digest=allow_missing_digest,
             follow_links=follow_links,
+            version=version,
         )
         reader = run(manager.__aenter__())
         try:
@@ -415,10 +418,17 @@ class ObjectStore:
 
     @_mirrors(_core.ObjectStore.get_info)
     def get_info(
-        self, name: str, *, include_deleted: bool = False, min_sequence: int | None = None
+        self,
+        name: str,
+        *,
+        include_deleted: bool = False,
+        min_sequence: int | None = None,
+        version: str | None = None,
     ) -> ObjectInfo:
         return run(
-            self._store.get_info(name, include_deleted=include_deleted, min_sequence=min_sequence)
+            self._store.get_info(
+                name, include_deleted=include_deleted, min_sequence=min_sequence, version=version
+            )
         )
 
     @_mirrors(_core.ObjectStore.update_meta)
@@ -442,8 +452,8 @@ class ObjectStore:
         )
 
     @_mirrors(_core.ObjectStore.delete)
-    def delete(self, name: str) -> ObjectInfo:
-        return run(self._store.delete(name))
+    def delete(self, name: str, *, version: str | None = None) -> ObjectInfo:
+        return run(self._store.delete(name, version=version))
 
     @_mirrors(_core.ObjectStore.seal)
     def seal(self) -> StoreStatus:
@@ -456,6 +466,20 @@ class ObjectStore:
     @_mirrors(_core.ObjectStore.set_lifecycle_rules)
     def set_lifecycle_rules(self, rules: list[LifecycleRule]) -> list[LifecycleRule]:
         return run(self._store.set_lifecycle_rules(rules))
+
+    @_mirrors(_core.ObjectStore.versioning)
+    def versioning(self) -> Versioning:
+        return run(self._store.versioning())
+
+    @_mirrors(_core.ObjectStore.set_versioning)
+    def set_versioning(self, state: Versioning | str) -> Versioning:
+        return run(self._store.set_versioning(state))
+
+    @_mirrors(_core.ObjectStore.versions)
+    def versions(
+        self, *, prefix: str | None = None, glob: str | None = None
+    ) -> list[ObjectVersion]:
+        return run(self._store.versions(prefix=prefix, glob=glob))
 
     @_mirrors(_core.ObjectStore.status)
     def status(self, *, count_offloaded: bool = False) -> StoreStatus:

@@ -51,7 +51,10 @@ NUID_DRAWS = 3
 
 
 Current = Callable[[str], Awaitable[ObjectInfo | None]]
-"""The version a write to a name replaces (``ObjectStore._current``)."""
+"""The version a write to a name replaces (``ObjectStore._replacing``: in a versioned bucket,
+kept before it is looked up as replaced)."""
+Kept = Callable[[ObjectInfo], Awaitable[bool]]
+"""Whether a replaced version is kept (``ObjectStore._kept``): its chunks are not purged."""
 
 
 async def put(
@@ -72,6 +75,7 @@ async def put(
     tiering: Tiering | None,
     ttl: timedelta | None,
     digest_headers: Callable[[str], Mapping[str, list[str]]] | None = None,
+    kept: Kept | None = None,
 ) -> ObjectInfo:
     """``ObjectStore.put`` of a checked name (its docstring says what a put promises), with
     the client's put window and the server's max_payload."""
@@ -108,7 +112,9 @@ async def put(
         )
         if atomic is not None:
             atomic.info.expires = expiry.expires if expiry is not None else None
-            return await _purge_replaced(stream, atomic.info, atomic.replaced, atomic.sequence)
+            return await _purge_replaced(
+                stream, atomic.info, atomic.replaced, atomic.sequence, kept
+            )
     windowed = _WindowedPut(
         stream, template, window_bytes, current, expected_sequence, expiry, digest_headers
     )
@@ -138,7 +144,7 @@ async def put(
             replacing.cancel()
             if window is not None:
                 await asyncio.shield(_discard_chunks(stream, window))
-    return await _purge_replaced(stream, info, replaced, sequence)
+    return await _purge_replaced(stream, info, replaced, sequence, kept)
 
 
 class _WindowedPut:
@@ -251,9 +257,13 @@ class _WindowedPut:
 
 
 async def _purge_replaced(
-    stream: BucketStream, info: ObjectInfo, replaced: ObjectInfo | None, sequence: int
+    stream: BucketStream,
+    info: ObjectInfo,
+    replaced: ObjectInfo | None,
+    sequence: int,
+    kept: Kept | None,
 ) -> ObjectInfo:
-    """A put's last step: drop the chunks of the version it replaced."""
+    """A put's last step: drop the chunks of the version it replaced, unless it is kept."""
     # an object of no chunks never claimed its nuid's subject (natsobj.aio.jetstream.publish): it
     # may be another object's
     if (
@@ -262,6 +272,7 @@ async def _purge_replaced(
         and not replaced.is_link
         and replaced.chunks
         and replaced.nuid
+        and (kept is None or not await kept(replaced))
     ):
         await stream.purge(chunk_subject(stream.bucket, replaced.nuid))
     info.mtime = datetime.now(UTC)

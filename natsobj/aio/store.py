@@ -17,6 +17,7 @@ from natsobj.aio import (
     put_pipeline,
     records,
     scans,
+    versions,
 )
 from natsobj.aio.compaction import CompactResult
 from natsobj.aio.expiry import BucketExpiry
@@ -28,6 +29,7 @@ from natsobj.aio.restate_proof import proven
 from natsobj.aio.scans import Changes
 from natsobj.aio.sources import PutSource
 from natsobj.aio.stream import BucketStream
+from natsobj.aio.versioning_state import BucketVersioning
 from natsobj.aio.watch import ObjectWatcher
 from natsobj.cursors import ChangeCursor
 from natsobj.errors import BucketNotFound, LinkError, ObjectChanged, ObjectNotFound, ObjectTooLarge
@@ -44,6 +46,7 @@ from natsobj.names import (
 from natsobj.retry import RACED
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
+from natsobj.versioning import ObjectVersion, Versioning
 from natsobj.wire import direct_get_subject
 
 T = TypeVar("T")
@@ -83,6 +86,7 @@ class ObjectStore:
         self.expiry = BucketExpiry(
             self.bucket_stream, stream_info, getattr(client.nc, "connected_server_version", None)
         )
+        self.versioning_state = BucketVersioning(self.bucket_stream, stream_info)
         # puts of objects up to this size go as one atomic batch where the stream allows it
         # (natsobj.aio.atomic_put; 0: never; None: atomic_put.default_max_bytes for the
         # stream's replica count, chosen in BENCHMARKS.md, "Atomic puts")
@@ -125,7 +129,12 @@ class ObjectStore:
     # -- info -------------------------------------------------------------------------------------
 
     async def get_info(
-        self, name: str, *, include_deleted: bool = False, min_sequence: int | None = None
+        self,
+        name: str,
+        *,
+        include_deleted: bool = False,
+        min_sequence: int | None = None,
+        version: str | None = None,
     ) -> ObjectInfo:
         """The object's meta record, read straight from the stream (``mtime`` and ``sequence``
         come from the server); ObjectNotFound when missing, or deleted unless
@@ -136,8 +145,13 @@ class ObjectStore:
 
         ``expires`` is when the server removes an expiring object (its record's time plus
         its ``Nats-TTL``); an expired one is ObjectNotFound, or with ``include_deleted`` a
-        deleted record with ``expired`` set while the server's delete marker is there."""
+        deleted record with ``expired`` set while the server's delete marker is there.
+
+        ``version``: that version of the name (``versions``), current or kept; a delete
+        marker is ObjectNotFound unless ``include_deleted``."""
         self._check_name(name)
+        if version is not None:
+            return await self._version_info(name, version, include_deleted)
         found = await records.read(self.bucket_stream, name, min_sequence)
         info = await proven(self.bucket_stream, records.parse(self.bucket, name, found))
         if not include_deleted:
@@ -147,10 +161,42 @@ class ObjectStore:
                 raise ObjectNotFound("object was deleted", bucket=self.bucket, name=name)
         return info
 
+    async def _version_info(self, name: str, version: str, include_deleted: bool) -> ObjectInfo:
+        current = await self._current(name)
+        if current is not None and current.nuid == version and versions.keepable(current):
+            info: ObjectInfo | None = current
+        else:
+            info = await versions.read_kept(self.bucket_stream, name, version)
+        if info is None:
+            raise ObjectNotFound(f"no version {version!r}", bucket=self.bucket, name=name)
+        if info.deleted and not include_deleted:
+            raise ObjectNotFound(
+                f"version {version!r} is a delete marker", bucket=self.bucket, name=name
+            )
+        return info
+
     async def _current(self, name: str) -> ObjectInfo | None:
         """The version a write to ``name`` replaces (``natsobj.aio.records.current``)."""
         self._check_name(name)
         return await records.current(self.bucket_stream, name)
+
+    async def _replacing(self, name: str) -> ObjectInfo | None:
+        """The version a write to ``name`` replaces, kept first where the bucket keeps it
+        (before the write is published: no moment leaves its chunks unnamed)."""
+        info = await self._current(name)
+        if info is not None and await self.versioning_state.keeps(info):
+            await versions.keep(self.bucket_stream, info)
+        return info
+
+    async def _kept(self, info: ObjectInfo) -> bool:
+        """Whether a replaced version is kept, so its chunks stay: those ``_replacing`` kept,
+        and in a suspended bucket any kept before; none in an unversioned one (and no request
+        asked there: ADR-20's behaviour as it was)."""
+        if await self.versioning_state.keeps(info):
+            return versions.keepable(info)
+        if await self.versioning_state.state() is Versioning.SUSPENDED:
+            return await versions.is_kept(self.bucket_stream, info)
+        return False
 
     # -- put --------------------------------------------------------------------------------------
 
@@ -202,7 +248,7 @@ class ObjectStore:
         return await put_pipeline.put(
             self.bucket_stream,
             self.expiry,
-            self._current,
+            self._replacing,
             name,
             source,
             window_bytes=self.client.put_window_bytes,
@@ -216,6 +262,7 @@ class ObjectStore:
             tiering=tiering,
             ttl=expiry,
             digest_headers=digest_headers,
+            kept=self._kept,
         )
 
     # -- get --------------------------------------------------------------------------------------
@@ -238,13 +285,22 @@ class ObjectStore:
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
         follow_links: bool = False,
+        version: str | None = None,
     ) -> AsyncIterator[ObjectReader]:
         """Stream an object (following an object link); the digest is checked at the end.
         ``min_sequence`` as for get_info. A record without a digest is MissingDigest before
         anything is read, unless ``allow_missing_digest`` (for objects known to come from a
         client that writes none: only their size and chunk count are checked then). A link
-        into another bucket is LinkError unless ``follow_links`` (``natsobj.aio.links``)."""
-        target, info = await self._resolve(name, min_sequence, follow_links)
+        into another bucket is LinkError unless ``follow_links`` (``natsobj.aio.links``).
+        ``version``: that version (``versions``); one another client purged is
+        ObjectNotFound saying it is lost."""
+        if version is None:
+            target, info = await self._resolve(name, min_sequence, follow_links)
+        else:
+            target = self
+            info = await versions.readable(
+                self.bucket_stream, await self.get_info(name, version=version)
+            )
         check_digest(info, allow_missing=allow_missing_digest)
         reader = target.reader(info)
         try:
@@ -433,20 +489,39 @@ class ObjectStore:
             metadata=metadata,
         )
 
-    async def delete(self, name: str) -> ObjectInfo:
+    async def delete(self, name: str, *, version: str | None = None) -> ObjectInfo:
         """Leave a tombstone meta record and purge the chunks; deleting twice is a no-op.
         An object whose record fails validation is deleted too (this is how it is got rid
-        of), its chunks purged only under a nuid that is one subject token."""
-        info = await self._current(name)
+        of), its chunks purged only under a nuid that is one subject token. In a bucket
+        keeping versions the tombstone is a delete marker, a version of its own, and the
+        deleted version is kept.
+
+        ``version``: remove that version for good (its record and its chunks); removing the
+        current one makes the newest kept one before it current again. Returns what was
+        removed."""
+        if version is not None:
+            return await self._delete_version(name, version)
+        info = await self._replacing(name)
         if info is None:
             raise ObjectNotFound("object does not exist", bucket=self.bucket, name=name)
         if info.deleted:
             return info
+        if await self.versioning_state.state() is Versioning.ENABLED:
+            marker = versions.delete_marker(info)
+            marker.sequence = await records.publish_record(self.bucket_stream, marker)
+            return marker
         tombstone = info.evolve(deleted=True, size=0, chunks=0, digest="", tiering=None)
         tombstone.sequence = await records.publish_record(self.bucket_stream, tombstone)
-        if info.nuid:
+        if info.nuid and not await self._kept(info):
             await self.bucket_stream.purge(chunk_subject(self.bucket, info.nuid))
         return tombstone
+
+    async def _delete_version(self, name: str, version: str) -> ObjectInfo:
+        self._check_name(name)
+        current = await self._current(name)
+        removed = await self._version_info(name, version, include_deleted=True)
+        await versions.remove(self.bucket_stream, current, removed)
+        return removed
 
     async def add_link(self, name: str, target: ObjectInfo) -> ObjectInfo:
         """Make ``name`` a link to the object ``target`` (in any bucket); reads of ``name`` then
@@ -502,6 +577,28 @@ class ObjectStore:
         if any(rule.ttl for rule in rules) and not info.config.get("allow_msg_ttl"):
             raise self.expiry.not_enabled(None, "a lifecycle rule expires objects")
         return await self.expiry.set_rules(rules)
+
+    # -- versions -------------------------------------------------------------------------------
+
+    async def versioning(self) -> Versioning:
+        """The bucket's versioning (read fresh from its stream metadata)."""
+        return await self.versioning_state.state(fresh=True)
+
+    async def set_versioning(self, state: Versioning | str) -> Versioning:
+        """Keep versions from now on (``ENABLED``), or stop keeping new ones (``SUSPENDED``:
+        those kept stay), as S3's PutBucketVersioning; a bucket once versioned cannot be
+        unversioned again (ValueError). Needs a stream admin's permission. Other processes'
+        puts follow within ``natsobj.aio.expiry.REFRESH_SECONDS``."""
+        return await self.versioning_state.set(Versioning.parse(state))
+
+    async def versions(
+        self, *, prefix: str | None = None, glob: str | None = None
+    ) -> list[ObjectVersion]:
+        """Every version of the names matching ``prefix`` and ``glob``, by name and newest
+        first, as S3's ListObjectVersions: the current records and the kept ones, delete
+        markers among them, and kept versions whose chunks another client purged marked
+        ``lost``."""
+        return await versions.listed(self.bucket_stream, listing.make_filter(prefix, glob))
 
     # -- listing and watching ---------------------------------------------------------------------
 

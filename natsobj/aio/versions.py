@@ -1,0 +1,261 @@
+"""Kept versions of a versioned bucket (``natsobj.versioning``): recorded as a write is about
+to replace them, listed beside the current records, read, and removed for good.
+
+A version is recorded before the record replacing it is published (``keep``, called with the
+version a put or delete looked up), so no crash between the two leaves a version whose
+chunks nothing names. The record is published create-only: a version already kept stays as
+it was first recorded. Kept records are read like meta records, as untrusted input: one that
+fails validation is left out of a listing (with a warning), never costs another version."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from datetime import datetime
+from typing import Any
+
+from natsobj.aio.jetstream.jsapi import raw_header
+from natsobj.aio.jetstream.nuids import next_nuid
+from natsobj.aio.listing import NameFilter, iter_batches
+from natsobj.aio.records import publish_record
+from natsobj.aio.stream import BucketStream, SequenceConflict
+from natsobj.errors import BadObjectMeta, NatsObjError, ObjectNotFound
+from natsobj.local.name_index import decoded
+from natsobj.model import ObjectInfo
+from natsobj.names import all_versions_subject, chunk_subject, version_subject
+from natsobj.versioning import (
+    DELETE_MARKER_HEADER,
+    VERSION_SEQUENCE,
+    VERSION_TIME,
+    ObjectVersion,
+    is_delete_marker,
+)
+
+log = logging.getLogger(__name__)
+
+# How many kept records one read of them asks for at a time.
+READ_BATCH = 1024
+
+
+def keepable(info: ObjectInfo) -> bool:
+    """Whether a replaced record is a version to keep: an object's bytes or a versioned
+    delete's marker. Not a plain tombstone (a delete before versioning, or another client's:
+    no version), not a link, and not a record too broken to name its chunks."""
+    if info.is_link or not info.nuid or info.sequence is None:
+        return False
+    return is_delete_marker(info) if info.deleted else bool(info.digest)
+
+
+async def keep(stream: BucketStream, info: ObjectInfo) -> None:
+    """Record ``info``, the current version of its name, as a kept version, unless it is one
+    already or is no version (``keepable``)."""
+    if not keepable(info):
+        return
+    assert info.sequence is not None and info.mtime is not None
+    headers = {VERSION_TIME: info.mtime.isoformat(), VERSION_SEQUENCE: str(info.sequence)}
+    # create-only: a version kept already stays as it was first recorded
+    with contextlib.suppress(SequenceConflict):
+        await stream.publish_rollup(
+            version_subject(stream.bucket, info.name, info.nuid),
+            info.encode(),
+            rollup=False,
+            name=info.name,
+            expected_sequence=0,
+            headers=headers,
+        )
+
+
+async def is_kept(stream: BucketStream, info: ObjectInfo) -> bool:
+    """Whether ``info`` has a kept record (a suspended bucket purges only what has none)."""
+    subject = version_subject(stream.bucket, info.name, info.nuid)
+    return keepable(info) and await stream.last(subject, name=info.name) is not None
+
+
+def delete_marker(current: ObjectInfo) -> ObjectInfo:
+    """The tombstone a versioned delete leaves: a version of its own (a new id), with no
+    chunks, which ADR-20 clients read as the name deleted."""
+    return current.evolve(
+        nuid=next_nuid(),
+        deleted=True,
+        size=0,
+        chunks=0,
+        digest="",
+        description="",
+        metadata={},
+        headers={DELETE_MARKER_HEADER: ["true"]},
+        tiering=None,
+    )
+
+
+def _parse_kept(bucket: str, subject: str, data: bytes, headers: Any) -> ObjectInfo:
+    """A kept record read back; BadObjectMeta when it is not one (untrusted input)."""
+    tokens = subject.split(".")
+    token, version_id = tokens[-2], tokens[-1]
+    name = decoded(token)
+    if name is None:
+        raise BadObjectMeta(f"kept record on {subject} names no object", bucket=bucket)
+    when, sequence = _header(headers, VERSION_TIME), _header(headers, VERSION_SEQUENCE)
+    try:
+        mtime = datetime.fromisoformat(when) if when else None
+        seq = int(sequence) if sequence else None
+    except ValueError:
+        raise BadObjectMeta(
+            f"kept record on {subject} has an unreadable time or sequence", bucket=bucket
+        ) from None
+    info = ObjectInfo.from_json(
+        data, mtime=mtime, sequence=seq, bucket=bucket, name=name, token=token
+    )
+    if info.nuid != version_id:
+        raise BadObjectMeta(
+            f"kept record on {subject} is of version {info.nuid!r}", bucket=bucket, name=name
+        )
+    return info
+
+
+def _header(headers: Any, name: str) -> str | None:
+    if isinstance(headers, bytes):
+        return raw_header(headers, name.encode())
+    return headers.get(name) if headers else None
+
+
+async def read_kept(stream: BucketStream, name: str, version_id: str) -> ObjectInfo | None:
+    """The kept record of ``version_id`` of ``name``, or None when there is none."""
+    subject = version_subject(stream.bucket, name, version_id)
+    found = await stream.last(subject, name=name)
+    if found is None:
+        return None
+    return _parse_kept(stream.bucket, subject, found.data, found.headers)
+
+
+async def kept_records(
+    stream: BucketStream, name_filter: NameFilter | None = None, *, name: str | None = None
+) -> list[ObjectInfo]:
+    """Every kept record whose name the filter takes (or of ``name`` alone); unreadable ones
+    are warned about and left out."""
+    bucket = stream.bucket
+    subject = all_versions_subject(bucket) if name is None else version_subject(bucket, name, "*")
+    consumer = stream.consumer(subject, batch=READ_BATCH, pulls_ahead=2)
+    found: list[ObjectInfo] = []
+    try:
+        pending = await consumer.start()
+        while pending:
+            msg = await consumer.next()
+            if msg is None:
+                break
+            try:
+                info = _parse_kept(bucket, msg.subject, msg.data, msg.headers)
+            except BadObjectMeta as exc:
+                log.warning("bucket %r: a kept version is unreadable, left out: %s", bucket, exc)
+            else:
+                if name_filter is None or name_filter.matches(info.name):
+                    found.append(info)
+            if msg.pending == 0:
+                break
+    finally:
+        await consumer.close()
+    return found
+
+
+async def chunk_tokens(stream: BucketStream) -> set[str]:
+    """The nuids whose chunk subjects hold messages (one page of the stream's subject state
+    per request): a kept version whose nuid is not among them was purged by another client."""
+    prefix = chunk_subject(stream.bucket, "")
+    tokens: set[str] = set()
+    offset = 0
+    while True:
+        info = await stream.info(subjects_filter=prefix + "*", offset=offset)
+        subjects = info.state.subjects
+        tokens.update(subject[len(prefix) :] for subject in subjects)
+        offset += len(subjects)
+        if not subjects or offset >= info.state.subjects_total:
+            return tokens
+
+
+async def listed(stream: BucketStream, name_filter: NameFilter) -> list[ObjectVersion]:
+    """Every version of the names the filter takes: by name, newest first (S3's order)."""
+    current: dict[str, ObjectInfo] = {}
+    async for batch in iter_batches(
+        stream, prefix=name_filter.prefix, glob=name_filter.glob, include_deleted=True
+    ):
+        for info in batch:
+            if name_filter.matches(info.name):
+                current[info.name] = info
+    kept = await kept_records(stream, name_filter)
+    present = await chunk_tokens(stream) if kept else set()
+    by_name: dict[str, list[ObjectVersion]] = {}
+    for name, info in current.items():
+        if keepable(info) or not info.deleted:
+            by_name.setdefault(name, []).append(ObjectVersion(info, is_latest=True))
+    for info in kept:
+        latest = current.get(info.name)
+        if latest is not None and latest.nuid == info.nuid:
+            continue  # kept already while it is still the current one
+        lost = bool(info.chunks) and not info.offloaded and info.nuid not in present
+        by_name.setdefault(info.name, []).append(ObjectVersion(info, is_latest=False, lost=lost))
+    return [
+        version
+        for name in sorted(by_name)
+        for version in sorted(
+            by_name[name], key=lambda v: (v.is_latest, v.info.sequence or 0), reverse=True
+        )
+    ]
+
+
+async def readable(stream: BucketStream, info: ObjectInfo) -> ObjectInfo:
+    """``info``, a kept version about to be read, unless another client purged its chunks:
+    then ObjectNotFound saying so (its bytes are gone, and no other bytes are served)."""
+    if info.chunks and not info.offloaded and not await _has_chunks(stream, info.nuid):
+        raise ObjectNotFound(
+            f"version {info.nuid} is lost: its chunks were purged (an ADR-20 client's"
+            " overwrite or delete purges the version it replaces)",
+            bucket=stream.bucket,
+            name=info.name,
+        )
+    return info
+
+
+async def _has_chunks(stream: BucketStream, nuid: str) -> bool:
+    """Whether a chunk subject holds messages (its subject state: no chunk is sent)."""
+    info = await stream.info(subjects_filter=chunk_subject(stream.bucket, nuid))
+    return info.state.subjects_total > 0
+
+
+async def remove(stream: BucketStream, current: ObjectInfo | None, version: ObjectInfo) -> None:
+    """Remove ``version`` for good: its record and its chunks. When it is the current one,
+    the newest kept version before it becomes current again (its record republished as the
+    name's meta record, over exactly the version read), or, with none left, the name is
+    deleted as an unversioned delete leaves it."""
+    bucket, name = stream.bucket, version.name
+    if current is not None and current.nuid == version.nuid:
+        kept = [info for info in await kept_records(stream, name=name) if info.nuid != version.nuid]
+        if kept:
+            newest = max(kept, key=lambda info: info.sequence or 0)
+            restored = newest
+        else:
+            restored = current.evolve(deleted=True, size=0, chunks=0, digest="", headers={})
+        try:
+            await publish_record(stream, restored, expected_sequence=current.sequence)
+        except SequenceConflict:
+            raise NatsObjError(
+                f"version {version.nuid} stopped being the current one while it was removed;"
+                " nothing was removed",
+                bucket=bucket,
+                name=name,
+            ) from None
+    await stream.purge(version_subject(bucket, name, version.nuid))
+    if version.chunks and not version.deleted:
+        await stream.purge(chunk_subject(bucket, version.nuid))
+
+
+__all__ = [
+    "chunk_tokens",
+    "delete_marker",
+    "is_kept",
+    "keep",
+    "keepable",
+    "kept_records",
+    "listed",
+    "read_kept",
+    "readable",
+    "remove",
+]
