@@ -376,6 +376,7 @@ class ObjectStore:
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
         follow_links: bool = False,
+        version: str | None = None,
     ) -> bytes:
         return run(
             self._store.get_range(
@@ -385,6 +386,7 @@ class ObjectStore:
                 min_sequence=min_sequence,
                 allow_missing_digest=allow_missing_digest,
                 follow_links=follow_links,
+                version=version,
             )
         )
 
@@ -396,6 +398,7 @@ class ObjectStore:
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
         follow_links: bool = False,
+        version: str | None = None,
     ) -> RangeReader:
         return RangeReader(
             run(
@@ -404,6 +407,7 @@ class ObjectStore:
                     min_sequence=min_sequence,
                     allow_missing_digest=allow_missing_digest,
                     follow_links=follow_links,
+                    version=version,
                 )
             )
         )

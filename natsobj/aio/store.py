@@ -268,8 +268,13 @@ class ObjectStore:
     # -- get --------------------------------------------------------------------------------------
 
     async def _resolve(
-        self, name: str, min_sequence: int | None, follow_links: bool
+        self, name: str, min_sequence: int | None, follow_links: bool, version: str | None
     ) -> tuple[ObjectStore, ObjectInfo]:
+        """The store and record a read of ``name`` reads: its current version (a link
+        followed), or ``version``, unless another client purged that one's chunks."""
+        if version is not None:
+            info = await self.get_info(name, version=version)
+            return self, await versions.readable(self.bucket_stream, info)
         info = await self.get_info(name, min_sequence=min_sequence)
         return await links.follow(self, info, self._store_of, follow_links=follow_links)
 
@@ -294,13 +299,7 @@ class ObjectStore:
         into another bucket is LinkError unless ``follow_links`` (``natsobj.aio.links``).
         ``version``: that version (``versions``); one another client purged is
         ObjectNotFound saying it is lost."""
-        if version is None:
-            target, info = await self._resolve(name, min_sequence, follow_links)
-        else:
-            target = self
-            info = await versions.readable(
-                self.bucket_stream, await self.get_info(name, version=version)
-            )
+        target, info = await self._resolve(name, min_sequence, follow_links, version)
         check_digest(info, allow_missing=allow_missing_digest)
         reader = target.reader(info)
         try:
@@ -389,6 +388,7 @@ class ObjectStore:
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
         follow_links: bool = False,
+        version: str | None = None,
     ) -> bytes:
         """Bytes ``[start, end)`` of the object (following a link), fsspec's convention: end
         exclusive, None for the end, negative offsets from the end, clamped to the object.
@@ -396,7 +396,8 @@ class ObjectStore:
         map proven against the record and each checked for its subject, sequence and length:
         the whole read's bytes, though a range cannot be checked against the SHA-256.
         A read that raced an overwrite reads the new version; ``min_sequence`` as for
-        ``get_info``, ``allow_missing_digest`` and ``follow_links`` as for ``get``."""
+        ``get_info``, ``allow_missing_digest``, ``follow_links`` and ``version`` as for
+        ``get``."""
 
         async def read() -> bytes:
             reader = await self.open_range(
@@ -404,6 +405,7 @@ class ObjectStore:
                 min_sequence=min_sequence,
                 allow_missing_digest=allow_missing_digest,
                 follow_links=follow_links,
+                version=version,
             )
             try:
                 return await reader.read_range(start, end)
@@ -419,6 +421,7 @@ class ObjectStore:
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
         follow_links: bool = False,
+        version: str | None = None,
     ) -> RangeReader:
         """A seekable reader of the object's current version (following a link): ``size``,
         ``read(n)``, ``seek``, ``tell``, ``read_range``, fetching only the chunks each read
@@ -426,9 +429,9 @@ class ObjectStore:
         ObjectChanged (never bytes of two versions). ``min_sequence`` as for ``get_info``.
         A record without a digest is refused as ``get`` refuses it, unless
         ``allow_missing_digest``: a range cannot be checked against the digest, but every
-        face treats such a record alike whatever part of it is read. ``follow_links`` as for
-        ``get``."""
-        target, info = await self._resolve(name, min_sequence, follow_links)
+        face treats such a record alike whatever part of it is read. ``follow_links`` and
+        ``version`` as for ``get``."""
+        target, info = await self._resolve(name, min_sequence, follow_links, version)
         check_digest(info, allow_missing=allow_missing_digest)
         return target.range_reader(info)
 

@@ -179,3 +179,14 @@ def test_other_clients_see_the_current_version_of_a_versioned_bucket(store, nats
     data, names = run(natspy_view())
     assert data == b"current"
     assert names == ["seen"]
+
+
+def test_ranged_reads_name_a_version_and_read_only_its_bytes(store) -> None:
+    _versioned(store)
+    old = store.put("r", b"0123456789" * 30_000, chunk_size=65_536)
+    store.put("r", b"abcdefghij" * 30_000, chunk_size=65_536)
+    assert store.get_range("r", 100_000, 100_010, version=old.nuid) == b"0123456789"
+    with store.open_range("r", version=old.nuid) as reader:
+        reader.seek(299_995)
+        assert reader.read() == b"56789"
+    assert store.get_range("r", 0, 10) == b"abcdefghij"
