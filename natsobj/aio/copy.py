@@ -28,6 +28,7 @@ async def copy_object(
     check: Callable[[ObjectInfo], None] | None = None,
     headers: Mapping[str, list[str]] | None = None,
     metadata: dict[str, str] | None = None,
+    version: str | None = None,
 ) -> ObjectInfo:
     """Copy ``name`` (following a link) to ``target_name`` (default: the same name) in
     ``target``, which may be another bucket, keeping description, headers, metadata and the
@@ -43,9 +44,14 @@ async def copy_object(
 
     ``check`` sees the very version about to be copied before a byte is written (how S3's
     ``x-amz-copy-source-if-*`` conditions judge it without a race); raising there stops the
-    copy. ``headers`` and ``metadata`` replace the source's instead of keeping them."""
+    copy. ``headers`` and ``metadata`` replace the source's instead of keeping them.
+    ``version``: copy that version of ``name`` (``ObjectStore.versions``); copying one over
+    the current version is how a version is restored."""
     async with source.get(
-        name, allow_missing_digest=allow_missing_digest, follow_links=follow_links
+        name,
+        allow_missing_digest=allow_missing_digest,
+        follow_links=follow_links,
+        version=version,
     ) as reader:
         info = reader.info
         if check is not None:

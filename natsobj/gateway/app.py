@@ -70,7 +70,7 @@ def route(request: web.Request, domain: str | None) -> tuple[str | None, str | N
 async def dispatch(row: routes.Route, call: routes.Call) -> web.StreamResponse:
     """The operation the request names (``natsobj.gateway.routes``); ``call.verified`` is
     None for an unsigned request, which ``handle`` lets through only to a ``PUBLIC_READ`` row."""
-    if row.versioned:
+    if not row.versioned:
         versions.refuse(call.query.get("versionId"))
     if row.writes:
         _check_metadata_size(call.request.headers)

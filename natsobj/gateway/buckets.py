@@ -14,11 +14,12 @@ from natsobj.aio import Client
 from natsobj.aio.name_sync import name_page, name_pages
 from natsobj.aio.stream import BucketStream, LastMsg
 from natsobj.errors import BucketNotFound
-from natsobj.gateway import acl, listing, xml
+from natsobj.gateway import acl, listing, versions, xml
 from natsobj.gateway.hidden import is_uploads_store
 from natsobj.gateway.multipart import forget_uploads
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import parse_server_time
+from natsobj.versioning import Versioning
 from natsobj.wire import MARKER_REASON
 
 REGION = "us-east-1"  # the region the gateway answers GetBucketLocation with (S3's default)
@@ -157,15 +158,6 @@ async def get_location(client: Client, bucket: str) -> web.Response:
     return web.Response(body=body, content_type=xml.CONTENT_TYPE)
 
 
-async def get_versioning(client: Client, bucket: str) -> web.Response:
-    """GetBucketVersioning of a bucket that was never versioned: an empty configuration (200),
-    as S3 answers it; tools such as rclone ask it before every bucket operation and log an
-    error on anything else."""
-    await client.store(bucket)
-    body = xml.document("VersioningConfiguration", [])
-    return web.Response(body=body, content_type=xml.CONTENT_TYPE)
-
-
 def _max_keys(value: str | None) -> int:
     if value is None:
         return listing.MAX_KEYS
@@ -188,11 +180,34 @@ def _listing_params(query: dict[str, str]) -> tuple[str, str, int, bool]:
 
 
 async def list_object_versions(client: Client, bucket: str, query: dict[str, str]) -> web.Response:
-    """ListObjectVersions of a bucket without versioning: the current objects, version null
-    (what S3 answers for a bucket that never had versioning, and what cleanup tools ask)."""
+    """ListObjectVersions: every version of a versioned bucket (``natsobj.gateway.versions``);
+    of one never versioned, the current objects, version null (what S3 answers there, and
+    what cleanup tools ask)."""
     store = await client.store(bucket)
     prefix, delimiter, max_keys, encode = _listing_params(query)
     key_marker = query.get("key-marker", "")
+    if await store.versioning() is not Versioning.UNVERSIONED:
+        version_marker = query.get("version-id-marker", "")
+        listed = [v for v in await store.versions(prefix=prefix) if not v.lost]
+        found = versions.page(
+            listed,
+            prefix=prefix,
+            delimiter=delimiter,
+            key_marker=key_marker,
+            version_marker=version_marker,
+            max_keys=max_keys,
+        )
+        body = versions.render(
+            bucket,
+            found,
+            prefix=prefix,
+            delimiter=delimiter,
+            max_keys=max_keys,
+            key_marker=key_marker,
+            version_marker=version_marker,
+            encode=encode,
+        )
+        return web.Response(body=body, content_type=xml.CONTENT_TYPE)
     result = await listing.page(
         store,
         prefix=prefix,

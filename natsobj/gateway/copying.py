@@ -8,7 +8,7 @@ from aiohttp import web
 
 from natsobj.aio import Client
 from natsobj.aio.copy import copy_object as core_copy
-from natsobj.gateway import conditions, etags, hidden, metadata, object_keys, xml
+from natsobj.gateway import conditions, etags, hidden, metadata, object_keys, versions, xml
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import ObjectInfo
 
@@ -16,13 +16,14 @@ SOURCE = "x-amz-copy-source"
 DIRECTIVE = "x-amz-metadata-directive"
 
 
-def parse_source(value: str) -> tuple[str, str]:
-    """``(bucket, key)`` of an ``x-amz-copy-source`` header: ``bucket/key`` or ``/bucket/key``,
-    percent-encoded, optionally with ``?versionId=`` (only the current version, ``null``, is
-    there to copy in an object store)."""
+def parse_source(value: str) -> tuple[str, str, str | None]:
+    """``(bucket, key, version)`` of an ``x-amz-copy-source`` header: ``bucket/key`` or
+    ``/bucket/key``, percent-encoded, optionally with ``?versionId=`` (None: the current
+    version, as ``null`` names it too)."""
     path, _, query = value.partition("?")
-    if query and query not in ("versionId=null", ""):
-        raise S3Error("NoSuchVersion", "The specified version does not exist.")
+    name, _, version = query.partition("=")
+    if query and name != "versionId":
+        raise S3Error("InvalidArgument", "Copy Source may name only a versionId")
     bucket, _, key = object_keys.decoded(path, None).lstrip("/").partition("/")
     if not bucket or not key:
         raise S3Error(
@@ -31,7 +32,7 @@ def parse_source(value: str) -> tuple[str, str]:
         )
     object_keys.check(key, bucket)
     hidden.refuse(bucket)
-    return bucket, key
+    return bucket, key, versions.requested(version or None)
 
 
 async def copy_object(client: Client, request: web.Request, bucket: str, key: str) -> web.Response:
@@ -40,11 +41,11 @@ async def copy_object(client: Client, request: web.Request, bucket: str, key: st
     the only way to copy an object onto itself, as S3 has it); the source's ETag is kept
     either way. The source's conditions are judged on the version that is copied, before a
     byte is written."""
-    source_bucket, source_key = parse_source(request.headers[SOURCE])
+    source_bucket, source_key, version = parse_source(request.headers[SOURCE])
     directive = request.headers.get(DIRECTIVE, "COPY").upper()
     if directive not in ("COPY", "REPLACE"):
         raise S3Error("InvalidArgument", f"Unknown metadata directive: {directive}")
-    if (source_bucket, source_key) == (bucket, key) and directive == "COPY":
+    if (source_bucket, source_key, version) == (bucket, key, None) and directive == "COPY":
         raise S3Error(
             "InvalidRequest",
             "This copy request is illegal because it is trying to copy an object to itself "
@@ -64,8 +65,18 @@ async def copy_object(client: Client, request: web.Request, bucket: str, key: st
             # the copy has the source's bytes, so the source's ETag holds for it too
             headers[etags.ETAG] = info.headers[etags.ETAG]
 
-    copied = await core_copy(
-        source, source_key, target, key, check=check, headers=headers, metadata=meta
+    copied = await versions.named(
+        version,
+        lambda: core_copy(
+            source,
+            source_key,
+            target,
+            key,
+            check=check,
+            headers=headers,
+            metadata=meta,
+            version=version,
+        ),
     )
     body = xml.document(
         "CopyObjectResult",
@@ -74,4 +85,7 @@ async def copy_object(client: Client, request: web.Request, bucket: str, key: st
             xml.element("ETag", metadata.etag(copied)),
         ],
     )
-    return web.Response(body=body, content_type=xml.CONTENT_TYPE)
+    answered = await versions.id_headers(target, copied.nuid)
+    if version is not None:
+        answered["x-amz-copy-source-version-id"] = version
+    return web.Response(body=body, content_type=xml.CONTENT_TYPE, headers=answered)

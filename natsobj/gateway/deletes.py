@@ -9,6 +9,8 @@ from natsobj.aio import Client
 from natsobj.errors import NatsObjError, ObjectNotFound
 from natsobj.gateway import versions, xml
 from natsobj.gateway.s3errors import S3Error, from_natsobj
+from natsobj.model import ObjectInfo
+from natsobj.versioning import is_delete_marker
 
 MAX_KEYS = 1000  # S3's limit per request
 MAX_BODY = 2 << 20  # 1,000 keys of 1,024 bytes, escaped, with room to spare
@@ -18,13 +20,14 @@ def _local(tag: str) -> str:
     return tag.rsplit("}", 1)[-1]
 
 
-def parse(body: bytes) -> tuple[list[str], bool]:
-    """``(keys, quiet)`` of a ``<Delete>`` document; MalformedXML for anything else,
-    NotImplemented (nothing deleted) when an object names a version other than ``null``."""
+def parse(body: bytes) -> tuple[list[tuple[str, str | None]], bool]:
+    """``(objects, quiet)`` of a ``<Delete>`` document, each object its key and the version
+    it names (None: the current one); MalformedXML for anything else, InvalidArgument
+    (nothing deleted) for a version id that cannot be one."""
     root = xml.parse(body)
     if _local(root.tag) != "Delete":
         raise S3Error("MalformedXML", "The XML you provided was not well-formed")
-    keys: list[str] = []
+    keys: list[tuple[str, str | None]] = []
     quiet = False
     for child in root:
         if _local(child.tag) == "Quiet":
@@ -33,10 +36,8 @@ def parse(body: bytes) -> tuple[list[str], bool]:
             key = next((c.text for c in child if _local(c.tag) == "Key"), None)
             if not key:
                 raise S3Error("MalformedXML", "An Object without a Key")
-            for field in child:
-                if _local(field.tag) == "VersionId":
-                    versions.refuse((field.text or "").strip())
-            keys.append(key)
+            version = next((c.text for c in child if _local(c.tag) == "VersionId"), None)
+            keys.append((key, versions.requested((version or "").strip() or None)))
     if not keys or len(keys) > MAX_KEYS:
         raise S3Error("MalformedXML", f"a Delete names 1 to {MAX_KEYS} objects")
     return keys, quiet
@@ -46,22 +47,33 @@ async def delete_objects(client: Client, request: web.Request, bucket: str) -> w
     keys, quiet = parse(await xml.read_body(request, MAX_BODY))
     store = await client.store(bucket)
     parts = []
-    for key in keys:
+    for key, version in keys:
+        named = xml.element("VersionId", version) if version is not None else ""
         try:
-            await store.delete(key)
+            removed = await store.delete(key, version=version)
         except ObjectNotFound:
-            pass
+            removed = None
         except NatsObjError as exc:
             error = from_natsobj(exc, bucket=bucket, key=key)
             parts.append(
                 "<Error>"
                 + xml.element("Key", key)
+                + named
                 + xml.element("Code", error.code)
                 + xml.element("Message", error.message)
                 + "</Error>"
             )
             continue
         if not quiet:
-            parts.append("<Deleted>" + xml.element("Key", key) + "</Deleted>")
+            parts.append(
+                "<Deleted>" + xml.element("Key", key) + named + _marker(removed) + "</Deleted>"
+            )
     body = xml.document("DeleteResult", parts)
     return web.Response(body=body, content_type=xml.CONTENT_TYPE)
+
+
+def _marker(removed: ObjectInfo | None) -> str:
+    """A delete marker the delete made or removed: S3 says so, with its id."""
+    if removed is None or not is_delete_marker(removed):
+        return ""
+    return xml.element("DeleteMarker", True) + xml.element("DeleteMarkerVersionId", removed.nuid)

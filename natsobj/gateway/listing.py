@@ -157,13 +157,13 @@ def decode_token(token: str) -> str:
         raise S3Error("InvalidArgument", "The continuation token provided is incorrect") from None
 
 
-def _encoded(value: str, encode: bool) -> str:
+def encoded(value: str, encode: bool) -> str:
     return quote(value, safe="/") if encode else value
 
 
 def _contents(info: ObjectInfo, encode: bool, owner: bool) -> str:
     parts = [
-        xml.element("Key", _encoded(info.name, encode)),
+        xml.element("Key", encoded(info.name, encode)),
         xml.element("LastModified", xml.iso(info.mtime)),
         xml.element("ETag", etag(info)),
         xml.element("Size", info.size),
@@ -196,7 +196,7 @@ def render(
         xml.element("IsTruncated", result.truncated),
     ]
     if delimiter:
-        parts.append(xml.element("Delimiter", _encoded(delimiter, encode)))
+        parts.append(xml.element("Delimiter", encoded(delimiter, encode)))
     if encode:
         parts.append(xml.element("EncodingType", "url"))
     if version == 2:
@@ -204,16 +204,16 @@ def render(
         if token is not None:
             parts.append(xml.element("ContinuationToken", token))
         if start_after:
-            parts.append(xml.element("StartAfter", _encoded(start_after, encode)))
+            parts.append(xml.element("StartAfter", encoded(start_after, encode)))
         if result.truncated and result.last_entry is not None:
             parts.append(xml.element("NextContinuationToken", encode_token(result.last_entry)))
     else:
-        parts.append(xml.element("Marker", _encoded(marker, encode)))
+        parts.append(xml.element("Marker", encoded(marker, encode)))
         if result.truncated and delimiter and result.last_entry is not None:
-            parts.append(xml.element("NextMarker", _encoded(result.last_entry, encode)))
+            parts.append(xml.element("NextMarker", encoded(result.last_entry, encode)))
     parts.extend(_contents(info, encode, fetch_owner or version == 1) for info in result.keys)
     parts.extend(
-        "<CommonPrefixes>" + xml.element("Prefix", _encoded(p, encode)) + "</CommonPrefixes>"
+        "<CommonPrefixes>" + xml.element("Prefix", encoded(p, encode)) + "</CommonPrefixes>"
         for p in result.prefixes
     )
     return xml.document("ListBucketResult", parts)
@@ -233,23 +233,23 @@ def render_versions(
     object once, version ``null``, latest."""
     parts = [
         xml.element("Name", bucket),
-        xml.element("Prefix", _encoded(prefix, encode)),
-        xml.element("KeyMarker", _encoded(key_marker, encode)),
+        xml.element("Prefix", encoded(prefix, encode)),
+        xml.element("KeyMarker", encoded(key_marker, encode)),
         xml.element("VersionIdMarker", ""),
         xml.element("MaxKeys", max_keys),
         xml.element("IsTruncated", result.truncated),
     ]
     if delimiter:
-        parts.append(xml.element("Delimiter", _encoded(delimiter, encode)))
+        parts.append(xml.element("Delimiter", encoded(delimiter, encode)))
     if encode:
         parts.append(xml.element("EncodingType", "url"))
     if result.truncated and result.last_entry is not None:
-        parts.append(xml.element("NextKeyMarker", _encoded(result.last_entry, encode)))
+        parts.append(xml.element("NextKeyMarker", encoded(result.last_entry, encode)))
         parts.append(xml.element("NextVersionIdMarker", "null"))
     for info in result.keys:
         parts.append(
             "<Version>"
-            + xml.element("Key", _encoded(info.name, encode))
+            + xml.element("Key", encoded(info.name, encode))
             + xml.element("VersionId", "null")
             + xml.element("IsLatest", True)
             + xml.element("LastModified", xml.iso(info.mtime))
@@ -260,7 +260,7 @@ def render_versions(
             + "</Version>"
         )
     parts.extend(
-        "<CommonPrefixes>" + xml.element("Prefix", _encoded(p, encode)) + "</CommonPrefixes>"
+        "<CommonPrefixes>" + xml.element("Prefix", encoded(p, encode)) + "</CommonPrefixes>"
         for p in result.prefixes
     )
     return xml.document("ListVersionsResult", parts)

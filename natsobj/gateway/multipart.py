@@ -36,7 +36,17 @@ from aiohttp import web
 
 from natsobj.aio import Client, ObjectStore
 from natsobj.errors import BucketNotFound, ObjectNotFound
-from natsobj.gateway import checksums, conditions, copying, etags, metadata, objects, parts, xml
+from natsobj.gateway import (
+    checksums,
+    conditions,
+    copying,
+    etags,
+    metadata,
+    objects,
+    parts,
+    versions,
+    xml,
+)
 from natsobj.gateway.authentication import Verified
 from natsobj.gateway.hidden import UPLOADS_PREFIX
 from natsobj.gateway.s3errors import S3Error
@@ -221,9 +231,9 @@ async def copy_part(
     are CopyObject's, judged on the version read."""
     number = parts.part_number(query.get("partNumber", ""))
     uploads, upload_id, record = await _open_record(client, bucket, key, query)
-    source_bucket, source_key = copying.parse_source(request.headers[copying.SOURCE])
+    source_bucket, source_key, version = copying.parse_source(request.headers[copying.SOURCE])
     source = await client.store(source_bucket)
-    reader = await source.open_range(source_key)
+    reader = await versions.named(version, lambda: source.open_range(source_key, version=version))
     try:
         conditions.check_copy_source(request.headers, reader.info)
         start, end = parse_copy_range(request.headers.get(COPY_RANGE), reader.info.size)
@@ -436,7 +446,11 @@ async def _concatenated(
 
 
 def _complete_result(
-    bucket: str, key: str, tag: str, kept: checksums.Stored | None
+    bucket: str,
+    key: str,
+    tag: str,
+    kept: checksums.Stored | None,
+    version: dict[str, str] | None = None,
 ) -> web.Response:
     fields = [
         xml.element("Location", f"/{bucket}/{key}"),
@@ -447,7 +461,8 @@ def _complete_result(
     if kept is not None:
         fields.append(checksums.element(kept) + xml.element("ChecksumType", kept.kind))
     body = xml.document("CompleteMultipartUploadResult", fields)
-    return web.Response(body=body, content_type=xml.CONTENT_TYPE, headers={"ETag": tag})
+    headers = {"ETag": tag, **(version or {})}
+    return web.Response(body=body, content_type=xml.CONTENT_TYPE, headers=headers)
 
 
 def _kept_in(record: ObjectInfo) -> checksums.Stored | None:
@@ -485,7 +500,7 @@ async def complete(
         }
 
     mode = await conditions.write_precondition(store, key, request.headers)
-    await store.put(
+    completed = await store.put(
         key,
         _concatenated(uploads, chosen, whole),
         headers=headers,
@@ -499,7 +514,8 @@ async def complete(
         done["checksum"] = kept.value
     await uploads.put(record.name, b"", metadata=done, ttl=UPLOAD_TTL)
     await _forget_parts(uploads, upload_id)
-    return _complete_result(bucket, key, tag, kept)
+    version = await versions.id_headers(store, completed.nuid)
+    return _complete_result(bucket, key, tag, kept, version)
 
 
 async def _forget(uploads: ObjectStore, info: ObjectInfo) -> None:

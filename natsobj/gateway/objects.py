@@ -16,7 +16,7 @@ from aiohttp import web
 
 from natsobj.aio import Client, ObjectStore, RangeReader
 from natsobj.errors import ObjectNotFound
-from natsobj.gateway import checksums, chunked, conditions, etags, metadata, parts
+from natsobj.gateway import checksums, chunked, conditions, etags, metadata, parts, versions
 from natsobj.gateway.authentication import STREAMING_PREFIX, UNSIGNED, PayloadCheck, Verified
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import ObjectInfo
@@ -186,7 +186,8 @@ async def put_object(
         mode=mode,
         digest_headers=body.keep,
     )
-    return web.Response(headers={"ETag": metadata.etag(info), **body.checksums})
+    kept = await versions.id_headers(store, info.nuid)
+    return web.Response(headers={"ETag": metadata.etag(info), **body.checksums, **kept})
 
 
 def parse_range(header: str, size: int) -> tuple[int, int] | None:
@@ -227,30 +228,41 @@ def _checksum_headers(
 
 
 async def get_object(
-    client: Client, request: web.Request, bucket: str, key: str, *, head: bool
+    client: Client,
+    request: web.Request,
+    bucket: str,
+    key: str,
+    *,
+    head: bool,
+    version: str | None = None,
 ) -> web.StreamResponse:
     """GET or HEAD. A ranged GET (``Range`` or ``partNumber``) reads through the core's range
     reader (only the chunks that hold the bytes); a whole GET streams the object and checks
     its digest at the end (a mismatch aborts the connection: the client never gets a
-    complete-looking bad body)."""
+    complete-looking bad body). ``version``: that version (``versionId``), not the current."""
     store: ObjectStore = await client.store(bucket)
     range_header = request.headers.get("Range")
     number_text = request.query.get("partNumber")
     number = parts.part_number(number_text) if number_text is not None else None
     if not head and range_header is None and number is None:
-        async with store.get(key) as whole:
+        async with contextlib.AsyncExitStack() as stack:
+            whole = await versions.named(
+                version, lambda: stack.enter_async_context(store.get(key, version=version))
+            )
             conditions.check_read(request.headers, whole.info)
             headers = _response_headers(request, whole.info)
+            headers.update(await versions.id_headers(store, whole.info.nuid))
             headers.update(_checksum_headers(request, whole.info, None))
             headers["Content-Length"] = str(whole.info.size)
             response = web.StreamResponse(status=200, headers=headers)
             await response.prepare(request)
             return await _send(request, response, whole, bucket, key)
-    reader = await store.open_range(key)
+    reader = await versions.named(version, lambda: store.open_range(key, version=version))
     try:
         info = reader.info
         conditions.check_read(request.headers, info)
         headers = _response_headers(request, info)
+        headers.update(await versions.id_headers(store, info.nuid))
         part: parts.Part | None = None
         if number is not None:
             if range_header is not None:
@@ -321,9 +333,16 @@ async def range_pieces(reader: RangeReader, start: int, end: int) -> AsyncIterat
         position += len(piece)
 
 
-async def delete_object(client: Client, bucket: str, key: str) -> web.Response:
-    """S3 answers 204 whether or not the key existed."""
+async def delete_object(
+    client: Client, bucket: str, key: str, version: str | None = None
+) -> web.Response:
+    """S3 answers 204 whether or not the key (or the version) existed. In a versioned bucket
+    the delete leaves a marker, whose id it answers with; ``version`` removes that version
+    for good."""
     store = await client.store(bucket)
-    with contextlib.suppress(ObjectNotFound):
-        await store.delete(key)
-    return web.Response(status=204)
+    try:
+        removed = await store.delete(key, version=version)
+    except ObjectNotFound:
+        return web.Response(status=204)
+    headers = await versions.id_headers(store, removed.nuid, marker=removed.deleted)
+    return web.Response(status=204, headers=headers)

@@ -28,6 +28,7 @@ from natsobj.gateway import (
     deletes,
     multipart,
     objects,
+    versions,
 )
 from natsobj.gateway.s3errors import S3Error
 
@@ -78,8 +79,9 @@ class Route:
     that value) and ``header`` a header that must be: a row with more of them wins over one
     with fewer. ``writes``: the
     request makes or feeds an object, so its ``x-amz-meta-*`` size and canned ACL are checked
-    first. ``versioned``: a ``versionId`` other than ``null`` is NotImplemented (the gateway
-    keeps no versions), never carried out on the current object."""
+    first. ``versioned``: the operation takes a ``versionId`` (its handler reads the version named,
+    ``versions.requested``); on any other, one other than ``null`` is NotImplemented, never
+    carried out on the current object."""
 
     operation: str
     method: str
@@ -122,7 +124,8 @@ def _list_objects(version: int) -> Handler:
 
 def _get_object(head: bool) -> Handler:
     def handler(c: Call) -> Awaitable[web.StreamResponse]:
-        return objects.get_object(c.client, c.request, c.bucket, c.key, head=head)
+        version = versions.requested(c.query.get("versionId"))
+        return objects.get_object(c.client, c.request, c.bucket, c.key, head=head, version=version)
 
     return handler
 
@@ -160,8 +163,16 @@ ROUTES: tuple[Route, ...] = (
         "GetBucketVersioning",
         "GET",
         B,
-        lambda c: buckets.get_versioning(c.client, c.bucket),
+        lambda c: versions.get_versioning(c.client, c.bucket),
         READ,
+        query=("versioning",),
+    ),
+    Route(
+        "PutBucketVersioning",
+        "PUT",
+        B,
+        lambda c: versions.put_versioning(c.client, c.request, c.bucket),
+        SETTINGS,
         query=("versioning",),
     ),
     Route(
@@ -286,7 +297,6 @@ ROUTES: tuple[Route, ...] = (
         WRITE + "; read the source's bucket",
         header=COPY_SOURCE,
         writes=True,
-        versioned=True,
     ),
     Route(
         "GetObjectAttributes",
@@ -296,7 +306,6 @@ ROUTES: tuple[Route, ...] = (
         READ,
         query=("attributes",),
         access=PUBLIC,
-        versioned=True,
     ),
     Route(
         "PutObject",
@@ -305,7 +314,6 @@ ROUTES: tuple[Route, ...] = (
         lambda c: objects.put_object(c.client, c.request, c.bucket, c.key, c.signed()),
         WRITE,
         writes=True,
-        versioned=True,
     ),
     Route("GetObject", "GET", OBJ, _get_object(head=False), READ, access=PUBLIC, versioned=True),
     Route("HeadObject", "HEAD", OBJ, _get_object(head=True), READ, access=PUBLIC, versioned=True),
@@ -313,7 +321,9 @@ ROUTES: tuple[Route, ...] = (
         "DeleteObject",
         "DELETE",
         OBJ,
-        lambda c: objects.delete_object(c.client, c.bucket, c.key),
+        lambda c: objects.delete_object(
+            c.client, c.bucket, c.key, versions.requested(c.query.get("versionId"))
+        ),
         WRITE,
         versioned=True,
     ),
@@ -344,7 +354,6 @@ UNSUPPORTED = (
     "select",
     "tagging",
     "torrent",
-    "versioning",
     "website",
 )
 _VERBS = {"GET": "Get", "PUT": "Put", "DELETE": "Delete", "POST": "Post", "HEAD": "Head"}
