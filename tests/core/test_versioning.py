@@ -5,6 +5,8 @@ purged is listed as lost and never served."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nats
 import pytest
 
@@ -190,3 +192,18 @@ def test_ranged_reads_name_a_version_and_read_only_its_bytes(store) -> None:
         reader.seek(299_995)
         assert reader.read() == b"56789"
     assert store.get_range("r", 0, 10) == b"abcdefghij"
+
+
+def test_the_example_in_docs_versioning_runs_as_written(nats_url, bucket_name, capsys) -> None:
+    """docs/versioning.md's example, with this suite's server and a bucket of its own."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "versioning.md").read_text()
+    code = text.split("```python\n", 1)[1].split("\n```", 1)[0]
+    code = code.replace("nats://127.0.0.1:4222", nats_url).replace('"reports"', repr(bucket_name))
+    exec(compile(code, "docs/versioning.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert [line.split()[2:] for line in printed] == [["True", "False"], ["False", "False"]]
+    with natsobj.connect(nats_url) as client:
+        store = client.store(bucket_name)
+        listed = store.versions()
+        assert [(v.delete_marker, v.is_latest) for v in listed] == [(True, True), (False, False)]
+        client.delete_store(bucket_name)
