@@ -618,9 +618,12 @@ def test_a_huge_copy_source_range_is_invalid_range(
 
 
 @pytest.mark.parametrize("method", ["GET", "HEAD", "DELETE"])
-def test_a_version_other_than_null_is_not_implemented(
+def test_a_version_that_is_not_there_never_reaches_the_current_object(
     gateway: GatewayThread, s3, buckets: tuple[str, str], method: str
 ) -> None:  # type: ignore[no-untyped-def]
+    """An id that cannot be natsobj's is InvalidArgument; one that could but is not there is
+    NoSuchVersion (a DELETE of it removes nothing): neither is carried out on the current
+    object, which the caller did not name."""
     pub, _ = buckets
     call = {
         "GET": lambda version: s3.get_object(Bucket=pub, Key="k", VersionId=version),
@@ -629,12 +632,19 @@ def test_a_version_other_than_null_is_not_implemented(
     }[method]
     with pytest.raises(botocore.exceptions.ClientError) as refused:
         call("3HL4kqtJlcpXroDTDmJ+rmSpXd3dIbrHY")
-    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 501
+    assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 400
+    absent = "A" * 22
+    if method == "DELETE":
+        assert call(absent)["ResponseMetadata"]["HTTPStatusCode"] == 204
+    else:
+        with pytest.raises(botocore.exceptions.ClientError) as missing:
+            call(absent)
+        assert missing.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
     assert s3.get_object(Bucket=pub, Key="k")["Body"].read() == b"public bytes"
     call("null")  # the current object of a bucket without versioning
 
 
-def test_delete_objects_naming_a_version_deletes_nothing(
+def test_delete_objects_naming_a_version_deletes_only_it(
     gateway: GatewayThread, s3, buckets: tuple[str, str]
 ) -> None:  # type: ignore[no-untyped-def]
     pub, _ = buckets
@@ -644,7 +654,9 @@ def test_delete_objects_naming_a_version_deletes_nothing(
             Bucket=pub,
             Delete={"Objects": [{"Key": "other"}, {"Key": "k", "VersionId": "an-old-one"}]},
         )
-    assert _code(refused) == "NotImplemented"
+    assert _code(refused) == "InvalidArgument"
+    assert sorted(_keys(s3, pub)) == ["k", "other"]
+    s3.delete_objects(Bucket=pub, Delete={"Objects": [{"Key": "k", "VersionId": "A" * 22}]})
     assert sorted(_keys(s3, pub)) == ["k", "other"]
     deleted = s3.delete_objects(
         Bucket=pub, Delete={"Objects": [{"Key": "other", "VersionId": "null"}]}
