@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.errors import PySparkException
+from pyspark.sql.functions import expr
 
 from natsobj.spark.pushdown import Condition, file_stats, may_match, row_group_stats
 
@@ -143,8 +144,8 @@ def test_a_union_and_a_self_join_of_one_dataframe_count_every_row(
     df = _loaded(spark, options)
     assert df.filter("id < 5000").union(df.filter("id >= 35000")).count() == 10_000
     joined = _loaded(spark, options)
-    low, high = joined.alias("low"), joined.filter("id >= 35000").alias("high")
-    assert low.join(high, low.id == high.id - 35_000).count() == 5000
+    low, high = joined.filter("id < 5000").alias("low"), joined.filter("id >= 35000").alias("high")
+    assert low.join(high, expr("low.id = high.id - 35000")).count() == 5000
 
 
 def test_a_limit_or_a_filter_excluding_everything_then_a_count_counts_every_row(
@@ -166,8 +167,9 @@ def test_a_pushed_plan_first_run_by_another_scan_reads_too_few_rows(
     it, and nothing a task sees tells the scan that pushed it from another scan of the same
     DataFrame that reuses its plan without calling Python. So a plan planned but not run by its
     own query (``explain()``), or one query with one filtered and one unfiltered scan of one
-    DataFrame whose unfiltered scan runs first, reads too few rows. When this test fails, the
-    installed Spark plans per scan: turn the option's default on and drop this test."""
+    DataFrame (one push) whose unfiltered scan runs first, reads too few rows. When this test
+    fails, the installed Spark plans per scan: turn the option's default on and drop this
+    test."""
     _write(spark, options)
     df = _loaded(spark, options)
     df.filter("id < 5000")._jdf.queryExecution().executedPlan()  # what explain() plans
