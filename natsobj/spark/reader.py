@@ -287,7 +287,9 @@ class FilteringTableReader(TableReader):
             yield from super().read(partition)
             return
         if self._serves_pusher(partition):
-            yield from self._read_parts(partition.kept, self.where)
+            # Row groups have no statistics of partition columns, which the folders decided.
+            stored = tuple(c for c in self.where if c.column not in self.layout.columns)
+            yield from self._read_parts(partition.kept, stored)
         else:
             yield from self._read_parts(partition.kept + partition.excluded, ())
 
