@@ -7,6 +7,7 @@ import contextlib
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,6 +33,7 @@ from natsobj.spark.manifest import Part, retained_name
 from natsobj.spark.options import SourceOptions
 from natsobj.spark.partitions import UNPARTITIONED, Layout, add_constants, may_hold
 from natsobj.spark.pushdown import Condition, conditions, may_match, row_group_stats
+from natsobj.spark.scan_claims import first_push, new_plan, serves_stage
 from natsobj.spark.storage import objects_under, open_store
 from natsobj.spark.wording import spark_words
 
@@ -61,6 +63,19 @@ class PartPartition(InputPartition):
     name: str
     size: int
     values: tuple[Any, ...] = ()  # the part's partition values, in the layout's order
+
+
+@dataclass
+class PrunedPartition(InputPartition):
+    """One task of a pruned plan: the part the filters keep (none when they keep nothing) and
+    a share of the parts they exclude, read too unless the task serves the scan that pushed
+    the filters (``natsobj.spark.scan_claims``), so the plan's tasks together read everything
+    for any other scan."""
+
+    plan: str
+    index: int  # the partition's place in the plan, which is Spark's partition id in its scan
+    kept: tuple[PartPartition, ...]
+    excluded: tuple[PartPartition, ...]
 
 
 @dataclass
@@ -99,13 +114,21 @@ class TableReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, PartPartition):  # a dataset with no parts
             return
-        target = spark_arrow_schema(self.schema)
-        # Fetch and decode on a thread while this one hands the batches to the JVM.
-        yield from produce_ahead(lambda: self._batches(partition, target))
+        yield from self._read_parts((partition,), ())
 
-    def _batches(self, partition: PartPartition, target: pa.Schema) -> Iterator[pa.RecordBatch]:
+    def _read_parts(
+        self, parts: Iterable[PartPartition], where: tuple[Condition, ...]
+    ) -> Iterator[pa.RecordBatch]:
+        target = spark_arrow_schema(self.schema)
+        for part in parts:
+            # Fetch and decode on a thread while this one hands the batches to the JVM.
+            yield from produce_ahead(partial(self._batches, part, target, where))
+
+    def _batches(
+        self, partition: PartPartition, target: pa.Schema, where: tuple[Condition, ...]
+    ) -> Iterator[pa.RecordBatch]:
         with contextlib.ExitStack() as stack, open_store(self.opts) as store:
-            parquet, row_groups = self._open_part(store, partition, stack)
+            parquet, row_groups = self._open_part(store, partition, stack, where)
             fixed = {
                 c: v
                 for c, v in zip(self.layout.columns, partition.values, strict=True)
@@ -135,9 +158,36 @@ class TableReader(DataSourceReader):
                     ) from None
 
     def _open_part(
-        self, store: natsobj.ObjectStore, part: PartPartition, stack: contextlib.ExitStack
+        self,
+        store: natsobj.ObjectStore,
+        part: PartPartition,
+        stack: contextlib.ExitStack,
+        where: tuple[Condition, ...],
     ) -> tuple[pq.ParquetFile, list[int]]:
-        """The whole part, downloaded and verified against its SHA-256, and all its row groups."""
+        """The part and the row groups to read. With no filters, the whole part, downloaded and
+        verified against its SHA-256. With filters, the footer first, through a ranged reader,
+        then only the column chunks of the row groups the statistics keep (a ranged read is not
+        checked against the object's SHA-256, which covers the whole object); when every row
+        group is kept the part is downloaded whole and verified instead."""
+        if where:
+            with self._missing_part(part):
+                ranged = stack.enter_context(
+                    self._at_either_name(
+                        part,
+                        lambda name: store.open_range(
+                            name, allow_missing_digest=self.opts.allow_missing_digest
+                        ),
+                    )
+                )
+                parquet = pq.ParquetFile(ranged, pre_buffer=True)
+            metadata = parquet.metadata
+            kept = [
+                i
+                for i in range(metadata.num_row_groups)
+                if may_match(row_group_stats(metadata, i), where)
+            ]
+            if len(kept) < metadata.num_row_groups:
+                return parquet, kept
         with self._missing_part(part):
             parquet = pq.ParquetFile(self._download(store, part, stack))
         return parquet, list(range(parquet.metadata.num_row_groups))
@@ -196,49 +246,65 @@ class FilteringTableReader(TableReader):
     """A table reader that takes Spark's filters (option ``pushdown``; Spark calls
     ``pushFilters`` only with ``spark.sql.python.filterPushdown.enabled``, and refuses a reader
     that has it when that is off, hence a class of its own). Parts and row groups whose
-    statistics exclude the filters are skipped; Spark still applies every filter to the rows."""
+    statistics exclude the filters are skipped by the scan that pushed them; any other scan
+    Spark runs this plan for reads everything (``natsobj.spark.scan_claims``). Spark still
+    applies every filter to the rows."""
 
+    load_id: str = ""  # the load() this reader plans for, set by the data source
     where: tuple[Condition, ...] = ()
+    plan: str | None = None  # the pruned plan's claim, when the filters prune
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
-        self.where = tuple(conditions(filters))
+        where = tuple(conditions(filters))
+        with open_store(self.opts) as store:
+            # Every push counts, also one with nothing to decide: the last push's plan is the
+            # one every scan of this load uses.
+            if first_push(store, self.load_id) and where:
+                self.plan = new_plan(store)
+        if self.plan is not None:
+            self.where = where
         return filters
 
     def partitions(self) -> list[InputPartition]:
+        planned = list(self._planned())
+        if self.plan is None:
+            return list[InputPartition](planned)
+        kept: list[PartPartition] = []
+        excluded: list[PartPartition] = []
+        for p, part in zip(self.parts, planned, strict=True):
+            keep = may_match(p.stats, self.where) and may_hold(self.layout, part.values, self.where)
+            (kept if keep else excluded).append(part)
+        if not kept:
+            return [PrunedPartition(self.plan, 0, (), tuple(excluded))]
         return [
-            planned
-            for p, planned in zip(self.parts, self._planned(), strict=True)
-            if may_match(p.stats, self.where) and may_hold(self.layout, planned.values, self.where)
+            PrunedPartition(self.plan, i, (part,), tuple(excluded[i :: len(kept)]))
+            for i, part in enumerate(kept)
         ]
 
-    def _open_part(
-        self, store: natsobj.ObjectStore, part: PartPartition, stack: contextlib.ExitStack
-    ) -> tuple[pq.ParquetFile, list[int]]:
-        """With filters, the footer comes first through a ranged reader, then only the column
-        chunks of the row groups the statistics keep (a ranged read is not checked against
-        the object's SHA-256, which covers the whole object). When every row group is kept the
-        part is downloaded whole and verified instead."""
-        if not self.where:
-            return super()._open_part(store, part, stack)
-        with self._missing_part(part):
-            ranged = stack.enter_context(
-                self._at_either_name(
-                    part,
-                    lambda name: store.open_range(
-                        name, allow_missing_digest=self.opts.allow_missing_digest
-                    ),
-                )
-            )
-            parquet = pq.ParquetFile(ranged, pre_buffer=True)
-        metadata = parquet.metadata
-        kept = [
-            i
-            for i in range(metadata.num_row_groups)
-            if may_match(row_group_stats(metadata, i), self.where)
-        ]
-        if len(kept) == metadata.num_row_groups:
-            return super()._open_part(store, part, stack)
-        return parquet, kept
+    @in_words_of(spark_words)
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, PrunedPartition):
+            yield from super().read(partition)
+            return
+        if self._serves_pusher(partition):
+            # Row groups have no statistics of partition columns, which the folders decided.
+            stored = tuple(c for c in self.where if c.column not in self.layout.columns)
+            yield from self._read_parts(partition.kept, stored)
+        else:
+            yield from self._read_parts(partition.kept + partition.excluded, ())
+
+    def _serves_pusher(self, partition: PrunedPartition) -> bool:
+        """Whether this task serves the scan that pushed the filters: its stage is the first
+        that ran the plan, and its partition id is the partition's place in the plan (in a
+        stage that scans the plan twice, a union, the second scan's ids come after the first's).
+        """
+        from pyspark import TaskContext
+
+        task = TaskContext.get()
+        if task is None or task.partitionId() != partition.index:
+            return False
+        with open_store(self.opts) as store:
+            return serves_stage(store, partition.plan, task.stageId())
 
 
 class BinaryReader(DataSourceReader):

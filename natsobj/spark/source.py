@@ -4,6 +4,8 @@ Python message at ``load()`` / ``save()`` instead of inside a task."""
 
 from __future__ import annotations
 
+import uuid
+
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -37,6 +39,12 @@ FORMAT_NAME = "natsobj"
 
 
 class NatsObjDataSource(DataSource):
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        # Spark makes this object once per load() and pickles it to every later planning of
+        # that DataFrame: the id names the load, whose read plan all its scans share.
+        self.load_id = uuid.uuid4().hex
+
     @classmethod
     def name(cls) -> str:
         return FORMAT_NAME
@@ -82,13 +90,17 @@ class NatsObjDataSource(DataSource):
         generation = plan.manifest.generation if plan.manifest else 0
         reader = FilteringTableReader if opts.pushdown else TableReader
         if folder is not None:
-            return reader(
+            made = reader(
                 folder.reader_options(opts), schema, plan.parts, generation, folder.layout()
             )
-        layout = dataset_layout(
-            opts.prefix, [p.name for p in plan.parts], manifest=plan.manifest, where=opts.where
-        )
-        return reader(opts, schema, plan.parts, generation, layout)
+        else:
+            layout = dataset_layout(
+                opts.prefix, [p.name for p in plan.parts], manifest=plan.manifest, where=opts.where
+            )
+            made = reader(opts, schema, plan.parts, generation, layout)
+        if isinstance(made, FilteringTableReader):
+            made.load_id = self.load_id
+        return made
 
     @in_words_of(spark_words)
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:

@@ -14,6 +14,7 @@ import warnings
 from natsobj.spark.storage import NoManifestWarning
 from tests.spark.served import served
 
+CONF = "spark.sql.python.filterPushdown.enabled"
 PREFIX = "lake/folders"
 REGIONS = 10
 ROWS = 5_000  # per region
@@ -70,4 +71,29 @@ def test_a_partition_folder_fetches_a_tenth_of_the_dataset(spark, monitored, buc
     one, one_bytes = fetched(f"{PREFIX}/region=r3")
     assert (everything, one) == (REGIONS * ROWS, ROWS)
     print(f"\nserved: whole dataset {all_bytes} bytes, one partition of ten {one_bytes}")
+    assert one_bytes < all_bytes * 0.15, (one_bytes, all_bytes)
+
+
+def test_a_filter_on_the_partition_column_fetches_a_tenth_of_the_dataset(
+    spark, monitored, bucket_name
+) -> None:
+    """``load(dataset).filter("region = ...")`` with pushdown on: the other partitions' parts
+    are not fetched, and a later scan of the same DataFrame still counts every row."""
+    server, port = monitored
+    options = {"url": server.url, "bucket": bucket_name}
+    _write(spark, options)
+    spark.conf.set(CONF, "true")
+    try:
+        before = served(port)
+        everything = spark.read.format("natsobj").options(**options).load(PREFIX).count()
+        all_bytes = served(port) - before
+        df = spark.read.format("natsobj").options(**options, pushdown="true").load(PREFIX)
+        before = served(port)
+        one = df.filter("region = 'r3'").count()
+        one_bytes = served(port) - before
+        again = df.count()
+    finally:
+        spark.conf.unset(CONF)
+    assert (everything, one, again) == (REGIONS * ROWS, ROWS, REGIONS * ROWS)
+    print(f"\nserved: whole dataset {all_bytes} bytes, filter on one partition {one_bytes}")
     assert one_bytes < all_bytes * 0.15, (one_bytes, all_bytes)

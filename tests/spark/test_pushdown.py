@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.errors import PySparkException
+from pyspark.sql.functions import expr
 
 from natsobj.spark.pushdown import Condition, file_stats, may_match, row_group_stats
 
@@ -70,16 +71,22 @@ def test_the_reader_plans_only_parts_the_filters_may_match(options, store, spark
     from pyspark.sql.datasource import EqualTo, GreaterThan, In, IsNull, StringStartsWith
 
     from natsobj.spark.options import SourceOptions
+    from natsobj.spark.reader import PrunedPartition
     from natsobj.spark.source import NatsObjDataSource
 
     _write(spark, options)
-    source = NatsObjDataSource({**options, "path": PREFIX, "pushdown": "true"})
-    schema = source.schema()
 
     def planned(*filters) -> list[int]:
-        reader = source.reader(schema)
+        # One data source per load(): a second push for the same load plans a full read.
+        source = NatsObjDataSource({**options, "path": PREFIX, "pushdown": "true"})
+        reader = source.reader(source.schema())
         assert list(reader.pushFilters(list(filters))) == list(filters)  # Spark re-checks all
-        return [int(p.name.rsplit("/", 1)[1].split("-")[1]) for p in reader.partitions()]
+        kept = [
+            part
+            for p in reader.partitions()
+            for part in (p.kept if isinstance(p, PrunedPartition) else (p,))
+        ]
+        return [int(p.name.rsplit("/", 1)[1].split("-")[1]) for p in kept]
 
     assert planned() == [0, 1, 2, 3]
     assert planned(GreaterThan(("id",), 29_999)) == [3]
@@ -88,6 +95,87 @@ def test_the_reader_plans_only_parts_the_filters_may_match(options, store, spark
     assert planned(StringStartsWith(("tag",), "c")) == [0, 1, 2, 3]  # not decidable: all
     assert planned(EqualTo(("id",), "ten")) == [0, 1, 2, 3]  # another type: all
     assert SourceOptions.parse({**options, "path": PREFIX}).pushdown is False
+
+
+def test_a_second_push_for_one_load_plans_every_part(options, store, spark) -> None:
+    """A union or self-join pushes once per scan while Spark optimizes one query, and both
+    scans then run the last plan: so only the first push of a load prunes."""
+    from pyspark.sql.datasource import GreaterThan, LessThan
+
+    from natsobj.spark.source import NatsObjDataSource
+
+    _write(spark, options)
+    source = NatsObjDataSource({**options, "path": PREFIX, "pushdown": "true"})
+    first = source.reader(source.schema())
+    first.pushFilters([LessThan(("id",), 5_000)])
+    assert len(first.partitions()) == 1
+    second = source.reader(source.schema())
+    second.pushFilters([GreaterThan(("id",), 35_000)])
+    assert len(second.partitions()) == 4
+    other_load = NatsObjDataSource({**options, "path": PREFIX, "pushdown": "true"})
+    third = other_load.reader(other_load.schema())
+    third.pushFilters([GreaterThan(("id",), 35_000)])
+    assert len(third.partitions()) == 1
+
+
+def _loaded(spark, options):
+    return spark.read.format("natsobj").options(**options, pushdown="true").load(PREFIX)
+
+
+def test_a_dataframe_scanned_again_after_a_filter_counts_every_row(
+    spark, options, store, pushdown
+) -> None:
+    _write(spark, options)
+    df = _loaded(spark, options)
+    assert df.filter("id < 5000").count() == 5000
+    assert df.count() == ROWS  # the filter's plan, run for another scan, reads everything
+    assert df.filter("id >= 35000").count() == 5000
+    assert df.count() == ROWS
+    other = _loaded(spark, options)
+    assert other.count() == ROWS
+    assert other.filter("id < 5000").count() == 5000
+    assert other.count() == ROWS
+
+
+def test_a_union_and_a_self_join_of_one_dataframe_count_every_row(
+    spark, options, store, pushdown
+) -> None:
+    _write(spark, options)
+    df = _loaded(spark, options)
+    assert df.filter("id < 5000").union(df.filter("id >= 35000")).count() == 10_000
+    joined = _loaded(spark, options)
+    low, high = joined.filter("id < 5000").alias("low"), joined.filter("id >= 35000").alias("high")
+    assert low.join(high, expr("low.id = high.id - 35000")).count() == 5000
+
+
+def test_a_limit_or_a_filter_excluding_everything_then_a_count_counts_every_row(
+    spark, options, store, pushdown
+) -> None:
+    _write(spark, options)
+    df = _loaded(spark, options)
+    assert len(df.filter("id < 5000").limit(10).collect()) == 10
+    assert df.count() == ROWS
+    empty = _loaded(spark, options)
+    assert empty.filter("id > 40000").count() == 0
+    assert empty.count() == ROWS
+
+
+def test_a_pushed_plan_first_run_by_another_scan_reads_too_few_rows(
+    spark, options, store, pushdown
+) -> None:
+    """Why ``pushdown`` stays off by default: a pruned plan serves the first stage that runs
+    it, and nothing a task sees tells the scan that pushed it from another scan of the same
+    DataFrame that reuses its plan without calling Python. So a plan planned but not run by its
+    own query (``explain()``), or one query with one filtered and one unfiltered scan of one
+    DataFrame (one push) whose unfiltered scan runs first, reads too few rows. When this test
+    fails, the installed Spark plans per scan: turn the option's default on and drop this
+    test."""
+    _write(spark, options)
+    df = _loaded(spark, options)
+    df.filter("id < 5000")._jdf.queryExecution().executedPlan()  # what explain() plans
+    assert df.count() == 5000  # 40,000 rows
+    mixed = _loaded(spark, options)
+    assert mixed.union(mixed.filter("id >= 35000")).count() == 10_000  # 45,000 rows
 
 
 def test_pushdown_without_the_spark_conf_names_the_conf(spark, options, store) -> None:
@@ -122,20 +210,16 @@ def test_row_groups_are_chosen_by_their_statistics() -> None:
 def test_this_spark_shares_one_pushed_plan_per_loaded_dataframe(
     spark, options, store, pushdown
 ) -> None:
-    """Why ``pushdown`` is off by default. Spark 4.1-4.3 keep the read plan of a Python data
-    source on the relation (``PythonDataSourceV2.readInfo``), set by each ``pushFilters`` and
-    reused by every later scan of that DataFrame, so scans of one ``load()`` read the parts the
-    last pushed filter kept. Nothing on the Python side sees which scan it serves. When this
-    test fails, the installed Spark plans per scan (the fix is on Spark's master, for 5.0):
-    turn the option's default on and drop this test."""
+    """Spark 4.1-4.3 keep the read plan of a Python data source on the relation
+    (``PythonDataSourceV2.readInfo``), set by each ``pushFilters`` and reused by every later
+    scan of that DataFrame that pushes nothing, with no Python call: after a filter kept one
+    part, the plain DataFrame plans that one part (whose tasks then read everything, see
+    ``natsobj.spark.scan_claims``). When this test fails, the installed Spark plans per scan
+    (the fix is on Spark's master, for 5.0): turn ``pushdown``'s default on and drop
+    ``scan_claims``."""
     _write(spark, options)
     df = spark.read.format("natsobj").options(**options, pushdown="true").load(PREFIX)
     assert df.filter("id < 5000").count() == 5000
-    # 40,000 rows; the parts and row groups the filter kept are read again, unfiltered
-    assert df.count() == 5000
-    again = spark.read.format("natsobj").options(**options, pushdown="true").load(PREFIX)
-    both = again.filter("id < 5000").union(again.filter("id >= 35000"))
-    assert both.count() == 5000  # 10,000 rows: both scans read the part of the last filter
+    assert df.rdd.getNumPartitions() == 1  # the filter's plan, for a scan without a filter
     fresh = spark.read.format("natsobj").options(**options, pushdown="true")
-    assert fresh.load(PREFIX).filter("id < 5000").count() == 5000  # one load per scan is right
-    assert fresh.load(PREFIX).count() == ROWS
+    assert fresh.load(PREFIX).rdd.getNumPartitions() == 4  # one plan per load()
