@@ -41,6 +41,7 @@ from benchmarks import (
     scale,
     small_ops,
     tiering,
+    versioning,
 )
 from benchmarks.before import Checkout
 from benchmarks.figures import GiB, KiB, MiB, Section, machine
@@ -51,6 +52,7 @@ GROUPS = (
     "transfer",
     "small-ops",
     "expiry",
+    "versioning",
     "get-vs-push",
     "listing",
     "ranges",
@@ -206,6 +208,7 @@ def _on_one_server(
         ),
         ("small-ops", lambda: small_ops.measure(url, work, plan.repeats, plan.ops, before=before)),
         ("expiry", lambda: expiry.measure(url, plan.repeats, plan.ops)),
+        ("versioning", lambda: versioning.measure(url, plan.repeats, plan.ops)),
         ("get-vs-push", lambda: get_vs_push.measure(url, work, plan.repeats, plan.push_size)),
         ("listing", lambda: scale.measure(url, plan.scale_counts, plan.repeats, before=before)),
         (
