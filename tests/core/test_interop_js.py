@@ -16,6 +16,15 @@ import natsobj
 PEER = Path(__file__).parents[1] / "interop_js"
 
 
+@pytest.fixture(params=["unversioned", "versioned"])
+def store(store, request: pytest.FixtureRequest):  # type: ignore[no-untyped-def]
+    """Every exchange runs on a bucket keeping versions too (docs/versioning.md): nats.js sees
+    and writes the current versions as in one that keeps none."""
+    if request.param == "versioned":
+        store.set_versioning("Enabled")
+    return store
+
+
 def js(op: str, url: str, bucket: str, *args: str, prefixes: tuple[str, str] | None = None):
     """Run one peer operation; ``prefixes`` is (API prefix, inbox prefix) across accounts."""
     node = shutil.which("node")

@@ -14,7 +14,14 @@ import natsobj.aio
 from natsobj.sync import run
 
 
-async def _peers(url: str, bucket: str, *, natspy_creates: bool):
+@pytest.fixture(params=["unversioned", "versioned"])
+def versioned(request: pytest.FixtureRequest) -> bool:
+    """Every exchange runs on a bucket keeping versions too (docs/versioning.md): nats-py sees
+    and writes the current versions as in one that keeps none."""
+    return request.param == "versioned"
+
+
+async def _peers(url: str, bucket: str, *, natspy_creates: bool, versioned: bool):
     nc = await nats.connect(url)
     js = nc.jetstream()
     ours = await natsobj.aio.connect(url)
@@ -24,6 +31,8 @@ async def _peers(url: str, bucket: str, *, natspy_creates: bool):
     else:
         store = await ours.create_store(bucket)
         theirs = await js.object_store(bucket)
+    if versioned:
+        await store.set_versioning("Enabled")
     return nc, ours, store, theirs
 
 
@@ -33,9 +42,11 @@ async def _close(nc, ours, bucket: str) -> None:
     await nc.close()
 
 
-def test_we_read_what_natspy_writes(nats_url, bucket_name):
+def test_we_read_what_natspy_writes(nats_url, bucket_name, versioned):
     async def body() -> None:
-        nc, ours, store, theirs = await _peers(nats_url, bucket_name, natspy_creates=True)
+        nc, ours, store, theirs = await _peers(
+            nats_url, bucket_name, natspy_creates=True, versioned=versioned
+        )
         data = os.urandom(700_000)
         meta = nats.js.api.ObjectMeta(name="from-natspy", description="written by nats-py")
         await theirs.put("from-natspy", data, meta=meta)
@@ -54,11 +65,13 @@ def test_we_read_what_natspy_writes(nats_url, bucket_name):
     run(body())
 
 
-def test_natspy_reads_an_atomic_put(nats_url, bucket_name):
+def test_natspy_reads_an_atomic_put(nats_url, bucket_name, versioned):
     """An object written as one ADR-50 batch (natsobj.aio.atomic_put) reads as any other."""
 
     async def body() -> None:
-        nc, ours, store, theirs = await _peers(nats_url, bucket_name, natspy_creates=False)
+        nc, ours, store, theirs = await _peers(
+            nats_url, bucket_name, natspy_creates=False, versioned=versioned
+        )
         store.atomic_max_bytes = 1 << 40
         data = os.urandom(1_000_000)
         written = await store.put("atomic", data, description="one batch")
@@ -73,9 +86,11 @@ def test_natspy_reads_an_atomic_put(nats_url, bucket_name):
     run(body())
 
 
-def test_natspy_reads_what_we_write(nats_url, bucket_name):
+def test_natspy_reads_what_we_write(nats_url, bucket_name, versioned):
     async def body() -> None:
-        nc, ours, store, theirs = await _peers(nats_url, bucket_name, natspy_creates=False)
+        nc, ours, store, theirs = await _peers(
+            nats_url, bucket_name, natspy_creates=False, versioned=versioned
+        )
         data = os.urandom(1_000_000)
         written = await store.put(
             "from-natsobj",
@@ -105,9 +120,11 @@ def test_natspy_reads_what_we_write(nats_url, bucket_name):
     run(body())
 
 
-def test_natspy_delete_and_overwrite_of_our_objects(nats_url, bucket_name):
+def test_natspy_delete_and_overwrite_of_our_objects(nats_url, bucket_name, versioned):
     async def body() -> None:
-        nc, ours, store, theirs = await _peers(nats_url, bucket_name, natspy_creates=False)
+        nc, ours, store, theirs = await _peers(
+            nats_url, bucket_name, natspy_creates=False, versioned=versioned
+        )
         await store.put("shared", b"v1" * 100_000)
         await theirs.put("shared", b"v2")
         assert await store.get_bytes("shared") == b"v2"
@@ -120,9 +137,11 @@ def test_natspy_delete_and_overwrite_of_our_objects(nats_url, bucket_name):
     run(body())
 
 
-def test_empty_bucket_lists_as_empty(nats_url, bucket_name):
+def test_empty_bucket_lists_as_empty(nats_url, bucket_name, versioned):
     async def body() -> None:
-        nc, ours, store, _theirs = await _peers(nats_url, bucket_name, natspy_creates=True)
+        nc, ours, store, _theirs = await _peers(
+            nats_url, bucket_name, natspy_creates=True, versioned=versioned
+        )
         assert await store.list() == []
         await _close(nc, ours, bucket_name)
 
