@@ -13,7 +13,7 @@ import pytest
 import natsobj
 from natsobj.names import all_chunks_subject, all_versions_subject, chunk_subject
 from natsobj.sync import run
-from natsobj.versioning import Versioning
+from natsobj.versioning import Versioning, is_delete_marker
 
 
 def _subjects(raw, bucket: str, subject: str) -> int:
@@ -207,3 +207,27 @@ def test_the_example_in_docs_versioning_runs_as_written(nats_url, bucket_name, c
         listed = store.versions()
         assert [(v.delete_marker, v.is_latest) for v in listed] == [(True, True), (False, False)]
         client.delete_store(bucket_name)
+
+
+def test_the_change_feed_names_each_version_and_delete_marker(store) -> None:
+    """``changes()`` (what sensors and triggers poll) reports every write of a versioned
+    bucket with its version id (``nuid``) and tells a delete marker from a plain delete."""
+    _versioned(store)
+    seen, cursor = [], 0
+
+    def poll() -> None:
+        nonlocal cursor
+        batch = store.changes(cursor)
+        seen.extend(batch)
+        cursor = batch.last_sequence
+
+    first = store.put("feed", b"1")
+    poll()
+    second = store.put("feed", b"2")
+    poll()
+    marker = store.delete("feed")
+    poll()
+    assert [info.nuid for info in seen] == [first.nuid, second.nuid, marker.nuid]
+    assert [is_delete_marker(info) for info in seen] == [False, False, True]
+    listed = {v.version_id for v in store.versions()}
+    assert listed == {first.nuid, second.nuid, marker.nuid}
