@@ -27,6 +27,7 @@ from natsobj.errors import (
     NotConnected,
     ObjectChanged,
     ObjectExists,
+    ObjectLocked,
     ObjectNotFound,
     ObjectTooLarge,
     PermissionDenied,
@@ -41,7 +42,7 @@ from natsobj.errors import (
 from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ObjectInfo, ObjectLink, StoreStatus
 from natsobj.settings import ConnectionSettings
-from natsobj.versioning import ObjectVersion, Versioning
+from natsobj.versioning import LockMode, ObjectVersion, Versioning, VersionLock
 
 if TYPE_CHECKING:
     from natsobj.aio.put_modes import CREATE, OVERWRITE, PutMode
@@ -85,6 +86,7 @@ __all__ = [
     "ExpiryNotEnabled",
     "LifecycleRule",
     "LinkError",
+    "LockMode",
     "MissingDigest",
     "NatsObjError",
     "NoRoom",
@@ -94,6 +96,7 @@ __all__ = [
     "ObjectExists",
     "ObjectInfo",
     "ObjectLink",
+    "ObjectLocked",
     "ObjectNotFound",
     "ObjectStore",
     "ObjectTooLarge",
@@ -108,6 +111,7 @@ __all__ = [
     "UnsafeLocalPath",
     "UnsafeLocalState",
     "UntrustedArchiveLocation",
+    "VersionLock",
     "Versioning",
     "connect",
 ]

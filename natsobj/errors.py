@@ -158,6 +158,16 @@ class StoreSealed(NatsObjError):
     hint = "A sealed store is read-only; write to another bucket."
 
 
+class ObjectLocked(NatsObjError):
+    """A version under retention or a legal hold (``natsobj.versioning.VersionLock``): it
+    cannot be removed or changed, nor its lock shortened, until the lock allows it."""
+
+    hint = (
+        "Wait until its retain-until date or lift its legal hold; a governance-mode retention"
+        " may be bypassed by a caller allowed to (bypass_governance=True)."
+    )
+
+
 class StoreFull(NatsObjError):
     hint = "The bucket reached max_bytes; delete objects, compact, or raise max_bytes."
 

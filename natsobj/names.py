@@ -109,14 +109,20 @@ def all_chunks_subject(bucket: str) -> str:
     return f"{OBJECT_SUBJECT_PREFIX}.{bucket}.C.>"
 
 
-# The token under the chunk subjects that holds kept versions' records (natsobj.versioning):
-# never a nuid, whose tokens are 22 characters long
+# The tokens under the chunk subjects that hold kept versions' records and versions' locks
+# (natsobj.versioning): never a nuid, whose tokens are 22 characters long
 VERSIONS_TOKEN = "V"
+LOCKS_TOKEN = "L"
 
 
 def version_subject(bucket: str, name: str, version_id: str) -> str:
     """Where the record of a kept version of ``name`` is (``natsobj.versioning``)."""
     return f"{OBJECT_SUBJECT_PREFIX}.{bucket}.C.{VERSIONS_TOKEN}.{encode_name(name)}.{version_id}"
+
+
+def lock_subject(bucket: str, name: str, version_id: str) -> str:
+    """Where the lock of a version of ``name`` is (``natsobj.versioning.VersionLock``)."""
+    return f"{OBJECT_SUBJECT_PREFIX}.{bucket}.C.{LOCKS_TOKEN}.{encode_name(name)}.{version_id}"
 
 
 def all_versions_subject(bucket: str) -> str:
@@ -126,6 +132,11 @@ def all_versions_subject(bucket: str) -> str:
 def is_version_subject(bucket: str, subject: str) -> bool:
     """Whether a subject under the chunk subjects holds a kept version's record, not chunks."""
     return subject.startswith(f"{OBJECT_SUBJECT_PREFIX}.{bucket}.C.{VERSIONS_TOKEN}.")
+
+
+def is_lock_subject(bucket: str, subject: str) -> bool:
+    """Whether a subject under the chunk subjects holds a version's lock, not chunks."""
+    return subject.startswith(f"{OBJECT_SUBJECT_PREFIX}.{bucket}.C.{LOCKS_TOKEN}.")
 
 
 def all_meta_subject(bucket: str) -> str:

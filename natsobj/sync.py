@@ -9,7 +9,7 @@ import io
 import os
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Any, TypeVar, Unpack, cast
 
@@ -25,7 +25,13 @@ from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ObjectInfo, StoreStatus, Tiering
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
-from natsobj.versioning import ObjectVersion, Versioning
+from natsobj.versioning import (
+    DefaultRetention,
+    LockMode,
+    ObjectVersion,
+    Versioning,
+    VersionLock,
+)
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -456,8 +462,10 @@ class ObjectStore:
         )
 
     @_mirrors(_core.ObjectStore.delete)
-    def delete(self, name: str, *, version: str | None = None) -> ObjectInfo:
-        return run(self._store.delete(name, version=version))
+    def delete(
+        self, name: str, *, version: str | None = None, bypass_governance: bool = False
+    ) -> ObjectInfo:
+        return run(self._store.delete(name, version=version, bypass_governance=bypass_governance))
 
     @_mirrors(_core.ObjectStore.seal)
     def seal(self) -> StoreStatus:
@@ -478,6 +486,42 @@ class ObjectStore:
     @_mirrors(_core.ObjectStore.set_versioning)
     def set_versioning(self, state: Versioning | str) -> Versioning:
         return run(self._store.set_versioning(state))
+
+    @_mirrors(_core.ObjectStore.lock)
+    def lock(
+        self,
+        name: str,
+        *,
+        version: str | None = None,
+        mode: LockMode | str | None = None,
+        retain_until: datetime | None = None,
+        legal_hold: bool | None = None,
+        clear_retention: bool = False,
+        bypass_governance: bool = False,
+    ) -> VersionLock:
+        return run(
+            self._store.lock(
+                name,
+                version=version,
+                mode=mode,
+                retain_until=retain_until,
+                legal_hold=legal_hold,
+                clear_retention=clear_retention,
+                bypass_governance=bypass_governance,
+            )
+        )
+
+    @_mirrors(_core.ObjectStore.lock_info)
+    def lock_info(self, name: str, *, version: str | None = None) -> VersionLock:
+        return run(self._store.lock_info(name, version=version))
+
+    @_mirrors(_core.ObjectStore.default_retention)
+    def default_retention(self) -> DefaultRetention | None:
+        return run(self._store.default_retention())
+
+    @_mirrors(_core.ObjectStore.set_default_retention)
+    def set_default_retention(self, retention: DefaultRetention | None) -> None:
+        run(self._store.set_default_retention(retention))
 
     @_mirrors(_core.ObjectStore.versions)
     def versions(

@@ -13,7 +13,12 @@ from natsobj.errors import BadObjectMeta
 from natsobj.hints import Hint, Operation
 from natsobj.local.name_index import decoded
 from natsobj.model import ObjectInfo
-from natsobj.names import all_chunks_subject, chunk_subject, is_version_subject
+from natsobj.names import (
+    all_chunks_subject,
+    chunk_subject,
+    is_lock_subject,
+    is_version_subject,
+)
 from natsobj.record_fields import trusted_nuid
 from natsobj.wire import MARKER_REASON
 
@@ -34,7 +39,8 @@ async def compact(stream: BucketStream, *, min_age: float) -> CompactResult:
     # kept versions' records are under the chunk subjects too, never chunks of their own, and
     # name their version's chunks by their subject's last token, whatever the record says
     records = {s for s in before.state.subjects if is_version_subject(stream.bucket, s)}
-    chunk_subjects = set(before.state.subjects) - records
+    locks = {s for s in before.state.subjects if is_lock_subject(stream.bucket, s)}
+    chunk_subjects = set(before.state.subjects) - records - locks
     referenced = await _referenced_chunks(stream)
     referenced.update(chunk_subject(stream.bucket, s.rsplit(".", 1)[-1]) for s in records)
     result = CompactResult()

@@ -12,6 +12,7 @@ from natsobj.aio import (
     compaction,
     links,
     listing,
+    locks,
     meta_update,
     put_modes,
     put_pipeline,
@@ -32,7 +33,15 @@ from natsobj.aio.stream import BucketStream
 from natsobj.aio.versioning_state import BucketVersioning
 from natsobj.aio.watch import ObjectWatcher
 from natsobj.cursors import ChangeCursor
-from natsobj.errors import BucketNotFound, LinkError, ObjectChanged, ObjectNotFound, ObjectTooLarge
+from natsobj.errors import (
+    BucketNotFound,
+    LinkError,
+    NatsObjError,
+    ObjectChanged,
+    ObjectLocked,
+    ObjectNotFound,
+    ObjectTooLarge,
+)
 from natsobj.lifecycle import LifecycleRule, coerce_ttl
 from natsobj.local.files import open_target, replacing
 from natsobj.model import ObjectInfo, ObjectLink, StoreStatus, StreamInfo, Tiering
@@ -46,7 +55,14 @@ from natsobj.names import (
 from natsobj.retry import RACED
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
-from natsobj.versioning import ObjectVersion, Versioning
+from natsobj.versioning import (
+    DefaultRetention,
+    LockMode,
+    ObjectVersion,
+    Versioning,
+    VersionLock,
+    utcnow,
+)
 from natsobj.wire import direct_get_subject
 
 T = TypeVar("T")
@@ -245,7 +261,7 @@ class ObjectStore:
         expiry = coerce_ttl(ttl)  # parsed once, here where the caller gave it
         mode = put_modes.from_keywords(mode, expected_sequence, if_absent)
         required = await put_modes.expected_sequence(self, name, mode)
-        return await put_pipeline.put(
+        info = await put_pipeline.put(
             self.bucket_stream,
             self.expiry,
             self._replacing,
@@ -264,6 +280,21 @@ class ObjectStore:
             digest_headers=digest_headers,
             kept=self._kept,
         )
+        retention = await self.versioning_state.default_retention()
+        if retention is not None and tiering is None:
+            fresh = (VersionLock(), 0)
+            now = utcnow()
+            lock = retention.lock_from(now)
+            await locks.change(
+                self.bucket_stream,
+                name,
+                info.nuid,
+                lock,
+                now,
+                bypass_governance=False,
+                current=fresh,
+            )
+        return info
 
     # -- get --------------------------------------------------------------------------------------
 
@@ -478,6 +509,7 @@ class ObjectStore:
         A rename keeps the chunks and moves only the meta record. An expiring object keeps
         its expiry: the new record gets the time left (its chunks expire after it as before)."""
         info = await self.get_info(name)
+        await self._check_unlocked(info)
         target = new_name if new_name is not None else name
         self._check_name(target)
         existing = await self._current(target) if target != name else None
@@ -492,7 +524,9 @@ class ObjectStore:
             metadata=metadata,
         )
 
-    async def delete(self, name: str, *, version: str | None = None) -> ObjectInfo:
+    async def delete(
+        self, name: str, *, version: str | None = None, bypass_governance: bool = False
+    ) -> ObjectInfo:
         """Leave a tombstone meta record and purge the chunks; deleting twice is a no-op.
         An object whose record fails validation is deleted too (this is how it is got rid
         of), its chunks purged only under a nuid that is one subject token. In a bucket
@@ -501,9 +535,10 @@ class ObjectStore:
 
         ``version``: remove that version for good (its record and its chunks); removing the
         current one makes the newest kept one before it current again. Returns what was
-        removed."""
+        removed. A version whose lock holds is ObjectLocked (``lock``); a governance-mode
+        retention gives way to ``bypass_governance``."""
         if version is not None:
-            return await self._delete_version(name, version)
+            return await self._delete_version(name, version, bypass_governance)
         info = await self._replacing(name)
         if info is None:
             raise ObjectNotFound("object does not exist", bucket=self.bucket, name=name)
@@ -519,12 +554,28 @@ class ObjectStore:
             await self.bucket_stream.purge(chunk_subject(self.bucket, info.nuid))
         return tombstone
 
-    async def _delete_version(self, name: str, version: str) -> ObjectInfo:
+    async def _delete_version(self, name: str, version: str, bypass_governance: bool) -> ObjectInfo:
         self._check_name(name)
         current = await self._current(name)
         removed = await self._version_info(name, version, include_deleted=True)
+        await locks.check_removable(
+            self.bucket_stream, name, version, utcnow(), bypass_governance=bypass_governance
+        )
         await versions.remove(self.bucket_stream, current, removed)
+        await locks.forget(self.bucket_stream, name, version)
         return removed
+
+    async def _check_unlocked(self, info: ObjectInfo) -> None:
+        """ObjectLocked for a version whose lock holds: its record is not changed in place."""
+        if await self.versioning_state.state() is Versioning.UNVERSIONED:
+            return  # no version of an unversioned bucket can be locked
+        lock, _ = await locks.read(self.bucket_stream, info.name, info.nuid)
+        if lock.holds(utcnow()):
+            raise ObjectLocked(
+                f"version {info.nuid} is locked: its record cannot be changed in place",
+                bucket=self.bucket,
+                name=info.name,
+            )
 
     async def add_link(self, name: str, target: ObjectInfo) -> ObjectInfo:
         """Make ``name`` a link to the object ``target`` (in any bucket); reads of ``name`` then
@@ -593,6 +644,71 @@ class ObjectStore:
         unversioned again (ValueError). Needs a stream admin's permission. Other processes'
         puts follow within ``natsobj.aio.expiry.REFRESH_SECONDS``."""
         return await self.versioning_state.set(Versioning.parse(state))
+
+    async def lock(
+        self,
+        name: str,
+        *,
+        version: str | None = None,
+        mode: LockMode | str | None = None,
+        retain_until: datetime | None = None,
+        legal_hold: bool | None = None,
+        clear_retention: bool = False,
+        bypass_governance: bool = False,
+    ) -> VersionLock:
+        """Retain a version (the current one unless ``version``) in ``mode`` until
+        ``retain_until`` (an aware datetime), set or lift its ``legal_hold``, or
+        ``clear_retention``, as S3's PutObjectRetention and PutObjectLegalHold; parts not
+        given are kept. A locked version cannot be removed, nor its record changed; a
+        compliance-mode retention cannot be shortened or lifted by anyone, a governance-mode
+        one only with ``bypass_governance`` (ObjectLocked otherwise). Locks need a versioned
+        bucket: an unversioned one replaces what it locks with every put."""
+        info = await self._lockable(name, version)
+        current = await locks.read(self.bucket_stream, name, info.nuid)
+        base = VersionLock() if current[0] is locks.UNREADABLE else current[0]
+        new = base.with_changes(
+            mode=mode,
+            retain_until=retain_until,
+            legal_hold=legal_hold,
+            clear_retention=clear_retention,
+        )
+        return await locks.change(
+            self.bucket_stream,
+            name,
+            info.nuid,
+            new,
+            utcnow(),
+            bypass_governance=bypass_governance,
+            current=current,
+        )
+
+    async def lock_info(self, name: str, *, version: str | None = None) -> VersionLock:
+        """A version's lock (the current version's unless ``version``): S3's
+        GetObjectRetention and GetObjectLegalHold in one."""
+        info = await self._lockable(name, version)
+        lock, _ = await locks.read(self.bucket_stream, name, info.nuid)
+        return lock
+
+    async def _lockable(self, name: str, version: str | None) -> ObjectInfo:
+        if await self.versioning_state.state(fresh=True) is Versioning.UNVERSIONED:
+            raise NatsObjError(
+                "locks need a versioned bucket: an unversioned one replaces the version it"
+                " would lock with the next put",
+                bucket=self.bucket,
+                name=name,
+                hint="Turn versioning on first: set_versioning('Enabled').",
+            )
+        return await self.get_info(name, version=version)
+
+    async def default_retention(self) -> DefaultRetention | None:
+        """The retention every new version of the bucket gets (S3's Object Lock default)."""
+        return await self.versioning_state.default_retention(fresh=True)
+
+    async def set_default_retention(self, retention: DefaultRetention | None) -> None:
+        """Retain every version a natsobj write makes from now on as ``retention`` says
+        (None: no default); the bucket must keep versions (ValueError otherwise). Other
+        processes follow within ``natsobj.aio.expiry.REFRESH_SECONDS``."""
+        await self.versioning_state.set_default_retention(retention)
 
     async def versions(
         self, *, prefix: str | None = None, glob: str | None = None

@@ -12,7 +12,13 @@ from typing import Any
 from natsobj.aio.expiry import REFRESH_SECONDS
 from natsobj.aio.stream import BucketStream, StreamInfo
 from natsobj.model import ObjectInfo
-from natsobj.versioning import SUSPENDED_AT_METADATA_KEY, VERSIONING_METADATA_KEY, Versioning
+from natsobj.versioning import (
+    DEFAULT_RETENTION_METADATA_KEY,
+    SUSPENDED_AT_METADATA_KEY,
+    VERSIONING_METADATA_KEY,
+    DefaultRetention,
+    Versioning,
+)
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +40,21 @@ def _state_of(bucket: str, config: dict[str, Any]) -> Versioning:
         return Versioning.ENABLED
 
 
+def _retention_of(bucket: str, config: dict[str, Any]) -> DefaultRetention | None:
+    """The default retention the metadata says; one that cannot be read is warned about and
+    applies none (a put is not refused for it; the versions it keeps are kept)."""
+    value = (config.get("metadata") or {}).get(DEFAULT_RETENTION_METADATA_KEY)
+    if value is None:
+        return None
+    try:
+        return DefaultRetention.decode(value)
+    except ValueError as exc:
+        log.warning(
+            "bucket %r: its default retention is unreadable (%s); none applied", bucket, exc
+        )
+        return None
+
+
 class BucketVersioning:
     """The versioning state of one store's bucket (``ObjectStore.versioning``)."""
 
@@ -46,12 +67,26 @@ class BucketVersioning:
         at = (info.config.get("metadata") or {}).get(SUSPENDED_AT_METADATA_KEY)
         # unreadable: every version counts as written before it (kept; none is lost)
         self._suspended_at = int(at) if at is not None and at.isdigit() else None
+        self._default_retention = _retention_of(self.stream.bucket, info.config)
         self._read_at = time.monotonic()
 
     async def state(self, *, fresh: bool = False) -> Versioning:
         if fresh or time.monotonic() - self._read_at > REFRESH_SECONDS:
             self.note(await self.stream.info())
         return self._state
+
+    async def default_retention(self, *, fresh: bool = False) -> DefaultRetention | None:
+        await self.state(fresh=fresh)
+        return self._default_retention
+
+    async def set_default_retention(self, retention: DefaultRetention | None) -> None:
+        """Keep (None: drop) the bucket's default retention; it needs versioning on."""
+        if retention is not None and await self.state(fresh=True) is not Versioning.ENABLED:
+            raise ValueError(
+                f"bucket {self.stream.bucket!r}: a default retention needs versioning enabled"
+            )
+        value = retention.encode() if retention is not None else None
+        self.note(await self.stream.set_metadata(DEFAULT_RETENTION_METADATA_KEY, value))
 
     async def keeps(self, info: ObjectInfo) -> bool:
         """Whether a write replacing ``info`` keeps it: in a bucket keeping versions, and in
