@@ -515,6 +515,14 @@ class ObjectStore:
     def lock_info(self, name: str, *, version: str | None = None) -> VersionLock:
         return run(self._store.lock_info(name, version=version))
 
+    @_mirrors(_core.ObjectStore.object_lock)
+    def object_lock(self) -> bool:
+        return run(self._store.object_lock())
+
+    @_mirrors(_core.ObjectStore.enable_object_lock)
+    def enable_object_lock(self) -> None:
+        run(self._store.enable_object_lock())
+
     @_mirrors(_core.ObjectStore.default_retention)
     def default_retention(self) -> DefaultRetention | None:
         return run(self._store.default_retention())

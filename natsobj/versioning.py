@@ -26,6 +26,8 @@ VERSIONING_METADATA_KEY = "natsobj.versioning"
 # The stream's last sequence when versioning was suspended: a version written before it (while
 # versions were kept) is still kept when a suspended bucket's write replaces it
 SUSPENDED_AT_METADATA_KEY = "natsobj.versioning.suspended_at"
+# Object Lock turned on for the bucket ("Enabled"): its versioning can no longer be suspended
+OBJECT_LOCK_METADATA_KEY = "natsobj.versioning.object_lock"
 # The bucket's default retention (``DefaultRetention``), applied to every version natsobj writes
 DEFAULT_RETENTION_METADATA_KEY = "natsobj.versioning.default_retention"
 # On a kept version's record: when the version was written and its meta sequence then (the
@@ -223,6 +225,7 @@ def utcnow() -> datetime:
 __all__ = [
     "DEFAULT_RETENTION_METADATA_KEY",
     "DELETE_MARKER_HEADER",
+    "OBJECT_LOCK_METADATA_KEY",
     "SUSPENDED_AT_METADATA_KEY",
     "VERSIONING_METADATA_KEY",
     "DefaultRetention",

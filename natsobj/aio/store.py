@@ -700,6 +700,17 @@ class ObjectStore:
             )
         return await self.get_info(name, version=version)
 
+    async def object_lock(self) -> bool:
+        """Whether Object Lock is on for the bucket (``enable_object_lock``)."""
+        return await self.versioning_state.object_lock(fresh=True)
+
+    async def enable_object_lock(self) -> None:
+        """Turn S3 Object Lock on for the bucket, for good: versioning is enabled and can no
+        longer be suspended (ValueError then), as S3 has it. Locks themselves (``lock``,
+        ``set_default_retention``) need only versioning; this is the bucket-level switch S3
+        clients ask about (GetObjectLockConfiguration)."""
+        await self.versioning_state.enable_object_lock()
+
     async def default_retention(self) -> DefaultRetention | None:
         """The retention every new version of the bucket gets (S3's Object Lock default)."""
         return await self.versioning_state.default_retention(fresh=True)

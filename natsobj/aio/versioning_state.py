@@ -14,6 +14,7 @@ from natsobj.aio.stream import BucketStream, StreamInfo
 from natsobj.model import ObjectInfo
 from natsobj.versioning import (
     DEFAULT_RETENTION_METADATA_KEY,
+    OBJECT_LOCK_METADATA_KEY,
     SUSPENDED_AT_METADATA_KEY,
     VERSIONING_METADATA_KEY,
     DefaultRetention,
@@ -68,6 +69,8 @@ class BucketVersioning:
         # unreadable: every version counts as written before it (kept; none is lost)
         self._suspended_at = int(at) if at is not None and at.isdigit() else None
         self._default_retention = _retention_of(self.stream.bucket, info.config)
+        metadata = info.config.get("metadata") or {}
+        self._object_lock = metadata.get(OBJECT_LOCK_METADATA_KEY) is not None
         self._read_at = time.monotonic()
 
     async def state(self, *, fresh: bool = False) -> Versioning:
@@ -78,6 +81,15 @@ class BucketVersioning:
     async def default_retention(self, *, fresh: bool = False) -> DefaultRetention | None:
         await self.state(fresh=fresh)
         return self._default_retention
+
+    async def object_lock(self, *, fresh: bool = False) -> bool:
+        await self.state(fresh=fresh)
+        return self._object_lock
+
+    async def enable_object_lock(self) -> None:
+        """Turn Object Lock on for good: versioning enabled, and never suspended again."""
+        await self.set(Versioning.ENABLED)
+        self.note(await self.stream.set_metadata(OBJECT_LOCK_METADATA_KEY, "Enabled"))
 
     async def set_default_retention(self, retention: DefaultRetention | None) -> None:
         """Keep (None: drop) the bucket's default retention; it needs versioning on."""
@@ -107,6 +119,11 @@ class BucketVersioning:
             raise ValueError(
                 f"bucket {self.stream.bucket!r} has been versioned: its versioning can be"
                 " suspended, not turned off (the versions it kept stay either way)"
+            )
+        if state is Versioning.SUSPENDED and self._object_lock:
+            raise ValueError(
+                f"bucket {self.stream.bucket!r} has Object Lock on: its versioning cannot be"
+                " suspended (S3's rule: the locks need every version kept)"
             )
         if state is not current:
             if state is Versioning.SUSPENDED:

@@ -125,3 +125,11 @@ def test_lock_rules_are_judged_in_utc_time() -> None:
         VersionLock().with_changes(mode="GOVERNANCE", retain_until=datetime(2030, 1, 1))
     with pytest.raises(ValueError, match="both a mode"):
         VersionLock().with_changes(mode="GOVERNANCE")
+
+
+def test_object_lock_keeps_versioning_enabled_for_good(store) -> None:
+    assert not store.object_lock()
+    store.enable_object_lock()
+    assert store.object_lock() and store.versioning() is natsobj.Versioning.ENABLED
+    with pytest.raises(ValueError, match=r"cannot be\s+suspended"):
+        store.set_versioning("Suspended")
