@@ -14,7 +14,7 @@ from natsobj.aio import Client
 from natsobj.aio.name_sync import name_page, name_pages
 from natsobj.aio.stream import BucketStream, LastMsg
 from natsobj.errors import BucketNotFound
-from natsobj.gateway import acl, listing, versions, xml
+from natsobj.gateway import acl, listing, object_lock, versions, xml
 from natsobj.gateway.hidden import is_uploads_store
 from natsobj.gateway.multipart import forget_uploads
 from natsobj.gateway.s3errors import S3Error
@@ -106,6 +106,7 @@ async def create_bucket(client: Client, bucket: str, headers: Mapping[str, str])
     store = await client.create_store(bucket)
     if wanted is not None and wanted != await acl.bucket_acl(store):
         await acl.set_bucket_acl(store, wanted)
+    await object_lock.enable_at_creation(client, bucket, headers)
     return web.Response(headers={"Location": f"/{bucket}"})
 
 

@@ -7,7 +7,7 @@ from aiohttp import web
 
 from natsobj.aio import Client
 from natsobj.errors import NatsObjError, ObjectNotFound
-from natsobj.gateway import versions, xml
+from natsobj.gateway import object_lock, versions, xml
 from natsobj.gateway.s3errors import S3Error, from_natsobj
 from natsobj.model import ObjectInfo
 from natsobj.versioning import is_delete_marker
@@ -47,10 +47,11 @@ async def delete_objects(client: Client, request: web.Request, bucket: str) -> w
     keys, quiet = parse(await xml.read_body(request, MAX_BODY))
     store = await client.store(bucket)
     parts = []
+    bypass = object_lock.bypasses(request.headers)
     for key, version in keys:
         named = xml.element("VersionId", version) if version is not None else ""
         try:
-            removed = await store.delete(key, version=version)
+            removed = await store.delete(key, version=version, bypass_governance=bypass)
         except ObjectNotFound:
             removed = None
         except NatsObjError as exc:

@@ -16,7 +16,16 @@ from aiohttp import web
 
 from natsobj.aio import Client, ObjectStore, RangeReader
 from natsobj.errors import ObjectNotFound
-from natsobj.gateway import checksums, chunked, conditions, etags, metadata, parts, versions
+from natsobj.gateway import (
+    checksums,
+    chunked,
+    conditions,
+    etags,
+    metadata,
+    object_lock,
+    parts,
+    versions,
+)
 from natsobj.gateway.authentication import STREAMING_PREFIX, UNSIGNED, PayloadCheck, Verified
 from natsobj.gateway.s3errors import S3Error
 from natsobj.model import ObjectInfo
@@ -178,6 +187,7 @@ async def put_object(
     store = await client.store(bucket)
     headers, meta = metadata.from_request(request.headers)
     mode = await conditions.write_precondition(store, key, request.headers)
+    wanted = await object_lock.requested(store, request.headers)
     info = await store.put(
         key,
         body.pieces(),
@@ -186,6 +196,7 @@ async def put_object(
         mode=mode,
         digest_headers=body.keep,
     )
+    await object_lock.lock_new_version(store, key, info.nuid, wanted)
     kept = await versions.id_headers(store, info.nuid)
     return web.Response(headers={"ETag": metadata.etag(info), **body.checksums, **kept})
 
@@ -334,14 +345,15 @@ async def range_pieces(reader: RangeReader, start: int, end: int) -> AsyncIterat
 
 
 async def delete_object(
-    client: Client, bucket: str, key: str, version: str | None = None
+    client: Client, request: web.Request, bucket: str, key: str, version: str | None = None
 ) -> web.Response:
     """S3 answers 204 whether or not the key (or the version) existed. In a versioned bucket
     the delete leaves a marker, whose id it answers with; ``version`` removes that version
-    for good."""
+    for good (a locked one is AccessDenied unless a governance retention is bypassed)."""
     store = await client.store(bucket)
+    bypass = object_lock.bypasses(request.headers)
     try:
-        removed = await store.delete(key, version=version)
+        removed = await store.delete(key, version=version, bypass_governance=bypass)
     except ObjectNotFound:
         return web.Response(status=204)
     headers = await versions.id_headers(store, removed.nuid, marker=removed.deleted)

@@ -27,6 +27,7 @@ from natsobj.gateway import (
     copying,
     deletes,
     multipart,
+    object_lock,
     objects,
     versions,
 )
@@ -122,10 +123,16 @@ def _list_objects(version: int) -> Handler:
     return handler
 
 
+def _version(c: Call) -> str | None:
+    """The version a request names (``versionId``), None for the current one."""
+    return versions.requested(c.query.get("versionId"))
+
+
 def _get_object(head: bool) -> Handler:
     def handler(c: Call) -> Awaitable[web.StreamResponse]:
-        version = versions.requested(c.query.get("versionId"))
-        return objects.get_object(c.client, c.request, c.bucket, c.key, head=head, version=version)
+        return objects.get_object(
+            c.client, c.request, c.bucket, c.key, head=head, version=_version(c)
+        )
 
     return handler
 
@@ -174,6 +181,22 @@ ROUTES: tuple[Route, ...] = (
         lambda c: versions.put_versioning(c.client, c.request, c.bucket),
         SETTINGS,
         query=("versioning",),
+    ),
+    Route(
+        "GetObjectLockConfiguration",
+        "GET",
+        B,
+        lambda c: object_lock.get_configuration(c.client, c.bucket),
+        READ,
+        query=("object-lock",),
+    ),
+    Route(
+        "PutObjectLockConfiguration",
+        "PUT",
+        B,
+        lambda c: object_lock.put_configuration(c.client, c.request, c.bucket),
+        SETTINGS,
+        query=("object-lock",),
     ),
     Route(
         "GetBucketAcl",
@@ -235,6 +258,42 @@ ROUTES: tuple[Route, ...] = (
         lambda c: acl.put_object_acl(c.client, c.request, c.bucket, c.key),
         WRITE,
         query=("acl",),
+    ),
+    Route(
+        "GetObjectRetention",
+        "GET",
+        OBJ,
+        lambda c: object_lock.get_retention(c.client, c.bucket, c.key, _version(c)),
+        READ,
+        query=("retention",),
+        versioned=True,
+    ),
+    Route(
+        "PutObjectRetention",
+        "PUT",
+        OBJ,
+        lambda c: object_lock.put_retention(c.client, c.request, c.bucket, c.key, _version(c)),
+        WRITE,
+        query=("retention",),
+        versioned=True,
+    ),
+    Route(
+        "GetObjectLegalHold",
+        "GET",
+        OBJ,
+        lambda c: object_lock.get_legal_hold(c.client, c.bucket, c.key, _version(c)),
+        READ,
+        query=("legal-hold",),
+        versioned=True,
+    ),
+    Route(
+        "PutObjectLegalHold",
+        "PUT",
+        OBJ,
+        lambda c: object_lock.put_legal_hold(c.client, c.request, c.bucket, c.key, _version(c)),
+        WRITE,
+        query=("legal-hold",),
+        versioned=True,
     ),
     Route(
         "CreateMultipartUpload",
@@ -321,9 +380,7 @@ ROUTES: tuple[Route, ...] = (
         "DeleteObject",
         "DELETE",
         OBJ,
-        lambda c: objects.delete_object(
-            c.client, c.bucket, c.key, versions.requested(c.query.get("versionId"))
-        ),
+        lambda c: objects.delete_object(c.client, c.request, c.bucket, c.key, _version(c)),
         WRITE,
         versioned=True,
     ),
@@ -338,19 +395,16 @@ UNSUPPORTED = (
     "encryption",
     "intelligent-tiering",
     "inventory",
-    "legal-hold",
     "lifecycle",
     "logging",
     "metrics",
     "notification",
-    "object-lock",
     "ownershipControls",
     "policy",
     "publicAccessBlock",
     "replication",
     "requestPayment",
     "restore",
-    "retention",
     "select",
     "tagging",
     "torrent",

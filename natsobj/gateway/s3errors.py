@@ -14,6 +14,7 @@ from natsobj.errors import (
     NotConnected,
     ObjectChanged,
     ObjectExists,
+    ObjectLocked,
     ObjectNotFound,
     PermissionDenied,
     StoreFull,
@@ -41,6 +42,7 @@ STATUS: dict[str, int] = {
     "InvalidPartNumber": 416,
     "InvalidAccessKeyId": 403,
     "InvalidArgument": 400,
+    "InvalidBucketState": 409,
     "InvalidBucketName": 400,
     "InvalidRange": 416,
     "InvalidRequest": 400,
@@ -52,10 +54,12 @@ STATUS: dict[str, int] = {
     "MissingContentLength": 411,
     "NoSuchBucket": 404,
     "NoSuchKey": 404,
+    "NoSuchObjectLockConfiguration": 404,
     "NoSuchUpload": 404,
     "NoSuchVersion": 404,
     "NotImplemented": 501,
     "NotModified": 304,
+    "ObjectLockConfigurationNotFoundError": 404,
     "PreconditionFailed": 412,
     "RequestTimeTooSkewed": 403,
     "ServiceUnavailable": 503,
@@ -95,6 +99,8 @@ _CODES: tuple[tuple[type[NatsObjError], str], ...] = (
     # a link the gateway will not follow (into another bucket: natsobj.aio.links), refused as
     # S3 refuses a read the caller may not make
     (LinkError, "AccessDenied"),
+    # a version under retention or a legal hold: S3 refuses its removal as access denied
+    (ObjectLocked, "AccessDenied"),
     (DigestMismatch, "BadDigest"),
     (PermissionDenied, "AccessDenied"),
     (StoreSealed, "AccessDenied"),

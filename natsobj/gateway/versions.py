@@ -87,7 +87,10 @@ async def put_versioning(client: Client, request: web.Request, bucket: str) -> w
     status = fields.get("Status")
     if status not in ("Enabled", "Suspended"):
         raise S3Error("MalformedXML", "Status must be Enabled or Suspended")
-    await (await client.store(bucket)).set_versioning(status)
+    try:
+        await (await client.store(bucket)).set_versioning(status)
+    except ValueError as exc:  # Object Lock on: never suspended
+        raise S3Error("InvalidBucketState", str(exc)) from None
     return web.Response()
 
 
