@@ -338,6 +338,11 @@ def tag_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in metadata.items() if not k.startswith(NATSOBJ_METADATA)}
 
 
+def users_metadata(metadata: Mapping[str, str]) -> dict[str, str]:
+    """A bucket's metadata without natsobj's own keys (``NATSOBJ_METADATA``)."""
+    return {k: v for k, v in metadata.items() if not k.startswith(NATSOBJ_METADATA)}
+
+
 def retagged_metadata(current: Mapping[str, str], tags: Mapping[str, str]) -> dict[str, str]:
     """The user metadata a bucket gets when its tags are replaced by ``tags`` (S3's
     ``PutBucketTagging`` replaces the whole set): ``tags``, with natsobj's own keys of
@@ -350,4 +355,4 @@ def retagged_metadata(current: Mapping[str, str], tags: Mapping[str, str]) -> di
             " the bucket's lifecycle rules and archive; set those through lifecycle rules or"
             " the archive, and name tags otherwise"
         )
-    return {**dict(tags), **{k: v for k, v in current.items() if k.startswith(NATSOBJ_METADATA)}}
+    return {**dict(tags), **{k: v for k, v in current.items() if k not in users_metadata(current)}}

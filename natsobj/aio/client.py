@@ -34,7 +34,13 @@ from natsobj.local.embedded_rule import resolve_server
 from natsobj.model import StreamInfo
 from natsobj.names import all_meta_subject, check_bucket, stream_name
 from natsobj.settings import ConnectionSettings
-from natsobj.store_config import STORE_SETTINGS, StoreConfig, StoreSettings, retagged_metadata
+from natsobj.store_config import (
+    STORE_SETTINGS,
+    StoreConfig,
+    StoreSettings,
+    retagged_metadata,
+    users_metadata,
+)
 from natsobj.wire import OBJECT_STREAM_PREFIX, STREAM_NAMES, stream_api
 
 log = logging.getLogger("natsobj")
@@ -237,7 +243,8 @@ class Client:
         and override it. The server refuses a different config for an existing bucket
         (BucketExists); a bucket an earlier release created with the same settings, before
         per-object expiry and atomic batches, counts as the same (``update_store`` turns
-        expiry on for it)."""
+        expiry on for it), and so does one whose metadata natsobj's own calls have added to
+        since (lifecycle rules, versioning, an archive, a gateway's ACL)."""
         requested = StoreConfig.build(bucket, **settings)
         config = self._with_expiry(requested)
         stream = config.stream_config()
@@ -246,19 +253,18 @@ class Client:
                 stream_api("CREATE", stream["name"]), stream, bucket=config.bucket
             )
         except BucketExists:
-            earlier = await self._created_before_expiry(config, requested)
+            earlier = await self._same_bucket(config, requested)
             if earlier is None:
                 raise
             return earlier
         return ObjectStore(self, config.bucket, StreamInfo.from_response(info))
 
-    async def _created_before_expiry(
-        self, config: StoreConfig, requested: StoreConfig
-    ) -> ObjectStore | None:
+    async def _same_bucket(self, config: StoreConfig, requested: StoreConfig) -> ObjectStore | None:
         """The existing bucket, if it differs from ``config`` only in what was added since
-        (per-object expiry left to its default by the caller; atomic batches): create_store
-        stayed idempotent across the upgrade for every caller that creates its bucket on
-        each run."""
+        (per-object expiry left to its default by the caller; atomic batches; natsobj's own
+        metadata keys): create_store stays idempotent, across an upgrade and after
+        ``set_versioning`` or ``set_lifecycle_rules``, for every caller that creates its
+        bucket on each run."""
         name = stream_name(config.bucket)
         info = StreamInfo.from_response(
             await self.api.call(stream_api("INFO", name), bucket=config.bucket)
@@ -270,7 +276,9 @@ class Client:
                 allow_msg_ttl=config.allow_msg_ttl,
                 delete_marker_ttl=config.delete_marker_ttl,
             )
-        return ObjectStore(self, config.bucket, info) if present == config else None
+        present = replace(present, metadata=users_metadata(present.metadata))
+        wanted = replace(config, metadata=users_metadata(config.metadata))
+        return ObjectStore(self, config.bucket, info) if present == wanted else None
 
     async def update_store(
         self, bucket: str | StoreConfig, **changes: Unpack[StoreSettings]

@@ -531,7 +531,8 @@ class ObjectStore:
         An object whose record fails validation is deleted too (this is how it is got rid
         of), its chunks purged only under a nuid that is one subject token. In a bucket
         keeping versions the tombstone is a delete marker, a version of its own, and the
-        deleted version is kept.
+        deleted version is kept; there every delete adds a marker, as in S3 (over a marker,
+        or for a name never written).
 
         ``version``: remove that version for good (its record and its chunks); removing the
         current one makes the newest kept one before it current again. Returns what was
@@ -540,14 +541,16 @@ class ObjectStore:
         if version is not None:
             return await self._delete_version(name, version, bypass_governance)
         info = await self._replacing(name)
+        if await self.versioning_state.state() is Versioning.ENABLED:
+            # S3's delete in a versioned bucket: always a new marker, over a marker or a name
+            # never written too
+            marker = versions.delete_marker(info or ObjectInfo(name, self.bucket))
+            marker.sequence = await records.publish_record(self.bucket_stream, marker)
+            return marker
         if info is None:
             raise ObjectNotFound("object does not exist", bucket=self.bucket, name=name)
         if info.deleted:
             return info
-        if await self.versioning_state.state() is Versioning.ENABLED:
-            marker = versions.delete_marker(info)
-            marker.sequence = await records.publish_record(self.bucket_stream, marker)
-            return marker
         tombstone = info.evolve(deleted=True, size=0, chunks=0, digest="", tiering=None)
         tombstone.sequence = await records.publish_record(self.bucket_stream, tombstone)
         if info.nuid and not await self._kept(info):
@@ -556,12 +559,11 @@ class ObjectStore:
 
     async def _delete_version(self, name: str, version: str, bypass_governance: bool) -> ObjectInfo:
         self._check_name(name)
-        current = await self._current(name)
         removed = await self._version_info(name, version, include_deleted=True)
         await locks.check_removable(
             self.bucket_stream, name, version, utcnow(), bypass_governance=bypass_governance
         )
-        await versions.remove(self.bucket_stream, current, removed)
+        await versions.remove(self.bucket_stream, removed)
         await locks.forget(self.bucket_stream, name, version)
         return removed
 

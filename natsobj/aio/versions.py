@@ -14,6 +14,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
+from natsobj.aio import records
 from natsobj.aio.jetstream.jsapi import raw_header
 from natsobj.aio.jetstream.nuids import next_nuid
 from natsobj.aio.listing import NameFilter, iter_batches
@@ -23,6 +24,7 @@ from natsobj.errors import BadObjectMeta, NatsObjError, ObjectNotFound
 from natsobj.local.name_index import decoded
 from natsobj.model import ObjectInfo
 from natsobj.names import all_versions_subject, chunk_subject, version_subject
+from natsobj.retry import CONFLICT
 from natsobj.versioning import (
     DELETE_MARKER_HEADER,
     VERSION_SEQUENCE,
@@ -220,31 +222,70 @@ async def _has_chunks(stream: BucketStream, nuid: str) -> bool:
     return info.state.subjects_total > 0
 
 
-async def remove(stream: BucketStream, current: ObjectInfo | None, version: ObjectInfo) -> None:
+async def remove(stream: BucketStream, version: ObjectInfo) -> None:
     """Remove ``version`` for good: its record and its chunks. When it is the current one,
     the newest kept version before it becomes current again (its record republished as the
     name's meta record, over exactly the version read), or, with none left, the name is
-    deleted as an unversioned delete leaves it."""
+    deleted as an unversioned delete leaves it. Concurrent removals of one name's versions
+    (S3 clients empty a bucket from many threads) each look again after their writes: a
+    version promoted by one while another removed it is promoted past, so the name never
+    ends on a removed version."""
     bucket, name = stream.bucket, version.name
-    if current is not None and current.nuid == version.nuid:
-        kept = [info for info in await kept_records(stream, name=name) if info.nuid != version.nuid]
+    purged = False
+    for attempt in CONFLICT.tries():
+        if attempt:
+            await CONFLICT.pause(attempt)
+        current = await records.current(stream, name)
+        moved_first = (
+            current is not None
+            and _names(current, version)
+            and not await _promote_past(stream, current)
+        )
+        if moved_first:
+            continue  # another writer moved the name first: look again
+        if not purged:
+            await stream.purge(version_subject(bucket, name, version.nuid))
+            if version.chunks and not version.deleted:
+                await stream.purge(chunk_subject(bucket, version.nuid))
+            purged = True
+        if not _names(await records.current(stream, name), version):
+            return
+    raise NatsObjError(
+        f"version {version.nuid}: too many concurrent writers to move the name off it",
+        bucket=bucket,
+        name=name,
+    )
+
+
+def _names(current: ObjectInfo | None, version: ObjectInfo) -> bool:
+    """Whether the name's record is ``version`` (not the plain tombstone a removal of its last
+    version leaves, which keeps its nuid but is no version)."""
+    return current is not None and current.nuid == version.nuid and keepable(current)
+
+
+async def _promote_past(stream: BucketStream, current: ObjectInfo) -> bool:
+    """Make the newest kept version other than ``current`` the name's record (a plain
+    tombstone when none is left), over exactly ``current``; False when another writer got
+    there first. A version removed while it was being promoted is promoted past in turn."""
+    while True:
+        kept = [
+            info
+            for info in await kept_records(stream, name=current.name)
+            if info.nuid != current.nuid
+        ]
         if kept:
-            newest = max(kept, key=lambda info: info.sequence or 0)
-            restored = newest
+            restored = max(kept, key=lambda info: info.sequence or 0)
         else:
             restored = current.evolve(deleted=True, size=0, chunks=0, digest="", headers={})
         try:
-            await publish_record(stream, restored, expected_sequence=current.sequence)
+            sequence = await publish_record(stream, restored, expected_sequence=current.sequence)
         except SequenceConflict:
-            raise NatsObjError(
-                f"version {version.nuid} stopped being the current one while it was removed;"
-                " nothing was removed",
-                bucket=bucket,
-                name=name,
-            ) from None
-    await stream.purge(version_subject(bucket, name, version.nuid))
-    if version.chunks and not version.deleted:
-        await stream.purge(chunk_subject(bucket, version.nuid))
+            return False
+        subject = version_subject(stream.bucket, current.name, restored.nuid)
+        if not kept or await stream.last(subject, name=current.name) is not None:
+            return True
+        current = restored.evolve()
+        current.sequence = sequence
 
 
 __all__ = [

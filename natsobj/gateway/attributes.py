@@ -6,7 +6,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from natsobj.aio import Client, links
-from natsobj.gateway import checksums, metadata, parts, xml
+from natsobj.gateway import checksums, metadata, parts, versions, xml
 from natsobj.gateway.s3errors import S3Error
 
 NAMES = frozenset({"ETag", "Checksum", "ObjectParts", "StorageClass", "ObjectSize"})
@@ -24,10 +24,11 @@ def _number(request: web.Request, header: str, default: int) -> int:
 
 
 async def get_attributes(
-    client: Client, request: web.Request, bucket: str, key: str
+    client: Client, request: web.Request, bucket: str, key: str, version: str | None = None
 ) -> web.Response:
-    """The attributes asked for; ObjectParts only for an object completed from parts (its
-    parts after ``x-amz-part-number-marker``, at most ``x-amz-max-parts``)."""
+    """The attributes asked for (of ``version``, the current one unless named); ObjectParts
+    only for an object completed from parts (its parts after ``x-amz-part-number-marker``, at
+    most ``x-amz-max-parts``)."""
     wanted = {
         name.strip()
         for name in request.headers.get("x-amz-object-attributes", "").split(",")
@@ -41,7 +42,11 @@ async def get_attributes(
     store = await client.store(bucket)
     # a link answers for the object it names, as a GET of it does; one into another bucket
     # is refused (LinkError), never described
-    _, info = await links.follow(store, await store.get_info(key), client.store, follow_links=False)
+    if version is None:
+        found = await store.get_info(key)
+        _, info = await links.follow(store, found, client.store, follow_links=False)
+    else:
+        info = await versions.named(version, lambda: store.get_info(key, version=version))
     kept = checksums.stored(info)
     fields: list[str] = []
     if "ETag" in wanted:
@@ -80,7 +85,7 @@ async def get_attributes(
         fields.append(xml.element("StorageClass", "STANDARD"))
     if "ObjectSize" in wanted:
         fields.append(xml.element("ObjectSize", info.size))
-    headers = {}
+    headers = await versions.id_headers(store, info.nuid)
     if info.mtime is not None:
         headers["Last-Modified"] = metadata.response_headers(info)["Last-Modified"]
     body = xml.document("GetObjectAttributesResponse", fields)

@@ -42,6 +42,7 @@ from natsobj.gateway import (
     copying,
     etags,
     metadata,
+    object_lock,
     objects,
     parts,
     versions,
@@ -132,7 +133,8 @@ async def _parts(uploads: ObjectStore, upload_id: str) -> dict[int, ObjectInfo]:
 
 async def create(client: Client, request: web.Request, bucket: str, key: str) -> web.Response:
     """A new upload: its record, holding what the object will be stored with."""
-    await client.store(bucket)  # NoSuchBucket before anything is written
+    store = await client.store(bucket)  # NoSuchBucket before anything is written
+    await object_lock.requested(store, request.headers)  # refused now, not at Complete
     uploads = await _new_uploads(client, bucket)
     headers, meta = metadata.from_request(request.headers)
     chosen = checksums.upload_algorithm(request.headers)
@@ -141,6 +143,7 @@ async def create(client: Client, request: web.Request, bucket: str, key: str) ->
         "key": key,
         "headers": json.dumps(headers),
         "metadata": json.dumps(meta),
+        "lock": json.dumps(object_lock.raw_headers(request.headers)),
         "state": "open",
     }
     answer: dict[str, str] = {}
@@ -500,6 +503,7 @@ async def complete(
         }
 
     mode = await conditions.write_precondition(store, key, request.headers)
+    locking = await object_lock.requested(store, json.loads(record.metadata.get("lock") or "{}"))
     completed = await store.put(
         key,
         _concatenated(uploads, chosen, whole),
@@ -514,6 +518,7 @@ async def complete(
         done["checksum"] = kept.value
     await uploads.put(record.name, b"", metadata=done, ttl=UPLOAD_TTL)
     await _forget_parts(uploads, upload_id)
+    await object_lock.lock_new_version(store, key, completed.nuid, locking)
     version = await versions.id_headers(store, completed.nuid)
     return _complete_result(bucket, key, tag, kept, version)
 

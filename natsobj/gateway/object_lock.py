@@ -14,9 +14,10 @@ from xml.etree import ElementTree
 
 from aiohttp import web
 
-from natsobj.aio import Client, ObjectStore
+from natsobj.aio import Client, ObjectStore, locks
 from natsobj.gateway import versions, xml
 from natsobj.gateway.s3errors import S3Error
+from natsobj.model import ObjectInfo
 from natsobj.versioning import DefaultRetention, LockMode, Versioning
 
 BYPASS = "x-amz-bypass-governance-retention"
@@ -99,7 +100,9 @@ async def put_configuration(client: Client, request: web.Request, bucket: str) -
             raise S3Error("MalformedXML", "A DefaultRetention has Days or Years")
         count = days if days is not None else years
         if not (count or "").isdigit() or int(count or 0) < 1:
-            raise S3Error("InvalidArgument", "Default retention period must be a positive integer")
+            raise S3Error(
+                "InvalidRetentionPeriod", "Default retention period must be a positive integer"
+            )
         span = int(count or 0) * (1 if days is not None else DAYS_PER_YEAR)
         retention = DefaultRetention(_mode(_text(parts.get("Mode"))), span)
     await store.set_default_retention(retention)
@@ -218,6 +221,26 @@ async def requested(store: ObjectStore, headers: Mapping[str, str]) -> Requested
         _time(until) if until is not None else None,
         hold.strip().upper() == "ON" if hold is not None else None,
     )
+
+
+def raw_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The ``x-amz-object-lock-*`` of a request, as an upload's record keeps them until its
+    Complete locks the object."""
+    return {name: headers[name] for name in (MODE, UNTIL, HOLD) if name in headers}
+
+
+async def answer_headers(store: ObjectStore, info: ObjectInfo) -> dict[str, str]:
+    """What a GET or HEAD of a version answers about its lock, in a bucket with Object Lock."""
+    if not await store.versioning_state.object_lock():
+        return {}
+    lock, _ = await locks.read(store.bucket_stream, info.name, info.nuid)
+    answer = {}
+    if lock.mode is not None and lock.retain_until is not None:
+        answer[MODE] = lock.mode.value
+        answer[UNTIL] = xml.iso(lock.retain_until)
+    if lock.legal_hold:
+        answer[HOLD] = "ON"
+    return answer
 
 
 async def lock_new_version(

@@ -263,6 +263,7 @@ async def get_object(
             conditions.check_read(request.headers, whole.info)
             headers = _response_headers(request, whole.info)
             headers.update(await versions.id_headers(store, whole.info.nuid))
+            headers.update(await object_lock.answer_headers(store, whole.info))
             headers.update(_checksum_headers(request, whole.info, None))
             headers["Content-Length"] = str(whole.info.size)
             response = web.StreamResponse(status=200, headers=headers)
@@ -274,6 +275,7 @@ async def get_object(
         conditions.check_read(request.headers, info)
         headers = _response_headers(request, info)
         headers.update(await versions.id_headers(store, info.nuid))
+        headers.update(await object_lock.answer_headers(store, info))
         part: parts.Part | None = None
         if number is not None:
             if range_header is not None:

@@ -361,10 +361,11 @@ ROUTES: tuple[Route, ...] = (
         "GetObjectAttributes",
         "GET",
         OBJ,
-        lambda c: attributes.get_attributes(c.client, c.request, c.bucket, c.key),
+        lambda c: attributes.get_attributes(c.client, c.request, c.bucket, c.key, _version(c)),
         READ,
         query=("attributes",),
         access=PUBLIC,
+        versioned=True,
     ),
     Route(
         "PutObject",

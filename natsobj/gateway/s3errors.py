@@ -46,6 +46,7 @@ STATUS: dict[str, int] = {
     "InvalidBucketName": 400,
     "InvalidRange": 416,
     "InvalidRequest": 400,
+    "InvalidRetentionPeriod": 400,
     "KeyTooLongError": 400,
     "MalformedXML": 400,
     "MaxMessageLengthExceeded": 400,

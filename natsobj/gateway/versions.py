@@ -60,9 +60,9 @@ async def named(version: str | None, read: Callable[[], Awaitable[T]]) -> T:
 
 
 async def id_headers(store: ObjectStore, version: str, *, marker: bool = False) -> dict[str, str]:
-    """``x-amz-version-id`` (and ``x-amz-delete-marker``) where the bucket is versioned; a
-    bucket never versioned answers without them, as S3 does."""
-    if await store.versioning_state.state() is Versioning.UNVERSIONED:
+    """``x-amz-version-id`` (and ``x-amz-delete-marker``) where the bucket keeps versions; a
+    bucket never versioned, or suspended, answers without them, as S3 does."""
+    if await store.versioning_state.state() is not Versioning.ENABLED:
         return {}
     return {VERSION_ID: version, **({DELETE_MARKER: "true"} if marker else {})}
 

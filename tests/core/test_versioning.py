@@ -231,3 +231,17 @@ def test_the_change_feed_names_each_version_and_delete_marker(store) -> None:
     assert [is_delete_marker(info) for info in seen] == [False, False, True]
     listed = {v.version_id for v in store.versions()}
     assert listed == {first.nuid, second.nuid, marker.nuid}
+
+
+def test_creating_a_versioned_bucket_again_binds_to_it(sync_client, bucket_name) -> None:
+    """A job that creates its bucket on every run keeps running once versioning is on: the
+    metadata natsobj keeps there is not a different configuration."""
+    store = sync_client.create_store(bucket_name)
+    try:
+        store.set_versioning("Enabled")
+        again = sync_client.create_store(bucket_name)
+        assert again.versioning() is Versioning.ENABLED
+        with pytest.raises(natsobj.BucketExists):
+            sync_client.create_store(bucket_name, max_bytes=1 << 20)
+    finally:
+        sync_client.delete_store(bucket_name)

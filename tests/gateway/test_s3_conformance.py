@@ -1,7 +1,10 @@
 """The S3 conformance suite Ceph uses (ceph/s3-tests), pinned in ``../shared/s3-tests``, run on
-its data-path selection against the gateway on a real nats-server, held to docs/gateway.md.
+two selections against the gateway on a real nats-server, each held to its section of
+docs/gateway.md: the data path (``run-selection.sh`` as it is) and versions and Object Lock
+(``run-selection.sh`` with the suite's versioning, delete-marker and Object Lock tests named by
+``-k``, its exclusions by marker unchanged).
 
-The docs' "Conformance" section is the contract: its table names every test of the selection
+Each section is the contract: its table names every test of the selection
 that fails, with the reason. This run must fail exactly those (a row whose reason starts with
 "Intermittent" may pass or fail), so a test that starts passing and a test that starts failing
 both stop the build until the table says so; and the count the section states must be what the
@@ -32,7 +35,27 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "gateway.md"
 SUITE_ENV = "NATSOBJ_S3_TESTS"
 VENVS = ROOT / ".venv-s3tests"
-COLLECTED = 199  # what SELECTION.md says the selection collects
+
+
+@dataclass(frozen=True)
+class Selection:
+    """One selection of the suite: its docs section, how many tests it collects, and the
+    arguments ``run-selection.sh`` is given."""
+
+    heading: str
+    collected: int
+    args: tuple[str, ...] = ()
+
+
+DATA_PATH = Selection(
+    "## Conformance: ceph/s3-tests", 199
+)  # what SELECTION.md says the selection collects
+VERSIONS = Selection(
+    "## Conformance: versions and Object Lock",
+    67,
+    ("-k", "(versioning or versioned or delete_marker or object_lock) and not acl"),
+)
+SELECTIONS = pytest.mark.parametrize("selection", [DATA_PATH, VERSIONS], ids=["data", "versions"])
 
 MAIN_KEY, MAIN_SECRET = "MAINKEY", "s3tests-main-secret"
 ALT_KEY, ALT_SECRET = "ALTKEY", "s3tests-alt-secret"
@@ -106,12 +129,12 @@ class Documented:
     intermittent: frozenset[str]
 
 
-def documented(text: str) -> Documented:
-    """Parse the "Conformance" section: ``**N of M pass**`` and the table of failures, whose
+def documented(text: str, heading: str) -> Documented:
+    """Parse a conformance section: ``**N of M pass**`` and the table of failures, whose
     rows are ``| reason | count | `test_a`, `test_b` |`` (a row's count must match its names)."""
-    section = text.split("## Conformance", 1)[1].split("\n## ", 1)[0]
+    section = text.split(heading + "\n", 1)[1].split("\n## ", 1)[0]
     stated = re.search(r"\*\*(\d+) of (\d+) pass\*\*", section)
-    assert stated, "docs/gateway.md's Conformance section states no '**N of M pass**'"
+    assert stated, f"docs/gateway.md's {heading!r} section states no '**N of M pass**'"
     failing: list[str] = []
     intermittent: set[str] = set()
     for line in section.splitlines():
@@ -145,12 +168,14 @@ def outcomes(junit: Path) -> dict[str, str]:
     return found
 
 
-def test_the_docs_table_agrees_with_its_count() -> None:
+@SELECTIONS
+def test_the_docs_table_agrees_with_its_count(selection: Selection) -> None:
     """The stated count is the selection minus the tests the table says always fail."""
-    claims = documented(DOCS.read_text())
-    assert claims.collected == COLLECTED
-    assert claims.passing == COLLECTED - len(claims.failing - claims.intermittent), (
-        f"docs/gateway.md says {claims.passing} of {COLLECTED} pass, but its table lists "
+    claims = documented(DOCS.read_text(), selection.heading)
+    collected = selection.collected
+    assert claims.collected == collected
+    assert claims.passing == collected - len(claims.failing - claims.intermittent), (
+        f"docs/gateway.md says {claims.passing} of {collected} pass, but its table lists "
         f"{len(claims.failing - claims.intermittent)} failing tests (intermittent ones aside)"
     )
 
@@ -173,8 +198,11 @@ def gateway_for_the_suite(tmp_path: Path) -> Iterator[GatewayThread]:
         server.stop()
 
 
+@SELECTIONS
 @pytest.mark.timeout(1800)
-def test_ceph_s3_tests_selection(gateway_for_the_suite: GatewayThread, tmp_path: Path) -> None:
+def test_ceph_s3_tests_selection(
+    gateway_for_the_suite: GatewayThread, tmp_path: Path, selection: Selection
+) -> None:
     suite = suite_dir()
     python = suite_python(suite)
     endpoint = urlsplit(gateway_for_the_suite.endpoint)
@@ -190,6 +218,7 @@ def test_ceph_s3_tests_selection(gateway_for_the_suite: GatewayThread, tmp_path:
             ALT_KEY,
             ALT_SECRET,
             f"--junitxml={junit}",
+            *selection.args,
         ],
         env={**os.environ, "S3T_PY": str(python), "TAILN": "30"},
         capture_output=True,
@@ -200,22 +229,23 @@ def test_ceph_s3_tests_selection(gateway_for_the_suite: GatewayThread, tmp_path:
     # pytest's exit codes: 0 all passed, 1 some failed; anything else is a broken run
     assert ran.returncode in (0, 1) and junit.exists(), f"s3-tests did not run:\n{summary}"
     results = outcomes(junit)
-    claims = documented(DOCS.read_text())
-    assert len(results) == COLLECTED, f"the selection collected {len(results)}:\n{summary}"
+    claims = documented(DOCS.read_text(), selection.heading)
+    collected = selection.collected
+    assert len(results) == collected, f"the selection collected {len(results)}:\n{summary}"
 
     failed = {name for name, outcome in results.items() if outcome != "passed"}
     unlisted = sorted(failed - claims.failing)
     assert not unlisted, (
-        "these s3-tests fail but docs/gateway.md's Conformance table does not list them:\n"
+        "these s3-tests fail but docs/gateway.md's table does not list them:\n"
         + "\n".join(f"{name}: {results[name]}" for name in unlisted)
         + f"\n{summary}"
     )
     passing_now = sorted(claims.failing - claims.intermittent - failed)
     assert not passing_now, (
-        "docs/gateway.md's Conformance table lists these as failing, but they pass: "
+        "docs/gateway.md's table lists these as failing, but they pass: "
         f"{passing_now} (take them out of the table and raise the count)"
     )
     unknown = sorted(claims.failing - results.keys())
     assert not unknown, f"docs/gateway.md lists tests the selection does not collect: {unknown}"
-    passed = COLLECTED - len(failed)
+    passed = collected - len(failed)
     assert passed >= claims.passing - len(claims.intermittent & failed)
