@@ -104,9 +104,7 @@ def show_versions(
 )
 @json_option()
 @pass_session
-def restore(
-    session: Session, bucket: str, name: str, version: str | None, as_json: bool
-) -> None:
+def restore(session: Session, bucket: str, name: str, version: str | None, as_json: bool) -> None:
     """Make version --version-id of NAME its current version again.
 
     As aws s3api copy-object from a version: the version's bytes are copied over the
