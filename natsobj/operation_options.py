@@ -208,8 +208,8 @@ LIST = _rows(
         "list",
         "versions",
         Kind.BOOL,
-        "List every version of each object (docs/versioning.md): kept ones, delete markers,"
-        " and kept versions another client's purge lost, not only the current ones.",
+        "List every version of each object, not only the current ones: the kept ones too,"
+        " and those another client's purge lost, marked.",
         faces={Face.CLI: SAME, Face.FSSPEC: SAME},
         default=False,
     ),
