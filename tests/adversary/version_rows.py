@@ -29,7 +29,8 @@ from natsobj.aio.ranges import byte_range
 from natsobj.cli import cli
 from natsobj.parsing import parse_version_id
 from natsobj.versioning import ObjectVersion
-from tests.adversary.world import Violation, World
+from tests.adversary.attacks import HONEST_NAMES
+from tests.adversary.world import Violation, World, random_bytes
 
 VERSIONINGS = ("Enabled", "Suspended")
 
@@ -113,6 +114,21 @@ def set_versioning(world: World, data: st.DataObject) -> None:
     ok, result = world.call(f"set_versioning({state})", lambda: world.a.set_versioning(state))
     if not ok and not world.rules_attacked:
         raise Violation(f"set_versioning({state}) of A failed: {result!r}")
+
+
+def versioned_put(world: World, data: st.DataObject) -> None:
+    """An honest put in A keeping versions: the version it replaces is kept (so the reads below
+    have kept versions to read, not only current ones)."""
+    name = data.draw(st.sampled_from(HONEST_NAMES), label="honest name")
+    payload = random_bytes(data.draw(st.integers(0, 70_000)), data.draw(st.integers(0, 2**30)))
+    enabled = world.call("set_versioning(Enabled)", lambda: world.a.set_versioning("Enabled"))
+    ok, info = world.call(f"put({name!r})", lambda: world.a.put(name, payload, chunk_size=4096))
+    if not (ok and enabled[0]):
+        if not world.rules_attacked:
+            raise Violation(f"a versioned put of {name!r} failed: {info!r} {enabled!r}")
+        return
+    world.check_info("versioned put", info)
+    world.remember_put(name, payload, info)
 
 
 # -- reads ------------------------------------------------------------------------------------
@@ -282,6 +298,7 @@ def restore_version(world: World, data: st.DataObject) -> None:
 
 VERSION_ROWS: list[Callable[[World, st.DataObject], None]] = [
     set_versioning,
+    versioned_put,
     version_get,
     version_get_range,
     version_open_range,
