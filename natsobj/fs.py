@@ -8,7 +8,8 @@ the ``NATS_*`` environment is used (no ``NATS_URL``: the embedded server already
 never a new one). Any other option is refused, naming the known ones.
 ``allow_missing_digest=True`` also reads objects whose record has no digest, and
 ``follow_links=True`` reads through ADR-20 links into other buckets (each refused by default,
-as by ``ObjectStore.get``).
+as by ``ObjectStore.get``). ``version_aware=True`` reaches object versions as s3fs's option of
+that name does (``natsobj.fs_versions``, docs/versioning.md).
 
 Blocking use runs on the facade's one loop thread with the process's shared connection
 (``natsobj.shared``), so pandas, Airflow and Dagster reading ``nats://`` paths add no loop and
@@ -46,7 +47,16 @@ from natsobj.errors import (
     ObjectNotFound,
     UnsafeLocalPath,
 )
-from natsobj.local.files import local_relative
+from natsobj.fs_versions import (
+    VERSION_OPTIONS,
+    VersionedPath,
+    entry_of_version,
+    list_versions_option,
+    split_version,
+    version_aware_option,
+    version_info_entry,
+)
+from natsobj.local.files import local_relative, open_target, replacing
 from natsobj.model import ObjectInfo
 from natsobj.operation_options import Face, ReadOptions, for_face, reading
 from natsobj.paths import SCHEME, as_dir, listing_prefix, parse_nats_url, split_level, under
@@ -65,7 +75,15 @@ GET_BATCH = 128  # files get() fetches at once unless told: fsspec's default for
 FSSPEC_OPTIONS = ("batch_size", "use_listings_cache", "listings_expiry_time", "max_paths")
 GET_OPTIONS = tuple(for_face(Face.FSSPEC, "get"))  # allow_missing_digest, follow_links
 KNOWN_OPTIONS = frozenset(
-    ("url", "asynchronous", "loop", *GET_OPTIONS, *SETTINGS_OPTIONS, *FSSPEC_OPTIONS)
+    (
+        "url",
+        "asynchronous",
+        "loop",
+        *GET_OPTIONS,
+        *VERSION_OPTIONS,
+        *SETTINGS_OPTIONS,
+        *FSSPEC_OPTIONS,
+    )
 )
 _END = object()
 
@@ -85,8 +103,10 @@ def _split(path: str) -> tuple[str, str]:
     return bucket, key
 
 
-def _file_entry(info: ObjectInfo) -> dict[str, Any]:
+def _file_entry(info: ObjectInfo, versioned: bool = False) -> dict[str, Any]:
+    """An object's entry; a version-aware filesystem's carries s3fs's ``VersionId`` too."""
     return {
+        **({"VersionId": info.nuid} if versioned else {}),
         "name": f"{info.bucket}/{info.name}",
         "type": "file",
         "size": info.size,
@@ -111,6 +131,21 @@ def _not_found(path: str, exc: Exception | None = None) -> FileNotFoundError:
     error = FileNotFoundError(2, f"no such object or prefix: nats://{path}", path)
     if exc is not None:
         error.__cause__ = exc
+    return error
+
+
+def _missing(at: VersionedPath, exc: ObjectNotFound) -> FileNotFoundError:
+    """``_not_found`` of a call's path; one naming a version says what of it is missing (no
+    such version, a delete marker, lost to another client's purge)."""
+    if at.version is None:
+        return _not_found(at.path, exc)
+    error = FileNotFoundError(
+        errno.ENOENT,
+        f"bucket {at.bucket!r}, object {at.key!r}, version {at.version}: {exc.message}"
+        f" (nats://{at.shown})",
+        at.shown,
+    )
+    error.__cause__ = exc
     return error
 
 
@@ -175,6 +210,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
         # storage options often arrive as text ("false"): the table's parser reads them
         given = {name: options.pop(name) for name in GET_OPTIONS if name in options}
         self.reading: ReadOptions = reading(Face.FSSPEC, given)
+        self.version_aware: bool = version_aware_option(options)
         settings_options = {
             SETTINGS_OPTIONS[k]: options.pop(k) for k in list(options) if k in SETTINGS_OPTIONS
         }
@@ -194,6 +230,16 @@ class NatsObjectFileSystem(AsyncFileSystem):
 
     def unstrip_protocol(self, name: str) -> str:
         return f"nats://{name}"
+
+    @staticmethod
+    def _get_kwargs_from_urls(urlpath: str) -> dict[str, Any]:
+        """A URL naming a version (``?versionId=``) opens a version-aware filesystem, as
+        s3fs's does, so ``fsspec.open("nats://b/k?versionId=ID")`` reads that version."""
+        return {"version_aware": True} if VersionedPath.QUERY in str(urlpath) else {}
+
+    def _versioned(self, path: str, version_id: str | None = None) -> VersionedPath:
+        """``bucket``, ``key`` and the version a call names (``split_version``)."""
+        return split_version(self._strip_protocol(path), version_id, aware=self.version_aware)
 
     # -- connection -------------------------------------------------------------------------------
 
@@ -233,54 +279,102 @@ class NatsObjectFileSystem(AsyncFileSystem):
 
     # -- metadata ---------------------------------------------------------------------------------
 
-    async def _info(self, path: str, **kwargs: Any) -> dict[str, Any]:
-        path = self._strip_protocol(path)
-        bucket, key = _split(path)
+    async def _info(
+        self, path: str, version_id: str | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        at = self._versioned(path, version_id)
+        path, bucket, key = at.path, at.bucket, at.key
         if not bucket:
             return _dir_entry("")
         store = await self._store(bucket)
         if not key:
             return _dir_entry(bucket)
         try:
-            return _file_entry(await store.get_info(key))
-        except ObjectNotFound:
-            pass
+            return _file_entry(await store.get_info(key, version=at.version), self.version_aware)
+        except ObjectNotFound as exc:
+            if at.version is not None:
+                raise _missing(at, exc) from None
         if await _has_objects(store, as_dir(key)):
             return _dir_entry(path)
         raise _not_found(path)
 
-    async def _modified(self, path: str) -> datetime:
+    async def _modified(self, path: str, version_id: str | None = None) -> datetime:
         """The object's modification time (DuckDB asks before it reads a file)."""
-        info = await self._info(path)
+        info = await self._info(path, version_id)
         if info["type"] != "file":
             raise IsADirectoryError(path)
         return info["mtime"]
 
     modified = sync_wrapper(_modified)
 
-    async def _ls(self, path: str, detail: bool = True, **kwargs: Any) -> list[Any]:
+    async def _ls(
+        self, path: str, detail: bool = True, versions: Any = False, **kwargs: Any
+    ) -> list[Any]:
+        """One level of ``path``; with ``versions=True`` (a version-aware filesystem only, as
+        on s3fs) every version of each object there, named ``bucket/key?versionId=ID``."""
         path = self._strip_protocol(path)
         bucket, key = _split(path)
+        every = self._list_versions(versions)
         if not bucket:
             entries = [
                 _dir_entry(name) for name in sorted(await (await self._get_client()).store_names())
             ]
         else:
-            entries = await self._ls_bucket(bucket, key)
+            entries = await self._ls_bucket(bucket, key, every)
         return entries if detail else [e["name"] for e in entries]
 
-    async def _ls_bucket(self, bucket: str, key: str) -> list[dict[str, Any]]:
+    def _list_versions(self, versions: Any) -> bool:
+        every: bool = list_versions_option(versions)
+        if every and not self.version_aware:
+            raise ValueError("versions cannot be specified if the filesystem is not version aware")
+        return every
+
+    async def _ls_bucket(self, bucket: str, key: str, versions: bool) -> list[dict[str, Any]]:
         store = await self._store(bucket)
         objects = await store.list(prefix=listing_prefix(key))
         if key and not key.endswith("/"):
             exact = [info for info in objects if info.name == key]
             if exact:
-                return [_file_entry(exact[0])]
+                if versions:
+                    return await self._version_entries(store, key, exact=True)
+                return [_file_entry(exact[0], self.version_aware)]
         below, inside = split_level(objects, key)
         if key and not below and not inside:
             raise _not_found(f"{bucket}/{key}")
         dirs = [_dir_entry(f"{bucket}/{name.rstrip('/')}") for name in below]
-        return sorted([*dirs, *map(_file_entry, inside)], key=lambda e: e["name"])
+        if versions:
+            files = await self._version_entries(store, as_dir(key), exact=False)
+        else:
+            files = [_file_entry(info, self.version_aware) for info in inside]
+        return sorted([*dirs, *files], key=lambda e: e["name"])
+
+    async def _version_entries(
+        self, store: aio.ObjectStore, key: str, *, exact: bool
+    ) -> list[dict[str, Any]]:
+        """The entries of every version (not delete markers, as s3fs lists them) of the name
+        ``key`` (``exact``) or of the names directly inside the directory ``key``."""
+        found = await store.versions(prefix=key)
+        return [
+            entry_of_version(v, _file_entry(v.info, versioned=True))
+            for v in found
+            if not v.delete_marker and (v.name == key if exact else "/" not in v.name[len(key) :])
+        ]
+
+    async def _object_version_info(self, path: str, **kwargs: Any) -> list[dict[str, Any]]:
+        """s3fs's ``object_version_info``: every version (not delete markers) of the names
+        starting with ``path``'s key, as S3's ListObjectVersions lists them (``Key``,
+        ``VersionId``, ``IsLatest``, ``LastModified``, ``Size``), and ``Lost`` for a kept
+        version another client's purge took (listed, never read)."""
+        if not self.version_aware:
+            raise ValueError(
+                "version specific functionality is disabled for non-version aware filesystems"
+            )
+        at = self._versioned(path)
+        store = await self._store(at.bucket)
+        found = await store.versions(prefix=at.key)
+        return [version_info_entry(v) for v in found if not v.delete_marker]
+
+    object_version_info = sync_wrapper(_object_version_info)
 
     async def _find(
         self, path: str, maxdepth: int | None = None, withdirs: bool = False, **kwargs: Any
@@ -315,22 +409,32 @@ class NatsObjectFileSystem(AsyncFileSystem):
     # -- reading ----------------------------------------------------------------------------------
 
     async def _cat_file(
-        self, path: str, start: int | None = None, end: int | None = None, **kwargs: Any
+        self,
+        path: str,
+        start: int | None = None,
+        end: int | None = None,
+        version_id: str | None = None,
+        **kwargs: Any,
     ) -> bytes:
-        bucket, key = _split(self._strip_protocol(path))
+        at = self._versioned(path, version_id)
+        bucket, key, version = at.bucket, at.key, at.version
         store = await self._store(bucket)
         try:
             if start is None and end is None:
-                return await store.get_bytes(key, **self.reading)
+                if version is None:
+                    return await store.get_bytes(key, **self.reading)
+                async with store.get(key, **self.reading, version=version) as reader:
+                    return await reader.read()
             # only the chunks that hold [start, end) are fetched (docs/random-access.md)
             return await store.get_range(
                 key,
                 0 if start is None else start,
                 end,
                 **self.reading,
+                version=version,
             )
         except ObjectNotFound as exc:
-            raise _not_found(f"{bucket}/{key}", exc) from None
+            raise _missing(at, exc) from None
 
     async def _cat_ranges(
         self,
@@ -381,14 +485,15 @@ class NatsObjectFileSystem(AsyncFileSystem):
                 raise error
         return out
 
-    async def _version(self, path: str) -> aio.RangeReader:
-        """A ranged reader of the object's current version (its record read once)."""
-        bucket, key = _split(self._strip_protocol(path))
-        store = await self._store(bucket)
+    async def _version(self, path: str, version_id: str | None = None) -> aio.RangeReader:
+        """A ranged reader of the object's current version, or of the one the path or
+        ``version_id`` names (its record read once)."""
+        at = self._versioned(path, version_id)
+        store = await self._store(at.bucket)
         try:
-            return await store.open_range(key, **self.reading)
+            return await store.open_range(at.key, **self.reading, version=at.version)
         except ObjectNotFound as exc:
-            raise _not_found(f"{bucket}/{key}", exc) from None
+            raise _missing(at, exc) from None
 
     async def _get(
         self,
@@ -465,11 +570,17 @@ class NatsObjectFileSystem(AsyncFileSystem):
         return [pair for pair in zip(rpaths, lpaths, strict=True) if pair[0] not in directories]
 
     async def _get_file(
-        self, rpath: str, lpath: str, within: str | None = None, **kwargs: Any
+        self,
+        rpath: str,
+        lpath: str,
+        within: str | None = None,
+        version_id: str | None = None,
+        **kwargs: Any,
     ) -> None:
-        """One object to ``lpath``; ``within`` as for ``ObjectStore.get_file`` (``_get``
-        passes the directory it fills)."""
-        bucket, key = _split(self._strip_protocol(rpath))
+        """One object (or the version ``rpath`` or ``version_id`` names) to ``lpath``;
+        ``within`` as for ``ObjectStore.get_file`` (``_get`` passes the directory it fills)."""
+        at = self._versioned(rpath, version_id)
+        bucket, key = at.bucket, at.key
         if within is not None:
             relative = lpath[len(within) :].lstrip("/")
             try:
@@ -484,9 +595,19 @@ class NatsObjectFileSystem(AsyncFileSystem):
             return
         store = await self._store(bucket)
         try:
-            await store.get_file(key, lpath, **self.reading, within=within)
+            if at.version is None:
+                await store.get_file(key, lpath, **self.reading, within=within)
+                return
+            # the core's get_file reads the current version only: written as it writes, beside
+            # lpath and renamed over it once the version's digest matched
+            with (
+                open_target(lpath, within, bucket=bucket, name=key) as target,
+                replacing(target) as handle,
+            ):
+                async with store.get(key, **self.reading, version=at.version) as reader:
+                    await reader.copy_to(handle.write)
         except ObjectNotFound as exc:
-            raise _not_found(f"{bucket}/{key}", exc) from None
+            raise _missing(at, exc) from None
 
     # -- writing ----------------------------------------------------------------------------------
 
@@ -494,7 +615,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
         self, path: str, value: bytes, mode: str = "overwrite", **kwargs: Any
     ) -> ObjectInfo:
         """One object from bytes; ``mode="create"`` is a put-if-absent (FileExistsError)."""
-        bucket, key = _split(self._strip_protocol(path))
+        bucket, key = self._versioned(path).written()
         store, put_mode = await self._store(bucket), _put_mode(mode)
         with _creating(f"{bucket}/{key}"):
             return await store.put(key, bytes(value), mode=put_mode, **_put_options(kwargs))
@@ -506,7 +627,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
         put_mode = _put_mode(mode)
         if os.path.isdir(lpath):
             return None  # prefixes need no directory objects
-        bucket, key = _split(self._strip_protocol(rpath))
+        bucket, key = self._versioned(rpath).written()
         store = await self._store(bucket)
         with _creating(f"{bucket}/{key}"):
             return await store.put(key, Path(lpath), mode=put_mode, **_put_options(kwargs))
@@ -520,16 +641,29 @@ class NatsObjectFileSystem(AsyncFileSystem):
         with _creating(f"{bucket}/{key}"):
             return await create_sequence(store, key)
 
-    async def _rm_file(self, path: str, **kwargs: Any) -> None:
-        bucket, key = _split(self._strip_protocol(path))
+    async def _rm_file(self, path: str, version_id: str | None = None, **kwargs: Any) -> None:
+        """Delete the object (a delete marker where the bucket keeps versions), or remove the
+        version the path or ``version_id`` names for good (S3's DeleteObject with a
+        VersionId; s3fs deletes the current object whatever version the path names)."""
+        at = self._versioned(path, version_id)
         try:
-            await (await self._store(bucket)).delete(key)
+            await (await self._store(at.bucket)).delete(at.key, version=at.version)
         except ObjectNotFound as exc:
-            raise _not_found(f"{bucket}/{key}", exc) from None
+            raise _missing(at, exc) from None
+        finally:
+            self.invalidate_cache(f"{at.bucket}/{at.key}")
 
     async def _rm(
         self, path: Any, recursive: bool = False, batch_size: Any = None, **kwargs: Any
     ) -> None:
+        if self.version_aware:  # a path naming a version is that version, never a pattern
+            given = [path] if isinstance(path, str) else list(path)
+            named = [p for p in given if self._versioned(p).version is not None]
+            for p in named:
+                await self._rm_file(p)
+            path = [p for p in given if p not in named]
+            if not path:
+                return
         paths = await self._expand_path(path, recursive=recursive)
         live: dict[str, set[str]] = {}
         for p in paths:
@@ -567,15 +701,18 @@ class NatsObjectFileSystem(AsyncFileSystem):
     rmdir = sync_wrapper(_rmdir)
 
     async def _cp_file(self, path1: str, path2: str, **kwargs: Any) -> ObjectInfo:
-        """Stream one object into another (any buckets on this server)."""
-        src_bucket, src_key = _split(self._strip_protocol(path1))
-        dst_bucket, dst_key = _split(self._strip_protocol(path2))
-        source = await self._store(src_bucket)
+        """Stream one object into another (any buckets on this server). A source naming a
+        version copies that version: ``cp_file("b/k?versionId=ID", "b/k")`` restores it."""
+        at = self._versioned(path1)
+        dst_bucket, dst_key = self._versioned(path2).written()
+        source = await self._store(at.bucket)
         target = await self._store(dst_bucket)
         try:
-            return await copy_object(source, src_key, target, dst_key, **self.reading)
+            return await copy_object(
+                source, at.key, target, dst_key, **self.reading, version=at.version
+            )
         except ObjectNotFound as exc:
-            raise _not_found(f"{src_bucket}/{src_key}", exc) from None
+            raise _missing(at, exc) from None
 
     # -- files ------------------------------------------------------------------------------------
 
@@ -600,8 +737,16 @@ class NatsObjectFileSystem(AsyncFileSystem):
         block_size: Any = None,
         autocommit: bool = True,
         cache_options: Any = None,
+        version_id: str | None = None,
         **kwargs: Any,
     ) -> NatsObjectFile:
+        """A file of the object; reading, of the version the path or ``version_id`` names
+        (a version-aware filesystem only, as on s3fs). A write names no version."""
+        at = self._versioned(path, version_id)
+        if mode == "rb":
+            kwargs["version_id"] = at.version
+        else:
+            at.written()
         return NatsObjectFile(
             self,
             self._strip_protocol(path),
@@ -671,6 +816,7 @@ class NatsObjectFile(AbstractBufferedFile):
         self._queue: asyncio.Queue[Any] | None = None
         self._put_task: asyncio.Future[Any] | None = None
         self._put_options = {k: kwargs.pop(k) for k in PUT_KEYS if k in kwargs}
+        version_id = kwargs.pop("version_id", None)
         if mode == "ab":
             raise NotImplementedError("objects cannot be appended to; write a new object")
         if mode == "xb":
@@ -683,11 +829,12 @@ class NatsObjectFile(AbstractBufferedFile):
             kwargs.pop("cache_type", None)
         if mode == "rb":
             # one record lookup for the size and the reader, not one each
-            self._ranged = sync(fs.loop, fs._version, path)
+            self._ranged = sync(fs.loop, fs._version, path, version_id)
             kwargs["size"] = self._ranged.size
         super().__init__(fs, path, mode=mode.replace("x", "w"), **kwargs)
         if self._ranged is not None:
-            self._details = {**_file_entry(self._ranged.info), "name": self.path}
+            entry = _file_entry(self._ranged.info, fs.version_aware)
+            self._details = {**entry, "name": self.path}
         if exact:
             self.cache = ExactReadAhead(self.blocksize, self._fetch_range, self.size)
         self.info_after_put: ObjectInfo | None = None

@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, TypedDict
 
-from natsobj.parsing import parse_bool, parse_count, parse_duration, parse_size, parse_ttl
+from natsobj.parsing import (
+    parse_bool,
+    parse_count,
+    parse_duration,
+    parse_size,
+    parse_ttl,
+    parse_version_id,
+)
 
 
 class Face(enum.StrEnum):
@@ -48,6 +55,7 @@ class Kind(enum.Enum):
     COUNT = "a whole number >= 1"
     CHOICE = "one of the option's choices"
     POSITION = "a start position of the option's choices, or a meta sequence >= 1"
+    VERSION_ID = "a version id, as a versions listing shows it (null: the current version)"
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,8 @@ class Option:
             return parse_size(value, what=what)
         if self.kind is Kind.COUNT:
             return parse_count(value, what=what)
+        if self.kind is Kind.VERSION_ID:
+            return parse_version_id(value, what=what)
         if self.kind is Kind.POSITION and not isinstance(value, str):
             return parse_count(value, what=what)
         text = str(value).strip().lower()
@@ -187,6 +197,48 @@ GET = _rows(
         " bucket can plant a link to any other, so a face that reads for someone else (the"
         " gateway, operators, log readers, IO managers, Pipes) never takes it.",
         faces={Face.PYTHON: SAME, Face.CLI: SAME, Face.FSSPEC: SAME},
+        default=False,
+    ),
+)
+
+
+LIST = _rows(
+    "list",
+    Option(
+        "list",
+        "versions",
+        Kind.BOOL,
+        "List every version of each object, not only the current ones: the kept ones too,"
+        " and those another client's purge lost, marked.",
+        faces={Face.CLI: SAME, Face.FSSPEC: SAME},
+        default=False,
+    ),
+)
+
+# The version an operation on one object acts on, in each ecosystem's word for it: aws s3api's
+# --version-id, s3fs's version_id (docs/versioning.md). The Python face takes the id itself
+# (``version=``), read by no parser, so it is no column here.
+VERSION = _rows(
+    "version",
+    Option(
+        "version",
+        "version",
+        Kind.VERSION_ID,
+        "The version of the object to read, remove for good or restore; unset (or null): the"
+        " current version.",
+        faces={
+            Face.CLI: FaceRule(spelling="--version-id"),
+            Face.FSSPEC: FaceRule(spelling="version_id"),
+        },
+    ),
+    Option(
+        "version",
+        "version_aware",
+        Kind.BOOL,
+        "Take version ids (a version_id keyword, a path's ?versionId=ID) and list versions;"
+        " a filesystem without it refuses them, as s3fs's does, and reads ?versionId= as part"
+        " of the name.",
+        faces={Face.FSSPEC: SAME},
         default=False,
     ),
 )
@@ -337,6 +389,8 @@ WRITE_PARQUET = _rows(
 OPERATIONS: dict[str, dict[str, Option]] = {
     "put": PUT,
     "get": GET,
+    "list": LIST,
+    "version": VERSION,
     "follow": FOLLOW,
     "archive": ARCHIVE,
     "offload": OFFLOAD,

@@ -117,6 +117,26 @@ def parse_ttl(value: object, *, what: str = "ttl") -> timedelta:
     return parse_duration(value, what=what)
 
 
+NULL_VERSION = "null"
+_VERSION_ID = re.compile(r"[0-9A-Za-z]{22}")
+
+
+def parse_version_id(value: object, *, what: str = "version id") -> str | None:
+    """A version id as every face takes it: an object version's id (its nuid, 22 letters and
+    digits, as a versions listing shows it), or ``null``, S3's id of the current version of an
+    unversioned object, which is None: the current version. Anything else is refused before a
+    request is made, so no text reaches a subject (a ``*`` or ``.`` would widen it)."""
+    text = str(value).strip()
+    if text == NULL_VERSION:
+        return None
+    if not _VERSION_ID.fullmatch(text):
+        raise ValueError(
+            f"{what} must be a version id (22 letters and digits, as a versions listing shows"
+            f" it) or null, not {value!r}"
+        )
+    return text
+
+
 def format_duration(value: timedelta) -> str:
     """The shortest ``parse_duration`` text for whole seconds: ``7d``, ``1h30m``, ``45s``."""
     seconds = round(value.total_seconds())

@@ -17,6 +17,7 @@ from natsobj.cli.commands import (
     stores,
     syncing,
     transfer,
+    versions,
     watch,
 )
 from natsobj.cli.exits import NatsobjGroup
@@ -73,7 +74,9 @@ for module in (
     archive,
     gateway,
     presign,
+    versions,
 ):
     for command in module.COMMANDS:
         cli.add_command(command)
+stores.store_group.add_command(versions.versioning)
 cli.add_command(objects.rm, "del")  # as `nats obj del BUCKET NAME` deletes an object

@@ -900,3 +900,9 @@ OPERATIONS.append(Operation(forked_put.__name__, forked_put))
 from tests.adversary.pipes_rows import pipes_put, pipes_read  # noqa: E402
 
 OPERATIONS.extend(Operation(row.__name__, row) for row in (pipes_put, pipes_read))
+
+# the version rows are of their own module (docs/versioning.md: one version's operations never
+# serve or change another's bytes)
+from tests.adversary.version_rows import VERSION_ROWS  # noqa: E402
+
+OPERATIONS.extend(Operation(row.__name__, row) for row in VERSION_ROWS)

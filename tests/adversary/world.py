@@ -86,6 +86,8 @@ class World:
     watcher: Any = None
     s3: Any = None  # a boto3 S3 client of a natsobj gateway on the same server
     names_seen: set[str] = field(default_factory=set)
+    # the bytes of every version natsobj wrote in A, by version id (tests/adversary/version_rows)
+    versions: dict[str, bytes] = field(default_factory=dict)
     adversary_nuids: set[str] = field(default_factory=set)
 
     @property
@@ -238,6 +240,7 @@ class World:
         self.honest[name] = Honest(data, info.nuid, info.sequence)
         self.tainted.discard(name)
         self.content[info.sequence] = data
+        self.versions[info.nuid] = data
         self.must_report.add(info.sequence)
         self.names_seen.add(name)
 

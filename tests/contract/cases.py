@@ -43,6 +43,11 @@ SPELLINGS: dict[Kind, list[tuple[object, Any]]] = {
     ],
     Kind.SIZE: [("100MB", 100 * 10**6), ("1.5KiB", 1536), ("4096", 4096), (2048, 2048)],
     Kind.COUNT: [("5000", 5000), ("1_000", 1000), (7, 7)],
+    Kind.VERSION_ID: [
+        ("AbCdEfGhIjKlMnOpQrStU9", "AbCdEfGhIjKlMnOpQrStU9"),
+        (" AbCdEfGhIjKlMnOpQrStU9 ", "AbCdEfGhIjKlMnOpQrStU9"),
+        ("null", None),  # S3's id of the current version
+    ],
 }
 
 

@@ -18,6 +18,8 @@ from tests.contract.reached import ttl_of
 COMMANDS = {
     "put": [("put",)],
     "get": [("get",), ("cat",), ("cp",), ("sync",)],
+    "list": [("ls",)],
+    "version": [("get",), ("cat",), ("info",), ("rm",), ("restore",)],
     "follow": [("watch",)],
     "archive": [("archive", "run")],
     "offload": [("archive", "offload")],

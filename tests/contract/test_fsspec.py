@@ -23,7 +23,12 @@ def filesystem(nats_url: str, **options) -> NatsObjectFileSystem:
 
 
 def test_the_operations_fsspec_takes() -> None:
-    assert {op for op in OPERATIONS if for_face(Face.FSSPEC, op)} == {"put", "get"}
+    assert {op for op in OPERATIONS if for_face(Face.FSSPEC, op)} == {
+        "put",
+        "get",
+        "list",
+        "version",
+    }
 
 
 @pytest.mark.parametrize("case", cases(Face.FSSPEC, "put"), ids=lambda c: c.id)
@@ -79,3 +84,45 @@ def test_get_default(nats_url, digestless) -> None:
     )
     with pytest.raises(MissingDigest):
         fs.cat_file(digestless)
+
+
+@pytest.fixture
+def two_versions(store) -> tuple[str, str]:
+    """report.csv's first (kept) and current versions' ids, in a versioned bucket."""
+    store.set_versioning("Enabled")
+    return store.put("report.csv", b"first").nuid, store.put("report.csv", b"second").nuid
+
+
+@pytest.mark.parametrize("case", cases(Face.FSSPEC, "version"), ids=lambda c: c.id)
+def test_version(case: Case, nats_url, store, two_versions) -> None:
+    """``version_aware`` as a filesystem option; ``version_id`` as a read's keyword: the
+    current version for null, and a FileNotFoundError naming the id the server was asked
+    for (no version has the spelled one)."""
+    path = f"nats://{store.bucket}/report.csv"
+    spelled = case.option.spelled(Face.FSSPEC)
+    if case.option.name == "version_aware":
+        fs = filesystem(nats_url, **{spelled: case.given})
+        assert fs.version_aware is case.expected
+        return
+    fs = filesystem(nats_url, version_aware=True)
+    if case.expected is None:
+        assert fs.cat_file(path, **{spelled: case.given}) == b"second"
+    else:
+        with pytest.raises(FileNotFoundError, match=case.expected):
+            fs.cat_file(path, **{spelled: case.given})
+
+
+@pytest.mark.parametrize("case", cases(Face.FSSPEC, "list"), ids=lambda c: c.id)
+def test_list(case: Case, nats_url, store, two_versions) -> None:
+    fs = filesystem(nats_url, version_aware=True)
+    names = fs.ls(store.bucket, detail=False, **{case.option.spelled(Face.FSSPEC): case.given})
+    versions = [f"{store.bucket}/report.csv?versionId={v}" for v in sorted(two_versions)]
+    assert names == (versions if case.expected else [f"{store.bucket}/report.csv"])
+
+
+def test_version_defaults(nats_url, store, two_versions) -> None:
+    assert defaults(Face.FSSPEC, "version") == {"version": None, "version_aware": False}
+    assert filesystem(nats_url).version_aware is False
+    assert filesystem(nats_url, version_aware=True).ls(store.bucket, detail=False) == [
+        f"{store.bucket}/report.csv"
+    ]

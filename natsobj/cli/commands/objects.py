@@ -1,4 +1,6 @@
-"""Looking at and rearranging objects: ``ls``, ``info``, ``rm``, ``mv``, ``link``, ``meta set``."""
+"""Looking at and rearranging objects: ``ls``, ``info``, ``rm``, ``mv``, ``link``, ``meta set``
+(``ls --versions``, ``info`` and ``rm`` with ``--version-id`` reach the versions of a
+versioned bucket, ``natsobj.cli.commands.versions``)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import click
 from natsobj import paths
 from natsobj.cli import render, tree
 from natsobj.cli.commands.stores import show_stores
+from natsobj.cli.commands.versions import show_versions
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.filters import FilteredCommand, Filters, filter_options
 from natsobj.cli.operands import nats_location, object_operands
@@ -18,6 +21,7 @@ from natsobj.cli.params import (
     json_option,
     metadata_option,
     quiet_option,
+    table_option,
 )
 from natsobj.cli.progress import Meter
 from natsobj.cli.report import Report
@@ -70,6 +74,13 @@ def _dir_row(directory: tree.Directory) -> list[str]:
     is_flag=True,
     help="End with the number and total size of the objects listed (folded ones included).",
 )
+@table_option(
+    "list",
+    "versions",
+    help_text="Every version of every name at or below PREFIX (as aws s3api"
+    " list-object-versions): version id, whether it is the latest, delete markers, and"
+    " versions another client's purge lost.",
+)
 @json_option()
 @pass_session
 def ls(
@@ -80,17 +91,31 @@ def ls(
     deleted: bool,
     human_readable: bool,
     summarize: bool,
+    versions: bool,
     as_json: bool,
 ) -> None:
     """List objects in BUCKET, with '/' prefixes as directories; without BUCKET, the buckets.
 
     Without -r, deeper names are folded into one 'dir/' line with their total size.
-    A PREFIX that is exactly an object's name lists that object.
+    A PREFIX that is exactly an object's name lists that object. With --versions, every
+    version of every name at or below PREFIX.
     """
     if bucket is None:
+        if versions:
+            raise UsageProblem("--versions lists the versions in one bucket: name the bucket")
         show_stores(session, as_json)
         return
     prefix = prefix or ""
+    if versions:
+        show_versions(
+            session,
+            bucket,
+            prefix,
+            summarize=summarize,
+            human_readable=human_readable,
+            as_json=as_json,
+        )
+        return
     infos = session.store(bucket).list(prefix=paths.listing_prefix(prefix), include_deleted=deleted)
     exact = [i for i in infos if i.name == prefix]
     dirs: list[tree.Directory]
@@ -133,14 +158,23 @@ def ls(
 @click.command("info")
 @object_operands("bucket", "name", required=2)
 @click.option("--deleted", is_flag=True, help="Show the object even if it was deleted.")
+@table_option("version", "version")
 @json_option()
 @pass_session
-def info(session: Session, bucket: str, name: str, deleted: bool, as_json: bool) -> None:
-    """Show everything recorded about object NAME.
+def info(
+    session: Session,
+    bucket: str,
+    name: str,
+    deleted: bool,
+    version: str | None,
+    as_json: bool,
+) -> None:
+    """Show everything recorded about object NAME (with --version-id, about that version;
+    --deleted shows a delete marker too).
 
     A link is shown as a link, not followed.
     """
-    found = session.store(bucket).get_info(name, include_deleted=deleted)
+    found = session.store(bucket).get_info(name, include_deleted=deleted, version=version)
     if as_json:
         render.emit_json(found.as_dict())
     else:
@@ -170,6 +204,13 @@ def _glob_targets(store: ObjectStore, pattern: str) -> list[str]:
     "--yes", "-y", is_flag=True, help="With -r from the top of the bucket: do not ask first."
 )
 @filter_options()
+@table_option(
+    "version",
+    "version",
+    help_text="Remove this version of NAME for good (natsobj ls --versions shows them):"
+    " its bytes too. Removing the current version makes the one before it current;"
+    " removing a delete marker undeletes.",
+)
 @dry_run_option("Print what would be deleted; delete nothing.")
 @quiet_option()
 @pass_session
@@ -180,17 +221,23 @@ def rm(
     recursive: bool,
     yes: bool,
     filters: Filters,
+    version: str | None,
     dry_run: bool,
     quiet: bool,
 ) -> None:
-    """Delete objects from BUCKET (a tombstone stays).
+    """Delete objects from BUCKET (a tombstone stays; in a bucket keeping versions, a
+    delete marker, and the version deleted is kept).
 
     A NAME with '*', '?' or '[' is a glob ('up/*.csv'; '*' stays within one '/' segment,
     '**' crosses them; '[*]' is a literal '*'). With -r, a NAME is a prefix and
     --exclude/--include filter the names below it; a NAME of '/', '.' or '' means the
     whole bucket, which asks for confirmation on a terminal and needs --yes otherwise.
+    With --version-id, that version of the one NAME is removed for good.
     """
     store = session.store(bucket)
+    if version is not None:
+        _remove_version(store, names, version, recursive, Report(Meter(None), quiet, dry_run))
+        return
     if recursive:
         targets = sorted(
             {
@@ -218,6 +265,27 @@ def rm(
             continue
         store.delete(name)
         report(f"deleted {bucket}/{render.shell_escape(name)}")
+
+
+def _remove_version(
+    store: ObjectStore, names: tuple[str, ...], version: str, recursive: bool, report: Report
+) -> None:
+    """``rm --version-id``: one version of one object, for good (aws s3api delete-object
+    --version-id), never a glob's or a prefix's worth."""
+    if recursive or len(names) != 1 or glob_literal_prefix(names[0]) != names[0]:
+        raise UsageProblem(
+            f"bucket {store.bucket!r}: --version-id removes a version of one object; name"
+            " exactly one object, without -r or a glob"
+        )
+    name = names[0]
+    shown = f"{store.bucket}/{render.shell_escape(name)}"
+    if report.dry_run:
+        store.get_info(name, include_deleted=True, version=version)
+        report(f"delete: {nats_url(store.bucket, name)} (version {version}, for good)")
+        return
+    removed = store.delete(name, version=version)
+    what = "delete marker" if removed.deleted else "version"
+    report(f"removed {what} {version} of {shown} for good")
 
 
 def _confirm_whole_bucket(bucket: str, count: int) -> None:

@@ -224,10 +224,15 @@ def put(
 
 
 def _copy_out(
-    store: ObjectStore, name: str, out: BinaryIO, bar: Meter, reading: ReadOptions
+    store: ObjectStore,
+    name: str,
+    out: BinaryIO,
+    bar: Meter,
+    reading: ReadOptions,
+    version: str | None = None,
 ) -> ObjectInfo:
     with (
-        store.get(name, **reading) as reader,
+        store.get(name, **reading, version=version) as reader,
         bar.task(name, reader.info.size) as advance,
     ):
         for chunk in reader:
@@ -263,11 +268,13 @@ def _copy_range(
     out: BinaryIO,
     bar: Meter,
     reading: ReadOptions,
+    version: str | None = None,
 ) -> tuple[ObjectInfo, int, int]:
-    """Write bytes ``requested`` (the core's convention, see ``ByteRange``) of NAME to
-    ``out``, a piece at a time; returns the version read and the first and last+1 offsets.
-    A start at or past the end is refused, as an HTTP server answers 416."""
-    opened = store.open_range(name, **reading)
+    """Write bytes ``requested`` (the core's convention, see ``ByteRange``) of NAME (of
+    ``version``, else the current one) to ``out``, a piece at a time; returns the version
+    read and the first and last+1 offsets. A start at or past the end is refused, as an HTTP
+    server answers 416."""
+    opened = store.open_range(name, **reading, version=version)
     with contextlib.closing(opened) as reader:
         size = reader.size
         if requested[0] >= size:
@@ -291,6 +298,7 @@ def _range_to_file(
     destination: Path,
     bar: Meter,
     reading: ReadOptions,
+    version: str | None = None,
 ) -> tuple[ObjectInfo, int, int]:
     """Written as the core's get_file writes (``natsobj.local.files.replacing``): beside
     ``destination``, renamed over it, with its mode, once every byte of the range arrived."""
@@ -298,7 +306,24 @@ def _range_to_file(
         open_target(destination, bucket=store.bucket, name=name) as target,
         replacing(target) as handle,
     ):
-        return _copy_range(store, name, requested, handle, bar, reading)
+        return _copy_range(store, name, requested, handle, bar, reading, version)
+
+
+def _version_to_file(
+    store: ObjectStore,
+    name: str,
+    version: str,
+    destination: Path,
+    bar: Meter,
+    reading: ReadOptions,
+) -> ObjectInfo:
+    """One version of NAME written as the core's get_file writes a current one (which takes
+    no version): beside ``destination``, renamed over it only once the digest matched."""
+    with (
+        open_target(destination, bucket=store.bucket, name=name) as target,
+        replacing(target) as handle,
+    ):
+        return _copy_out(store, name, handle, bar, reading, version)
 
 
 def _range_summary(info: ObjectInfo, first: int, last: int) -> str:
@@ -309,11 +334,18 @@ def _range_summary(info: ObjectInfo, first: int, last: int) -> str:
     )
 
 
-def _perhaps_a_prefix(store: ObjectStore, name: str, error: ObjectNotFound) -> NatsObjError:
+def _shown_url(bucket: str, name: str, version: str | None) -> str:
+    """An object's URL as a dry run prints it, with the version read when one was named."""
+    return nats_url(bucket, name) + (f" (version {version})" if version else "")
+
+
+def _perhaps_a_prefix(
+    store: ObjectStore, name: str, error: ObjectNotFound, version: str | None = None
+) -> NatsObjError:
     """``error`` for a missing ``name``, unless the name is a prefix of objects: then say
     how many and that -r fetches them (the listing is paid for only once the object is known
-    to be missing)."""
-    if not paths.as_dir(name):
+    to be missing). A version that is not there is that error, whatever is below the name."""
+    if version is not None or not paths.as_dir(name):
         return error
     below = [
         i for i in store.list(prefix=paths.as_dir(name)) if not (i.link and i.link.is_bucket_link)
@@ -337,9 +369,11 @@ def download(
     filters: Filters,
     report: Report,
     reading: ReadOptions,
+    version: str | None = None,
 ) -> None:
-    """``get`` and ``cp`` to a local path: one object to a file, a directory or stdout, or
-    with ``recursive`` every object below the prefix ``name`` into a directory."""
+    """``get`` and ``cp`` to a local path: one object (``version`` of it, else its current
+    one) to a file, a directory or stdout, or with ``recursive`` every object below the prefix
+    ``name`` into a directory."""
     bar = report.bar
     if path == STDIO:
         if recursive:
@@ -348,9 +382,9 @@ def download(
             report(f"download: {nats_url(store.bucket, name)} to -")
             return
         try:
-            _copy_out(store, name, sys.stdout.buffer, bar, reading)
+            _copy_out(store, name, sys.stdout.buffer, bar, reading, version)
         except ObjectNotFound as error:
-            raise _perhaps_a_prefix(store, name, error) from error
+            raise _perhaps_a_prefix(store, name, error, version) from error
         sys.stdout.buffer.flush()
         return
     destination = Path(path)
@@ -359,12 +393,15 @@ def download(
             destination = destination / name.rsplit(paths.SEP, 1)[-1]
         try:
             if report.dry_run:
-                store.get_info(name)
-                report(f"download: {nats_url(store.bucket, name)} to {destination}")
+                store.get_info(name, version=version)
+                report(f"download: {_shown_url(store.bucket, name, version)} to {destination}")
                 return
-            got = _get_to_file(store, name, destination, bar, reading)
+            if version is None:
+                got = _get_to_file(store, name, destination, bar, reading)
+            else:
+                got = _version_to_file(store, name, version, destination, bar, reading)
         except ObjectNotFound as error:
-            raise _perhaps_a_prefix(store, name, error) from error
+            raise _perhaps_a_prefix(store, name, error, version) from error
         report(f"{_summary('got', got)} -> {destination}")
         return
     wanted = [
@@ -395,6 +432,7 @@ def download(
     "--recursive", "-r", is_flag=True, help="NAME is a prefix; PATH the directory to fill."
 )
 @read_options()
+@table_option("version", "version")
 @range_option()
 @filter_options()
 @dry_run_option()
@@ -408,6 +446,7 @@ def get(
     path: str,
     recursive: bool,
     reading: ReadOptions,
+    version: str | None,
     byte_range: tuple[int, int | None] | None,
     filters: Filters,
     dry_run: bool,
@@ -417,10 +456,13 @@ def get(
     """Fetch NAME from BUCKET into PATH (file, directory or '-').
 
     Links are followed. The digest is verified; a mismatch exits with code 4. With --range
-    only those bytes are fetched and written (no digest covers a range).
+    only those bytes are fetched and written (no digest covers a range). With --version-id,
+    that version of NAME (natsobj ls --versions shows them).
     """
     if recursive and byte_range is not None:
         raise UsageProblem("--range reads one object and cannot be used with -r")
+    if recursive and version is not None:
+        raise UsageProblem("--version-id names a version of one object and cannot be used with -r")
     store = session.store(bucket)
     with meter(progress and not dry_run) as bar:
         report = Report(bar, quiet, dry_run)
@@ -433,25 +475,27 @@ def get(
                 filters=filters,
                 report=report,
                 reading=reading,
+                version=version,
             )
             return
         if path == STDIO:
-            _copy_range(store, name, byte_range, sys.stdout.buffer, bar, reading)
+            _copy_range(store, name, byte_range, sys.stdout.buffer, bar, reading, version)
             sys.stdout.buffer.flush()
             return
         destination = Path(path)
         if destination.is_dir():
             destination = destination / name.rsplit(paths.SEP, 1)[-1]
         if dry_run:
-            report(f"download: {nats_url(bucket, name)} to {destination}")
+            report(f"download: {_shown_url(bucket, name, version)} to {destination}")
             return
-        ranged = _range_to_file(store, name, byte_range, destination, bar, reading)
+        ranged = _range_to_file(store, name, byte_range, destination, bar, reading, version)
         report(f"{_range_summary(*ranged)} -> {destination}")
 
 
 @click.command("cat")
 @object_operands("bucket", "name", required=2)
 @read_options()
+@table_option("version", "version")
 @range_option()
 @pass_session
 def cat(
@@ -459,20 +503,22 @@ def cat(
     bucket: str,
     name: str,
     reading: ReadOptions,
+    version: str | None,
     byte_range: tuple[int, int | None] | None,
 ) -> None:
     """Write NAME (or, with --range, those bytes of it) to stdout.
 
     Links are followed. A whole object's digest is verified (a mismatch exits with code 4
-    after the bytes went out); a range fetches only the chunks holding it.
+    after the bytes went out); a range fetches only the chunks holding it. With
+    --version-id, that version of NAME.
     """
     store = session.store(bucket)
     out = sys.stdout.buffer
     with meter(False) as bar:
         if byte_range is None:
-            _copy_out(store, name, out, bar, reading)
+            _copy_out(store, name, out, bar, reading, version)
         else:
-            _copy_range(store, name, byte_range, out, bar, reading)
+            _copy_range(store, name, byte_range, out, bar, reading, version)
     out.flush()
 
 
