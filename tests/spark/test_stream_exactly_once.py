@@ -73,12 +73,15 @@ def test_kill_minus_9_mid_batch_then_restart_processes_every_object_once(
         driver.wait()
     assert not (checkpoint / "commits" / str(killed_in)).exists()  # it really was mid-batch
     land(store, range(landed, 14))  # objects that land while the driver is down are not missed
-    restarted = start_driver(nats_url, bucket_name, checkpoint, "available-now")
-    try:
-        assert restarted.wait(TIMEOUT) == 0
-    finally:
-        if restarted.poll() is None:
-            os.killpg(restarted.pid, signal.SIGKILL)
+    # Before PySpark 4.2 Trigger.AvailableNow is Spark's single batch: the first run replays
+    # the interrupted batch only, and a second one takes what landed meanwhile.
+    for _ in range(1 if READ_LIMITS else 2):
+        restarted = start_driver(nats_url, bucket_name, checkpoint, "available-now")
+        try:
+            assert restarted.wait(TIMEOUT) == 0
+        finally:
+            if restarted.poll() is None:
+                os.killpg(restarted.pid, signal.SIGKILL)
     counts = rows_in_dataset(store)
     expected = {(i, r) for i in range(14) for r in range(ROWS_PER_OBJECT)}
     assert set(counts) == expected, f"missing {sorted(expected - set(counts))[:5]}"
