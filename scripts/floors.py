@@ -31,7 +31,8 @@ RAISED_BY_PEERS = {
 # A floor release is tested beside the packages of its day, as its project's constraints
 # file installs it: those packages are taken as uploaded before that release. (Airflow 3.1.0
 # needs its stack of 2025-09-26: newer cadwyn, fastapi, SQLAlchemy and structlog break it.)
-FLOOR_DAYS: dict[str, tuple[str, ...]] = {}
+# pandas 2.1 is built against numpy 1 and does not import beside numpy 2.
+FLOOR_DAYS: dict[str, tuple[str, ...]] = {"2023-08-30": ("numpy",)}
 
 
 def floors(project: dict[str, object]) -> dict[str, Version]:

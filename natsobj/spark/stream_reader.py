@@ -64,6 +64,10 @@ from natsobj.spark.stream_options import StreamOptions
 
 log = logging.getLogger("natsobj.spark")
 
+# Whether Spark passes the source a read limit: without, each micro-batch takes every change
+# there is, and Trigger.AvailableNow runs one batch of what was there when the query started.
+READ_LIMITS = bool(AVAILABLE_NOW)
+
 SCAN_PAGE = 1024
 # Objects per input partition at most, and partitions per batch at least (when there are that
 # many objects), so small files are still fetched by several executors at once.
@@ -208,6 +212,16 @@ class NatsObjStreamReader(DataSourceStreamReader, *AVAILABLE_NOW):  # type: igno
         self.opts = opts
         self.schema = schema
         self._available_now: int | None = None  # the last sequence Trigger.AvailableNow reads
+        # The end of the last batch Spark planned or committed, where the next one starts:
+        # what a PySpark before 4.2 does not pass to latestOffset().
+        self._last_end: dict | None = None
+        if not READ_LIMITS and (opts.max_objects is not None or opts.max_bytes is not None):
+            log.warning(
+                "natsobj stream: bucket %r: maxObjectsPerTrigger and maxBytesPerTrigger need "
+                "PySpark 4.2 or newer; on this PySpark each micro-batch takes every change "
+                "there is",
+                opts.bucket,
+            )
 
     # -- driver: offsets and planning -------------------------------------------------------------
 
@@ -232,11 +246,15 @@ class NatsObjStreamReader(DataSourceStreamReader, *AVAILABLE_NOW):  # type: igno
     def latestOffset(self, start: dict | None = None, limit: ReadLimit | None = None) -> dict:
         """The end of the next batch: from ``start`` within ``limit``. A PySpark before 4.2
         gives neither, and a batch then takes every change there is (no admission control:
-        ``maxObjectsPerTrigger`` and ``maxBytesPerTrigger`` need PySpark 4.2)."""
+        ``maxObjectsPerTrigger`` and ``maxBytesPerTrigger`` need PySpark 4.2); it starts where
+        the last batch this reader saw ended, so a change the glob does not select still
+        makes no batch (the first batch of a run, not knowing that end, ends at the last one)."""
         with open_store(self.opts.source) as store:
             status = store.status()
             if start is None:
-                return _offset(status.last_sequence, status)
+                if self._last_end is None:
+                    return _offset(status.last_sequence, status)
+                start = self._last_end
             first = self._resume(start, status)
             # Bounded by what is there now, so a scan never chases a busy bucket.
             until = self._available_now
@@ -247,11 +265,12 @@ class NatsObjStreamReader(DataSourceStreamReader, *AVAILABLE_NOW):  # type: igno
                 self.opts,
                 first,
                 until=until,
-                budget=Budget.of(self.opts, limit),
+                budget=Budget.of(self.opts, limit) if READ_LIMITS else UNLIMITED,
             )
         return _offset(found.end, status)
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        self._last_end = end
         with open_store(self.opts.source) as store:
             status = store.status()
             # Both checked: a batch replayed from the checkpoint, or the first batch of the
@@ -271,6 +290,7 @@ class NatsObjStreamReader(DataSourceStreamReader, *AVAILABLE_NOW):  # type: igno
 
     def commit(self, end: dict) -> None:
         """Nothing to release: the offset lives in Spark's checkpoint, not in the server."""
+        self._last_end = end
 
     def _resume(self, offset: dict, status: StoreStatus) -> int:
         """The meta sequence ``offset`` stands for in the bucket ``status`` was read from. An

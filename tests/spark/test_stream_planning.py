@@ -1,13 +1,15 @@
 """The streaming source's driver and task halves, called directly against the real server:
 offsets, glob selection, rate limits, and what a task does with an object replaced or
-deleted after its batch was planned. (The same code runs under Spark in test_stream_query.)"""
+deleted after its batch was planned. (The same code runs under Spark in test_stream_query.)
+Before PySpark 4.2 Spark passes no start and no read limit (``READ_LIMITS``): ``next_end`` asks
+the source as each version of Spark does."""
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from natsobj.cursors import ChangeCursor
@@ -15,13 +17,26 @@ from natsobj.spark.errors import BadSparkOption, CheckpointOfAnotherBucket
 from natsobj.spark.offsets import cursor_of
 from natsobj.spark.reader import BINARY_SCHEMA
 from natsobj.spark.stream_options import StreamOptions
-from natsobj.spark.stream_reader import NatsObjStreamReader, ReplacedSincePlanned
+from natsobj.spark.stream_reader import READ_LIMITS, NatsObjStreamReader, ReplacedSincePlanned
+
+if READ_LIMITS:
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxBytes, ReadMaxFiles
 
 TABLE = StructType([StructField("id", IntegerType()), StructField("v", StringType())])
 
 
 def reader(options: dict[str, str], schema: StructType = TABLE, **extra: str):
     return NatsObjStreamReader(StreamOptions.parse({**options, **extra}), schema)
+
+
+def next_end(source: NatsObjStreamReader, start: dict) -> dict:
+    """The end of the batch after ``start``, with no read limit: PySpark 4.2 passes the start
+    and ReadAllAvailable; before, Spark commits the previous batch (ending at ``start``) and
+    asks latestOffset() alone."""
+    if READ_LIMITS:
+        return source.latestOffset(start, ReadAllAvailable())
+    source.commit(start)
+    return source.latestOffset()
 
 
 def planned_names(source: NatsObjStreamReader, start: dict, end: dict) -> list[str]:
@@ -46,15 +61,15 @@ def test_offsets_are_meta_sequences_and_the_glob_is_path_aware(store, options) -
     created = store.status().stream_info.created
     # the server's nanosecond creation time, kept to the microsecond it is compared at
     assert cursor_of(start) == ChangeCursor(0, created)
-    end = source.latestOffset(start, ReadAllAvailable())
+    end = next_end(source, start)
     assert end["sequence"] >= store.get_info("landing/a.csv").sequence
     assert planned_names(source, start, end) == ["landing/a.csv"]
     assert rows(source, start, end) == [(1, "a")]
     # Nothing new that matches: the offset stays put, so Spark runs no empty batch.
     store.put("landing/old/e.csv", b"id,v\n5,e\n")
-    assert source.latestOffset(end, ReadAllAvailable()) == end
+    assert next_end(source, end) == end
     put = store.put("landing/f.csv", b"id,v\n6,f\n")
-    later = source.latestOffset(end, ReadAllAvailable())
+    later = next_end(source, end)
     assert cursor_of(later) == ChangeCursor(put.sequence, created)
     assert planned_names(source, end, later) == ["landing/f.csv"]
     # `**` crosses segments; startingSequence=latest starts after everything there now.
@@ -81,21 +96,21 @@ def test_a_checkpoint_of_a_deleted_bucket_fails_instead_of_reading_nothing(
     for index in range(3):
         store.put(f"in/{index}.csv", b"id,v\n1,a\n")
     source = reader(options, glob="in/*.csv")
-    checkpointed = source.latestOffset(source.initialOffset(), ReadAllAvailable())
+    checkpointed = next_end(source, source.initialOffset())
     legacy = {"sequence": checkpointed["sequence"]}  # written before offsets had "created"
     sync_client.delete_store(store.bucket)
     sync_client.create_store(store.bucket).put("in/new.csv", b"id,v\n2,b\n")
     for offset in (checkpointed, legacy):
         with pytest.raises(CheckpointOfAnotherBucket, match="deleted and created again") as err:
-            source.latestOffset(offset, ReadAllAvailable())
+            next_end(source, offset)
         assert store.bucket in str(err.value) and "checkpoint directory" in str(err.value)
     for index in range(6):  # the new bucket grows past the checkpoint's sequence
         store.put(f"in/more{index}.csv", b"id,v\n3,c\n")
     with pytest.raises(CheckpointOfAnotherBucket):
-        source.latestOffset(checkpointed, ReadAllAvailable())
+        next_end(source, checkpointed)
     fresh = reader(options, glob="in/*.csv")
     start = fresh.initialOffset()
-    assert len(planned_names(fresh, start, fresh.latestOffset(start, ReadAllAvailable()))) == 7
+    assert len(planned_names(fresh, start, next_end(fresh, start))) == 7
 
 
 def test_on_recreated_restart_reads_the_new_bucket_from_its_beginning(
@@ -106,21 +121,24 @@ def test_on_recreated_restart_reads_the_new_bucket_from_its_beginning(
     for index in range(3):
         store.put(f"in/{index}.csv", b"id,v\n1,a\n")
     source = reader(options, glob="in/*.csv", onRecreated="restart")
-    checkpointed = source.latestOffset(source.initialOffset(), ReadAllAvailable())
+    checkpointed = next_end(source, source.initialOffset())
     sync_client.delete_store(store.bucket)
     recreated = sync_client.create_store(store.bucket)
     recreated.put("in/new.csv", b"id,v\n2,new\n")
     created = recreated.status().stream_info.created
-    end = source.latestOffset(checkpointed, ReadAllAvailable())
+    end = next_end(source, checkpointed)
     assert cursor_of(end) == ChangeCursor(recreated.status().last_sequence, created)
     assert rows(source, checkpointed, end) == [(2, "new")]
     with pytest.raises(CheckpointOfAnotherBucket):  # the default is the table's: fail
-        reader(options, glob="in/*.csv").latestOffset(checkpointed, ReadAllAvailable())
+        next_end(reader(options, glob="in/*.csv"), checkpointed)
 
 
-def test_rate_limits_cut_batches_by_objects_and_bytes(store, options) -> None:
+def test_rate_limits_cut_batches_by_objects_and_bytes(store, options, caplog) -> None:
     for i in range(5):
         store.put(f"in/{i}.csv", b"id,v\n" + f"{i},{'x' * 100}\n".encode())
+    if not READ_LIMITS:
+        _batches_take_everything_without_read_limits(store, options, caplog)
+        return
     by_count = reader(options, glob="in/*.csv", maxObjectsPerTrigger="2")
     assert by_count.getDefaultReadLimit() == ReadMaxFiles(2)
     offset, batches = {"sequence": 0}, []
@@ -129,7 +147,7 @@ def test_rate_limits_cut_batches_by_objects_and_bytes(store, options) -> None:
         offset = end
     assert batches == [["in/0.csv", "in/1.csv"], ["in/2.csv", "in/3.csv"], ["in/4.csv"]]
     # Trigger.AvailableNow / Once pass ReadAllAvailable: the engine's limit wins.
-    everything = by_count.latestOffset({"sequence": 0}, ReadAllAvailable())
+    everything = next_end(by_count, {"sequence": 0})
     assert len(planned_names(by_count, {"sequence": 0}, everything)) == 5
     size = store.get_info("in/0.csv").size
     by_bytes = reader(options, glob="in/*.csv", maxBytesPerTrigger=str(3 * size - 1))
@@ -142,14 +160,36 @@ def test_rate_limits_cut_batches_by_objects_and_bytes(store, options) -> None:
     assert planned_names(tiny, {"sequence": 0}, end) == ["in/0.csv"]
 
 
+def _batches_take_everything_without_read_limits(store, options, caplog) -> None:
+    """Before PySpark 4.2 the limits cannot apply: the reader says so once, and each batch
+    takes every object there is, each exactly once."""
+    with caplog.at_level(logging.WARNING, logger="natsobj.spark"):
+        by_count = reader(options, glob="in/*.csv", maxObjectsPerTrigger="2")
+    assert "need PySpark 4.2" in caplog.text
+    first = by_count.latestOffset()  # the first batch of a run: up to the last change
+    assert planned_names(by_count, {"sequence": 0}, first) == [f"in/{i}.csv" for i in range(5)]
+    assert by_count.latestOffset() == first  # partitions() saw that batch: nothing is left
+    store.put("elsewhere/x.csv", b"id,v\n9,x\n")  # not selected: still no batch
+    assert by_count.latestOffset() == first
+    for i in range(5, 8):
+        store.put(f"in/{i}.csv", b"id,v\n" + f"{i},y\n".encode())
+    second = by_count.latestOffset()
+    assert planned_names(by_count, first, second) == [f"in/{i}.csv" for i in range(5, 8)]
+
+
 def test_available_now_stops_at_what_was_there_when_it_started(store, options) -> None:
     store.put("in/a.csv", b"id,v\n1,a\n")
     source = reader(options, glob="in/*.csv")
-    source.prepareForTriggerAvailableNow()
-    store.put("in/b.csv", b"id,v\n2,b\n")
-    end = source.latestOffset({"sequence": 0}, ReadAllAvailable())
+    if READ_LIMITS:
+        source.prepareForTriggerAvailableNow()
+        store.put("in/b.csv", b"id,v\n2,b\n")
+        end = next_end(source, {"sequence": 0})
+    else:  # Spark's own AvailableNow asks latestOffset() once, when the query starts
+        end = source.latestOffset()
+        store.put("in/b.csv", b"id,v\n2,b\n")
     assert planned_names(source, {"sequence": 0}, end) == ["in/a.csv"]
-    assert source.latestOffset(end, ReadAllAvailable()) == end  # the query can finish
+    if READ_LIMITS:
+        assert next_end(source, end) == end  # the query can finish
 
 
 def test_a_replaced_or_deleted_object_is_skipped_never_mixed(store, options) -> None:
@@ -157,7 +197,7 @@ def test_a_replaced_or_deleted_object_is_skipped_never_mixed(store, options) -> 
         store.put(name, b"id,v\n1,old\n")
     source = reader(options, glob="in/*.csv")
     start = {"sequence": 0}
-    end = source.latestOffset(start, ReadAllAvailable())
+    end = next_end(source, start)
     partitions = source.partitions(start, end)
     store.put("in/replaced.csv", b"id,v\n2,new\n")  # after planning, before the task reads
     store.delete("in/deleted.csv")
@@ -167,7 +207,7 @@ def test_a_replaced_or_deleted_object_is_skipped_never_mixed(store, options) -> 
     assert skipped == ["in/deleted.csv", "in/replaced.csv"]  # each task counts its own
     assert read == [{"id": [1], "v": ["old"]}]  # keep.csv only; nothing of the new version
     # The new version and the delete lie after `end`: the next batch has the new version.
-    later = source.latestOffset(end, ReadAllAvailable())
+    later = next_end(source, end)
     assert rows(source, end, later) == [(2, "new")]
 
 
@@ -176,7 +216,7 @@ def test_binary_mode_rows_and_deletes(store, options) -> None:
     store.put("raw/b.bin", b"bb")
     store.delete("raw/b.bin")
     plain = reader(options, BINARY_SCHEMA, glob="raw/*", layout="binary")
-    end = plain.latestOffset({"sequence": 0}, ReadAllAvailable())
+    end = next_end(plain, {"sequence": 0})
     got = [r for p in plain.partitions({"sequence": 0}, end) for r in plain.read(p)]
     assert [(r[0], r[1], r[3], r[4]) for r in got] == [("raw/a.bin", 2, first.digest, b"\x00\x01")]
     with_deletes = reader(
@@ -193,7 +233,7 @@ def test_partitions_spread_small_objects_over_executors(store, options) -> None:
     for i in range(10):
         store.put(f"in/{i:02d}.csv", b"id,v\n1,a\n")
     source = reader(options, glob="in/*.csv")
-    end = source.latestOffset({"sequence": 0}, ReadAllAvailable())
+    end = next_end(source, {"sequence": 0})
     partitions = source.partitions({"sequence": 0}, end)
     assert len(partitions) >= 2
     assert sorted(o.name for p in partitions for o in p.objects) == [
@@ -226,6 +266,6 @@ def test_unknown_stream_options_are_ignored_like_batch_ones(options: dict[str, s
 def test_an_object_that_does_not_fit_the_schema_names_itself(store, options) -> None:
     store.put("in/bad.csv", b"id,v\nnot-a-number,a\n")
     source = reader(options, glob="in/*.csv")
-    end = source.latestOffset({"sequence": 0}, ReadAllAvailable())
+    end = next_end(source, {"sequence": 0})
     with pytest.raises(ValueError, match=r"object 'in/bad.csv' \(csv\) does not fit"):
         [b for p in source.partitions({"sequence": 0}, end) for b in source.read(p)]

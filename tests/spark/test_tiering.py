@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import natsobj
 from natsobj.archive import Archiver, ArchiveTarget
 from natsobj.archive.tiering import offload
-from natsobj.spark.frames import register
-from tests.archive.conftest import archive_url, moto, s3_env  # noqa: F401  (fixtures)
+from tests.archive.conftest import (  # noqa: F401  (fixtures)
+    archive_url,
+    moto,
+    s3_env,
+    subprocess_env,
+)
 
 
-def test_binary_layout_reads_offloaded_objects(spark, options, store, archive_url, s3_env):  # noqa: F811
+def test_binary_layout_reads_offloaded_objects(options, store, archive_url, s3_env):  # noqa: F811
     blobs = {"cold/a.bin": os.urandom(150_000), "cold/b.bin": b"small and packed"}
     for name, data in blobs.items():
         store.put(name, data)
@@ -25,10 +33,17 @@ def test_binary_layout_reads_offloaded_objects(spark, options, store, archive_ur
             return [i.name for i in (await offload(aio_store, target)).offloaded]
 
     assert asyncio.run(archive_and_offload()) == sorted(blobs)
-    # the Python workers take the S3 settings from the job's environment, as executors on a
-    # cluster would (spark.executorEnv.*); a source registered now carries it to them
-    spark.sparkContext.environment.update(s3_env)
-    register(spark)
-    df = spark.read.format("natsobj").options(**options, layout="binary").load("cold")
-    rows = {row.name: row.content for row in df.collect()}
-    assert rows == blobs
+    # A Spark application of its own, started with the S3 settings in its environment (the
+    # test's session started before moto): its executors read the bytes through from S3.
+    job = subprocess.run(
+        [sys.executable, "-m", "tests.spark.tiering_job", json.dumps(options), "cold"],
+        cwd=Path(__file__).resolve().parents[2],
+        env=subprocess_env(s3_env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert job.returncode == 0, job.stderr[-3000:]
+    read = json.loads(job.stdout.strip().splitlines()[-1])
+    assert {name: bytes.fromhex(content) for name, content in read.items()} == blobs
