@@ -43,6 +43,23 @@ def test_object_storage_path_reads_writes_lists_and_deletes(nats_default, store,
     ]
 
 
+def test_a_path_is_parsed_as_the_filesystem_parses_it_before_any_io() -> None:
+    """Airflow 3.1's ObjectStoragePath took a generic parser for nats:// (its first letter cut
+    off every name, a "/" before the bucket) until the provider registered the filesystem's."""
+    from airflow_natsobj.fs.path_flavour import _NatsFlavourSource
+
+    from natsobj.fs import NatsObjectFileSystem
+
+    path = ObjectStoragePath("nats://nats_default@bkt/dir/file.parquet")
+    assert (path.name, path.parts) == ("file.parquet", ("bkt/", "dir", "file.parquet"))
+    assert str(path.parent) == "nats://nats_default@bkt/dir"
+    assert str(path.parent.parent.parent) == "nats://nats_default@bkt/"
+    assert (_NatsFlavourSource.root_marker, _NatsFlavourSource.sep) == (
+        NatsObjectFileSystem.root_marker,
+        NatsObjectFileSystem.sep,
+    )
+
+
 XCOM_DAG = """
 from airflow.sdk import DAG, task
 

@@ -1,5 +1,6 @@
-"""Triggers run in asyncio against the real server; their cursor lives in Airflow's real asset
-state store (the execution API over the test database, as ``airflow dags test`` reaches it)."""
+"""Triggers run in asyncio against the real server; the change trigger's cursor lives in
+Airflow's real asset state store from 3.3.2 (the execution API over the test database, as
+``airflow dags test`` reaches it), and in NATS before (``tests.airflow.cursors``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import structlog
 from airflow.sdk import Asset
 from airflow.sdk.exceptions import AirflowRuntimeError, ErrorType
 from airflow.sdk.execution_time.comms import ErrorResponse
-from airflow.sdk.execution_time.context import AssetStateStoreAccessors
 from airflow.sdk.execution_time.supervisor import (
     InProcessSupervisorComms,
     InProcessTestSupervisor,
@@ -31,7 +31,11 @@ from airflow_natsobj.triggers.object_store import (
 
 import natsobj
 from natsobj.cursors import ChangeCursor
-from natsobj.errors import BucketRecreated
+from natsobj.errors import BucketRecreated, NatsObjError
+from tests.airflow.cursors import HAS_ASSET_STATE_STORE, NatsCursors
+
+if HAS_ASSET_STATE_STORE:
+    from airflow.sdk.execution_time.context import AssetStateStoreAccessors
 
 pytestmark = pytest.mark.anyio
 
@@ -254,7 +258,11 @@ class _AsyncInProcessComms(InProcessSupervisorComms):
 
 
 @pytest.fixture
-def asset_state_store(nats_default: str, bucket_name: str) -> Iterator[AssetStateStoreAccessors]:
+def asset_state_store(nats_default: str, bucket_name: str) -> Iterator[Any]:
+    """Where the trigger keeps its cursor: the asset state store of its asset, or NATS."""
+    if not HAS_ASSET_STATE_STORE:
+        yield NatsCursors(nats_default)
+        return
     from airflow.models.asset import AssetActive, AssetModel
     from airflow.utils.session import create_session
 
@@ -278,9 +286,10 @@ class _Triggerer:
     """Consumes a trigger the way Airflow's triggerer does: ``async for`` into a queue, so
     the trigger resumes right after each event is taken; ``stop()`` cancels it."""
 
-    def __init__(self, bucket: str, store: AssetStateStoreAccessors, **options: Any) -> None:
+    def __init__(self, bucket: str, store: Any, **options: Any) -> None:
         self.trigger = NatsObjectChangeTrigger(bucket=bucket, glob="in/*", **options)
-        self.trigger.asset_state_store = store  # what the triggerer injects before run()
+        if not isinstance(store, NatsCursors):  # a triggerer without one injects nothing
+            self.trigger.asset_state_store = store  # what the triggerer injects before run()
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.task = asyncio.ensure_future(self._consume(self.trigger))
 
@@ -334,11 +343,20 @@ async def test_change_trigger_restart_neither_loses_nor_repeats(
     assert ChangeCursor.parse(await asset_state_store.aget(key)).sequence == five.sequence
 
 
-class _RefusedWrites:
-    """Airflow's asset state accessors, their writes refused while ``refusing``: what the
-    triggerer's supervisor answers when the API server cannot store a value."""
+def _refusal() -> Exception:
+    """What a refused cursor write raises: the triggerer's supervisor's answer when the API
+    server cannot store a value, or the cursor keeper's when NATS refuses the key-value put."""
+    if HAS_ASSET_STATE_STORE:
+        return AirflowRuntimeError(
+            ErrorResponse(error=ErrorType.API_SERVER_ERROR, detail={"status_code": 500})
+        )
+    return NatsObjError("could not store the change-feed cursor", bucket="natsobj_cursors")
 
-    def __init__(self, store: AssetStateStoreAccessors) -> None:
+
+class _RefusedWrites:
+    """The place the cursor is kept, its writes refused while ``refusing``."""
+
+    def __init__(self, store: Any) -> None:
         self.store = store
         self.refusing = False
 
@@ -347,9 +365,7 @@ class _RefusedWrites:
 
     async def aset(self, key: str, value: Any) -> None:
         if self.refusing:
-            raise AirflowRuntimeError(
-                ErrorResponse(error=ErrorType.API_SERVER_ERROR, detail={"status_code": 500})
-            )
+            raise _refusal()
         await self.store.aset(key, value)
 
 
@@ -400,24 +416,37 @@ async def test_change_trigger_retries_until_the_bucket_exists(
         sync_client.delete_store(bucket_name)
 
 
-async def test_a_trigger_shared_by_several_assets_keeps_its_cursor_in_memory(caplog) -> None:
+async def test_a_trigger_shared_by_several_assets_keeps_its_cursor(caplog, nats_default) -> None:
+    """Airflow's asset state store has no single asset for a shared trigger: its cursor is kept
+    in memory, said once. Kept in NATS (before 3.3.2) it is the trigger's own, under its key."""
     import logging
 
     from airflow_natsobj.triggers.object_store import _CursorStore
 
-    shared = AssetStateStoreAccessors(
-        inlets=[
-            Asset(name="nats://b/x", uri="nats://b/x"),
-            Asset(name="nats://b/y", uri="nats://b/y"),
-        ]
-    )
-    cursor = _CursorStore(shared, "key", logging.getLogger("test.cursor"))
-    with caplog.at_level(logging.WARNING, logger="test.cursor"):
-        assert await cursor.get() is None
-        await cursor.set(ChangeCursor(5))
-    assert await cursor.get() == ChangeCursor(5)
-    assert "give each asset its own AssetWatcher" in caplog.text
-    assert caplog.text.count("kept in memory only") == 1
+    key = f"nats_meta_sequence:shared:{uuid.uuid4().hex[:12]}"
+    log = logging.getLogger("test.cursor")
+    async with await natsobj.aio.connect(nats_default) as client:
+        if HAS_ASSET_STATE_STORE:
+            shared = AssetStateStoreAccessors(
+                inlets=[
+                    Asset(name="nats://b/x", uri="nats://b/x"),
+                    Asset(name="nats://b/y", uri="nats://b/y"),
+                ]
+            )
+            cursor = _CursorStore(shared, key, log)
+        else:
+            cursor = _CursorStore(None, key, log)
+            cursor.keep_in_nats(client)
+        with caplog.at_level(logging.WARNING, logger="test.cursor"):
+            assert await cursor.get() is None
+            await cursor.set(ChangeCursor(5))
+        assert await cursor.get() == ChangeCursor(5)
+    if HAS_ASSET_STATE_STORE:
+        assert "give each asset its own AssetWatcher" in caplog.text
+        assert caplog.text.count("kept in memory only") == 1
+    else:
+        assert await NatsCursors(nats_default).aget(key) == str(ChangeCursor(5))
+        assert "memory" not in caplog.text
 
 
 # -- a bucket deleted and created again: never a silent skip ----------------------------------
