@@ -214,11 +214,19 @@ def test_a_put_runs_the_dag_scheduled_on_the_watched_asset(
         what="the asset watcher's trigger did not start",
         logs=logs,
     )
-    (classpath,) = wait_for(
-        lambda: query(
+    if query("select 1 from sqlite_master where name = 'asset_watcher'"):
+        watching = (
             "select t.classpath from trigger t join asset_watcher w on w.trigger_id = t.id"
-            " where w.name = 'landing_csv'"
-        ),
+            " where w.name = 'landing_csv'",
+        )
+    else:  # Airflow 3.1 links an asset to its triggers without the watcher's name
+        watching = (
+            "select t.classpath from trigger t join asset_trigger l on l.trigger_id = t.id"
+            " join asset a on a.id = l.asset_id where a.uri = ?",
+            f"nats://{bucket_name}/landing",
+        )
+    (classpath,) = wait_for(
+        lambda: query(*watching),
         timeout=30,
         what="no trigger row for the watcher",
         logs=logs,

@@ -59,7 +59,11 @@ def test_provider_discovery_does_not_load_the_nats_client() -> None:
 
 def test_providers_manager_loads_connection_form_and_filesystem() -> None:
     from airflow.providers_manager import ProvidersManager
-    from airflow.sdk.providers_manager_runtime import ProvidersManagerTaskRuntime
+
+    try:  # Airflow 3.3: a task's hooks and filesystems come from the SDK's own manager
+        from airflow.sdk.providers_manager_runtime import ProvidersManagerTaskRuntime
+    except ImportError:  # before, from the one providers manager
+        ProvidersManagerTaskRuntime = ProvidersManager
 
     manager = ProvidersManager()
     runtime = ProvidersManagerTaskRuntime()

@@ -113,7 +113,10 @@ async def no_event(events: AsyncIterator[TriggerEvent], wait: float = 1.0) -> No
     ],
 )
 def test_serialize_round_trips(trigger) -> None:
-    from airflow.sdk._shared.module_loading import import_string
+    try:  # where the triggerer imports a trigger's classpath from (Airflow 3.3)
+        from airflow.sdk._shared.module_loading import import_string
+    except ImportError:  # before
+        from airflow.sdk.module_loading import import_string
 
     classpath, kwargs = trigger.serialize()
     again = import_string(classpath)(**kwargs)
