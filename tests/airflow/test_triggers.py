@@ -285,6 +285,20 @@ def asset_state_store(nats_default: str, bucket_name: str) -> Iterator[Any]:
         yield AssetStateStoreAccessors(inlets=[Asset(name=uri, uri=uri)])
 
 
+async def cursor_reaches(states: Any, key: str, sequence: int, timeout: float = 15) -> int | None:
+    """The stored cursor's sequence once it is ``sequence`` (or at ``timeout``): the trigger
+    stores it after its event is taken, on its next step, in NATS over a connection of its own
+    before Airflow 3.3.2."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = await states.aget(key)
+        found = None if value is None else ChangeCursor.parse(value).sequence
+        if found == sequence or loop.time() > deadline:
+            return found
+        await asyncio.sleep(0.1)  # polling the stored value, not waiting for a result
+
+
 class _Triggerer:
     """Consumes a trigger the way Airflow's triggerer does: ``async for`` into a queue, so
     the trigger resumes right after each event is taken; ``stop()`` cancels it."""
@@ -324,7 +338,7 @@ async def test_change_trigger_restart_neither_loses_nor_repeats(
     two = await astore("in/2")
     assert (await triggerer.next())["sequence"] == one.sequence
     assert (await triggerer.next())["sequence"] == two.sequence
-    await asyncio.sleep(0.3)
+    assert await cursor_reaches(asset_state_store, key, two.sequence) == two.sequence
     await triggerer.stop()
     assert ChangeCursor.parse(await asset_state_store.aget(key)).sequence == two.sequence
 
@@ -342,6 +356,7 @@ async def test_change_trigger_restart_neither_loses_nor_repeats(
     assert (await restarted.next())["sequence"] == five.sequence
     await asyncio.sleep(0.5)
     assert restarted.events.empty()  # nothing repeated
+    assert await cursor_reaches(asset_state_store, key, five.sequence) == five.sequence
     await restarted.stop()
     assert ChangeCursor.parse(await asset_state_store.aget(key)).sequence == five.sequence
 
@@ -398,6 +413,7 @@ async def test_a_refused_cursor_write_neither_ends_the_trigger_nor_repeats_an_ev
     writes.refusing = False
     four = await astore("in/4")
     assert (await triggerer.next())["sequence"] == four.sequence  # in order: nothing repeated
+    assert await cursor_reaches(asset_state_store, key, four.sequence) == four.sequence
     await triggerer.stop()
     assert ChangeCursor.parse(await asset_state_store.aget(key)).sequence == four.sequence
 
@@ -522,9 +538,10 @@ async def test_a_bare_cursor_of_an_older_release_resumes_and_is_stored_in_full(
     await asset_state_store.aset(key, first.sequence)  # what 0.2 stored
     triggerer = _Triggerer(bucket_name, asset_state_store)
     assert (await triggerer.next())["sequence"] == second.sequence
-    await asyncio.sleep(0.3)
+    end = ChangeCursor.end_of(await astatus())
+    assert await cursor_reaches(asset_state_store, key, end.sequence) == end.sequence
     await triggerer.stop()
-    assert await asset_state_store.aget(key) == str(ChangeCursor.end_of(await astatus()))
+    assert await asset_state_store.aget(key) == str(end)
 
 
 async def test_change_trigger_sees_an_expiry_once_as_a_delete(nats_default, bucket_name) -> None:
