@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -62,6 +63,7 @@ def execution_api(airflow_db: Path) -> Iterator[dict[str, str]]:
             stdout=sink,
             stderr=subprocess.STDOUT,
             cwd=str(AIRFLOW_HOME),
+            start_new_session=True,  # its workers go down with it
         )
     try:
         health = f"http://127.0.0.1:{port}/execution/health"
@@ -78,8 +80,13 @@ def execution_api(airflow_db: Path) -> Iterator[dict[str, str]]:
             time.sleep(0.2)  # polling the server's readiness, not waiting for a result
         yield env
     finally:
-        server.terminate()
-        server.wait(30)
+        # a server still draining its connections after 30 s is killed, workers and all
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(10)
 
 
 def remote_logging(bucket: str, **extra: str) -> dict[str, str]:
