@@ -3,3 +3,7 @@
 from natsobj.extras import require_extra
 
 require_extra("airflow", "airflow_natsobj")
+
+from airflow_natsobj.fs.path_flavour import register  # noqa: E402
+
+register()

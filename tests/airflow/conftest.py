@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -95,15 +96,27 @@ def run_airflow(nats_default: str):
     """Run the ``airflow`` CLI with the test environment; returns the CompletedProcess."""
 
     def run(*args: str, env: dict[str, str] | None = None, timeout: float = 240):
-        full_env = {**os.environ, **(env or {})}
-        return subprocess.run(
+        """A run past ``timeout`` fails the test with what it printed, its process group
+        (executor workers, task supervisors) killed with it instead of left running."""
+        process = subprocess.Popen(
             [AIRFLOW_BIN, *args],
-            env=full_env,
-            capture_output=True,
+            env={**os.environ, **(env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
-            timeout=timeout,
             cwd=str(AIRFLOW_HOME),
+            start_new_session=True,
         )
+        try:
+            stdout, stderr = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            stdout, stderr = process.communicate()
+            pytest.fail(
+                f"airflow {' '.join(args)} did not end within {timeout}s; it printed:\n"
+                f"{stdout[-6000:]}\n--- stderr\n{stderr[-6000:]}"
+            )
+        return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
     return run
 

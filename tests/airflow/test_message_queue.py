@@ -21,8 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from airflow_natsobj.triggers.object_store import NatsObjectChangeTrigger
+
+from natsobj.cursors import ChangeCursor
 
 from .conftest import AIRFLOW_BIN
+from .cursors import HAS_ASSET_STATE_STORE, cursor_in_nats
 
 CONSUMER = """
 from airflow.providers.common.messaging.triggers.msg_queue import MessageQueueTrigger
@@ -116,6 +120,8 @@ def airflow_services(nats_default: str, bucket_name: str, store) -> Iterator[dic
         "AIRFLOW__API_AUTH__JWT_SECRET": "natsobj-test-secret",
         "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
         "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
+        # a killed triggerer's triggers go to the next one this soon after its last heartbeat
+        "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "5",
         "AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(logs / "tasks"),
         "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(_free_port()),
         "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(_free_port()),
@@ -131,21 +137,25 @@ def airflow_services(nats_default: str, bucket_name: str, store) -> Iterator[dic
         [AIRFLOW_BIN, "db", "migrate"], env=env, capture_output=True, text=True, timeout=180
     )
     assert migrated.returncode == 0, migrated.stdout[-3000:] + migrated.stderr[-3000:]
-    processes = []
+    processes: list[subprocess.Popen] = []
+
+    def start(name: str) -> subprocess.Popen:
+        """Start one service (again: its log goes on after the previous one's)."""
+        with open(logs / f"{name}.log", "a") as log:
+            process = subprocess.Popen(
+                [AIRFLOW_BIN, *commands[name]],
+                env=env,
+                cwd=str(home),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # its workers go down with it
+            )
+        processes.append(process)
+        return process
+
     try:
-        for name, args in commands.items():
-            with open(logs / f"{name}.log", "w") as log:
-                processes.append(
-                    subprocess.Popen(
-                        [AIRFLOW_BIN, *args],
-                        env=env,
-                        cwd=str(home),
-                        stdout=log,
-                        stderr=subprocess.STDOUT,
-                        start_new_session=True,  # its workers go down with it
-                    )
-                )
-        yield {"dag_id": dag_id, "logs": logs, "db": database}
+        running = {name: start(name) for name in commands}
+        yield {"dag_id": dag_id, "logs": logs, "db": database, "running": running, "start": start}
     finally:
         for process in processes:
             if process.poll() is None:
@@ -180,26 +190,43 @@ def _diagnosis(database: Database, dag_id: str, logs: Path) -> str:
     return "\n".join([*(f"{what}: {found}" for what, found in rows.items()), *tails])
 
 
+def stored_cursor(database: Database, nats_url: str, bucket: str) -> ChangeCursor | None:
+    """The watcher's cursor where the triggerer's trigger keeps it: the asset state store
+    (Airflow 3.3.2), else NATS."""
+    key = NatsObjectChangeTrigger(bucket=bucket, glob="landing/*.csv").cursor_key
+    if HAS_ASSET_STATE_STORE:
+        found = database.query("select value from asset_state_store where key = ?", key)
+        value = json.loads(found[0][0]) if found else None
+    else:
+        value = cursor_in_nats(nats_url, key)
+    return None if value is None else ChangeCursor.parse(value)
+
+
 def test_a_put_runs_the_dag_scheduled_on_the_watched_asset(
-    airflow_services, store, bucket_name
+    airflow_services, store, bucket_name, nats_default
 ) -> None:
     dag_id, logs = airflow_services["dag_id"], airflow_services["logs"]
     query = airflow_services["db"].query
     # the triggerer runs the watcher once it has stored where its watch starts
     wait_for(
-        lambda: query(
-            "select 1 from asset_state_store where key like ?",
-            f"nats_meta_sequence:{bucket_name}:%",
-        ),
+        lambda: stored_cursor(airflow_services["db"], nats_default, bucket_name),
         timeout=240,
         what="the asset watcher's trigger did not start",
         logs=logs,
     )
-    (classpath,) = wait_for(
-        lambda: query(
+    if query("select 1 from sqlite_master where name = 'asset_watcher'"):
+        watching = (
             "select t.classpath from trigger t join asset_watcher w on w.trigger_id = t.id"
-            " where w.name = 'landing_csv'"
-        ),
+            " where w.name = 'landing_csv'",
+        )
+    else:  # Airflow 3.1 links an asset to its triggers without the watcher's name
+        watching = (
+            "select t.classpath from trigger t join asset_trigger l on l.trigger_id = t.id"
+            " join asset a on a.id = l.asset_id where a.uri = ?",
+            f"nats://{bucket_name}/landing",
+        )
+    (classpath,) = wait_for(
+        lambda: query(*watching),
         timeout=30,
         what="no trigger row for the watcher",
         logs=logs,
@@ -245,3 +272,68 @@ def test_the_natsobj_scheme_is_registered_and_builds_the_change_trigger() -> Non
         "current",
         True,
     )
+
+
+def test_a_restarted_triggerer_runs_the_dag_once_per_put(
+    airflow_services, store, bucket_name, nats_default
+) -> None:
+    """The triggerer is killed (SIGKILL to its process group, by its PID) and another started:
+    the watcher resumes from its stored cursor, in the asset state store on Airflow 3.3.2 and
+    in NATS before, so each put runs the DAG exactly once: none again, none missed, the one
+    put while no triggerer ran included."""
+    dag_id, logs, database = (airflow_services[k] for k in ("dag_id", "logs", "db"))
+    query = database.query
+
+    def cursor() -> ChangeCursor | None:
+        return stored_cursor(database, nats_default, bucket_name)
+
+    def runs_done(count: int) -> Callable[[], bool]:
+        return lambda: (
+            len(
+                query(
+                    "select 1 from dag_run where dag_id = ? and state in ('success', 'failed')",
+                    dag_id,
+                )
+            )
+            >= count
+        )
+
+    wait_for(cursor, timeout=240, what="the asset watcher's trigger did not start", logs=logs)
+    first = store.put("landing/1.csv", b"1")
+    wait_for(runs_done(1), timeout=180, what="the first put ran no DAG", logs=logs)
+    wait_for(
+        lambda: (cursor() or ChangeCursor(0)).sequence >= first.sequence,
+        timeout=30,
+        what="the trigger did not store its place after the first event",
+        logs=logs,
+    )
+
+    killed = airflow_services["running"]["triggerer"]
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait(30)
+    second = store.put("landing/2.csv", b"2")  # while no triggerer runs
+    airflow_services["start"]("triggerer")
+    wait_for(runs_done(2), timeout=180, what="the put made while down ran no DAG", logs=logs)
+    third = store.put("landing/3.csv", b"3")
+    wait_for(runs_done(3), timeout=180, what="the put after the restart ran no DAG", logs=logs)
+    wait_for(
+        lambda: (cursor() or ChangeCursor(0)).sequence >= third.sequence,
+        timeout=30,
+        what="the restarted trigger did not store its place",
+        logs=logs,
+    )
+
+    diagnosis = _diagnosis(database, dag_id, logs)
+    events = query(
+        "select e.extra from asset_event e join asset a on a.id = e.asset_id where a.uri = ?"
+        " order by e.id",
+        f"nats://{bucket_name}/landing",
+    )
+    sequences = [json.loads(extra)["payload"]["sequence"] for (extra,) in events]
+    assert sequences == [first.sequence, second.sequence, third.sequence], diagnosis
+    # each run's task takes exactly one event (it unpacks one), and succeeded
+    assert query("select state from dag_run where dag_id = ?", dag_id) == [("success",)] * 3, (
+        diagnosis
+    )
+    for put in (first, second, third):
+        assert store.get_bytes("done/" + put.name) == store.get_bytes(put.name)

@@ -1,5 +1,6 @@
-"""Triggers run in asyncio against the real server; their cursor lives in Airflow's real asset
-state store (the execution API over the test database, as ``airflow dags test`` reaches it)."""
+"""Triggers run in asyncio against the real server; the change trigger's cursor lives in
+Airflow's real asset state store from 3.3.2 (the execution API over the test database, as
+``airflow dags test`` reaches it), and in NATS before (``tests.airflow.cursors``)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import structlog
 from airflow.sdk import Asset
 from airflow.sdk.exceptions import AirflowRuntimeError, ErrorType
 from airflow.sdk.execution_time.comms import ErrorResponse
-from airflow.sdk.execution_time.context import AssetStateStoreAccessors
 from airflow.sdk.execution_time.supervisor import (
     InProcessSupervisorComms,
     InProcessTestSupervisor,
@@ -31,7 +31,11 @@ from airflow_natsobj.triggers.object_store import (
 
 import natsobj
 from natsobj.cursors import ChangeCursor
-from natsobj.errors import BucketRecreated
+from natsobj.errors import BucketRecreated, NatsObjError
+from tests.airflow.cursors import HAS_ASSET_STATE_STORE, NatsCursors
+
+if HAS_ASSET_STATE_STORE:
+    from airflow.sdk.execution_time.context import AssetStateStoreAccessors
 
 pytestmark = pytest.mark.anyio
 
@@ -109,7 +113,10 @@ async def no_event(events: AsyncIterator[TriggerEvent], wait: float = 1.0) -> No
     ],
 )
 def test_serialize_round_trips(trigger) -> None:
-    from airflow.sdk._shared.module_loading import import_string
+    try:  # where the triggerer imports a trigger's classpath from (Airflow 3.3)
+        from airflow.sdk._shared.module_loading import import_string
+    except ImportError:  # before
+        from airflow.sdk.module_loading import import_string
 
     classpath, kwargs = trigger.serialize()
     again = import_string(classpath)(**kwargs)
@@ -254,7 +261,11 @@ class _AsyncInProcessComms(InProcessSupervisorComms):
 
 
 @pytest.fixture
-def asset_state_store(nats_default: str, bucket_name: str) -> Iterator[AssetStateStoreAccessors]:
+def asset_state_store(nats_default: str, bucket_name: str) -> Iterator[Any]:
+    """Where the trigger keeps its cursor: the asset state store of its asset, or NATS."""
+    if not HAS_ASSET_STATE_STORE:
+        yield NatsCursors(nats_default)
+        return
     from airflow.models.asset import AssetActive, AssetModel
     from airflow.utils.session import create_session
 
@@ -274,13 +285,28 @@ def asset_state_store(nats_default: str, bucket_name: str) -> Iterator[AssetStat
         yield AssetStateStoreAccessors(inlets=[Asset(name=uri, uri=uri)])
 
 
+async def cursor_reaches(states: Any, key: str, sequence: int, timeout: float = 15) -> int | None:
+    """The stored cursor's sequence once it is ``sequence`` (or at ``timeout``): the trigger
+    stores it after its event is taken, on its next step, in NATS over a connection of its own
+    before Airflow 3.3.2."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = await states.aget(key)
+        found = None if value is None else ChangeCursor.parse(value).sequence
+        if found == sequence or loop.time() > deadline:
+            return found
+        await asyncio.sleep(0.1)  # polling the stored value, not waiting for a result
+
+
 class _Triggerer:
     """Consumes a trigger the way Airflow's triggerer does: ``async for`` into a queue, so
     the trigger resumes right after each event is taken; ``stop()`` cancels it."""
 
-    def __init__(self, bucket: str, store: AssetStateStoreAccessors, **options: Any) -> None:
+    def __init__(self, bucket: str, store: Any, **options: Any) -> None:
         self.trigger = NatsObjectChangeTrigger(bucket=bucket, glob="in/*", **options)
-        self.trigger.asset_state_store = store  # what the triggerer injects before run()
+        if not isinstance(store, NatsCursors):  # a triggerer without one injects nothing
+            self.trigger.asset_state_store = store  # what the triggerer injects before run()
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.task = asyncio.ensure_future(self._consume(self.trigger))
 
@@ -312,7 +338,7 @@ async def test_change_trigger_restart_neither_loses_nor_repeats(
     two = await astore("in/2")
     assert (await triggerer.next())["sequence"] == one.sequence
     assert (await triggerer.next())["sequence"] == two.sequence
-    await asyncio.sleep(0.3)
+    assert await cursor_reaches(asset_state_store, key, two.sequence) == two.sequence
     await triggerer.stop()
     assert ChangeCursor.parse(await asset_state_store.aget(key)).sequence == two.sequence
 
@@ -330,15 +356,25 @@ async def test_change_trigger_restart_neither_loses_nor_repeats(
     assert (await restarted.next())["sequence"] == five.sequence
     await asyncio.sleep(0.5)
     assert restarted.events.empty()  # nothing repeated
+    assert await cursor_reaches(asset_state_store, key, five.sequence) == five.sequence
     await restarted.stop()
     assert ChangeCursor.parse(await asset_state_store.aget(key)).sequence == five.sequence
 
 
-class _RefusedWrites:
-    """Airflow's asset state accessors, their writes refused while ``refusing``: what the
-    triggerer's supervisor answers when the API server cannot store a value."""
+def _refusal() -> Exception:
+    """What a refused cursor write raises: the triggerer's supervisor's answer when the API
+    server cannot store a value, or the cursor keeper's when NATS refuses the key-value put."""
+    if HAS_ASSET_STATE_STORE:
+        return AirflowRuntimeError(
+            ErrorResponse(error=ErrorType.API_SERVER_ERROR, detail={"status_code": 500})
+        )
+    return NatsObjError("could not store the change-feed cursor", bucket="natsobj_cursors")
 
-    def __init__(self, store: AssetStateStoreAccessors) -> None:
+
+class _RefusedWrites:
+    """The place the cursor is kept, its writes refused while ``refusing``."""
+
+    def __init__(self, store: Any) -> None:
         self.store = store
         self.refusing = False
 
@@ -347,9 +383,7 @@ class _RefusedWrites:
 
     async def aset(self, key: str, value: Any) -> None:
         if self.refusing:
-            raise AirflowRuntimeError(
-                ErrorResponse(error=ErrorType.API_SERVER_ERROR, detail={"status_code": 500})
-            )
+            raise _refusal()
         await self.store.aset(key, value)
 
 
@@ -379,6 +413,7 @@ async def test_a_refused_cursor_write_neither_ends_the_trigger_nor_repeats_an_ev
     writes.refusing = False
     four = await astore("in/4")
     assert (await triggerer.next())["sequence"] == four.sequence  # in order: nothing repeated
+    assert await cursor_reaches(asset_state_store, key, four.sequence) == four.sequence
     await triggerer.stop()
     assert ChangeCursor.parse(await asset_state_store.aget(key)).sequence == four.sequence
 
@@ -400,24 +435,37 @@ async def test_change_trigger_retries_until_the_bucket_exists(
         sync_client.delete_store(bucket_name)
 
 
-async def test_a_trigger_shared_by_several_assets_keeps_its_cursor_in_memory(caplog) -> None:
+async def test_a_trigger_shared_by_several_assets_keeps_its_cursor(caplog, nats_default) -> None:
+    """Airflow's asset state store has no single asset for a shared trigger: its cursor is kept
+    in memory, said once. Kept in NATS (before 3.3.2) it is the trigger's own, under its key."""
     import logging
 
     from airflow_natsobj.triggers.object_store import _CursorStore
 
-    shared = AssetStateStoreAccessors(
-        inlets=[
-            Asset(name="nats://b/x", uri="nats://b/x"),
-            Asset(name="nats://b/y", uri="nats://b/y"),
-        ]
-    )
-    cursor = _CursorStore(shared, "key", logging.getLogger("test.cursor"))
-    with caplog.at_level(logging.WARNING, logger="test.cursor"):
-        assert await cursor.get() is None
-        await cursor.set(ChangeCursor(5))
-    assert await cursor.get() == ChangeCursor(5)
-    assert "give each asset its own AssetWatcher" in caplog.text
-    assert caplog.text.count("kept in memory only") == 1
+    key = f"nats_meta_sequence:shared:{uuid.uuid4().hex[:12]}"
+    log = logging.getLogger("test.cursor")
+    async with await natsobj.aio.connect(nats_default) as client:
+        if HAS_ASSET_STATE_STORE:
+            shared = AssetStateStoreAccessors(
+                inlets=[
+                    Asset(name="nats://b/x", uri="nats://b/x"),
+                    Asset(name="nats://b/y", uri="nats://b/y"),
+                ]
+            )
+            cursor = _CursorStore(shared, key, log)
+        else:
+            cursor = _CursorStore(None, key, log)
+            cursor.keep_in_nats(client)
+        with caplog.at_level(logging.WARNING, logger="test.cursor"):
+            assert await cursor.get() is None
+            await cursor.set(ChangeCursor(5))
+        assert await cursor.get() == ChangeCursor(5)
+    if HAS_ASSET_STATE_STORE:
+        assert "give each asset its own AssetWatcher" in caplog.text
+        assert caplog.text.count("kept in memory only") == 1
+    else:
+        assert await NatsCursors(nats_default).aget(key) == str(ChangeCursor(5))
+        assert "memory" not in caplog.text
 
 
 # -- a bucket deleted and created again: never a silent skip ----------------------------------
@@ -490,9 +538,10 @@ async def test_a_bare_cursor_of_an_older_release_resumes_and_is_stored_in_full(
     await asset_state_store.aset(key, first.sequence)  # what 0.2 stored
     triggerer = _Triggerer(bucket_name, asset_state_store)
     assert (await triggerer.next())["sequence"] == second.sequence
-    await asyncio.sleep(0.3)
+    end = ChangeCursor.end_of(await astatus())
+    assert await cursor_reaches(asset_state_store, key, end.sequence) == end.sequence
     await triggerer.stop()
-    assert await asset_state_store.aget(key) == str(ChangeCursor.end_of(await astatus()))
+    assert await asset_state_store.aget(key) == str(end)
 
 
 async def test_change_trigger_sees_an_expiry_once_as_a_delete(nats_default, bucket_name) -> None:

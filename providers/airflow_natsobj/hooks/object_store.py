@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
@@ -96,7 +97,13 @@ class NatsObjectStoreHook(BaseHook):
 
     async def asettings(self) -> ConnectionSettings:
         """Like ``settings`` but safe inside the triggerer's event loop."""
-        conn = await self.aget_connection(self.nats_conn_id)
+        try:
+            conn = await self.aget_connection(self.nats_conn_id)
+        except ImportError:
+            # Airflow 3.1 outside a task or triggerer (a trigger run by a test or a script):
+            # its async lookup imports the supervisor's comms before trying the secrets
+            # backends, and there are none; the blocking lookup tries the backends first.
+            conn = await asyncio.to_thread(self.get_connection, self.nats_conn_id)
         decode = getattr(conn, "aextra_dejson", None)  # the metastore's Connection has none
         return settings_from_connection(conn, await decode() if decode else None)
 
