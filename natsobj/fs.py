@@ -56,7 +56,7 @@ from natsobj.fs_versions import (
     version_aware_option,
     version_info_entry,
 )
-from natsobj.local.files import local_relative, open_target, replacing
+from natsobj.local.files import local_relative
 from natsobj.model import ObjectInfo
 from natsobj.operation_options import Face, ReadOptions, for_face, reading
 from natsobj.paths import SCHEME, as_dir, listing_prefix, parse_nats_url, split_level, under
@@ -421,10 +421,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
         store = await self._store(bucket)
         try:
             if start is None and end is None:
-                if version is None:
-                    return await store.get_bytes(key, **self.reading)
-                async with store.get(key, **self.reading, version=version) as reader:
-                    return await reader.read()
+                return await store.get_bytes(key, **self.reading, version=version)
             # only the chunks that hold [start, end) are fetched (docs/random-access.md)
             return await store.get_range(
                 key,
@@ -595,17 +592,7 @@ class NatsObjectFileSystem(AsyncFileSystem):
             return
         store = await self._store(bucket)
         try:
-            if at.version is None:
-                await store.get_file(key, lpath, **self.reading, within=within)
-                return
-            # the core's get_file reads the current version only: written as it writes, beside
-            # lpath and renamed over it once the version's digest matched
-            with (
-                open_target(lpath, within, bucket=bucket, name=key) as target,
-                replacing(target) as handle,
-            ):
-                async with store.get(key, **self.reading, version=at.version) as reader:
-                    await reader.copy_to(handle.write)
+            await store.get_file(key, lpath, **self.reading, within=within, version=at.version)
         except ObjectNotFound as exc:
             raise _missing(at, exc) from None
 

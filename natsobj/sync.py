@@ -337,6 +337,7 @@ class ObjectStore:
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
         follow_links: bool = False,
+        version: str | None = None,
     ) -> bytes:
         return run(
             self._store.get_bytes(
@@ -345,6 +346,7 @@ class ObjectStore:
                 min_sequence=min_sequence,
                 allow_missing_digest=allow_missing_digest,
                 follow_links=follow_links,
+                version=version,
             )
         )
 
@@ -359,6 +361,7 @@ class ObjectStore:
         allow_missing_digest: bool = False,
         within: str | os.PathLike[str] | None = None,
         follow_links: bool = False,
+        version: str | None = None,
     ) -> ObjectInfo:
         return run(
             self._store.get_file(
@@ -369,6 +372,7 @@ class ObjectStore:
                 allow_missing_digest=allow_missing_digest,
                 within=within,
                 follow_links=follow_links,
+                version=version,
             )
         )
 

@@ -52,6 +52,7 @@ from natsobj.names import (
     meta_subject,
     names_that_always_fit,
 )
+from natsobj.parsing import parse_version_id
 from natsobj.retry import RACED
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
@@ -166,6 +167,7 @@ class ObjectStore:
         ``version``: that version of the name (``versions``), current or kept; a delete
         marker is ObjectNotFound unless ``include_deleted``."""
         self._check_name(name)
+        version = _version_id(version)
         if version is not None:
             return await self._version_info(name, version, include_deleted)
         found = await records.read(self.bucket_stream, name, min_sequence)
@@ -354,10 +356,12 @@ class ObjectStore:
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
         follow_links: bool = False,
+        version: str | None = None,
     ) -> bytes:
         """The whole object, verified; ``max_size`` refuses (ObjectTooLarge) before reading an
         object bigger than that. A read that raced an overwrite is retried. ``min_sequence``
-        as for ``get_info``, ``allow_missing_digest`` and ``follow_links`` as for ``get``."""
+        as for ``get_info``, ``allow_missing_digest``, ``follow_links`` and ``version`` as for
+        ``get``."""
 
         async def read() -> bytes:
             async with self.get(
@@ -365,6 +369,7 @@ class ObjectStore:
                 min_sequence=min_sequence,
                 allow_missing_digest=allow_missing_digest,
                 follow_links=follow_links,
+                version=version,
             ) as reader:
                 if max_size is not None and reader.info.size > max_size:
                     raise ObjectTooLarge(
@@ -386,11 +391,13 @@ class ObjectStore:
         allow_missing_digest: bool = False,
         within: str | os.PathLike[str] | None = None,
         follow_links: bool = False,
+        version: str | None = None,
     ) -> ObjectInfo:
         """Write to a temporary file beside ``path`` and rename it only once the digest matches,
         so ``path`` never holds partial or corrupt data. ``progress`` gets each chunk's size;
-        ``allow_missing_digest`` and ``follow_links`` as for ``get``. ``within``: the local
-        directory a transfer fills, ``path`` having been made from the object's name below it;
+        ``allow_missing_digest``, ``follow_links`` and ``version`` as for ``get``. ``within``:
+        the local directory a transfer fills, ``path`` having been made from the object's name
+        below it;
         a place that leads out of it (a symlink planted there) is refused with ``UnsafeLocalPath``
         (``natsobj.local.files.open_target``)."""
         with open_target(path, within, bucket=self.bucket, name=name) as target:
@@ -402,6 +409,7 @@ class ObjectStore:
                         min_sequence=min_sequence,
                         allow_missing_digest=allow_missing_digest,
                         follow_links=follow_links,
+                        version=version,
                     ) as reader:
                         await reader.copy_to(handle.write, progress)
                 return reader.info
@@ -538,6 +546,7 @@ class ObjectStore:
         current one makes the newest kept one before it current again. Returns what was
         removed. A version whose lock holds is ObjectLocked (``lock``); a governance-mode
         retention gives way to ``bypass_governance``."""
+        version = _version_id(version)
         if version is not None:
             return await self._delete_version(name, version, bypass_governance)
         info = await self._replacing(name)
@@ -826,6 +835,12 @@ class ObjectStore:
         Every record counts, valid or not: a record that fails validation still names its
         chunks, and one whose nuid cannot be told refuses the compaction (BadObjectMeta)."""
         return await compaction.compact(self.bucket_stream, min_age=min_age)
+
+
+def _version_id(version: str | None) -> str | None:
+    """The version a call names: checked before it reaches a subject (ValueError for anything
+    but a version id or ``null``, which, as None, is the current version)."""
+    return None if version is None else parse_version_id(version)
 
 
 async def _reread(read: Callable[[], Awaitable[T]]) -> T:

@@ -5,7 +5,6 @@ the one version of a bucket never versioned, as S3 names it."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -17,13 +16,13 @@ from natsobj.errors import ObjectNotFound
 from natsobj.gateway import listing, xml
 from natsobj.gateway.metadata import etag
 from natsobj.gateway.s3errors import S3Error
+from natsobj.parsing import parse_version_id
 from natsobj.versioning import ObjectVersion, Versioning
 
 NULL = "null"
 """The version id of every object of a bucket without versioning: its current one."""
 VERSION_ID = "x-amz-version-id"
 DELETE_MARKER = "x-amz-delete-marker"
-_ID = re.compile(r"[0-9A-Za-z]{22}")
 _BODY = 64 << 10
 T = TypeVar("T")
 
@@ -31,11 +30,12 @@ T = TypeVar("T")
 def requested(version: str | None) -> str | None:
     """The version a request names (``versionId``): None for the current one (none named, or
     ``null``); an id that cannot be one of natsobj's is InvalidArgument, as S3 answers it."""
-    if version is None or version == NULL:
+    if version is None:
         return None
-    if not _ID.fullmatch(version):
-        raise S3Error("InvalidArgument", "Invalid version id specified")
-    return version
+    try:
+        return parse_version_id(version)
+    except ValueError:
+        raise S3Error("InvalidArgument", "Invalid version id specified") from None
 
 
 def refuse(version: str | None) -> None:

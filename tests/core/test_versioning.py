@@ -245,3 +245,17 @@ def test_creating_a_versioned_bucket_again_binds_to_it(sync_client, bucket_name)
             sync_client.create_store(bucket_name, max_bytes=1 << 20)
     finally:
         sync_client.delete_store(bucket_name)
+
+
+def test_a_version_id_is_checked_before_it_reaches_a_subject(store) -> None:
+    """A wildcard or a dot would widen the subject read or removed: refused up front; ``null``
+    (S3's id of an unversioned object) is the current version."""
+    _versioned(store)
+    current = store.put("v", b"bytes")
+    for bad in ("*", ">", "a.b", "x" * 23):
+        with pytest.raises(ValueError, match="version id"):
+            store.get_info("v", version=bad)
+        with pytest.raises(ValueError, match="version id"):
+            store.delete("v", version=bad)
+    assert store.get_info("v", version="null").nuid == current.nuid
+    assert store.get_bytes("v", version=current.nuid) == b"bytes"

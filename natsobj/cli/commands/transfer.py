@@ -248,16 +248,18 @@ def _get_to_file(
     bar: Meter,
     reading: ReadOptions,
     within: Path | None = None,
+    version: str | None = None,
 ) -> ObjectInfo:
     """The core writes beside the target and renames once the digest matches; ``within``,
     the directory ``-r`` fills, is never left (``ObjectStore.get_file``)."""
-    with bar.task(name, store.get_info(name).size) as advance:
+    with bar.task(name, store.get_info(name, version=version).size) as advance:
         return store.get_file(
             name,
             target,
             progress=advance,
             **reading,
             within=within,
+            version=version,
         )
 
 
@@ -307,23 +309,6 @@ def _range_to_file(
         replacing(target) as handle,
     ):
         return _copy_range(store, name, requested, handle, bar, reading, version)
-
-
-def _version_to_file(
-    store: ObjectStore,
-    name: str,
-    version: str,
-    destination: Path,
-    bar: Meter,
-    reading: ReadOptions,
-) -> ObjectInfo:
-    """One version of NAME written as the core's get_file writes a current one (which takes
-    no version): beside ``destination``, renamed over it only once the digest matched."""
-    with (
-        open_target(destination, bucket=store.bucket, name=name) as target,
-        replacing(target) as handle,
-    ):
-        return _copy_out(store, name, handle, bar, reading, version)
 
 
 def _range_summary(info: ObjectInfo, first: int, last: int) -> str:
@@ -396,10 +381,7 @@ def download(
                 store.get_info(name, version=version)
                 report(f"download: {_shown_url(store.bucket, name, version)} to {destination}")
                 return
-            if version is None:
-                got = _get_to_file(store, name, destination, bar, reading)
-            else:
-                got = _version_to_file(store, name, version, destination, bar, reading)
+            got = _get_to_file(store, name, destination, bar, reading, version=version)
         except ObjectNotFound as error:
             raise _perhaps_a_prefix(store, name, error, version) from error
         report(f"{_summary('got', got)} -> {destination}")
