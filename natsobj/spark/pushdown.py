@@ -22,6 +22,34 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+try:  # PySpark 4.1: Spark hands a Python data source the filters it may push
+    from pyspark.sql.datasource import (
+        EqualTo,
+        GreaterThan,
+        GreaterThanOrEqual,
+        In,
+        IsNotNull,
+        IsNull,
+        LessThan,
+        LessThanOrEqual,
+    )
+
+    _OPS: dict[type, str] = {
+        EqualTo: "eq",
+        GreaterThan: "gt",
+        GreaterThanOrEqual: "ge",
+        LessThan: "lt",
+        LessThanOrEqual: "le",
+        In: "in",
+        IsNull: "null",
+        IsNotNull: "notnull",
+    }
+except ImportError:  # PySpark 4.0: it never calls pushFilters, so every part is read
+    _OPS = {}
+
+# Whether the installed Spark pushes filters to a Python data source at all.
+FILTERS_PUSHED = bool(_OPS)
+
 ColumnStats = dict[str, list[Any]]  # column -> [min, max, null_count]
 
 _JSON_TYPES = (bool, int, float, str)
@@ -41,30 +69,9 @@ class Condition:
 
 def conditions(filters: Iterable[Any]) -> list[Condition]:
     """The filters statistics can decide; the others are left out (Spark applies them all)."""
-    from pyspark.sql.datasource import (
-        EqualTo,
-        GreaterThan,
-        GreaterThanOrEqual,
-        In,
-        IsNotNull,
-        IsNull,
-        LessThan,
-        LessThanOrEqual,
-    )
-
-    ops: dict[type, str] = {
-        EqualTo: "eq",
-        GreaterThan: "gt",
-        GreaterThanOrEqual: "ge",
-        LessThan: "lt",
-        LessThanOrEqual: "le",
-        In: "in",
-        IsNull: "null",
-        IsNotNull: "notnull",
-    }
     out = []
     for item in filters:
-        op = ops.get(type(item))
+        op = _OPS.get(type(item))
         if op is None or len(item.attribute) != 1:  # nested fields have no column statistics
             continue
         value = getattr(item, "value", ())

@@ -6,6 +6,7 @@ manifest cannot get another dataset's object an expiry)."""
 from __future__ import annotations
 
 import json
+import math
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -77,6 +78,19 @@ def _write(spark, options, mode: str, start: int, end: int, **extra) -> None:
     df.write.format("natsobj").mode(mode).options(**options, **extra).save(PREFIX)
 
 
+def _ttl_outlasting_three_overwrites(spark, options) -> int:
+    """Seconds of TTL that outlast three overwrites and a read on this machine: ten times one
+    overwrite's time, at least 6 s. A fixed 6 s does not: PySpark 4.0's writes take longer
+    than 4.3's (in Spark: neither starts a Python worker), and a loaded machine stretches
+    both past it."""
+    probe = {**options, "retain_generations": "0", "superseded_ttl": "1h"}
+    write = spark.range(0, 3, numPartitions=2).write.format("natsobj").options(**probe)
+    write.mode("overwrite").save("lake/probe")
+    started = time.monotonic()
+    write.mode("overwrite").save("lake/probe")
+    return max(6, math.ceil(10 * (time.monotonic() - started)))
+
+
 def _parts(store) -> dict[str, object]:
     return {i.name: i for i in store.list() if i.name.endswith(".parquet")}
 
@@ -91,9 +105,11 @@ def test_superseded_generation_expires_on_the_server_and_old_readers_finish(
         first = set(_parts(store))
         reader = spark.read.format("natsobj").options(**options).load(PREFIX)
         assert reader.rdd.getNumPartitions() == 2  # planned on generation 1
+        ttl = _ttl_outlasting_three_overwrites(spark, options)
 
         # Three overwrites with no generations retained: without a TTL the third would have
         # deleted generation 1's parts under the planned reader.
+        started = time.monotonic()
         for start in (2000, 3000, 4000):
             _write(
                 spark,
@@ -102,14 +118,15 @@ def test_superseded_generation_expires_on_the_server_and_old_readers_finish(
                 start,
                 start + 3,
                 retain_generations=0,
-                superseded_ttl="6s",
+                superseded_ttl=f"{ttl}s",
             )
         parts = _parts(store)
         first = {retained_name(n) for n in first}  # moved out of the folder by the overwrite
-        assert first <= set(parts)
+        took = time.monotonic() - started
+        assert first <= set(parts), f"gone after {took:.1f} s of a {ttl} s TTL"
         for name in first:
             assert parts[name].expires is not None, name
-            assert parts[name].expires - datetime.now(UTC) <= timedelta(seconds=6)
+            assert parts[name].expires - datetime.now(UTC) <= timedelta(seconds=ttl)
         assert sorted(r.id for r in reader.collect()) == list(range(1000))
         manifest = json.loads(store.get_bytes(f"{PREFIX}/_manifest.json"))
         assert [r["generation"] for r in manifest["retained"]] == [3, 2, 1]
@@ -117,7 +134,7 @@ def test_superseded_generation_expires_on_the_server_and_old_readers_finish(
         live = {p["name"] for p in manifest["parts"]}
         assert all(parts[name].expires is None for name in live)
 
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + ttl + 90
         while set(_parts(store)) & first and time.monotonic() < deadline:
             time.sleep(1)
         assert not set(_parts(store)) & first, "generation 1's parts did not expire"
