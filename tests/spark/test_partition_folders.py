@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 
+from natsobj.spark.pushdown import FILTERS_PUSHED
 from natsobj.spark.storage import NoManifestWarning
 from tests.spark.served import served
 
@@ -71,14 +72,18 @@ def test_a_partition_folder_fetches_a_tenth_of_the_dataset(spark, monitored, buc
     one, one_bytes = fetched(f"{PREFIX}/region=r3")
     assert (everything, one) == (REGIONS * ROWS, ROWS)
     print(f"\nserved: whole dataset {all_bytes} bytes, one partition of ten {one_bytes}")
-    assert one_bytes < all_bytes * 0.15, (one_bytes, all_bytes)
+    if FILTERS_PUSHED:
+        assert one_bytes < all_bytes * 0.15, (one_bytes, all_bytes)
+    else:  # PySpark 4.0 hands a Python source no filter: every part is fetched, as documented
+        assert one_bytes >= all_bytes * 0.9, (one_bytes, all_bytes)
 
 
 def test_a_filter_on_the_partition_column_fetches_a_tenth_of_the_dataset(
     spark, monitored, bucket_name
 ) -> None:
     """``load(dataset).filter("region = ...")`` with pushdown on: the other partitions' parts
-    are not fetched, and a later scan of the same DataFrame still counts every row."""
+    are not fetched (where PySpark hands filters over: 4.1 and later), and a later scan of the
+    same DataFrame still counts every row."""
     server, port = monitored
     options = {"url": server.url, "bucket": bucket_name}
     _write(spark, options)
@@ -96,4 +101,7 @@ def test_a_filter_on_the_partition_column_fetches_a_tenth_of_the_dataset(
         spark.conf.unset(CONF)
     assert (everything, one, again) == (REGIONS * ROWS, ROWS, REGIONS * ROWS)
     print(f"\nserved: whole dataset {all_bytes} bytes, filter on one partition {one_bytes}")
-    assert one_bytes < all_bytes * 0.15, (one_bytes, all_bytes)
+    if FILTERS_PUSHED:
+        assert one_bytes < all_bytes * 0.15, (one_bytes, all_bytes)
+    else:  # PySpark 4.0 hands a Python source no filter: every part is fetched, as documented
+        assert one_bytes >= all_bytes * 0.9, (one_bytes, all_bytes)
