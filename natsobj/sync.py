@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Any, TypeVar, Unpack, cast
 
 from natsobj import aio
-from natsobj.aio import listing, put_modes
+from natsobj.aio import copy, listing, put_modes
 from natsobj.aio.client import DEFAULT_PUT_WINDOW, DEFAULT_READ_WINDOW
 from natsobj.aio.compaction import CompactResult
 from natsobj.aio.put_modes import OVERWRITE, PutMode
@@ -491,6 +491,12 @@ class ObjectStore:
     def set_versioning(self, state: Versioning | str) -> Versioning:
         return run(self._store.set_versioning(state))
 
+    def restore(self, name: str, version: str) -> ObjectInfo:
+        """Make ``version`` of ``name`` its current version again (``natsobj.aio.copy.restore``:
+        the version's bytes are copied over the current ones, digest-checked, so where the
+        bucket keeps versions the version current until now is kept too)."""
+        return run(copy.restore(self._store, name, version))
+
     @_mirrors(_core.ObjectStore.lock)
     def lock(
         self,
@@ -644,21 +650,37 @@ class Client:
 
     @_mirrors(_core.Client.create_store)
     def create_store(
-        self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]
+        self,
+        bucket: str | StoreConfig,
+        *,
+        versioning: Versioning | str | None = None,
+        **settings: Unpack[StoreSettings],
     ) -> ObjectStore:
-        return ObjectStore(run(self._client.create_store(bucket, **settings)))
+        return ObjectStore(
+            run(self._client.create_store(bucket, versioning=versioning, **settings))
+        )
 
     @_mirrors(_core.Client.ensure_store)
     def ensure_store(
-        self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]
+        self,
+        bucket: str | StoreConfig,
+        *,
+        versioning: Versioning | str | None = None,
+        **settings: Unpack[StoreSettings],
     ) -> ObjectStore:
-        return ObjectStore(run(self._client.ensure_store(bucket, **settings)))
+        return ObjectStore(
+            run(self._client.ensure_store(bucket, versioning=versioning, **settings))
+        )
 
     @_mirrors(_core.Client.update_store)
     def update_store(
-        self, bucket: str | StoreConfig, **changes: Unpack[StoreSettings]
+        self,
+        bucket: str | StoreConfig,
+        *,
+        versioning: Versioning | str | None = None,
+        **changes: Unpack[StoreSettings],
     ) -> ObjectStore:
-        return ObjectStore(run(self._client.update_store(bucket, **changes)))
+        return ObjectStore(run(self._client.update_store(bucket, versioning=versioning, **changes)))
 
     @_mirrors(_core.Client.store)
     def store(self, bucket: str) -> ObjectStore:
