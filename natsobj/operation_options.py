@@ -304,8 +304,7 @@ FOLLOW = _rows(
         "include_version_events",
         Kind.BOOL,
         "Report versions' lock changes (set, changed, lifted, or an unreadable lock record)"
-        " and versions removed for good, in order among the objects' changes"
-        " (docs/versioning.md).",
+        " and versions removed for good, in order among the objects' changes.",
         faces={Face.PYTHON: SAME, Face.CLI: SAME},
         default=False,
     ),

@@ -21,6 +21,7 @@ from natsobj.names import (
     all_meta_subject,
     all_versions_subject,
     is_lock_subject,
+    is_token_of,
     is_version_subject,
 )
 from natsobj.version_events import LockEvent, VersionEvent, VersionRemoved
@@ -61,7 +62,7 @@ def event_from_msg(bucket: str, msg: StreamMsg) -> VersionEvent | None:
         return None
     tokens = msg.subject.split(".")
     name = decoded(tokens[-2]) if len(tokens) == _VERSION_SUBJECT_TOKENS else None
-    if name is None:
+    if not name or not is_token_of(name, tokens[-2]):  # base64 decoding skips what is no token
         log.warning(
             "bucket %r: skipping a message at sequence %s on %r, which names no object",
             bucket,
