@@ -51,14 +51,15 @@ def feed_subjects(bucket: str, *, include_version_events: bool) -> tuple[str, ..
 
 
 def is_meta(bucket: str, msg: StreamMsg) -> bool:
+    """Whether a feed's message is a meta record (else it is on a version subject)."""
     return not (is_lock_subject(bucket, msg.subject) or is_version_subject(bucket, msg.subject))
 
 
 def event_from_msg(bucket: str, msg: StreamMsg) -> VersionEvent | None:
     """The event a message on a version subject is; None for one that is no event (a kept
     version's record: the write that replaced the version is the change) or names no object."""
-    removal = is_version_subject(bucket, msg.subject)
-    if removal and not is_removal(msg.headers):
+    on_record = is_version_subject(bucket, msg.subject)  # else on a lock subject
+    if on_record and not is_removal(msg.headers):
         return None
     tokens = msg.subject.split(".")
     name = decoded(tokens[-2]) if len(tokens) == _VERSION_SUBJECT_TOKENS else None
@@ -71,7 +72,7 @@ def event_from_msg(bucket: str, msg: StreamMsg) -> VersionEvent | None:
         )
         return None
     version_id = tokens[-1]
-    if removal:
+    if on_record:
         return VersionRemoved(bucket, name, version_id, msg.sequence, msg.time)
     try:
         lock: VersionLock | None = VersionLock.decode(msg.data)
