@@ -301,6 +301,15 @@ FOLLOW = _rows(
     ),
     Option(
         "follow",
+        "include_version_events",
+        Kind.BOOL,
+        "Report versions' lock changes (set, changed, lifted, or an unreadable lock record)"
+        " and versions removed for good, in order among the objects' changes.",
+        faces={Face.PYTHON: SAME, Face.CLI: SAME},
+        default=False,
+    ),
+    Option(
+        "follow",
         "on_recreated",
         Kind.CHOICE,
         "A cursor that outlived its bucket (deleted and created again): fail says so and"
