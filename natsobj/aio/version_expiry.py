@@ -17,13 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from itertools import groupby
+from typing import TYPE_CHECKING
 
 from natsobj.aio import records, versions
-from natsobj.aio.store import ObjectStore
 from natsobj.errors import NatsObjError, ObjectLocked, ObjectNotFound, costs_only_its_object
 from natsobj.lifecycle import LifecycleRule, version_rule
 from natsobj.model import ObjectInfo
 from natsobj.versioning import ObjectVersion, utcnow
+
+if TYPE_CHECKING:
+    from natsobj.aio.store import ObjectStore
 
 
 @dataclass
@@ -59,20 +62,31 @@ async def plan(store: ObjectStore, *, now: datetime | None = None) -> list[Versi
     return due
 
 
+async def noncurrent(
+    store: ObjectStore, listed: list[ObjectVersion]
+) -> list[tuple[ObjectVersion, datetime | None]]:
+    """One name's noncurrent versions (``listed`` is all its versions, newest first), each with
+    when it became noncurrent: the next newer version's time, or the name's current record's
+    (None when that cannot be read)."""
+    newer_time = listed[0].mtime if listed[0].is_latest else await _current_time(store, listed)
+    found = []
+    for version in listed:
+        if not version.is_latest:
+            found.append((version, newer_time))
+        newer_time = version.mtime
+    return found
+
+
 async def _expired(
     store: ObjectStore, rule: LifecycleRule, listed: list[ObjectVersion], now: datetime
 ) -> list[VersionRemoval]:
     """Of one name's versions (newest first), those ``rule`` expires."""
     due = []
-    newer_time = listed[0].mtime if listed[0].is_latest else await _current_time(store, listed)
     newer = 0  # noncurrent versions above this one, lost ones aside (they keep no bytes)
-    for version in listed:
-        if version.is_latest:
-            continue
-        if rule.expires_noncurrent(newer, newer_time, now):
-            due.append(VersionRemoval(version, rule, _age(rule, newer, newer_time, now)))
+    for version, since in await noncurrent(store, listed):
+        if rule.expires_noncurrent(newer, since, now):
+            due.append(VersionRemoval(version, rule, _age(rule, newer, since, now)))
         newer += 0 if version.lost else 1
-        newer_time = version.mtime
     current = listed[0]
     if (
         rule.expired_delete_markers
@@ -144,4 +158,4 @@ def _is(current: ObjectInfo | None, info: ObjectInfo) -> bool:
     return current is not None and current.nuid == info.nuid and versions.keepable(current)
 
 
-__all__ = ["VersionRemoval", "apply", "plan"]
+__all__ = ["VersionRemoval", "apply", "noncurrent", "plan"]
