@@ -356,6 +356,13 @@ OFFLOAD = _rows(
         faces={f: SAME for f in (Face.PYTHON, Face.CLI, Face.AIRFLOW, Face.DAGSTER)},
         default=timedelta(days=1),
     ),
+    Option(
+        "offload",
+        "noncurrent_older_than",
+        Kind.DURATION,
+        "Also offload the versions a versioned bucket keeps, once noncurrent this long.",
+        faces={f: SAME for f in (Face.PYTHON, Face.CLI)},
+    ),
 )
 
 NO_COMPRESSION = "none"

@@ -27,9 +27,9 @@ from natsobj.aio.listing import NameFilter, iter_batches
 from natsobj.aio.records import publish_record
 from natsobj.aio.stream import BucketStream, LastMsg, SequenceConflict
 from natsobj.aio.version_feed import is_removal
-from natsobj.errors import BadObjectMeta, NatsObjError, ObjectNotFound
+from natsobj.errors import BadObjectMeta, NatsObjError, ObjectChanged, ObjectNotFound
 from natsobj.local.name_index import decoded
-from natsobj.model import ObjectInfo
+from natsobj.model import ObjectInfo, Offload, Tiering
 from natsobj.names import all_versions_subject, chunk_subject, version_subject
 from natsobj.retry import CONFLICT
 from natsobj.versioning import (
@@ -61,8 +61,6 @@ async def keep(stream: BucketStream, info: ObjectInfo) -> None:
     already or is no version (``keepable``)."""
     if not keepable(info):
         return
-    assert info.sequence is not None and info.mtime is not None
-    headers = {VERSION_TIME: info.mtime.isoformat(), VERSION_SEQUENCE: str(info.sequence)}
     # create-only: a version kept already stays as it was first recorded
     with contextlib.suppress(SequenceConflict):
         await stream.publish_rollup(
@@ -71,8 +69,14 @@ async def keep(stream: BucketStream, info: ObjectInfo) -> None:
             rollup=False,
             name=info.name,
             expected_sequence=0,
-            headers=headers,
+            headers=_kept_headers(info),
         )
+
+
+def _kept_headers(info: ObjectInfo) -> dict[str, str]:
+    """A kept record's headers: the version's own time and meta sequence."""
+    assert info.sequence is not None and info.mtime is not None
+    return {VERSION_TIME: info.mtime.isoformat(), VERSION_SEQUENCE: str(info.sequence)}
 
 
 async def is_kept(stream: BucketStream, info: ObjectInfo) -> bool:
@@ -328,6 +332,46 @@ async def _promote_past(stream: BucketStream, current: ObjectInfo) -> bool:
         current.sequence = sequence
 
 
+async def offload_kept(stream: BucketStream, info: ObjectInfo, offload: Offload) -> ObjectInfo:
+    """Restate the kept version ``info`` with its bytes at ``offload`` (the archive's tiering
+    of a noncurrent version): its record is replaced over exactly the one read (a per-subject
+    rollup, so it stays one record) and its chunks purged. ObjectChanged when the record
+    changed or went meanwhile. A version made current again meanwhile keeps its chunks: the
+    name's record, copied from the kept one before, still names them."""
+    subject = version_subject(stream.bucket, info.name, info.nuid)
+    found = await _kept_message(stream, info.name, info.nuid)
+    try:
+        read = _parse_kept(stream.bucket, subject, found.data, found.headers) if found else None
+    except BadObjectMeta:
+        read = None
+    if found is None or read is None or read.digest != info.digest or read.offloaded:
+        raise ObjectChanged(
+            f"version {info.nuid} changed while being offloaded; left as it is",
+            bucket=stream.bucket,
+            name=info.name,
+        )
+    tiering = Tiering(replaces=read.stands_for, offload=offload)
+    record = read.evolve(tiering=tiering)
+    try:
+        await stream.publish_rollup(
+            subject,
+            record.encode(),
+            name=info.name,
+            expected_sequence=found.sequence,
+            headers=_kept_headers(read),
+        )
+    except SequenceConflict:
+        raise ObjectChanged(
+            f"version {info.nuid} changed while being offloaded; left as it is",
+            bucket=stream.bucket,
+            name=info.name,
+        ) from None
+    current = await records.current(stream, info.name)
+    if current is None or current.nuid != info.nuid:
+        await stream.purge(chunk_subject(stream.bucket, info.nuid))
+    return record
+
+
 __all__ = [
     "chunk_tokens",
     "delete_marker",
@@ -336,6 +380,7 @@ __all__ = [
     "keepable",
     "kept_records",
     "listed",
+    "offload_kept",
     "read_kept",
     "readable",
     "remove",
