@@ -43,6 +43,7 @@ from natsobj.errors import BucketNotFound, BucketRecreated, in_words_of
 from natsobj.matching import NameMatcher
 from natsobj.operation_options import CURRENT, EARLIEST, LATEST
 from natsobj.orchestration.name_templates import NameTemplate
+from natsobj.versioning import is_delete_marker
 
 TAG_PREFIX = "natsobj"
 RunConfigFn = Callable[[ObjectInfo], Mapping[str, Any]]
@@ -325,7 +326,16 @@ def object_tags(info: ObjectInfo) -> dict[str, str]:
         f"{TAG_PREFIX}/nuid": info.nuid,
         f"{TAG_PREFIX}/mtime": info.mtime.isoformat() if info.mtime else "",
         f"{TAG_PREFIX}/deleted": "true" if info.deleted else "false",
+        f"{TAG_PREFIX}/version_id": version_id(info),
+        f"{TAG_PREFIX}/delete_marker": "true" if is_delete_marker(info) else "false",
     }
+
+
+def version_id(info: ObjectInfo) -> str:
+    """The id of the version a change made (S3's ``versionId`` of the event): the record's
+    nuid, a delete marker's own included; empty for a plain delete (an unversioned bucket's,
+    or another client's), whose tombstone is no version and names only purged chunks."""
+    return "" if info.deleted and not is_delete_marker(info) else info.nuid
 
 
 def _wanted(info: ObjectInfo, matcher: NameMatcher | None, include_deletes: bool) -> bool:
