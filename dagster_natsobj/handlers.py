@@ -91,7 +91,7 @@ class Target:
     def uri(self) -> str:
         return f"nats://{self.bucket}/{self.name}"
 
-    def reading(self) -> dict[str, Any]:
+    def read_keywords(self) -> dict[str, Any]:
         """The keywords of every store read of a load: the digest rule and the version."""
         return {"allow_missing_digest": self.allow_missing_digest, "version": self.version}
 
@@ -121,7 +121,7 @@ class Handler:
     format: str = ""
     type_name: str = ""
     content_type: str = "application/octet-stream"
-    # Whether ``load`` reads ``Target.version`` (through ``Target.reading``): an input pinned
+    # Whether ``load`` reads ``Target.version`` (through ``Target.read_keywords``): an input pinned
     # to a version is refused by a handler that would read the current one instead.
     reads_versions: bool = False
 
@@ -170,7 +170,7 @@ class BytesHandler(Handler):
         return Stored(info)
 
     def load(self, target: Target) -> bytes:
-        return target.store.get_bytes(target.name, **target.reading())
+        return target.store.get_bytes(target.name, **target.read_keywords())
 
 
 class TextHandler(Handler):
@@ -187,7 +187,7 @@ class TextHandler(Handler):
         return Stored(info)
 
     def load(self, target: Target) -> str:
-        data = target.store.get_bytes(target.name, **target.reading())
+        data = target.store.get_bytes(target.name, **target.read_keywords())
         return data.decode("utf-8")
 
 
@@ -207,7 +207,7 @@ class FileHandler(Handler):
     def load(self, target: Target) -> Any:
         with tempfile.TemporaryDirectory(prefix="natsobj-dagster-") as tmp:
             path = Path(tmp) / "value"
-            target.store.get_file(target.name, path, **target.reading())
+            target.store.get_file(target.name, path, **target.read_keywords())
             return self.read_file(path)
 
     def write(
@@ -247,7 +247,7 @@ class ParquetHandler(FileHandler):
     def load(self, target: Target) -> Any:
         if target.columns is None:
             return super().load(target)
-        with target.store.open_range(target.name, **target.reading()) as source:
+        with target.store.open_range(target.name, **target.read_keywords()) as source:
             return self.read_columns(source, list(target.columns))
 
     def read_columns(self, source: Any, columns: list[str]) -> Any:
@@ -462,7 +462,7 @@ class PickleHandler(FileHandler):
         with tempfile.TemporaryDirectory(prefix="natsobj-dagster-") as tmp:
             path = Path(tmp) / "value"
             # the version the MAC must match
-            info = target.store.get_file(target.name, path, **target.reading())
+            info = target.store.get_file(target.name, path, **target.read_keywords())
             if info.metadata.get(TYPE_KEY) == JsonHandler.type_name:
                 return read_json(path)
             if target.pickle_key is not None:
