@@ -35,7 +35,7 @@ from dagster_natsobj.resource import (
     open_store,
     resolve_value,
 )
-from dagster_natsobj.versions import input_versions
+from dagster_natsobj.versions import input_versions, input_words
 from natsobj.errors import ObjectNotFound, in_words_of
 
 PICKLE_KEY_ENV = "NATSOBJ_PICKLE_KEY"
@@ -227,7 +227,7 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
                     if target.version is not None:
                         # a pin is never given up for another version, nor skipped
                         raise ObjectNotFound(
-                            f"input {context.name!r} is pinned to version {target.version!r}, "
+                            f"{input_words(context)} is pinned to version {target.version!r}, "
                             f"which is not there ({exc.message})",
                             bucket=bucket,
                             name=name,

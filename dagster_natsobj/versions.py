@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dagster import AssetRecordsFilter, InputContext
+from dagster import AssetRecordsFilter, DagsterInvariantViolationError, InputContext
 
 from dagster_natsobj.errors import VersionNotPinnable
 from dagster_natsobj.options import FACE, option, resolved
@@ -30,7 +30,7 @@ def input_versions(
 
     ``pin_materialized`` is the IO manager's setting; the input's own metadata overrides it."""
     meta = context.definition_metadata or {}
-    where = f"input {context.name!r}"
+    where = input_words(context)
     pin = resolved(
         "version",
         {
@@ -53,6 +53,14 @@ def input_versions(
         partition: _materialized(context, bucket, partition, name)
         for partition, name in names.items()
     }
+
+
+def input_words(context: InputContext) -> str:
+    """How an error names the input: by its name, which a unit test's context may lack."""
+    try:
+        return f"input {context.name!r}"
+    except DagsterInvariantViolationError:
+        return "the input"
 
 
 def _materialized(context: InputContext, bucket: str, partition: str, name: str) -> str:
