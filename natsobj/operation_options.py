@@ -216,8 +216,9 @@ LIST = _rows(
 )
 
 # The version an operation on one object acts on, in each ecosystem's word for it: aws s3api's
-# --version-id, s3fs's version_id (docs/versioning.md). The Python face takes the id itself
-# (``version=``), read by no parser, so it is no column here.
+# --version-id, s3fs's version_id, and the key of a Dagster input's metadata that pins the
+# version it loads, as a materialization records it (docs/versioning.md). The Python face takes
+# the id itself (``version=``), read by no parser, so it is no column here.
 VERSION = _rows(
     "version",
     Option(
@@ -229,6 +230,7 @@ VERSION = _rows(
         faces={
             Face.CLI: FaceRule(spelling="--version-id"),
             Face.FSSPEC: FaceRule(spelling="version_id"),
+            Face.DAGSTER: FaceRule(spelling="version_id"),
         },
     ),
     Option(
@@ -239,6 +241,16 @@ VERSION = _rows(
         " a filesystem without it refuses them, as s3fs's does, and reads ?versionId= as part"
         " of the name.",
         faces={Face.FSSPEC: SAME},
+        default=False,
+    ),
+    Option(
+        "version",
+        "pin_materialized",
+        Kind.BOOL,
+        "Load an asset input at the version its upstream's latest materialization recorded,"
+        " not the object's current version, so a run or a backfill reads exactly what Dagster"
+        " wrote even after another writer replaced it; a version no longer kept fails the load.",
+        faces={Face.DAGSTER: SAME},
         default=False,
     ),
 )
