@@ -423,12 +423,21 @@ class NatsObjectStoreHook(BaseHook):
         ``glob``, by name and newest first, delete markers and lost versions marked."""
         return self.get_store(bucket).versions(prefix=prefix, glob=glob)
 
-    def restore(self, bucket: str, name: str, version_id: str) -> ObjectInfo:
+    def restore(
+        self, bucket: str, name: str, version_id: str, *, allow_missing_digest: bool = False
+    ) -> ObjectInfo:
         """Make version ``version_id`` of ``name`` its current version again: that version
         copied over the current one (``copy``), which the bucket then keeps as a version.
         A delete marker has no bytes to restore: remove it (``delete(version_id=)``) to
         undelete."""
-        return self.copy(bucket, name, bucket, name, source_version_id=version_id)
+        return self.copy(
+            bucket,
+            name,
+            bucket,
+            name,
+            allow_missing_digest=allow_missing_digest,
+            source_version_id=version_id,
+        )
 
     def lock(
         self,
