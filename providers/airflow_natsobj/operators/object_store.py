@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 DEFAULT_MAX_XCOM_BYTES = 1024 * 1024
+# What a put's asset event carries of its object: enough to pin the version it wrote
+OUTLET_EXTRA = ("bucket", "name", "nuid", "version_id", "digest", "size", "sequence")
 
 
 def _is_storage_path(value: Any) -> bool:
@@ -114,7 +116,7 @@ class NatsCreateObjectOperator(NatsBaseOperator):
     otherwise the task fails with ObjectExists, and the check and the put are one
     compare-and-swap, so a writer racing this task is never overwritten either. Returns the
     ObjectInfo as a dict; every outlet asset gets an event whose extra holds name, nuid,
-    digest, size and sequence.
+    version_id, digest, size and sequence.
 
     ``ttl`` (templated: seconds, a duration such as ``"2d"`` or ``"1h30m"``, a timedelta, or
     ``"never"``) makes the server delete the object that long after the put; unset, the
@@ -201,8 +203,9 @@ class NatsCreateObjectOperator(NatsBaseOperator):
             info.chunks,
             info.digest,
         )
-        self._emit_outlet_events(context, info)
-        return object_payload(info)
+        payload = object_payload(info)
+        self._emit_outlet_events(context, payload)
+        return payload
 
     def _put_source(self, put: Callable[[Any], ObjectInfo]) -> ObjectInfo:
         """``put`` of the operator's data, storage path or local file."""
@@ -219,16 +222,8 @@ class NatsCreateObjectOperator(NatsBaseOperator):
             )
         return put(path)
 
-    def _emit_outlet_events(self, context: Context, info: ObjectInfo) -> None:
-        extra = {
-            "bucket": info.bucket,
-            "name": info.name,
-            "nuid": info.nuid,
-            "version_id": info.nuid,
-            "digest": info.digest,
-            "size": info.size,
-            "sequence": info.sequence,
-        }
+    def _emit_outlet_events(self, context: Context, payload: dict[str, Any]) -> None:
+        extra = {key: payload[key] for key in OUTLET_EXTRA}
         outlet_events = context["outlet_events"]
         for outlet in self.outlets:
             with contextlib.suppress(TypeError, KeyError):
