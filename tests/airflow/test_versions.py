@@ -7,10 +7,12 @@ sensor, the triggers and the operators' XComs carry ``version_id`` and ``delete_
 from __future__ import annotations
 
 import asyncio
+import inspect
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from airflow.providers.amazon.aws.operators.s3 import S3CopyObjectOperator
 from airflow_natsobj.operators.copy import NatsCopyObjectOperator
 from airflow_natsobj.operators.object_store import (
     NatsDeleteObjectsOperator,
@@ -256,3 +258,13 @@ def test_a_plain_delete_is_no_version(nats_default, store) -> None:
         None,
     )
     assert put.nuid == payload["nuid"]
+
+
+def test_the_copy_takes_the_amazon_copys_object_and_version_parameters() -> None:
+    """A DAG moved from ``S3CopyObjectOperator`` keeps its parameters (the S3 ACL,
+    metadata-directive and KMS ones have no NATS counterpart), ``source_version_id`` too."""
+    s3_only = {"acl_policy", "meta_data_directive", "kms_key_id", "kms_encryption_type"}
+    amazon = set(inspect.signature(S3CopyObjectOperator.__init__).parameters) - s3_only
+    ours = set(inspect.signature(NatsCopyObjectOperator.__init__).parameters)
+    assert "source_version_id" in amazon
+    assert amazon <= ours, amazon - ours
