@@ -216,9 +216,10 @@ LIST = _rows(
 )
 
 # The version an operation on one object acts on, in each ecosystem's word for it: aws s3api's
-# --version-id, s3fs's version_id, and the key of a Dagster input's metadata that pins the
-# version it loads, as a materialization records it (docs/versioning.md). The Python face takes
-# the id itself (``version=``), read by no parser, so it is no column here.
+# --version-id, s3fs's and the Amazon provider's version_id, and the key of a Dagster input's
+# metadata that pins the version it loads, as a materialization records it
+# (docs/versioning.md). The Python face takes the id itself (``version=``), read by no parser,
+# so it is no column here.
 VERSION = _rows(
     "version",
     Option(
@@ -229,6 +230,7 @@ VERSION = _rows(
         " current version.",
         faces={
             Face.CLI: FaceRule(spelling="--version-id"),
+            Face.AIRFLOW: FaceRule(spelling="version_id"),
             Face.FSSPEC: FaceRule(spelling="version_id"),
             Face.DAGSTER: FaceRule(spelling="version_id"),
         },
