@@ -23,7 +23,7 @@ from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.target import ArchiveTarget
 from natsobj.archive.targets import ArchiveTargets
 from natsobj.archive.verify import BytesCheck
-from natsobj.errors import DigestMismatch, NatsObjError
+from natsobj.errors import BucketNotFound, DigestMismatch, NatsObjError
 from natsobj.model import ObjectLink
 from natsobj.versioning import DELETE_MARKER_HEADER, Versioning
 
@@ -178,13 +178,13 @@ async def restore(
     whose versioning is enabled, every version is restored under its id (``plan_versions``),
     else the latest one of each name is put anew."""
     targets = ArchiveTargets.of(target)
-    store = await client.ensure_store(bucket)
-    versioned = await store.versioning_state.state(fresh=True) is Versioning.ENABLED
+    versioned = await _keeps_versions(client, bucket)
     records = await targets.load_index()
     plan = plan_versions(records, at) if versioned else plan_restore(records, at)
     for record in plan.objects:  # nothing is written while any version cannot be verified
         if not is_marker(record):
             _raise_if(BytesCheck(record).unusable_digest(), targets, record)
+    store = await client.ensure_store(bucket)
     if await store.list(include_deleted=versioned):
         raise NatsObjError(
             "restore needs a new or empty bucket",
@@ -217,6 +217,16 @@ async def restore(
             await store.add_bucket_link(record.name, ObjectLink(**link).bucket)
         result.links += 1
     return result
+
+
+async def _keeps_versions(client: Client, bucket: str) -> bool:
+    """Whether ``bucket`` is there with its versioning enabled (a bucket the restore creates
+    is not: it is created only once every version is known to verify)."""
+    try:
+        store = await client.store(bucket)
+    except BucketNotFound:
+        return False
+    return await store.versioning_state.state(fresh=True) is Versioning.ENABLED
 
 
 async def _advancing(pieces: AsyncIterator[bytes], advance: Advance | None) -> AsyncIterator[bytes]:

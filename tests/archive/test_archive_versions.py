@@ -160,3 +160,22 @@ def test_a_restore_into_an_unversioned_bucket_brings_back_current_versions_anew(
         assert restored.get_info("a").nuid != current.nuid  # put anew, as before
     finally:
         sync_client.delete_store(result.bucket)
+
+
+@pytest.mark.parametrize("atomic_max_bytes", [None, 0], ids=["atomic", "windowed"])
+def test_a_put_under_a_taken_version_id_writes_nothing_over_it(
+    nats_url, store, atomic_max_bytes
+) -> None:
+    store.set_versioning("Enabled")
+    taken = store.put("a", b"the version there")
+
+    async def put_over() -> None:
+        async with await natsobj.aio.connect(nats_url) as client:
+            s = await client.store(store.bucket)
+            s.atomic_max_bytes = atomic_max_bytes
+            await s.put("b", b"other bytes", _version=taken.nuid)
+
+    with pytest.raises(natsobj.ObjectExists, match=taken.nuid):
+        asyncio.run(put_over())
+    assert store.get_bytes("a", version=taken.nuid) == b"the version there"
+    assert [v.info.name for v in store.versions()] == ["a"]
