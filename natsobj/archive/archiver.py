@@ -127,7 +127,7 @@ class Archiver:
         self._packer = Packer(pack_bytes, pack_age)
         # nuid -> the record of its archived bytes (a packed one gets its targets at upload)
         self._locations: dict[str, ArchiveRecord] = {}
-        self._sequences: set[int] = set()  # the meta sequences indexed: each version once
+        self._sequences: dict[int, str] = {}  # meta sequence indexed -> its nuid: each once
         self._opened = False
 
     def __repr__(self) -> str:
@@ -139,7 +139,7 @@ class Archiver:
         """Load the index: where archiving resumes, and which bytes are already archived."""
         self.totals = ArchiveTotals()
         self._locations = {}
-        self._sequences = set()
+        self._sequences = {}
         for record in await self.targets.load_index():
             self._remember(record)
         self.committed = await self.targets.indexed_through()
@@ -155,7 +155,7 @@ class Archiver:
 
     def _remember(self, record: ArchiveRecord) -> None:
         self.totals.count(record)
-        self._sequences.add(record.sequence)
+        self._sequences[record.sequence] = record.nuid
         if record.key and record.nuid:
             self._locations[record.nuid] = record
 
@@ -203,7 +203,7 @@ class Archiver:
                 await self._archive_version(change)
                 at = int(change.sequence or self._position)
             elif isinstance(change, KeptVersion):
-                if change.info.sequence not in self._sequences:  # else archived already
+                if self._unarchived(change):
                     await self._archive_version(change.info)
                 at = change.sequence
             elif isinstance(change, VersionRemoved):
@@ -215,6 +215,28 @@ class Archiver:
                 self._position = at
                 await self.flush()
         self._position = max(self._position, changes.last_sequence)
+
+    def _unarchived(self, kept: KeptVersion) -> bool:
+        """Whether a kept version's record is one to archive: not archived already (seen
+        current, or kept before), and naming a meta sequence it can have had. The record is
+        untrusted input: one claiming a sequence after its own, or one another version is
+        indexed under, is logged and left out, never indexed over that version."""
+        claimed = int(kept.info.sequence or 0)
+        indexed = self._sequences.get(claimed)
+        if indexed == kept.info.nuid:
+            return False
+        if indexed is None and 0 < claimed < kept.sequence:
+            return True
+        log.warning(
+            "bucket %r, object %r: the kept record of version %s at sequence %d claims meta"
+            " sequence %d, which it cannot have had; not archived",
+            self.store.bucket,
+            kept.info.name,
+            kept.info.nuid,
+            kept.sequence,
+            claimed,
+        )
+        return False
 
     async def _archive_version(self, info: ObjectInfo) -> None:
         sequence = int(info.sequence or 0)

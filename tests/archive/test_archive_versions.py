@@ -15,7 +15,8 @@ import natsobj
 from natsobj.archive import Archiver, ArchiveTarget, load_index, restore
 from natsobj.archive import index as layout
 from natsobj.archive.tiering import OffloadPolicy, offload
-from natsobj.versioning import utcnow
+from natsobj.names import version_subject
+from natsobj.versioning import VERSION_SEQUENCE, VERSION_TIME, utcnow
 
 SMALL = 64 * 1024  # archived objects under this go into packs; larger ones are uploaded alone
 
@@ -179,3 +180,32 @@ def test_a_put_under_a_taken_version_id_writes_nothing_over_it(
         asyncio.run(put_over())
     assert store.get_bytes("a", version=taken.nuid) == b"the version there"
     assert [v.info.name for v in store.versions()] == ["a"]
+
+
+def test_a_kept_record_claiming_another_versions_sequence_costs_it_nothing(
+    nats_url, store, archive_url, raw
+) -> None:
+    """A writer of the bucket can publish a kept record claiming a meta sequence not yet
+    written; the version later written there is archived, the claim is not."""
+    store.set_versioning("Enabled")
+    real = store.put("a", b"real bytes")
+    forged_id = "F" * 22
+    record = real.evolve(nuid=forged_id).encode()
+    claim = int(real.sequence or 0) + 4  # the forged record is next, then three puts
+    raw.publish(
+        version_subject(store.bucket, "a", forged_id),
+        record,
+        headers={VERSION_TIME: real.mtime.isoformat(), VERSION_SEQUENCE: str(claim)},
+    )
+    victim = store.put("n0", b"")
+    for i in range(1, 4):
+        if victim.sequence >= claim:
+            break
+        victim = store.put(f"n{i}", b"")
+    assert victim.sequence == claim  # the claim names the victim's own sequence
+    asyncio.run(_archive(nats_url, store.bucket, archive_url))
+
+    rows = asyncio.run(load_index(ArchiveTarget(archive_url)))
+    assert forged_id not in {row.nuid for row in rows}
+    [at_claim] = [row for row in rows if row.sequence == claim]
+    assert (at_claim.name, at_claim.nuid) == (victim.name, victim.nuid)
