@@ -48,7 +48,7 @@ from natsobj.aio.jetstream.jsapi import status_of
 from natsobj.aio.jetstream.nuids import next_nuid, put_id
 from natsobj.aio.sources import PutSource, iter_chunks
 from natsobj.aio.stream import BucketStream
-from natsobj.errors import NotConnected, SequenceConflict
+from natsobj.errors import NotConnected, ObjectExists, SequenceConflict
 from natsobj.model import ObjectInfo, format_digest
 from natsobj.names import chunk_subject, meta_subject
 from natsobj.retry import RACED
@@ -190,6 +190,7 @@ async def put_atomic(
     chunk_headers: Mapping[str, str] | None = None,
     meta_headers: Callable[[], Mapping[str, str]] | None = None,
     digest_headers: Callable[[str], Mapping[str, list[str]]] | None = None,
+    nuid: str | None = None,
 ) -> tuple[Committed | None, PutSource]:
     """``ObjectStore.put``'s atomic way: ``(committed, source)``, with ``committed`` None when
     the object does not fit a batch or the server turned the batch away, and ``source`` what
@@ -200,7 +201,8 @@ async def put_atomic(
     the put's compare-and-swap sequence.
     ``chunk_headers`` go with every chunk and ``meta_headers()`` (called when the record
     goes out) with the record: an expiring put's Nats-TTL (natsobj.aio.expiry).
-    ``digest_headers(digest)`` adds to the record's own headers (``ObjectStore.put``)."""
+    ``digest_headers(digest)`` adds to the record's own headers (``ObjectStore.put``).
+    ``nuid``: the version id to put under, create-only (``put_pipeline.put``)."""
     if max_bytes is None:
         max_bytes = default_max_bytes(bucket_stream.replicas)
     limit = min(max_bytes, (ATOMIC_BATCH_MESSAGES - 1) * chunk_size)
@@ -216,6 +218,7 @@ async def put_atomic(
         chunk_headers=chunk_headers,
         meta_headers=meta_headers,
         digest_headers=digest_headers,
+        nuid=nuid,
     )
     first = asyncio.ensure_future(current())
     try:
@@ -226,6 +229,17 @@ async def put_atomic(
         return None, replay.chunks()
     finally:
         first.cancel()
+
+
+def version_taken(bucket: str, name: str, nuid: str) -> ObjectExists:
+    """A put under a given version id whose chunk subject holds another's chunks."""
+    return ObjectExists(
+        f"version id {nuid} is taken in this bucket: a put under a given id never writes"
+        " over another version's chunks",
+        bucket=bucket,
+        name=name,
+        hint="Restore into a new or empty bucket.",
+    )
 
 
 class GoTodaysWay(Exception):
@@ -271,10 +285,12 @@ class AtomicPut:
         chunk_headers: Mapping[str, str] | None = None,
         meta_headers: Callable[[], Mapping[str, str]] | None = None,
         digest_headers: Callable[[str], Mapping[str, list[str]]] | None = None,
+        nuid: str | None = None,
     ) -> None:
         self.stream = bucket_stream
         self.api = bucket_stream.api
         self.template = template
+        self.given_nuid = nuid
         self._new_nuid()
         self.window_bytes = window_bytes
         self.name = template.name
@@ -320,8 +336,11 @@ class AtomicPut:
         raise GoTodaysWay("another writer kept replacing the object")
 
     def _new_nuid(self) -> None:
-        """Put under a nuid of its own (the first, or another after ``_nuid_taken``)."""
-        nuid = next_nuid()
+        """Put under a nuid of its own (the first, or another after ``_nuid_taken``), or the
+        one asked for, which is never swapped for another."""
+        nuid = self.given_nuid or next_nuid()
+        if self.given_nuid is not None and self.template.nuid == nuid:
+            raise version_taken(self.stream.bucket, self.template.name, nuid)
         self.template = replace(self.template, nuid=nuid)
         self.put_id = put_id(nuid)
 

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
 
 from natsobj.aio import records
-from natsobj.aio.atomic_put import put_atomic
+from natsobj.aio.atomic_put import put_atomic, version_taken
 from natsobj.aio.chunk_worker import chunk_sink
 from natsobj.aio.expiry import BucketExpiry, PutExpiry
 from natsobj.aio.jetstream.jsapi import status_of
@@ -76,9 +76,12 @@ async def put(
     ttl: timedelta | None,
     digest_headers: Callable[[str], Mapping[str, list[str]]] | None = None,
     kept: Kept | None = None,
+    nuid: str | None = None,
 ) -> ObjectInfo:
     """``ObjectStore.put`` of a checked name (its docstring says what a put promises), with
-    the client's put window and the server's max_payload."""
+    the client's put window and the server's max_payload. ``nuid``: the version id to put
+    under (the archive's restore keeps ids), create-only: ``version_taken`` when another put
+    holds it, and no other is drawn."""
     bucket = stream.bucket
     metadata = check_metadata(metadata, bucket=bucket, name=name)
     chunk_size = _chunk_size(chunk_size, max_payload, bucket, name)
@@ -109,6 +112,7 @@ async def put(
                 (lambda: expiry.meta_headers(bucket, name)) if expiry is not None else None
             ),
             digest_headers=digest_headers,
+            nuid=nuid,
         )
         if atomic is not None:
             atomic.info.expires = expiry.expires if expiry is not None else None
@@ -118,6 +122,7 @@ async def put(
     windowed = _WindowedPut(
         stream, template, window_bytes, current, expected_sequence, expiry, digest_headers
     )
+    windowed.nuid = nuid
     # the version we replace is looked up while the chunks upload: one round trip fewer
     replacing = asyncio.ensure_future(current(name))
     chunks_in = iter_chunks(source, chunk_size)
@@ -130,6 +135,8 @@ async def put(
                 (replaced, sequence), info = await windowed.publish(window, chunks_in, replacing)
                 break
             except NuidTaken:
+                if nuid is not None:
+                    raise version_taken(bucket, name, nuid) from None
                 continue  # another put holds that nuid: nothing of this one was stored
         else:
             raise NatsObjError(
@@ -172,10 +179,11 @@ class _WindowedPut:
         self.hasher = chunk_sink(window_bytes)  # SHA-256 beside the publishing
         self.digest: bytes | None = None
         self.head: list[bytes] = []
+        self.nuid: str | None = None  # the version id asked for, else one drawn per try
 
     def window(self) -> PublishWindow:
-        """A publish window for the chunks, under a new nuid."""
-        nuid = next_nuid()
+        """A publish window for the chunks, under a new nuid (or the one asked for)."""
+        nuid = self.nuid or next_nuid()
         return PublishWindow(
             self.stream.api,
             self.stream.publish_subject(chunk_subject(self.stream.bucket, nuid)),

@@ -15,9 +15,10 @@ from natsobj.aio.jetstream.consumer import StreamMsg
 from natsobj.aio.restate_proof import proven
 from natsobj.aio.stream import BucketStream
 from natsobj.aio.version_feed import feed_subjects, is_meta, reported_event
+from natsobj.aio.versions import kept_version
 from natsobj.aio.watch import info_from_msg
 from natsobj.cursors import ChangeCursor
-from natsobj.names import all_meta_subject
+from natsobj.names import all_meta_subject, is_version_subject
 from natsobj.version_events import Change
 
 CONSUMER_BATCH = 1024  # the most messages a scan's consumer asks for at once
@@ -104,8 +105,11 @@ async def changes(
     limit: int,
     include_deletes: bool,
     include_version_events: bool = False,
+    include_kept: bool = False,
 ) -> Changes[Any]:
-    """``ObjectStore.changes`` (its docstring says what a batch holds)."""
+    """``ObjectStore.changes`` (its docstring says what a batch holds). ``include_kept``, for
+    the archive only: each kept version's record comes too, as a ``KeptVersion`` in its stream
+    order, so a version replaced before the caller read its meta record is still seen."""
     cursor, since = (
         (after_sequence, after_sequence.sequence)
         if isinstance(after_sequence, ChangeCursor)
@@ -116,12 +120,26 @@ async def changes(
         deliver_policy="by_start_sequence",
         start=since + 1,
         limit=limit,
-        subjects=feed_subjects(stream.bucket, include_version_events=include_version_events),
+        subjects=feed_subjects(
+            stream.bucket,
+            include_version_events=include_version_events,
+            include_kept=include_kept,
+        ),
     )
-    result: Changes[Change] = Changes()
+    result: Changes[Any] = Changes()  # records and events, and kept versions when asked
     reported: dict[int | None, int] = {}  # sequence -> place in the result
     for msg in messages:
         if not is_meta(stream.bucket, msg):
+            kept = (
+                kept_version(stream.bucket, msg)
+                if include_kept and is_version_subject(stream.bucket, msg.subject)
+                else None
+            )
+            if kept is not None:
+                result.append(kept)
+                continue
+            if not include_version_events:
+                continue  # a removal's marker, read only for the kept records beside it
             event = reported_event(stream.bucket, msg, include_deletes=include_deletes)
             if event is not None:
                 result.append(event)

@@ -234,6 +234,7 @@ class ObjectStore:
         digest_headers: Callable[[str], Mapping[str, list[str]]] | None = None,
         expected_sequence: int | None = None,
         if_absent: bool = False,
+        _version: str | None = None,
     ) -> ObjectInfo:
         """Store ``source`` as ``name``. Chunks first, meta last: a failed put leaves no object
         and the previous version intact, and its chunks are purged where the server allows.
@@ -259,8 +260,12 @@ class ObjectStore:
         ``digest_headers`` is called with the object's digest once every byte is read, before
         the record is written; the headers it returns are added to the record's. It is how a
         value that holds only for these bytes is bound to them (the S3 gateway's ETag:
-        natsobj.gateway.etags)."""
+        natsobj.gateway.etags).
+
+        ``_version`` is internal, the archive's restore keeping version ids: the new version
+        gets that id, create-only (ObjectExists when another version's chunks hold it)."""
         self._check_name(name)
+        nuid = _given_version(_version)
         expiry = coerce_ttl(ttl)  # parsed once, here where the caller gave it
         mode = put_modes.from_keywords(mode, expected_sequence, if_absent)
         required = await put_modes.expected_sequence(self, name, mode)
@@ -282,6 +287,7 @@ class ObjectStore:
             ttl=expiry,
             digest_headers=digest_headers,
             kept=self._kept,
+            nuid=nuid,
         )
         retention = await self.versioning_state.default_retention()
         if retention is not None and tiering is None:
@@ -534,7 +540,12 @@ class ObjectStore:
         )
 
     async def delete(
-        self, name: str, *, version: str | None = None, bypass_governance: bool = False
+        self,
+        name: str,
+        *,
+        version: str | None = None,
+        bypass_governance: bool = False,
+        _version: str | None = None,
     ) -> ObjectInfo:
         """Leave a tombstone meta record and purge the chunks; deleting twice is a no-op.
         An object whose record fails validation is deleted too (this is how it is got rid
@@ -546,15 +557,19 @@ class ObjectStore:
         ``version``: remove that version for good (its record and its chunks); removing the
         current one makes the newest kept one before it current again. Returns what was
         removed. A version whose lock holds is ObjectLocked (``lock``); a governance-mode
-        retention gives way to ``bypass_governance``."""
+        retention gives way to ``bypass_governance``.
+
+        ``_version`` is internal, the archive's restore keeping version ids: the id of the
+        delete marker a bucket keeping versions leaves."""
         version = _version_id(version)
+        marker_id = _given_version(_version)
         if version is not None:
             return await self._delete_version(name, version, bypass_governance)
         info = await self._replacing(name)
         if await self.versioning_state.state() is Versioning.ENABLED:
             # S3's delete in a versioned bucket: always a new marker, over a marker or a name
             # never written too
-            marker = versions.delete_marker(info or ObjectInfo(name, self.bucket))
+            marker = versions.delete_marker(info or ObjectInfo(name, self.bucket), marker_id)
             marker.sequence = await records.publish_record(self.bucket_stream, marker)
             return marker
         if info is None:
@@ -898,6 +913,16 @@ class ObjectStore:
         Every record counts, valid or not: a record that fails validation still names its
         chunks, and one whose nuid cannot be told refuses the compaction (BadObjectMeta)."""
         return await compaction.compact(self.bucket_stream, min_age=min_age)
+
+
+def _given_version(version: str | None) -> str | None:
+    """The id a restored version is to keep: a version id, never ``null`` (ValueError)."""
+    if version is None:
+        return None
+    given = parse_version_id(version)
+    if given is None:
+        raise ValueError("a restored version's id must be a version id, not null")
+    return given
 
 
 def _version_id(version: str | None) -> str | None:

@@ -42,12 +42,16 @@ def is_removal(headers: bytes | Mapping[str, str]) -> bool:
     return VERSION_REMOVED in headers
 
 
-def feed_subjects(bucket: str, *, include_version_events: bool) -> tuple[str, ...]:
-    """The subjects a change feed reads: the meta subjects, and the version subjects when
-    asked for their events."""
-    if not include_version_events:
-        return (all_meta_subject(bucket),)
-    return (all_meta_subject(bucket), all_locks_subject(bucket), all_versions_subject(bucket))
+def feed_subjects(
+    bucket: str, *, include_version_events: bool, include_kept: bool = False
+) -> tuple[str, ...]:
+    """The subjects a change feed reads: the meta subjects, the version subjects when asked
+    for their events, and the kept versions' records when asked for those."""
+    if include_version_events:
+        return (all_meta_subject(bucket), all_locks_subject(bucket), all_versions_subject(bucket))
+    if include_kept:
+        return (all_meta_subject(bucket), all_versions_subject(bucket))
+    return (all_meta_subject(bucket),)
 
 
 def is_meta(bucket: str, msg: StreamMsg) -> bool:

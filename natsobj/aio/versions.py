@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -84,11 +85,12 @@ async def is_kept(stream: BucketStream, info: ObjectInfo) -> bool:
     return keepable(info) and await _kept_message(stream, info.name, info.nuid) is not None
 
 
-def delete_marker(current: ObjectInfo) -> ObjectInfo:
-    """The tombstone a versioned delete leaves: a version of its own (a new id), with no
-    chunks, which ADR-20 clients read as the name deleted."""
+def delete_marker(current: ObjectInfo, version_id: str | None = None) -> ObjectInfo:
+    """The tombstone a versioned delete leaves: a version of its own (a new id, or
+    ``version_id``: a restore keeps the marker's), with no chunks, which ADR-20 clients read
+    as the name deleted."""
     return current.evolve(
-        nuid=next_nuid(),
+        nuid=version_id or next_nuid(),
         deleted=True,
         size=0,
         chunks=0,
@@ -145,6 +147,24 @@ async def read_kept(stream: BucketStream, name: str, version_id: str) -> ObjectI
         return None
     subject = version_subject(stream.bucket, name, version_id)
     return _parse_kept(stream.bucket, subject, found.data, found.headers)
+
+
+@dataclass(frozen=True)
+class KeptVersion:
+    """A kept version's record as a change feed asked for them reads it (the archive's, which
+    must copy a version replaced before it saw its meta record): ``info`` is the version as it
+    was, with its own meta sequence and time, ``sequence`` the stream sequence of the record,
+    where the feed resumes after it."""
+
+    info: ObjectInfo
+    sequence: int
+
+
+def kept_version(bucket: str, msg: StreamMsg) -> KeptVersion | None:
+    """The kept version a feed's message on a version subject is; None for a removal's marker
+    or an unreadable record (warned about)."""
+    info = _kept_from(bucket, msg)
+    return None if info is None else KeptVersion(info, msg.sequence)
 
 
 def _kept_from(bucket: str, msg: StreamMsg) -> ObjectInfo | None:
@@ -373,12 +393,14 @@ async def offload_kept(stream: BucketStream, info: ObjectInfo, offload: Offload)
 
 
 __all__ = [
+    "KeptVersion",
     "chunk_tokens",
     "delete_marker",
     "is_kept",
     "keep",
     "keepable",
     "kept_records",
+    "kept_version",
     "listed",
     "offload_kept",
     "read_kept",

@@ -4,6 +4,11 @@ The durable cursor is the index: each flush uploads the pack and then one Parque
 covering every sequence since the previous segment, then ``cursor.json``. Anything not yet in
 a segment is simply done again after a crash, to the same keys (versions are keyed by
 sequence), so a replay duplicates nothing in the index.
+
+A bucket that keeps versions (``natsobj.versioning``) is followed through its kept versions'
+records too: a version replaced before a pass read its meta record is archived from its kept
+record, under the meta sequence it had, and a version removed for good is indexed as removed,
+so a restore rebuilds each name's versions as the bucket kept them.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from natsobj.aio import scans
 from natsobj.aio.reader import check_digest
+from natsobj.aio.versions import KeptVersion
 from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.packer import (
@@ -40,6 +47,8 @@ from natsobj.errors import (
 )
 from natsobj.model import ObjectInfo
 from natsobj.retry import RESUME
+from natsobj.version_events import VersionRemoved
+from natsobj.versioning import Versioning
 
 if TYPE_CHECKING:
     from natsobj.aio.scans import Changes
@@ -118,6 +127,7 @@ class Archiver:
         self._packer = Packer(pack_bytes, pack_age)
         # nuid -> the record of its archived bytes (a packed one gets its targets at upload)
         self._locations: dict[str, ArchiveRecord] = {}
+        self._sequences: dict[int, str] = {}  # meta sequence indexed -> its nuid: each once
         self._opened = False
 
     def __repr__(self) -> str:
@@ -129,6 +139,7 @@ class Archiver:
         """Load the index: where archiving resumes, and which bytes are already archived."""
         self.totals = ArchiveTotals()
         self._locations = {}
+        self._sequences = {}
         for record in await self.targets.load_index():
             self._remember(record)
         self.committed = await self.targets.indexed_through()
@@ -144,6 +155,7 @@ class Archiver:
 
     def _remember(self, record: ArchiveRecord) -> None:
         self.totals.count(record)
+        self._sequences[record.sequence] = record.nuid
         if record.key and record.nuid:
             self._locations[record.nuid] = record
 
@@ -163,20 +175,68 @@ class Archiver:
         """Archive every change after the cursor; returns how many records were made."""
         made = 0
         while True:
-            changes = await self.store.changes(self._position, limit=CHANGES_BATCH)
+            changes = await self._changes()
             await self.archive_changes(changes)
             made += len(changes)
             if not changes:
                 return made
 
+    async def _changes(self) -> Changes:
+        """The next batch: the records, and in a bucket that keeps versions (or kept them
+        once) the kept versions' records and removals among them."""
+        stream = self.store.bucket_stream
+        if await self.store.versioning_state.state() is Versioning.UNVERSIONED:
+            return await self.store.changes(self._position, limit=CHANGES_BATCH)
+        return await scans.changes(
+            stream,
+            self._position,
+            limit=CHANGES_BATCH,
+            include_deletes=True,
+            include_version_events=True,
+            include_kept=True,
+        )
+
     async def archive_changes(self, changes: Changes) -> None:
         """Archive one batch from ``store.changes(cursor)``; the position moves past it."""
-        for info in changes:
-            await self._archive_version(info)
+        for change in changes:
+            if isinstance(change, ObjectInfo):
+                await self._archive_version(change)
+                at = int(change.sequence or self._position)
+            elif isinstance(change, KeptVersion):
+                if self._unarchived(change):
+                    await self._archive_version(change.info)
+                at = change.sequence
+            elif isinstance(change, VersionRemoved):
+                self._archived(_removal(change))
+                at = change.sequence
+            else:
+                continue  # a lock event: nothing to archive
             if self._packer.full or len(self._pending) >= MAX_PENDING_RECORDS:
-                self._position = int(info.sequence or self._position)
+                self._position = at
                 await self.flush()
         self._position = max(self._position, changes.last_sequence)
+
+    def _unarchived(self, kept: KeptVersion) -> bool:
+        """Whether a kept version's record is one to archive: not archived already (seen
+        current, or kept before), and naming a meta sequence it can have had. The record is
+        untrusted input: one claiming a sequence after its own, or one another version is
+        indexed under, is logged and left out, never indexed over that version."""
+        claimed = int(kept.info.sequence or 0)
+        indexed = self._sequences.get(claimed)
+        if indexed == kept.info.nuid:
+            return False
+        if indexed is None and 0 < claimed < kept.sequence:
+            return True
+        log.warning(
+            "bucket %r, object %r: the kept record of version %s at sequence %d claims meta"
+            " sequence %d, which it cannot have had; not archived",
+            self.store.bucket,
+            kept.info.name,
+            kept.info.nuid,
+            kept.sequence,
+            claimed,
+        )
+        return False
 
     async def _archive_version(self, info: ObjectInfo) -> None:
         sequence = int(info.sequence or 0)
@@ -209,8 +269,13 @@ class Archiver:
                 record.previous_name = known.name
         elif await self._copy_bytes(info, record):
             packed = True
+        self._archived(record, packed=packed)
+
+    def _archived(self, record: ArchiveRecord, *, packed: bool = False) -> None:
+        """Note a record made: pending for the next segment (a packed one joins when its pack
+        is uploaded), remembered, reported."""
         record.archived_at = datetime.now(UTC)
-        if not packed:  # packed records join the pending list when their pack is uploaded
+        if not packed:
             self._pending.append(record)
         self._remember(record)
         if self.on_record is not None:
@@ -313,6 +378,18 @@ class Archiver:
         with contextlib.suppress(NatsObjError, OSError, asyncio.TimeoutError):
             await self.flush()  # a clean stop keeps what was done
         return self.totals
+
+
+def _removal(event: VersionRemoved) -> ArchiveRecord:
+    """The index's row of a version removed for good: the version's id, at its removal."""
+    return ArchiveRecord(
+        sequence=event.sequence,
+        bucket=event.bucket,
+        name=event.name,
+        kind=index.REMOVED,
+        mtime=event.mtime,
+        nuid=event.version_id,
+    )
 
 
 def _unarchivable(exc: DigestMismatch) -> DigestMismatch:

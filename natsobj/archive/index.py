@@ -36,6 +36,9 @@ DELETE = "delete"  # the tombstone
 EXPIRED = "expired"
 LINK = "link"  # an object or bucket link: a meta record only
 SKIPPED = "skipped"  # the meta record was seen but its bytes were gone from NATS
+# a version removed for good from a bucket keeping versions (``nuid``: its id): a restore of
+# a time after it leaves the version out; its bytes stay archived
+REMOVED = "removed"
 
 
 def seq_text(sequence: int) -> str:
