@@ -288,6 +288,7 @@ class ObjectStore:
         digest_headers: Callable[[str], Mapping[str, list[str]]] | None = None,
         expected_sequence: int | None = None,
         if_absent: bool = False,
+        _version: str | None = None,
     ) -> ObjectInfo:
         return run(
             self._store.put(
@@ -301,6 +302,7 @@ class ObjectStore:
                 tiering=tiering,
                 ttl=ttl,
                 digest_headers=digest_headers,
+                _version=_version,
             )
         )
 
@@ -475,9 +477,18 @@ class ObjectStore:
 
     @_mirrors(_core.ObjectStore.delete)
     def delete(
-        self, name: str, *, version: str | None = None, bypass_governance: bool = False
+        self,
+        name: str,
+        *,
+        version: str | None = None,
+        bypass_governance: bool = False,
+        _version: str | None = None,
     ) -> ObjectInfo:
-        return run(self._store.delete(name, version=version, bypass_governance=bypass_governance))
+        return run(
+            self._store.delete(
+                name, version=version, bypass_governance=bypass_governance, _version=_version
+            )
+        )
 
     @_mirrors(_core.ObjectStore.seal)
     def seal(self) -> StoreStatus:
