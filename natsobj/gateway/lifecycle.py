@@ -24,7 +24,7 @@ import json
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, time, timedelta
 from xml.etree import ElementTree
 
 from aiohttp import web
@@ -211,6 +211,22 @@ def _noncurrent(fields: Mapping[str, ElementTree.Element]) -> tuple[int | None, 
     )
 
 
+def _check_dates(rule: ElementTree.Element) -> None:
+    """Every ``Date`` of a rule (its Expiration's, its Transitions') is checked as S3 checks it,
+    midnight UTC in ISO 8601, before the rule is refused for having one: an invalid date is
+    the caller's error (InvalidArgument) whatever this gateway serves."""
+    for element in rule.iter():
+        if _tag(element) != "Date":
+            continue
+        text = _text(element) or ""
+        try:
+            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise S3Error("InvalidArgument", f"Invalid date {text!r}") from None
+        if when.tzinfo is None or when.utcoffset() or when.timetz() != time(tzinfo=when.tzinfo):
+            raise S3Error("InvalidArgument", "'Date' must be at midnight GMT")
+
+
 def _refuse_unserved(fields: Mapping[str, ElementTree.Element]) -> None:
     for name in ("Transition", "NoncurrentVersionTransition"):
         if name in fields:
@@ -246,6 +262,7 @@ def parse_rule(element: ElementTree.Element, given_ids: set[str]) -> S3Rule:
         )
     given_ids.add(rule_id)
     prefix, legacy = _prefix(fields)
+    _check_dates(element)
     _refuse_unserved(fields)
     ttl, markers = _expiration(fields)
     noncurrent_days, newer = _noncurrent(fields)

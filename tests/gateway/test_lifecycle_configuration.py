@@ -209,6 +209,10 @@ REFUSED = {
         {"Filter": {"Prefix": "a/"}, "Expiration": {"Date": "2030-01-01T00:00:00Z"}},
         "NotImplemented",
     ),
+    "date not at midnight": (
+        {"Filter": {"Prefix": "a/"}, "Expiration": {"Date": "2030-01-01T10:00:00Z"}},
+        "InvalidArgument",
+    ),
     "tag filter": (
         {"Filter": {"Tag": {"Key": "k", "Value": "v"}}, "Expiration": {"Days": 1}},
         "NotImplemented",
