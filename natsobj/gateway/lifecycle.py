@@ -41,6 +41,7 @@ from natsobj.lifecycle import (
     encode_rules,
 )
 from natsobj.store_config import NATSOBJ_METADATA
+from natsobj.versioning import Versioning
 
 S3_METADATA = NATSOBJ_METADATA + ".s3.lifecycle"
 MAX_RULES = 1000  # S3's limit of rules in one configuration
@@ -342,6 +343,15 @@ async def put_configuration(client: Client, request: web.Request, bucket: str) -
     rules = parse_configuration(await xml.read_body(request, _BODY))
     kept, record = _kept(rules)
     store = await client.store(bucket)
+    if any(rule.ttl for rule in kept) and await store.versioning() is not Versioning.UNVERSIONED:
+        raise S3Error(
+            "NotImplemented",
+            "an Expiration of Days in a versioned bucket is not implemented by this gateway: S3"
+            " makes the current version noncurrent behind a delete marker, natsobj's expiry"
+            " removes the version itself; expire noncurrent versions instead"
+            " (NoncurrentVersionExpiration)",
+            bucket=bucket,
+        )
     try:
         await store.set_lifecycle_rules(kept)
     except ExpiryNotEnabled as exc:
