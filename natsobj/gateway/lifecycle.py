@@ -48,7 +48,6 @@ MAX_RULES = 1000  # S3's limit of rules in one configuration
 MAX_ID = 255  # S3's longest rule ID
 MAX_NEWER_NONCURRENT = 100  # S3's largest NewerNoncurrentVersions
 _BODY = 1 << 20
-_GLOB_SPECIALS = "*?["
 _EVERYTHING = "**"
 _RULE_FIELDS = {
     "ID",
@@ -396,9 +395,12 @@ def _shown(rules: list[LifecycleRule], record: str | None, text: str) -> list[S3
 
 def _prefix_of(rule: LifecycleRule) -> str:
     """The S3 prefix of a kept rule; NotImplemented for one S3 cannot state (a glob that is
-    no prefix, ``never``, an unusable rule), rather than a configuration that says less."""
+    no prefix, ``never``, a TTL of hours, a TTL with ExpiredObjectDeleteMarker, an unusable
+    rule), rather than a configuration that says less."""
     prefix = None if rule.problem else glob_prefix(rule.pattern)
-    if prefix is None or not (rule.ttl or rule.governs_versions):
+    days = rule.ttl is None or not rule.ttl % timedelta(days=1)
+    stated = days and not (rule.ttl and rule.expired_delete_markers)
+    if prefix is None or not stated or not (rule.ttl or rule.governs_versions):
         raise S3Error(
             "NotImplemented",
             f"the bucket's lifecycle rule {str(rule)!r} cannot be shown as S3 lifecycle"

@@ -345,12 +345,26 @@ def test_rules_set_by_another_face_are_shown_as_they_are(s3, bucket: str, store)
     assert s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"] == [
         {"Filter": {"Prefix": "tmp/"}, "Status": "Enabled", "Expiration": {"Days": 2}}
     ]
-    # a glob no prefix can say is not shown as a configuration that says less
-    store.set_lifecycle_rules([LifecycleRule("tmp/*.csv", timedelta(days=2))])
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        LifecycleRule("tmp/*.csv", timedelta(days=2)),  # a glob no prefix can say
+        LifecycleRule("tmp/**", timedelta(hours=12)),  # S3 counts whole days
+        LifecycleRule("tmp/**", None),  # never
+        LifecycleRule("tmp/**", timedelta(days=1), expired_delete_markers=True),
+    ],
+    ids=str,
+)
+def test_rules_s3_cannot_state_are_not_shown_as_less(
+    s3, bucket: str, store, rule: LifecycleRule
+) -> None:
+    store.set_lifecycle_rules([rule])
     with pytest.raises(ClientError) as caught:
         s3.get_bucket_lifecycle_configuration(Bucket=bucket)
     assert _code(caught) == "NotImplemented"
-    assert "tmp/*.csv" in caught.value.response["Error"]["Message"]
+    assert rule.pattern in caught.value.response["Error"]["Message"]
 
 
 def test_the_aws_cli_puts_and_gets_a_configuration(
