@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 
 import natsobj
 from natsobj.aio import version_expiry
-from natsobj.gateway.lifecycle import glob_prefix, prefix_glob
+from natsobj.gateway.lifecycle import S3_METADATA, glob_prefix, prefix_glob
 from natsobj.lifecycle import LIFECYCLE_METADATA_KEY, LifecycleRule, decode_rules, encode_rules
 from natsobj.sync import run
 from natsobj.versioning import utcnow
@@ -410,3 +410,19 @@ def test_rule_ids_are_kept_and_rules_without_one_still_decode() -> None:
     ]
     not_a_label = '[{"pattern":"tmp/**","ttl":86400,"id":7}]'
     assert decode_rules({LIFECYCLE_METADATA_KEY: not_a_label})[0].rule_id is None
+
+
+@pytest.mark.parametrize(
+    "record",
+    ['{"with":WITH,"rules":[{"at":5}]}', '{"with":WITH,"rules":"x"}', "[", '{"with":WITH}'],
+)
+def test_a_record_of_the_configuration_that_does_not_fit_is_not_believed(
+    s3, bucket: str, store, record: str
+) -> None:
+    """Anyone allowed to update the stream can write the record: one that does not fit the
+    rules kept is ignored, and the rules are shown as they are."""
+    _put(s3, bucket, [_days("b", "b/", 2), _days("a", "a/", 1, "Disabled")])
+    text = run(store.aio.bucket_stream.info()).config["metadata"][LIFECYCLE_METADATA_KEY]
+    written = record.replace("WITH", json.dumps(text))
+    run(store.aio.bucket_stream.set_metadata(S3_METADATA, written))
+    assert s3.get_bucket_lifecycle_configuration(Bucket=bucket)["Rules"] == [_days("b", "b/", 2)]
