@@ -64,7 +64,10 @@ class LifecycleRule:
     ``newer_noncurrent`` newest noncurrent versions of its name (NewerNoncurrentVersions;
     alone, it keeps those and removes the rest); ``expired_delete_markers`` removes a delete
     marker left with no version under it (ExpiredObjectDeleteMarker). A rule with any of these
-    and no ``ttl`` says nothing about current versions: puts pass over it to the next rule."""
+    and no ``ttl`` says nothing about current versions: puts pass over it to the next rule.
+
+    ``rule_id`` is a label only (S3's rule ``ID``, kept so a configuration set through the
+    gateway reads back as it was put); it never changes what a rule does."""
 
     pattern: str
     ttl: timedelta | None = None
@@ -73,6 +76,7 @@ class LifecycleRule:
     noncurrent_days: int | None = None
     newer_noncurrent: int | None = None
     expired_delete_markers: bool = False
+    rule_id: str | None = None
 
     def __post_init__(self) -> None:
         if self.problem:
@@ -198,6 +202,8 @@ class LifecycleRule:
 
     def to_json(self) -> dict[str, object]:
         doc: dict[str, object] = {"pattern": self.pattern}
+        if self.rule_id is not None:
+            doc["id"] = self.rule_id
         if self.governs_current:
             doc["ttl"] = self.ttl.total_seconds() if self.ttl else None
         if self.noncurrent_days is not None:
@@ -311,11 +317,18 @@ def _rule_of_row(row: object) -> LifecycleRule:
             noncurrent_days=row.get("noncurrent_days"),
             newer_noncurrent=row.get("newer_noncurrent_versions"),
             expired_delete_markers=row.get("expired_delete_markers", False),
+            rule_id=_label(row.get("id")),
         )
     except BadLifecycleRule as exc:
         return LifecycleRule.unusable(
             pattern, exc.message.removeprefix(f"lifecycle rule {pattern!r}: ")
         )
+
+
+def _label(value: object) -> str | None:
+    """A stored rule's ``id``: a string, else none (it only labels the rule, so a bad one
+    costs the label, not the rule; rules written before ids were kept have none)."""
+    return value if isinstance(value, str) and value else None
 
 
 def coerce_ttl(ttl: object) -> timedelta | None:

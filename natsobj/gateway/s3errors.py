@@ -55,6 +55,7 @@ STATUS: dict[str, int] = {
     "MissingContentLength": 411,
     "NoSuchBucket": 404,
     "NoSuchKey": 404,
+    "NoSuchLifecycleConfiguration": 404,
     "NoSuchObjectLockConfiguration": 404,
     "NoSuchUpload": 404,
     "NoSuchVersion": 404,
