@@ -1,8 +1,10 @@
 """The S3 conformance suite Ceph uses (ceph/s3-tests), pinned in ``../shared/s3-tests``, run on
-two selections against the gateway on a real nats-server, each held to its section of
-docs/gateway.md: the data path (``run-selection.sh`` as it is) and versions and Object Lock
+three selections against the gateway on a real nats-server, each held to its section of
+docs/gateway.md: the data path (``run-selection.sh`` as it is), versions and Object Lock
 (``run-selection.sh`` with the suite's versioning, delete-marker and Object Lock tests named by
-``-k``, its exclusions by marker unchanged).
+``-k``, its exclusions by marker unchanged), and lifecycle configuration (the suite's
+``lifecycle`` tests that set and read rules, by ``-m`` and ``-k``: those that wait for rules to
+act, ``lifecycle_expiration`` and ``lifecycle_transition``, are left out).
 
 Each section is the contract: its table names every test of the selection
 that fails, with the reason. This run must fail exactly those (a row whose reason starts with
@@ -55,7 +57,19 @@ VERSIONS = Selection(
     67,
     ("-k", "(versioning or versioned or delete_marker or object_lock) and not acl"),
 )
-SELECTIONS = pytest.mark.parametrize("selection", [DATA_PATH, VERSIONS], ids=["data", "versions"])
+LIFECYCLE = Selection(
+    "## Conformance: lifecycle configuration",
+    15,
+    (
+        "-m",
+        "lifecycle and not lifecycle_expiration and not lifecycle_transition",
+        "-k",
+        "lifecycle",
+    ),
+)
+SELECTIONS = pytest.mark.parametrize(
+    "selection", [DATA_PATH, VERSIONS, LIFECYCLE], ids=["data", "versions", "lifecycle"]
+)
 
 MAIN_KEY, MAIN_SECRET = "MAINKEY", "s3tests-main-secret"
 ALT_KEY, ALT_SECRET = "ALTKEY", "s3tests-alt-secret"
