@@ -1,9 +1,9 @@
 """A deferred sensor whose deadline passes in the triggerer skips under ``soft_fail`` (or
 ``never_fail``) as in poke mode, on every Airflow 3.
 
-Airflow 3.1's ``BaseSensorOperator.resume_execution`` turns the triggerer's deferral timeout
-into ``AirflowSensorTimeout`` inside an ``except`` clause, so its sibling clause that skips a
-soft-failing sensor never sees it and the task fails instead; later releases nest the two.
+Airflow 3.1.0 to 3.1.7's ``BaseSensorOperator.resume_execution`` turns the triggerer's deferral
+timeout into ``AirflowSensorTimeout`` inside an ``except`` clause, so its sibling clause that
+skips a soft-failing sensor never sees it and the task fails instead; 3.1.8 and 3.2 nest the two.
 """
 
 from __future__ import annotations
