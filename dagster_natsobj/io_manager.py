@@ -16,7 +16,7 @@ from dagster import (
 from pydantic import Field
 
 from dagster_natsobj import naming
-from dagster_natsobj.errors import UntrustedPickle, dagster_words
+from dagster_natsobj.errors import UntrustedPickle, VersionNotPinnable, dagster_words
 from dagster_natsobj.handlers import (
     CONTENT_TYPE,
     TTL,
@@ -35,6 +35,7 @@ from dagster_natsobj.resource import (
     open_store,
     resolve_value,
 )
+from dagster_natsobj.versions import input_versions, input_words
 from natsobj.errors import ObjectNotFound, in_words_of
 
 PICKLE_KEY_ENV = "NATSOBJ_PICKLE_KEY"
@@ -99,8 +100,13 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         "Not applied to polars LazyFrames: polars' streaming writer chooses per column.",
     )
     row_group_rows: int | None = config_field("write_parquet", "row_group_rows")
+    pin_materialized: bool | None = config_field(
+        "version",
+        "pin_materialized",
+        "An input's own pin_materialized (or version_id) metadata overrides it.",
+    )
 
-    _check_options = table_validator("put", "get", "write_parquet")
+    _check_options = table_validator("put", "get", "write_parquet", "version")
 
     # -- names -------------------------------------------------------------------------------
 
@@ -196,6 +202,7 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
         allow_missing = bool(input_meta.get("allow_missing_partitions"))
         columns = _columns(input_meta.get("columns"))
         bucket = self._bucket(context)
+        versions = input_versions(context, bucket, names, self.pin_materialized)
         settings = self.resource.settings()
         pickle_key = self._pickle_key()
         loaded: dict[str, Any] = {}
@@ -210,12 +217,25 @@ class NatsObjectStoreIOManager(ConfigurableIOManager):
                     pickle_key,
                     self._allow_missing_digest(),
                     columns=columns,
+                    version=versions[partition],
                 )
                 try:
                     loaded[partition] = _load_one(
                         target, unwrap_annotation(annotation), self.unpickle_untyped_inputs
                     )
                 except ObjectNotFound as exc:
+                    if target.version is not None:
+                        # a pin is never given up for another version, nor skipped
+                        raise ObjectNotFound(
+                            f"{input_words(context)} is pinned to version {target.version!r}, "
+                            f"which is not there ({exc.message})",
+                            bucket=bucket,
+                            name=name,
+                            hint="A bucket keeps the versions a write replaces only while "
+                            "versioning is enabled (`natsobj store versioning BUCKET enabled`); "
+                            "`natsobj ls BUCKET NAME --versions` lists those kept. Pin a kept "
+                            "version, or drop the pin to load the current one.",
+                        ) from exc
                     if not (allow_missing and context.has_asset_partitions):
                         raise ObjectNotFound(
                             f"no stored output for input {context.name!r}",
@@ -271,6 +291,15 @@ def _load_one(target: Target, annotation: Any, unpickle_untyped: bool) -> Any:
                 "managers that write and read it, or set unpickle_untyped_inputs=True if you "
                 "trust every writer of the bucket.",
             )
+    if target.version is not None and not handler.reads_versions:
+        raise VersionNotPinnable(
+            f"the input is pinned to version {target.version!r}, and {handler.type_name} "
+            "values are not loaded by version",
+            bucket=target.bucket,
+            name=target.name,
+            hint="Drop the pin on this input (version_id, or pin_materialized=False in its "
+            "metadata) to load the current version.",
+        )
     return handler.load(target)
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from dagster import MetadataValue
 
 from dagster_natsobj.handlers import Handler, Stored, Target
+from dagster_natsobj.versions import VERSION_ID_KEY
 
 
 def output_metadata(target: Target, handler: Handler, stored: Stored) -> dict[str, Any]:
@@ -21,6 +22,8 @@ def output_metadata(target: Target, handler: Handler, stored: Stored) -> dict[st
         "chunks": MetadataValue.int(info.chunks),
         "digest": MetadataValue.text(info.digest),
         "nuid": MetadataValue.text(info.nuid),
+        # the same id, in the word an input pins it by (dagster_natsobj.versions)
+        VERSION_ID_KEY: MetadataValue.text(info.nuid),
     }
     if info.mtime is not None:
         meta["mtime"] = MetadataValue.timestamp(info.mtime)

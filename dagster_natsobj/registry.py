@@ -95,15 +95,16 @@ def handler_for_type(annotation: Any) -> Handler | None:
 
 
 def handler_for_stored(target: Target) -> Handler:
-    """The format recorded on the object; raw bytes for objects other systems wrote.
+    """The format recorded on the object (on the version the target names); raw bytes for
+    objects other systems wrote.
 
     A Spark dataset is a prefix, so when there is no object by that name its manifest is
     looked up; ObjectNotFound is raised when neither exists.
     """
     try:
-        info = target.store.get_info(target.name)
+        info = target.store.get_info(target.name, version=target.version)
     except ObjectNotFound:
-        if _SPARK.exists(target):
+        if target.version is None and _SPARK.exists(target):
             return _SPARK
         raise
     by_type_name = {h.type_name: h for h in reversed(handlers())}

@@ -325,6 +325,9 @@ def object_tags(info: ObjectInfo) -> dict[str, str]:
         f"{TAG_PREFIX}/nuid": info.nuid,
         f"{TAG_PREFIX}/mtime": info.mtime.isoformat() if info.mtime else "",
         f"{TAG_PREFIX}/deleted": "true" if info.deleted else "false",
+        # the record's version (ObjectInfo.version_id): empty for a plain delete, no version
+        f"{TAG_PREFIX}/version_id": info.version_id or "",
+        f"{TAG_PREFIX}/delete_marker": "true" if info.delete_marker else "false",
     }
 
 

@@ -9,7 +9,10 @@ and one still reading when they go gets ObjectNotFound, never a short or corrupt
 Lifecycle rules (``LifecycleRule``: a glob and a TTL, or ``None`` for never) are kept in the
 bucket's stream metadata under ``LIFECYCLE_METADATA_KEY``, so every client and face of
 natsobj applies the same ones: the first rule whose glob matches a put's name gives its TTL,
-unless the put names one itself. Pure values and arithmetic only; the async side is
+unless the put names one itself. A rule may also govern the versions a versioned bucket keeps
+(S3's NoncurrentVersionExpiration and ExpiredObjectDeleteMarker): those are removed by a sweep,
+``natsobj.aio.version_expiry``, since a kept version's chunks were written before anyone knew
+when it would stop being current. Pure values and arithmetic only; the async side is
 ``natsobj.aio.expiry``.
 """
 
@@ -19,14 +22,14 @@ import json
 import logging
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
 
 from natsobj.errors import BadLifecycleRule
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo
-from natsobj.parsing import NEVER, format_duration, parse_duration, parse_ttl
+from natsobj.parsing import NEVER, format_duration, parse_count, parse_duration, parse_ttl
 from natsobj.wire import MSG_TTL
 
 LIFECYCLE_METADATA_KEY = "natsobj.lifecycle"
@@ -54,11 +57,22 @@ class LifecycleRule:
     A rule read from a bucket that cannot be used (``problem`` says why: its glob or its TTL)
     is kept in its place rather than failing the bucket: a glob that is none matches no name;
     a put its glob matches is refused (``BadLifecycleRule``), as guessing its TTL could expire
-    what it meant to keep. A rule made here is checked and refused (``BadLifecycleRule``)."""
+    what it meant to keep. A rule made here is checked and refused (``BadLifecycleRule``).
+
+    The versions a versioned bucket keeps (S3's names): a noncurrent version is removed
+    ``noncurrent_days`` after it stopped being current (NoncurrentDays), but never one of the
+    ``newer_noncurrent`` newest noncurrent versions of its name (NewerNoncurrentVersions;
+    alone, it keeps those and removes the rest); ``expired_delete_markers`` removes a delete
+    marker left with no version under it (ExpiredObjectDeleteMarker). A rule with any of these
+    and no ``ttl`` says nothing about current versions: puts pass over it to the next rule."""
 
     pattern: str
     ttl: timedelta | None = None
     problem: str = ""
+    _: KW_ONLY
+    noncurrent_days: int | None = None
+    newer_noncurrent: int | None = None
+    expired_delete_markers: bool = False
 
     def __post_init__(self) -> None:
         if self.problem:
@@ -66,9 +80,38 @@ class LifecycleRule:
         try:
             ttl = _rule_ttl(self.ttl, self.pattern)
             _ = self._matcher  # a bad pattern fails here, not at the first put
+            _check_version_actions(self)
         except (ValueError, TypeError, OverflowError) as exc:
             raise BadLifecycleRule(f"lifecycle rule {self.pattern!r}: {exc}") from None
         object.__setattr__(self, "ttl", ttl)
+
+    @property
+    def governs_versions(self) -> bool:
+        """Whether the rule says what happens to kept versions (an unusable rule may have
+        meant to: the sweep leaves the names it matches alone)."""
+        return bool(
+            self.problem
+            or self.noncurrent_days is not None
+            or self.newer_noncurrent is not None
+            or self.expired_delete_markers
+        )
+
+    @property
+    def governs_current(self) -> bool:
+        """Whether puts take their TTL from the rule: every rule but one that only governs
+        versions (an unusable rule may have given one: the puts it matches are refused)."""
+        return bool(self.problem) or self.ttl is not None or not self.governs_versions
+
+    def expires_noncurrent(self, newer: int, since: datetime | None, now: datetime) -> bool:
+        """Whether a noncurrent version with ``newer`` noncurrent versions above it, noncurrent
+        since ``since`` (None: unknown, so never by age), is removed at ``now``."""
+        if self.problem or (self.noncurrent_days is None and self.newer_noncurrent is None):
+            return False
+        if self.newer_noncurrent is not None and newer < self.newer_noncurrent:
+            return False
+        if self.noncurrent_days is None:
+            return True
+        return since is not None and now - since >= timedelta(days=self.noncurrent_days)
 
     @classmethod
     def unusable(cls, pattern: object, problem: str) -> LifecycleRule:
@@ -99,26 +142,105 @@ class LifecycleRule:
 
     @classmethod
     def parse(cls, text: str) -> LifecycleRule:
-        """``tmp/**=7d`` or ``reports/**=never``: the CLI's form (the last ``=`` splits)."""
-        pattern, sep, ttl = text.rpartition("=")
-        if not sep or not pattern.strip():
+        """``tmp/**=7d`` or ``reports/**=never``: the CLI's form (the last ``=`` splits). After
+        the ``=``, comma-separated actions: a duration or ``never`` (the TTL), and for kept
+        versions ``noncurrent:30d``, ``newer-noncurrent:3`` and ``expired-markers``."""
+        pattern, sep, actions = text.rpartition("=")
+        if not sep or not pattern.strip() or not actions.strip():
             raise BadLifecycleRule(f"a lifecycle rule is GLOB=DURATION (tmp/**=7d), not {text!r}")
-        ttl = ttl.strip()
-        return cls(pattern.strip(), None if ttl.lower() == NEVER else ttl)  # type: ignore[arg-type]
+        ttl: object = None
+        never = False
+        versions: dict[str, object] = {}
+        for action in (part.strip() for part in actions.split(",")):
+            word, _colon, value = action.partition(":")
+            key = _VERSION_ACTIONS.get(word.lower())
+            if key is None:
+                never = action.lower() == NEVER
+                ttl = None if never else action
+            elif key == "expired_delete_markers":
+                versions[key] = True
+            else:
+                versions[key] = value.strip()
+        try:
+            if never and versions:
+                raise ValueError(
+                    "'never' with version actions would be read as no TTL: give"
+                    f" {pattern.strip()}=never as a rule of its own, before this one"
+                )
+            if "noncurrent_days" in versions:
+                days = str(versions["noncurrent_days"])
+                versions["noncurrent_days"] = _whole_days(
+                    timedelta(days=int(days))
+                    if days.isdigit()
+                    else parse_duration(days, what="noncurrent:")
+                )
+            if "newer_noncurrent" in versions:
+                versions["newer_noncurrent"] = parse_count(
+                    versions["newer_noncurrent"], what="newer-noncurrent:"
+                )
+        except ValueError as exc:
+            raise BadLifecycleRule(f"lifecycle rule {pattern.strip()!r}: {exc}") from None
+        return cls(pattern.strip(), ttl, **versions)  # type: ignore[arg-type]
 
     def __str__(self) -> str:
         if self.problem:
             return f"{self.pattern} (unusable: {self.problem})"
-        return f"{self.pattern}={format_duration(self.ttl) if self.ttl else NEVER}"
+        actions = []
+        if self.governs_current:
+            actions.append(format_duration(self.ttl) if self.ttl else NEVER)
+        if self.noncurrent_days is not None:
+            actions.append(f"noncurrent:{self.noncurrent_days}d")
+        if self.newer_noncurrent is not None:
+            actions.append(f"newer-noncurrent:{self.newer_noncurrent}")
+        if self.expired_delete_markers:
+            actions.append("expired-markers")
+        return f"{self.pattern}={','.join(actions)}"
 
     def to_json(self) -> dict[str, object]:
-        doc: dict[str, object] = {
-            "pattern": self.pattern,
-            "ttl": self.ttl.total_seconds() if self.ttl else None,
-        }
+        doc: dict[str, object] = {"pattern": self.pattern}
+        if self.governs_current:
+            doc["ttl"] = self.ttl.total_seconds() if self.ttl else None
+        if self.noncurrent_days is not None:
+            doc["noncurrent_days"] = self.noncurrent_days
+        if self.newer_noncurrent is not None:
+            doc["newer_noncurrent_versions"] = self.newer_noncurrent
+        if self.expired_delete_markers:
+            doc["expired_delete_markers"] = True
         if self.problem:
             doc["problem"] = self.problem
         return doc
+
+
+# The CLI's words for a rule's version actions, and the field each sets
+_VERSION_ACTIONS = {
+    "noncurrent": "noncurrent_days",
+    "newer-noncurrent": "newer_noncurrent",
+    "expired-markers": "expired_delete_markers",
+}
+
+
+def _whole_days(value: timedelta) -> int:
+    """A duration of whole days (S3 counts NoncurrentDays in days; a bare number is days)."""
+    if value.total_seconds() % 86400 or value < timedelta(days=1):
+        raise ValueError(f"noncurrent: is a whole number of days (30d), not {value}")
+    return value.days
+
+
+def _check_version_actions(rule: LifecycleRule) -> None:
+    """The version actions are whole numbers of at least 1 (days no longer than ``MAX_TTL``)
+    and a bool: a rule made here or read from a bucket is refused otherwise."""
+    for what, value in (
+        ("noncurrent_days", rule.noncurrent_days),
+        ("newer_noncurrent_versions", rule.newer_noncurrent),
+    ):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"its {what} is a whole number of at least 1, not {value!r}")
+    if rule.noncurrent_days is not None and rule.noncurrent_days > MAX_TTL.days:
+        raise ValueError(f"its noncurrent_days is at most {MAX_TTL.days}")
+    if not isinstance(rule.expired_delete_markers, bool):
+        raise ValueError("its expired_delete_markers is true or false")
 
 
 def _rule_ttl(value: object, pattern: str) -> timedelta | None:
@@ -183,7 +305,13 @@ def _rule_of_row(row: object) -> LifecycleRule:
     try:
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float)):
             raise BadLifecycleRule(f"its ttl is seconds or null, not {ttl!r}")
-        return LifecycleRule(pattern, ttl)  # type: ignore[arg-type]  # read in __post_init__
+        return LifecycleRule(
+            pattern,
+            ttl,  # type: ignore[arg-type]  # read in __post_init__
+            noncurrent_days=row.get("noncurrent_days"),
+            newer_noncurrent=row.get("newer_noncurrent_versions"),
+            expired_delete_markers=row.get("expired_delete_markers", False),
+        )
     except BadLifecycleRule as exc:
         return LifecycleRule.unusable(
             pattern, exc.message.removeprefix(f"lifecycle rule {pattern!r}: ")
@@ -217,10 +345,22 @@ def resolve_ttl(
     BadLifecycleRule when that rule is unusable."""
     if explicit is not None:
         return explicit or None
-    rule = next((rule for rule in rules if rule.matches(name)), None)
+    rule = current_rule(rules, name)
     if rule is not None and rule.problem:
         raise rule.refuse(bucket, name)
     return rule.ttl if rule is not None else None
+
+
+def current_rule(rules: Iterable[LifecycleRule], name: str) -> LifecycleRule | None:
+    """The rule that gives a put of ``name`` its TTL: the first matching one that governs
+    current versions (``LifecycleRule.governs_current``)."""
+    return next((rule for rule in rules if rule.governs_current and rule.matches(name)), None)
+
+
+def version_rule(rules: Iterable[LifecycleRule], name: str) -> LifecycleRule | None:
+    """The rule that governs the kept versions of ``name``: the first matching one that
+    governs versions (``LifecycleRule.governs_versions``)."""
+    return next((rule for rule in rules if rule.governs_versions and rule.matches(name)), None)
 
 
 def whole_seconds(ttl: timedelta, marker_ttl: timedelta | None) -> int:
@@ -339,10 +479,12 @@ __all__ = [
     "MAX_TTL",
     "LifecycleRule",
     "coerce_ttl",
+    "current_rule",
     "decode_rules",
     "encode_rules",
     "expired_record",
     "expires_at",
     "resolve_ttl",
     "ttl_of_header",
+    "version_rule",
 ]

@@ -35,6 +35,9 @@ from natsobj.record_fields import (
 
 DIGEST_PREFIX = "SHA-256="
 TIERING_FIELD = "natsobj_tiering"
+# An object header of a versioned delete's tombstone: a delete marker, a version of its own,
+# rather than the plain tombstone ADR-20 clients leave (which is no version)
+DELETE_MARKER_HEADER = "Natsobj-Delete-Marker"
 # An offloaded object's meta record links here, to a bucket that must never exist: official
 # clients then fail with "object/bucket not found" instead of hanging on purged chunks. The
 # name is in records already written, so it stays as it is.
@@ -237,6 +240,20 @@ class ObjectInfo:
     @property
     def is_link(self) -> bool:
         return self.link is not None
+
+    @property
+    def delete_marker(self) -> bool:
+        """Whether this is a versioned delete's marker (a version), not a plain tombstone."""
+        return self.deleted and DELETE_MARKER_HEADER in self.headers
+
+    @property
+    def version_id(self) -> str | None:
+        """The id of the version this record is (its nuid, as ``get(name, version=)`` takes
+        it), or None for a record that is no version: a plain tombstone (it keeps the nuid of
+        what it deleted) or an expiry."""
+        if self.deleted and not self.delete_marker:
+            return None
+        return self.nuid or None
 
     @property
     def offloaded(self) -> bool:

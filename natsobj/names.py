@@ -129,6 +129,10 @@ def all_versions_subject(bucket: str) -> str:
     return f"{OBJECT_SUBJECT_PREFIX}.{bucket}.C.{VERSIONS_TOKEN}.>"
 
 
+def all_locks_subject(bucket: str) -> str:
+    return f"{OBJECT_SUBJECT_PREFIX}.{bucket}.C.{LOCKS_TOKEN}.>"
+
+
 def is_version_subject(bucket: str, subject: str) -> bool:
     """Whether a subject under the chunk subjects holds a kept version's record, not chunks."""
     return subject.startswith(f"{OBJECT_SUBJECT_PREFIX}.{bucket}.C.{VERSIONS_TOKEN}.")

@@ -216,8 +216,10 @@ LIST = _rows(
 )
 
 # The version an operation on one object acts on, in each ecosystem's word for it: aws s3api's
-# --version-id, s3fs's version_id (docs/versioning.md). The Python face takes the id itself
-# (``version=``), read by no parser, so it is no column here.
+# --version-id, s3fs's and the Amazon provider's version_id, and the key of a Dagster input's
+# metadata that pins the version it loads, as a materialization records it
+# (docs/versioning.md). The Python face takes the id itself (``version=``), read by no parser,
+# so it is no column here.
 VERSION = _rows(
     "version",
     Option(
@@ -228,7 +230,9 @@ VERSION = _rows(
         " current version.",
         faces={
             Face.CLI: FaceRule(spelling="--version-id"),
+            Face.AIRFLOW: FaceRule(spelling="version_id"),
             Face.FSSPEC: FaceRule(spelling="version_id"),
+            Face.DAGSTER: FaceRule(spelling="version_id"),
         },
     ),
     Option(
@@ -239,6 +243,16 @@ VERSION = _rows(
         " a filesystem without it refuses them, as s3fs's does, and reads ?versionId= as part"
         " of the name.",
         faces={Face.FSSPEC: SAME},
+        default=False,
+    ),
+    Option(
+        "version",
+        "pin_materialized",
+        Kind.BOOL,
+        "Load an asset input at the version its upstream's latest materialization recorded,"
+        " not the object's current version, so a run or a backfill reads exactly what Dagster"
+        " wrote even after another writer replaced it; a version no longer kept fails the load.",
+        faces={Face.DAGSTER: SAME},
         default=False,
     ),
 )
@@ -301,6 +315,15 @@ FOLLOW = _rows(
     ),
     Option(
         "follow",
+        "include_version_events",
+        Kind.BOOL,
+        "Report versions' lock changes (set, changed, lifted, or an unreadable lock record)"
+        " and versions removed for good, in order among the objects' changes.",
+        faces={Face.PYTHON: SAME, Face.CLI: SAME},
+        default=False,
+    ),
+    Option(
+        "follow",
         "on_recreated",
         Kind.CHOICE,
         "A cursor that outlived its bucket (deleted and created again): fail says so and"
@@ -346,6 +369,13 @@ OFFLOAD = _rows(
         "Never offload an object whose TTL runs out sooner than this.",
         faces={f: SAME for f in (Face.PYTHON, Face.CLI, Face.AIRFLOW, Face.DAGSTER)},
         default=timedelta(days=1),
+    ),
+    Option(
+        "offload",
+        "noncurrent_older_than",
+        Kind.DURATION,
+        "Also offload the versions a versioned bucket keeps, once noncurrent this long.",
+        faces={f: SAME for f in (Face.PYTHON, Face.CLI)},
     ),
 )
 

@@ -11,10 +11,10 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any, TypeVar, Unpack, cast
+from typing import Any, Generic, Literal, TypeVar, Unpack, cast, overload
 
 from natsobj import aio
-from natsobj.aio import listing, put_modes
+from natsobj.aio import copy, listing, put_modes
 from natsobj.aio.client import DEFAULT_PUT_WINDOW, DEFAULT_READ_WINDOW
 from natsobj.aio.compaction import CompactResult
 from natsobj.aio.put_modes import OVERWRITE, PutMode
@@ -25,6 +25,7 @@ from natsobj.lifecycle import LifecycleRule
 from natsobj.model import ObjectInfo, StoreStatus, Tiering
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
+from natsobj.version_events import Change
 from natsobj.versioning import (
     DefaultRetention,
     LockMode,
@@ -196,10 +197,13 @@ class RangeReader(io.RawIOBase):
         super().close()
 
 
-class ObjectWatcher:
+C = TypeVar("C", bound=Change)
+
+
+class ObjectWatcher(Generic[C]):
     """Blocking view of ``aio.ObjectWatcher``: iterate, or ``next(timeout)``."""
 
-    def __init__(self, watcher: aio.ObjectWatcher) -> None:
+    def __init__(self, watcher: aio.ObjectWatcher[C]) -> None:
         self._watcher = watcher
 
     @property
@@ -215,19 +219,23 @@ class ObjectWatcher:
         return self._watcher.include_deletes
 
     @property
+    def include_version_events(self) -> bool:
+        return self._watcher.include_version_events
+
+    @property
     def cursor(self) -> ChangeCursor:
         return self._watcher.cursor
 
     @_mirrors(_core.ObjectWatcher.start)
-    def start(self) -> ObjectWatcher:
+    def start(self) -> ObjectWatcher[C]:
         run(self._watcher.start())
         return self
 
     @_mirrors(_core.ObjectWatcher.next)
-    def next(self, timeout: float | None = None) -> ObjectInfo | None:
+    def next(self, timeout: float | None = None) -> C | None:
         return run(self._watcher.next(timeout))
 
-    def __iter__(self) -> Iterator[ObjectInfo]:
+    def __iter__(self) -> Iterator[C]:
         while True:
             info = self.next()
             if info is not None:
@@ -237,7 +245,7 @@ class ObjectWatcher:
     def stop(self) -> None:
         run(self._watcher.stop())
 
-    def __enter__(self) -> ObjectWatcher:
+    def __enter__(self) -> ObjectWatcher[C]:
         return self.start()
 
     def __exit__(
@@ -491,6 +499,12 @@ class ObjectStore:
     def set_versioning(self, state: Versioning | str) -> Versioning:
         return run(self._store.set_versioning(state))
 
+    def restore(self, name: str, version: str) -> ObjectInfo:
+        """Make ``version`` of ``name`` its current version again (``natsobj.aio.copy.restore``:
+        the version's bytes are copied over the current ones, digest-checked, so where the
+        bucket keeps versions the version current until now is kept too)."""
+        return run(copy.restore(self._store, name, version))
+
     @_mirrors(_core.ObjectStore.lock)
     def lock(
         self,
@@ -578,6 +592,26 @@ class ObjectStore:
         finally:
             run(batches.aclose())
 
+    @overload
+    def changes(
+        self,
+        after_sequence: int | ChangeCursor = 0,
+        *,
+        limit: int = 100,
+        include_deletes: bool = True,
+        include_version_events: Literal[False] = False,
+    ) -> Changes[ObjectInfo]: ...
+
+    @overload
+    def changes(
+        self,
+        after_sequence: int | ChangeCursor = 0,
+        *,
+        limit: int = 100,
+        include_deletes: bool = True,
+        include_version_events: bool,
+    ) -> Changes[Change]: ...
+
     @_mirrors(_core.ObjectStore.changes)
     def changes(
         self,
@@ -585,12 +619,43 @@ class ObjectStore:
         *,
         limit: int = 100,
         include_deletes: bool = True,
-    ) -> Changes:
+        include_version_events: bool = False,
+    ) -> Changes[Any]:
         return run(
-            self._store.changes(after_sequence, limit=limit, include_deletes=include_deletes)
+            self._store.changes(
+                after_sequence,
+                limit=limit,
+                include_deletes=include_deletes,
+                include_version_events=include_version_events,
+            )
         )
 
-    @_mirrors(_core.ObjectStore.watch)
+    @overload
+    def watch(
+        self,
+        *,
+        start: str | int | None = None,
+        include_deletes: bool | str | None = None,
+        after_sequence: int | ChangeCursor | None = None,
+        include_version_events: Literal[False] = False,
+        include_history: bool = False,
+        updates_only: bool = False,
+        ignore_deletes: bool = False,
+    ) -> ObjectWatcher[ObjectInfo]: ...
+
+    @overload
+    def watch(
+        self,
+        *,
+        start: str | int | None = None,
+        include_deletes: bool | str | None = None,
+        after_sequence: int | ChangeCursor | None = None,
+        include_version_events: bool | str,
+        include_history: bool = False,
+        updates_only: bool = False,
+        ignore_deletes: bool = False,
+    ) -> ObjectWatcher[Change]: ...
+
     @_mirrors(_core.ObjectStore.watch)
     def watch(
         self,
@@ -598,15 +663,17 @@ class ObjectStore:
         start: str | int | None = None,
         include_deletes: bool | str | None = None,
         after_sequence: int | ChangeCursor | None = None,
+        include_version_events: bool | str = False,
         include_history: bool = False,
         updates_only: bool = False,
         ignore_deletes: bool = False,
-    ) -> ObjectWatcher:
+    ) -> ObjectWatcher[Any]:
         return ObjectWatcher(
             self._store.watch(
                 start=start,
                 include_deletes=include_deletes,
                 after_sequence=after_sequence,
+                include_version_events=include_version_events,
                 include_history=include_history,
                 updates_only=updates_only,
                 ignore_deletes=ignore_deletes,
@@ -644,21 +711,37 @@ class Client:
 
     @_mirrors(_core.Client.create_store)
     def create_store(
-        self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]
+        self,
+        bucket: str | StoreConfig,
+        *,
+        versioning: Versioning | str | None = None,
+        **settings: Unpack[StoreSettings],
     ) -> ObjectStore:
-        return ObjectStore(run(self._client.create_store(bucket, **settings)))
+        return ObjectStore(
+            run(self._client.create_store(bucket, versioning=versioning, **settings))
+        )
 
     @_mirrors(_core.Client.ensure_store)
     def ensure_store(
-        self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]
+        self,
+        bucket: str | StoreConfig,
+        *,
+        versioning: Versioning | str | None = None,
+        **settings: Unpack[StoreSettings],
     ) -> ObjectStore:
-        return ObjectStore(run(self._client.ensure_store(bucket, **settings)))
+        return ObjectStore(
+            run(self._client.ensure_store(bucket, versioning=versioning, **settings))
+        )
 
     @_mirrors(_core.Client.update_store)
     def update_store(
-        self, bucket: str | StoreConfig, **changes: Unpack[StoreSettings]
+        self,
+        bucket: str | StoreConfig,
+        *,
+        versioning: Versioning | str | None = None,
+        **changes: Unpack[StoreSettings],
     ) -> ObjectStore:
-        return ObjectStore(run(self._client.update_store(bucket, **changes)))
+        return ObjectStore(run(self._client.update_store(bucket, versioning=versioning, **changes)))
 
     @_mirrors(_core.Client.store)
     def store(self, bucket: str) -> ObjectStore:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from natsobj.model import ObjectInfo
+from natsobj.model import DELETE_MARKER_HEADER, ObjectInfo
 
 VERSIONING_METADATA_KEY = "natsobj.versioning"
 # The stream's last sequence when versioning was suspended: a version written before it (while
@@ -34,9 +34,9 @@ DEFAULT_RETENTION_METADATA_KEY = "natsobj.versioning.default_retention"
 # record is published later, when it is replaced, so the message's own are not the version's)
 VERSION_TIME = "Natsobj-Version-Time"
 VERSION_SEQUENCE = "Natsobj-Version-Sequence"
-# An object header of a versioned delete's tombstone: a delete marker, a version of its own,
-# rather than the plain tombstone ADR-20 clients leave (which is no version)
-DELETE_MARKER_HEADER = "Natsobj-Delete-Marker"
+# On what is left on a version's record subject once the version is removed for good (a
+# rollup of the subject that replaces its record): the change feed's trace of the removal
+VERSION_REMOVED = "Natsobj-Version-Removed"
 
 
 class Versioning(enum.Enum):
@@ -60,7 +60,7 @@ class Versioning(enum.Enum):
 
 def is_delete_marker(info: ObjectInfo) -> bool:
     """Whether a tombstone is a versioned delete's marker (a version), not a plain delete."""
-    return info.deleted and DELETE_MARKER_HEADER in info.headers
+    return info.delete_marker
 
 
 @dataclass(frozen=True)
@@ -159,7 +159,10 @@ class VersionLock:
     @classmethod
     def decode(cls, data: bytes) -> VersionLock:
         """A lock record read back (untrusted input: ValueError when it is not one)."""
-        doc: Any = json.loads(data)
+        try:
+            doc: Any = json.loads(data)
+        except RecursionError:
+            raise ValueError("a lock record nests too deeply to be one") from None
         if not isinstance(doc, dict):
             raise ValueError("a lock record is a JSON object")
         mode, until, hold = doc.get("mode"), doc.get("retain_until"), doc.get("legal_hold")
@@ -228,6 +231,7 @@ __all__ = [
     "OBJECT_LOCK_METADATA_KEY",
     "SUSPENDED_AT_METADATA_KEY",
     "VERSIONING_METADATA_KEY",
+    "VERSION_REMOVED",
     "DefaultRetention",
     "LockMode",
     "ObjectVersion",

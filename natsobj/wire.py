@@ -143,10 +143,13 @@ def direct_get_batch_subject(api_prefix: str, stream: str) -> str:
     return f"{api_prefix}.DIRECT.GET.{stream}"
 
 
-def consumer_create_api(stream: str, consumer: str, filter_subject: str) -> str:
-    """``CONSUMER.CREATE`` of a named consumer on one filter subject, to be put under the API
-    prefix: with the filter in the request subject, subject permissions can see it."""
-    return f"CONSUMER.CREATE.{stream}.{consumer}.{filter_subject}"
+def consumer_create_api(stream: str, consumer: str, filter_subjects: tuple[str, ...]) -> str:
+    """``CONSUMER.CREATE`` of a named consumer, to be put under the API prefix: with one
+    filter subject it is in the request subject, where subject permissions can see it; the
+    server takes several only in the request's body (a change feed asked for version events)."""
+    if len(filter_subjects) == 1:
+        return f"CONSUMER.CREATE.{stream}.{consumer}.{filter_subjects[0]}"
+    return f"CONSUMER.CREATE.{stream}.{consumer}"
 
 
 def consumer_delete_subject(api_prefix: str, stream: str, consumer: str) -> str:

@@ -41,6 +41,7 @@ from natsobj.store_config import (
     retagged_metadata,
     users_metadata,
 )
+from natsobj.versioning import VERSIONING_METADATA_KEY, Versioning
 from natsobj.wire import OBJECT_STREAM_PREFIX, STREAM_NAMES, stream_api
 
 log = logging.getLogger("natsobj")
@@ -234,27 +235,41 @@ class Client:
     # -- buckets ----------------------------------------------------------------------------------
 
     async def create_store(
-        self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]
+        self,
+        bucket: str | StoreConfig,
+        *,
+        versioning: Versioning | str | None = None,
+        **settings: Unpack[StoreSettings],
     ) -> ObjectStore:
         """Create the bucket's stream as ADR-20 lays it out; idempotent for the same config.
 
         ``bucket`` is a name or a ``StoreConfig``; the keywords are StoreConfig's fields
         (description, metadata, ttl, max_bytes, storage, replicas, placement, compression)
-        and override it. The server refuses a different config for an existing bucket
-        (BucketExists); a bucket an earlier release created with the same settings, before
-        per-object expiry and atomic batches, counts as the same (``update_store`` turns
-        expiry on for it), and so does one whose metadata natsobj's own calls have added to
-        since (lifecycle rules, versioning, an archive, a gateway's ACL)."""
+        and override it. ``versioning="Enabled"`` creates it keeping versions from its first
+        write (docs/versioning.md). The server refuses a different config for an existing
+        bucket (BucketExists); a bucket an earlier release created with the same settings,
+        before per-object expiry and atomic batches, counts as the same (``update_store``
+        turns expiry on for it), and so does one whose metadata natsobj's own calls have added
+        to since (lifecycle rules, versioning, an archive, a gateway's ACL), unless it was
+        asked for with another ``versioning`` than it has now."""
         requested = StoreConfig.build(bucket, **settings)
         config = self._with_expiry(requested)
         stream = config.stream_config()
+        state = _created_versioning(config.bucket, versioning)
+        if state is not Versioning.UNVERSIONED:
+            stream["metadata"] = {
+                **stream.get("metadata", {}),
+                VERSIONING_METADATA_KEY: state.value,
+            }
         try:
             info = await self.api.call(
                 stream_api("CREATE", stream["name"]), stream, bucket=config.bucket
             )
         except BucketExists:
             earlier = await self._same_bucket(config, requested)
-            if earlier is None:
+            if earlier is None or (
+                versioning is not None and await earlier.versioning() is not state
+            ):
                 raise
             return earlier
         return ObjectStore(self, config.bucket, StreamInfo.from_response(info))
@@ -281,12 +296,33 @@ class Client:
         return ObjectStore(self, config.bucket, info) if present == wanted else None
 
     async def update_store(
-        self, bucket: str | StoreConfig, **changes: Unpack[StoreSettings]
+        self,
+        bucket: str | StoreConfig,
+        *,
+        versioning: Versioning | str | None = None,
+        **changes: Unpack[StoreSettings],
     ) -> ObjectStore:
         """Change the settings given as keywords and keep the others; a ``StoreConfig``
         replaces every setting (as nats.go's ``UpdateObjectStore``), keywords on top.
         ``metadata=`` replaces the user's keys and keeps natsobj's own (lifecycle rules,
-        archive targets), which only their own calls change."""
+        archive targets), which only their own calls change. ``versioning`` is
+        ``ObjectStore.set_versioning``'s (Enabled or Suspended), set after the settings."""
+        if (
+            isinstance(bucket, str)
+            and versioning is not None
+            and not any(value is not None for value in changes.values())
+        ):
+            store = await self.store(bucket)  # nothing of the stream's settings to change
+        else:
+            store = await self._update_settings(bucket, changes)
+        if versioning is not None:
+            await store.set_versioning(versioning)
+        return store
+
+    async def _update_settings(
+        self, bucket: str | StoreConfig, changes: StoreSettings
+    ) -> ObjectStore:
+        """``update_store``'s change of the stream's settings."""
         name = bucket.bucket if isinstance(bucket, StoreConfig) else check_bucket(bucket)
         current = await self.api.call(stream_api("INFO", stream_name(name)), bucket=name)
         present = current["config"]
@@ -322,10 +358,14 @@ class Client:
         return config
 
     async def ensure_store(
-        self, bucket: str | StoreConfig, **settings: Unpack[StoreSettings]
+        self,
+        bucket: str | StoreConfig,
+        *,
+        versioning: Versioning | str | None = None,
+        **settings: Unpack[StoreSettings],
     ) -> ObjectStore:
-        """Bind to ``bucket``, creating it with these settings (as ``create_store``) when it is
-        missing.
+        """Bind to ``bucket``, creating it with these settings (as ``create_store``, with its
+        ``versioning``) when it is missing.
 
         Many workers may race to create the same bucket: whoever loses the create binds to the
         winner's bucket, whatever configuration it was created with, so no caller fails."""
@@ -335,7 +375,7 @@ class Client:
         except BucketNotFound:
             pass
         try:
-            return await self.create_store(config)
+            return await self.create_store(config, versioning=versioning)
         except BucketExists:
             return await self.store(config.bucket)
 
@@ -477,6 +517,18 @@ async def connect(
         settings, put_window_bytes=put_window_bytes, read_window_bytes=read_window_bytes
     )
     return await client._connect()
+
+
+def _created_versioning(bucket: str, versioning: Versioning | str | None) -> Versioning:
+    """The versioning a new bucket is created with: Enabled or none. Suspended describes a
+    bucket that kept versions before, which a new one has not (ValueError)."""
+    state = Versioning.UNVERSIONED if versioning is None else Versioning.parse(versioning)
+    if state is Versioning.SUSPENDED:
+        raise ValueError(
+            f"bucket {bucket!r}: a new bucket keeps versions (Enabled) or not; Suspended is"
+            " for a bucket that has kept them (set_versioning)"
+        )
+    return state
 
 
 __all__ = ["BucketNotFound", "Client", "NatsObjError", "connect"]

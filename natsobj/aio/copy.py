@@ -71,3 +71,11 @@ async def copy_object(
             metadata=info.metadata if metadata is None else metadata,
             chunk_size=kept_chunk_size(info.chunk_size),
         )
+
+
+async def restore(store: ObjectStore, name: str, version: str) -> ObjectInfo:
+    """Make ``version`` of ``name`` its current version again: S3 users restore by copying a
+    version over its key, and so does this (``copy_object``), so the version current until now
+    is kept as a version too where the bucket keeps versions. A delete marker has no bytes to
+    restore (ObjectNotFound): removing it by its id undeletes the name instead."""
+    return await copy_object(store, name, store, name, version=version)

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from natsobj.aio.put_modes import PutMode
 from natsobj.aio.store import ObjectStore
 from natsobj.errors import NatsObjError, ObjectChanged, ObjectNotFound, costs_only_its_object
-from natsobj.lifecycle import LifecycleRule
+from natsobj.lifecycle import LifecycleRule, current_rule
 from natsobj.model import ObjectInfo, kept_chunk_size
 
 
@@ -45,7 +45,7 @@ class Restamp:
 def _due(info: ObjectInfo, rules: list[LifecycleRule], now: datetime) -> Restamp | None:
     if info.deleted or info.is_link or info.offloaded or info.expires is not None:
         return None
-    rule = next((rule for rule in rules if rule.matches(info.name)), None)
+    rule = current_rule(rules, info.name)
     if rule is None or rule.ttl is None:
         return None
     age = now - info.mtime if info.mtime is not None else timedelta(0)

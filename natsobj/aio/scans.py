@@ -3,18 +3,22 @@
 A scan reads the meta subjects through an ordered consumer, which may live on a replica that
 is behind; with strong reads a scan that ends before the leader's last meta record is read
 again (``BucketStream.until_caught_up``). Compaction (``natsobj.aio.compaction``) scans every
-name's last record; ``changes`` scans the records after a sequence.
+name's last record; ``changes`` scans the records after a sequence, and, asked for version
+events (``natsobj.version_events``), the version subjects beside them, in stream order.
 """
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 from natsobj.aio.jetstream.consumer import StreamMsg
 from natsobj.aio.restate_proof import proven
 from natsobj.aio.stream import BucketStream
+from natsobj.aio.version_feed import feed_subjects, is_meta, reported_event
 from natsobj.aio.watch import info_from_msg
 from natsobj.cursors import ChangeCursor
-from natsobj.model import ObjectInfo
 from natsobj.names import all_meta_subject
+from natsobj.version_events import Change
 
 CONSUMER_BATCH = 1024  # the most messages a scan's consumer asks for at once
 
@@ -22,21 +26,32 @@ Scan = tuple[list[StreamMsg], int]
 """The messages read and the last stream sequence the consumer saw."""
 
 
-class Changes(list[ObjectInfo]):
-    """A batch of changes; resume after ``last_sequence``, which counts skipped ones too, or
-    from ``cursor`` when the batch was asked for with a ``ChangeCursor``."""
+C = TypeVar("C", bound=Change)
+
+
+class Changes(list[C]):
+    """A batch of changes (``ObjectInfo`` records, and version events when asked for); resume
+    after ``last_sequence``, which counts skipped ones too, or from ``cursor`` when the batch
+    was asked for with a ``ChangeCursor``."""
 
     last_sequence: int = 0
     cursor: ChangeCursor | None = None
 
 
 async def scan_meta(
-    stream: BucketStream, *, deliver_policy: str, start: int | None, limit: int
+    stream: BucketStream,
+    *,
+    deliver_policy: str,
+    start: int | None,
+    limit: int,
+    subjects: tuple[str, ...] | None = None,
 ) -> Scan:
-    """Read at most ``limit`` meta records with ``deliver_policy`` from ``start``; with strong
-    reads, a scan that ends before the leader's last meta record (and before ``limit``) came
-    from a replica that is behind and is read again."""
-    floor = await stream.leader_floor(all_meta_subject(stream.bucket))
+    """Read at most ``limit`` meta records (or messages on ``subjects``) with
+    ``deliver_policy`` from ``start``; with strong reads, a scan that ends before the leader's
+    last message there (and before ``limit``) came from a replica that is behind and is read
+    again."""
+    subjects = subjects or (all_meta_subject(stream.bucket),)
+    floor = max([await stream.leader_floor(subject) for subject in subjects])
 
     def complete(scan: Scan) -> bool:
         messages, last_sequence = scan
@@ -44,7 +59,9 @@ async def scan_meta(
         return max(last_sequence, (start or 1) - 1) >= floor or len(messages) >= limit
 
     return await stream.until_caught_up(
-        lambda: _scan_once(stream, deliver_policy=deliver_policy, start=start, limit=limit),
+        lambda: _scan_once(
+            stream, subjects, deliver_policy=deliver_policy, start=start, limit=limit
+        ),
         complete,
         what="the meta records",
         floor=floor,
@@ -52,10 +69,15 @@ async def scan_meta(
 
 
 async def _scan_once(
-    stream: BucketStream, *, deliver_policy: str, start: int | None, limit: int
+    stream: BucketStream,
+    subjects: tuple[str, ...],
+    *,
+    deliver_policy: str,
+    start: int | None,
+    limit: int,
 ) -> Scan:
     consumer = stream.consumer(
-        all_meta_subject(stream.bucket),
+        subjects,
         deliver_policy=deliver_policy,
         start_sequence=start,
         batch=min(max(limit, 1), CONSUMER_BATCH),
@@ -81,7 +103,8 @@ async def changes(
     *,
     limit: int,
     include_deletes: bool,
-) -> Changes:
+    include_version_events: bool = False,
+) -> Changes[Any]:
     """``ObjectStore.changes`` (its docstring says what a batch holds)."""
     cursor, since = (
         (after_sequence, after_sequence.sequence)
@@ -89,11 +112,20 @@ async def changes(
         else (None, after_sequence)
     )
     messages, last = await scan_meta(
-        stream, deliver_policy="by_start_sequence", start=since + 1, limit=limit
+        stream,
+        deliver_policy="by_start_sequence",
+        start=since + 1,
+        limit=limit,
+        subjects=feed_subjects(stream.bucket, include_version_events=include_version_events),
     )
-    result = Changes()
+    result: Changes[Change] = Changes()
     reported: dict[int | None, int] = {}  # sequence -> place in the result
     for msg in messages:
+        if not is_meta(stream.bucket, msg):
+            event = reported_event(stream.bucket, msg, include_deletes=include_deletes)
+            if event is not None:
+                result.append(event)
+            continue
         info = info_from_msg(stream, msg)
         if info is None or (info.deleted and not include_deletes):
             continue

@@ -6,7 +6,7 @@ import contextlib
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol, TypeVar, Unpack
+from typing import Any, Literal, Protocol, TypeVar, Unpack, overload
 
 from natsobj.aio import (
     compaction,
@@ -56,6 +56,7 @@ from natsobj.parsing import parse_version_id
 from natsobj.retry import RACED
 from natsobj.settings import ConnectionSettings
 from natsobj.store_config import StoreConfig, StoreSettings
+from natsobj.version_events import Change
 from natsobj.versioning import (
     DefaultRetention,
     LockMode,
@@ -743,23 +744,53 @@ class ObjectStore:
 
     # -- listing and watching ---------------------------------------------------------------------
 
+    @overload
     def watch(
         self,
         *,
         start: str | int | None = None,
         include_deletes: bool | str | None = None,
         after_sequence: int | ChangeCursor | None = None,
+        include_version_events: Literal[False] = False,
         include_history: bool = False,
         updates_only: bool = False,
         ignore_deletes: bool = False,
-    ) -> ObjectWatcher:
+    ) -> ObjectWatcher[ObjectInfo]: ...
+
+    @overload
+    def watch(
+        self,
+        *,
+        start: str | int | None = None,
+        include_deletes: bool | str | None = None,
+        after_sequence: int | ChangeCursor | None = None,
+        include_version_events: bool | str,
+        include_history: bool = False,
+        updates_only: bool = False,
+        ignore_deletes: bool = False,
+    ) -> ObjectWatcher[Change]: ...
+
+    def watch(
+        self,
+        *,
+        start: str | int | None = None,
+        include_deletes: bool | str | None = None,
+        after_sequence: int | ChangeCursor | None = None,
+        include_version_events: bool | str = False,
+        include_history: bool = False,
+        updates_only: bool = False,
+        ignore_deletes: bool = False,
+    ) -> ObjectWatcher[Any]:
         """Changes as they happen, from ``start`` (``natsobj.operation_options``' follow.start:
         ``current``, the default, is each name's latest record first, then live ones;
         ``earliest`` replays every record kept; ``latest`` starts at the end; a number is the
         meta sequence to start at); ``after_sequence`` resumes after a meta-stream sequence or
         a ``ChangeCursor``. ``include_deletes=False`` skips tombstones and expiries (a delete
         with ``expired`` set); ``include_history``, ``updates_only`` and ``ignore_deletes`` are
-        the deprecated spellings of ``start`` and ``include_deletes``. The watch survives
+        the deprecated spellings of ``start`` and ``include_deletes``.
+        ``include_version_events``: versions' lock changes and removals come too, in order
+        among the records (``natsobj.version_events``; a watch of the current values starts
+        with each version's lock). The watch survives
         server restarts, but not the bucket's: one deleted and created again under it, or a
         cursor taken on an earlier bucket of this name, ends it with ``BucketRecreated`` (see
         ``ChangeCursor``)."""
@@ -768,6 +799,7 @@ class ObjectStore:
             start=start,
             include_deletes=include_deletes,
             after_sequence=after_sequence,
+            include_version_events=include_version_events,
             include_history=include_history,
             updates_only=updates_only,
             ignore_deletes=ignore_deletes,
@@ -809,22 +841,53 @@ class ObjectStore:
             for info in batch:
                 yield info
 
+    @overload
     async def changes(
         self,
         after_sequence: int | ChangeCursor = 0,
         *,
         limit: int = 100,
         include_deletes: bool = True,
-    ) -> Changes:
+        include_version_events: Literal[False] = False,
+    ) -> Changes[ObjectInfo]: ...
+
+    @overload
+    async def changes(
+        self,
+        after_sequence: int | ChangeCursor = 0,
+        *,
+        limit: int = 100,
+        include_deletes: bool = True,
+        include_version_events: bool,
+    ) -> Changes[Change]: ...
+
+    async def changes(
+        self,
+        after_sequence: int | ChangeCursor = 0,
+        *,
+        limit: int = 100,
+        include_deletes: bool = True,
+        include_version_events: bool = False,
+    ) -> Changes[Any]:
         """Meta changes after a sequence, at most ``limit``, without waiting: the building block
         for sensor and trigger cursors. Resume from ``result.last_sequence``. An object that
-        expired (docs/lifecycle.md) comes once as a delete with ``expired`` set.
+        expired (docs/lifecycle.md) comes once as a delete with ``expired`` set. Each record
+        says the version it is (``version_id``) and whether it is a ``delete_marker``.
+
+        ``include_version_events``: versions' lock changes (``LockEvent``: set, changed,
+        lifted, or unreadable) and removals for good (``VersionRemoved``, a deletion) come
+        too, in order among the records (``natsobj.version_events``); they count in ``limit``
+        with the kept versions' records read beside them.
 
         With a ``ChangeCursor`` the batch is refused with ``BucketRecreated`` when the cursor
         was taken on an earlier bucket of this name (a bare sequence cannot tell), and
         ``result.cursor`` is where to resume."""
         return await scans.changes(
-            self.bucket_stream, after_sequence, limit=limit, include_deletes=include_deletes
+            self.bucket_stream,
+            after_sequence,
+            limit=limit,
+            include_deletes=include_deletes,
+            include_version_events=include_version_events,
         )
 
     # -- maintenance ------------------------------------------------------------------------------

@@ -294,7 +294,7 @@ class BucketStream:
 
     def consumer(
         self,
-        subject: str,
+        subject: str | tuple[str, ...],
         *,
         deliver_policy: str = "all",
         start_sequence: int | None = None,
@@ -302,8 +302,9 @@ class BucketStream:
         pulls_ahead: int = 1,
         headers_only: bool = False,
     ) -> OrderedConsumer:
-        """A read-only ordered consumer over ``subject`` (not started) that stops where the
-        stream ends: a read, not a watch (``natsobj.aio.watch`` makes its own)."""
+        """A read-only ordered consumer over ``subject`` (or several, in stream order; not
+        started) that stops where the stream ends: a read, not a watch (``natsobj.aio.watch``
+        makes its own)."""
         return OrderedConsumer(
             self.api,
             self.stream,

@@ -5,7 +5,12 @@ A version is recorded before the record replacing it is published (``keep``, cal
 version a put or delete looked up), so no crash between the two leaves a version whose
 chunks nothing names. The record is published create-only: a version already kept stays as
 it was first recorded. Kept records are read like meta records, as untrusted input: one that
-fails validation is left out of a listing (with a warning), never costs another version."""
+fails validation is left out of a listing (with a warning), never costs another version.
+
+A version removed for good leaves a removal marker on its record's subject (``remove``): an
+empty message with the header ``VERSION_REMOVED`` that replaces the record, so the change
+feed reports the removal once (``natsobj.aio.version_feed``), and a removed version is never
+kept again by a write that raced its removal."""
 
 from __future__ import annotations
 
@@ -15,18 +20,21 @@ from datetime import datetime
 from typing import Any
 
 from natsobj.aio import records
+from natsobj.aio.jetstream.consumer import StreamMsg
 from natsobj.aio.jetstream.jsapi import raw_header
 from natsobj.aio.jetstream.nuids import next_nuid
 from natsobj.aio.listing import NameFilter, iter_batches
 from natsobj.aio.records import publish_record
-from natsobj.aio.stream import BucketStream, SequenceConflict
-from natsobj.errors import BadObjectMeta, NatsObjError, ObjectNotFound
+from natsobj.aio.stream import BucketStream, LastMsg, SequenceConflict
+from natsobj.aio.version_feed import is_removal
+from natsobj.errors import BadObjectMeta, NatsObjError, ObjectChanged, ObjectNotFound
 from natsobj.local.name_index import decoded
-from natsobj.model import ObjectInfo
+from natsobj.model import ObjectInfo, Offload, Tiering
 from natsobj.names import all_versions_subject, chunk_subject, version_subject
 from natsobj.retry import CONFLICT
 from natsobj.versioning import (
     DELETE_MARKER_HEADER,
+    VERSION_REMOVED,
     VERSION_SEQUENCE,
     VERSION_TIME,
     ObjectVersion,
@@ -53,8 +61,6 @@ async def keep(stream: BucketStream, info: ObjectInfo) -> None:
     already or is no version (``keepable``)."""
     if not keepable(info):
         return
-    assert info.sequence is not None and info.mtime is not None
-    headers = {VERSION_TIME: info.mtime.isoformat(), VERSION_SEQUENCE: str(info.sequence)}
     # create-only: a version kept already stays as it was first recorded
     with contextlib.suppress(SequenceConflict):
         await stream.publish_rollup(
@@ -63,14 +69,19 @@ async def keep(stream: BucketStream, info: ObjectInfo) -> None:
             rollup=False,
             name=info.name,
             expected_sequence=0,
-            headers=headers,
+            headers=_kept_headers(info),
         )
+
+
+def _kept_headers(info: ObjectInfo) -> dict[str, str]:
+    """A kept record's headers: the version's own time and meta sequence."""
+    assert info.sequence is not None and info.mtime is not None
+    return {VERSION_TIME: info.mtime.isoformat(), VERSION_SEQUENCE: str(info.sequence)}
 
 
 async def is_kept(stream: BucketStream, info: ObjectInfo) -> bool:
     """Whether ``info`` has a kept record (a suspended bucket purges only what has none)."""
-    subject = version_subject(stream.bucket, info.name, info.nuid)
-    return keepable(info) and await stream.last(subject, name=info.name) is not None
+    return keepable(info) and await _kept_message(stream, info.name, info.nuid) is not None
 
 
 def delete_marker(current: ObjectInfo) -> ObjectInfo:
@@ -120,13 +131,32 @@ def _header(headers: Any, name: str) -> str | None:
     return headers.get(name) if headers else None
 
 
+async def _kept_message(stream: BucketStream, name: str, version_id: str) -> LastMsg | None:
+    """The kept record's message of ``version_id`` of ``name``: None when there is none, or
+    only the marker of the version's removal."""
+    found = await stream.last(version_subject(stream.bucket, name, version_id), name=name)
+    return None if found is None or is_removal(found.headers) else found
+
+
 async def read_kept(stream: BucketStream, name: str, version_id: str) -> ObjectInfo | None:
     """The kept record of ``version_id`` of ``name``, or None when there is none."""
-    subject = version_subject(stream.bucket, name, version_id)
-    found = await stream.last(subject, name=name)
+    found = await _kept_message(stream, name, version_id)
     if found is None:
         return None
+    subject = version_subject(stream.bucket, name, version_id)
     return _parse_kept(stream.bucket, subject, found.data, found.headers)
+
+
+def _kept_from(bucket: str, msg: StreamMsg) -> ObjectInfo | None:
+    """The kept record a message is; None for a removal's marker, or for one that is
+    unreadable (warned about)."""
+    if is_removal(msg.headers):
+        return None
+    try:
+        return _parse_kept(bucket, msg.subject, msg.data, msg.headers)
+    except BadObjectMeta as exc:
+        log.warning("bucket %r: a kept version is unreadable, left out: %s", bucket, exc)
+        return None
 
 
 async def kept_records(
@@ -144,13 +174,9 @@ async def kept_records(
             msg = await consumer.next()
             if msg is None:
                 break
-            try:
-                info = _parse_kept(bucket, msg.subject, msg.data, msg.headers)
-            except BadObjectMeta as exc:
-                log.warning("bucket %r: a kept version is unreadable, left out: %s", bucket, exc)
-            else:
-                if name_filter is None or name_filter.matches(info.name):
-                    found.append(info)
+            info = _kept_from(bucket, msg)
+            if info is not None and (name_filter is None or name_filter.matches(info.name)):
+                found.append(info)
             if msg.pending == 0:
                 break
     finally:
@@ -223,7 +249,9 @@ async def _has_chunks(stream: BucketStream, nuid: str) -> bool:
 
 
 async def remove(stream: BucketStream, version: ObjectInfo) -> None:
-    """Remove ``version`` for good: its record and its chunks. When it is the current one,
+    """Remove ``version`` for good: its chunks, then its record, which a removal marker
+    replaces (the change feed's one report of the removal; a crash between the two leaves
+    the record, listed lost, for the removal to be asked again). When it is the current one,
     the newest kept version before it becomes current again (its record republished as the
     name's meta record, over exactly the version read), or, with none left, the name is
     deleted as an unversioned delete leaves it. Concurrent removals of one name's versions
@@ -244,9 +272,9 @@ async def remove(stream: BucketStream, version: ObjectInfo) -> None:
         if moved_first:
             continue  # another writer moved the name first: look again
         if not purged:
-            await stream.purge(version_subject(bucket, name, version.nuid))
             if version.chunks and not version.deleted:
                 await stream.purge(chunk_subject(bucket, version.nuid))
+            await _mark_removed(stream, name, version.nuid)
             purged = True
         if not _names(await records.current(stream, name), version):
             return
@@ -255,6 +283,23 @@ async def remove(stream: BucketStream, version: ObjectInfo) -> None:
         bucket=bucket,
         name=name,
     )
+
+
+async def _mark_removed(stream: BucketStream, name: str, version_id: str) -> None:
+    """Replace the version's record with the marker of its removal, unless a removal that
+    raced this one left it already: the feed reports a removal once."""
+    subject = version_subject(stream.bucket, name, version_id)
+    found = await stream.last(subject, name=name)
+    if found is not None and is_removal(found.headers):
+        return
+    with contextlib.suppress(SequenceConflict):  # a racing removal marked it first
+        await stream.publish_rollup(
+            subject,
+            b"",
+            name=name,
+            expected_sequence=found.sequence if found is not None else 0,
+            headers={VERSION_REMOVED: "true"},
+        )
 
 
 def _names(current: ObjectInfo | None, version: ObjectInfo) -> bool:
@@ -281,11 +326,50 @@ async def _promote_past(stream: BucketStream, current: ObjectInfo) -> bool:
             sequence = await publish_record(stream, restored, expected_sequence=current.sequence)
         except SequenceConflict:
             return False
-        subject = version_subject(stream.bucket, current.name, restored.nuid)
-        if not kept or await stream.last(subject, name=current.name) is not None:
+        if not kept or await _kept_message(stream, current.name, restored.nuid) is not None:
             return True
         current = restored.evolve()
         current.sequence = sequence
+
+
+async def offload_kept(stream: BucketStream, info: ObjectInfo, offload: Offload) -> ObjectInfo:
+    """Restate the kept version ``info`` with its bytes at ``offload`` (the archive's tiering
+    of a noncurrent version): its record is replaced over exactly the one read (a per-subject
+    rollup, so it stays one record) and its chunks purged. ObjectChanged when the record
+    changed or went meanwhile. A version made current again meanwhile keeps its chunks: the
+    name's record, copied from the kept one before, still names them."""
+    subject = version_subject(stream.bucket, info.name, info.nuid)
+    found = await _kept_message(stream, info.name, info.nuid)
+    try:
+        read = _parse_kept(stream.bucket, subject, found.data, found.headers) if found else None
+    except BadObjectMeta:
+        read = None
+    if found is None or read is None or read.digest != info.digest or read.offloaded:
+        raise ObjectChanged(
+            f"version {info.nuid} changed while being offloaded; left as it is",
+            bucket=stream.bucket,
+            name=info.name,
+        )
+    tiering = Tiering(replaces=read.stands_for, offload=offload)
+    record = read.evolve(tiering=tiering)
+    try:
+        await stream.publish_rollup(
+            subject,
+            record.encode(),
+            name=info.name,
+            expected_sequence=found.sequence,
+            headers=_kept_headers(read),
+        )
+    except SequenceConflict:
+        raise ObjectChanged(
+            f"version {info.nuid} changed while being offloaded; left as it is",
+            bucket=stream.bucket,
+            name=info.name,
+        ) from None
+    current = await records.current(stream, info.name)
+    if current is None or current.nuid != info.nuid:
+        await stream.purge(chunk_subject(stream.bucket, info.nuid))
+    return record
 
 
 __all__ = [
@@ -296,6 +380,7 @@ __all__ = [
     "keepable",
     "kept_records",
     "listed",
+    "offload_kept",
     "read_kept",
     "readable",
     "remove",

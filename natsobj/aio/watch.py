@@ -1,23 +1,25 @@
-"""Watching a bucket's meta subjects: current values, history, or updates only."""
+"""Watching a bucket's meta subjects (and, asked for version events, its version subjects):
+current values, history, or updates only."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar, cast
 
 from natsobj.aio.jetstream.consumer import FOLLOW_HEARTBEAT, OrderedConsumer, StreamMsg
 from natsobj.aio.jetstream.jsapi import JetStreamApi, raw_header
 from natsobj.aio.restate_proof import proven
 from natsobj.aio.stream import BucketStream
+from natsobj.aio.version_feed import feed_subjects, is_meta, reported_event
 from natsobj.cursors import ChangeCursor
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import BadObjectMeta
 from natsobj.lifecycle import expired_record, expires_at
 from natsobj.local.name_index import decoded
 from natsobj.model import ObjectInfo, StoreStatus
-from natsobj.names import all_meta_subject
 from natsobj.operation_options import CURRENT, EARLIEST, FOLLOW, LATEST, Face
+from natsobj.version_events import Change
 from natsobj.wire import MARKER_REASON, MSG_TTL
 
 _MARKER_REASON = MARKER_REASON.encode()
@@ -97,8 +99,14 @@ def _include_deletes(include_deletes: bool | str | None, *, ignore_deletes: bool
     return value
 
 
-class ObjectWatcher:
+C = TypeVar("C", bound=Change)
+
+
+class ObjectWatcher(Generic[C]):
     """Async iterator of changes; ``initial_done`` turns True after the initial values.
+    Version events (``natsobj.version_events``) come among the records only when asked for
+    (``include_version_events``); a watch of the current values starts with each version's
+    lock as it is.
 
     The watch is pinned to the bucket it starts on (or to the one ``after_sequence``, a
     ``ChangeCursor``, was taken on): when its consumer is created again after an outage on a
@@ -112,6 +120,7 @@ class ObjectWatcher:
         start: str | int | None = None,
         include_deletes: bool | str | None = None,
         after_sequence: int | ChangeCursor | None = None,
+        include_version_events: bool | str = False,
         heartbeat: float = FOLLOW_HEARTBEAT,
         include_history: bool = False,
         updates_only: bool = False,
@@ -120,6 +129,9 @@ class ObjectWatcher:
         self.store = store
         position = _position(start, include_history=include_history, updates_only=updates_only)
         self.include_deletes = _include_deletes(include_deletes, ignore_deletes=ignore_deletes)
+        self.include_version_events: bool = FOLLOW["include_version_events"].parse(
+            include_version_events
+        )
         self.position = position  # where this watch started: a table position or a sequence
         self.updates_only = position == LATEST
         resume = None if after_sequence is None else ChangeCursor.parse(after_sequence)
@@ -136,7 +148,7 @@ class ObjectWatcher:
         self._consumer = OrderedConsumer(
             store.api,
             store.stream,
-            all_meta_subject(store.bucket),
+            feed_subjects(store.bucket, include_version_events=self.include_version_events),
             deliver_policy=policy,
             start_sequence=first,
             heartbeat=heartbeat,
@@ -156,7 +168,7 @@ class ObjectWatcher:
         the watch is pinned to (the first creation pins a watch started without a cursor)."""
         self._created = self.cursor.check(await self.store.status()).stream_created
 
-    async def start(self) -> ObjectWatcher:
+    async def start(self) -> ObjectWatcher[C]:
         """Create the watch's consumer; ``next``, iteration and ``async with`` call it for you."""
         if not self._started:
             self._started = True
@@ -169,7 +181,7 @@ class ObjectWatcher:
             self.initial_done = self.updates_only or pending == 0
         return self
 
-    async def next(self, timeout: float | None = None) -> ObjectInfo | None:
+    async def next(self, timeout: float | None = None) -> C | None:
         """The next change, or None when ``timeout`` passes first."""
         await self.start()
         while True:
@@ -179,6 +191,16 @@ class ObjectWatcher:
             live = self.initial_done
             if msg.pending == 0:
                 self.initial_done = True
+            if not is_meta(self.store.bucket, msg):
+                event = reported_event(
+                    self.store.bucket,
+                    msg,
+                    include_deletes=self.include_deletes,
+                    initial_value=self._current_values and not live,
+                )
+                if event is not None:
+                    return cast(C, event)
+                continue
             info = info_from_msg(self.store, msg)
             if info is None or (info.deleted and not self.include_deletes):
                 continue
@@ -188,12 +210,12 @@ class ObjectWatcher:
                 # delivered or started after, unless it is an initial value
                 if info.stands_for is not None and (live or not self._current_values):
                     continue
-            return info
+            return cast(C, info)
 
-    def __aiter__(self) -> AsyncIterator[ObjectInfo]:
+    def __aiter__(self) -> AsyncIterator[C]:
         return self._iterate()
 
-    async def _iterate(self) -> AsyncIterator[ObjectInfo]:
+    async def _iterate(self) -> AsyncIterator[C]:
         while True:
             info = await self.next()
             if info is not None:
@@ -203,7 +225,7 @@ class ObjectWatcher:
         """Delete the watch's consumer; the watcher yields nothing after this."""
         await self._consumer.close()
 
-    async def __aenter__(self) -> ObjectWatcher:
+    async def __aenter__(self) -> ObjectWatcher[C]:
         return await self.start()
 
     async def __aexit__(self, *exc: object) -> None:

@@ -10,6 +10,11 @@ never exists, so they fail with "not found" instead of hanging on the purged chu
 Only a version the archive holds, whose archived bytes verify against its digest, is
 offloaded; the record is published with a compare-and-swap on the version it restates, so
 an object overwritten meanwhile is left alone. See docs/archive.md, "Tiering".
+
+In a versioned bucket, ``OffloadPolicy.noncurrent_older_than`` also offloads the versions it
+keeps once they have been noncurrent that long (S3's NoncurrentVersionTransition): the kept
+record says where the bytes are (``natsobj.aio.versions.offload_kept``) and
+``get(name, version=)`` reads them through as it reads a current offloaded object.
 """
 
 from __future__ import annotations
@@ -17,9 +22,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import groupby
 from typing import TYPE_CHECKING
 
+from natsobj.aio import versions
 from natsobj.aio.restate_write import restate
+from natsobj.aio.version_expiry import noncurrent
 from natsobj.archive import index
 from natsobj.archive.index import ArchiveRecord
 from natsobj.archive.readthrough import offloaded_bytes, trust
@@ -49,32 +57,56 @@ class OffloadPolicy:
 
     ``expiry_margin``: an object whose TTL runs out sooner than this is never offloaded. Its
     bytes would leave JetStream for S3 just before the server deletes it anyway, for a
-    read-through window of hours, at the cost of an S3 round trip per read."""
+    read-through window of hours, at the cost of an S3 round trip per read.
+
+    ``noncurrent_older_than``: also offload the kept versions of a versioned bucket that have
+    been noncurrent this long (since the write that replaced them); ``names``, ``glob`` and
+    ``larger_than`` select them too. Given without ``older_than``, it offloads kept versions
+    only (as S3's noncurrent transition moves no current object). None offloads none."""
 
     older_than: timedelta | None = None
     larger_than: int | None = None
     glob: str | None = None
     names: frozenset[str] | None = None
     expiry_margin: timedelta = OFFLOAD["expiry_margin"].default
+    noncurrent_older_than: timedelta | None = None
+
+    @property
+    def selects_current(self) -> bool:
+        return self.older_than is not None or self.noncurrent_older_than is None
 
     def matches(self, info: ObjectInfo, now: datetime) -> bool:
+        return (
+            self.selects_current
+            and self._selects(info)
+            and (
+                self.older_than is None
+                or (info.mtime is not None and now - info.mtime >= self.older_than)
+            )
+        )
+
+    def matches_noncurrent(self, info: ObjectInfo, since: datetime | None, now: datetime) -> bool:
+        """Whether a kept version, noncurrent since ``since``, is cold."""
+        limit = self.noncurrent_older_than
+        return (limit is not None and since is not None and now - since >= limit) and self._selects(
+            info
+        )
+
+    def _selects(self, info: ObjectInfo) -> bool:
         if self.names is not None and info.name not in self.names:
             return False
         if self.glob is not None and not NameMatcher(self.glob, "glob").matches(info.name):
             return False
-        if self.larger_than is not None and info.size <= self.larger_than:
-            return False
-        return self.older_than is None or (
-            info.mtime is not None and now - info.mtime >= self.older_than
-        )
+        return self.larger_than is None or info.size > self.larger_than
 
 
 @dataclass
 class OffloadResult:
     offloaded: list[ObjectInfo] = field(default_factory=list)
-    bytes: int = 0
+    bytes: int = 0  # of the current objects and the noncurrent versions offloaded
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, why)
     dry_run: bool = False
+    noncurrent: list[ObjectInfo] = field(default_factory=list)  # kept versions offloaded
 
 
 @dataclass
@@ -122,7 +154,7 @@ async def offload(
     held = await ArchivedVersions.load(targets)
     result = OffloadResult(dry_run=dry_run)
     names = sorted(policy.names) if policy.names is not None else None
-    candidates = await _candidates(store, names, policy.glob)
+    candidates = await _candidates(store, names, policy.glob) if policy.selects_current else []
     for info in candidates:
         if not policy.matches(info, now):
             continue
@@ -144,7 +176,52 @@ async def offload(
             continue
         result.offloaded.append(done)
         result.bytes += done.size
+    if policy.noncurrent_older_than is not None:
+        await _offload_noncurrent(store, targets, policy, held, now, result)
     return result
+
+
+async def _offload_noncurrent(
+    store: ObjectStore,
+    targets: ArchiveTargets,
+    policy: OffloadPolicy,
+    held: ArchivedVersions,
+    now: datetime,
+    result: OffloadResult,
+) -> None:
+    """Offload the kept versions the policy finds cold (see ``OffloadPolicy``); a version that
+    cannot be is skipped, named ``name version ID``."""
+    for info in await _noncurrent_candidates(store, policy, now):
+        archived = held.copy_of(info)
+        label = f"{info.name} version {info.nuid}"
+        why = _not_offloadable(info, archived, targets)
+        if why is not None or archived is None:
+            result.skipped.append((label, why or ""))
+            continue
+        if not result.dry_run:
+            try:
+                location = await _verified_location(targets, archived)
+                info = await versions.offload_kept(store.bucket_stream, info, location)
+            except (ObjectChanged, ObjectNotFound, DigestMismatch, ArchiveTargetError) as exc:
+                result.skipped.append((label, exc.message))
+                continue
+        result.noncurrent.append(info)
+        result.bytes += info.size
+
+
+async def _noncurrent_candidates(
+    store: ObjectStore, policy: OffloadPolicy, now: datetime
+) -> list[ObjectInfo]:
+    """The kept versions with bytes (no delete marker, none lost) the policy finds cold."""
+    found = []
+    listed = await store.versions(glob=policy.glob)
+    for _name, group in groupby(listed, key=lambda version: version.name):
+        for version, since in await noncurrent(store, list(group)):
+            if version.delete_marker or version.lost:
+                continue
+            if policy.matches_noncurrent(version.info, since, now):
+                found.append(version.info)
+    return found
 
 
 async def _record_offload_targets(store: ObjectStore, targets: ArchiveTargets) -> None:
@@ -206,18 +283,23 @@ async def _offload_one(
     """Verify the archived bytes (every copy, when replicated), then restate exactly
     ``info``'s version as held there (``natsobj.aio.restate_write``, which purges its chunks): a
     failure at any step leaves the object as it was."""
+    return await restate(store, info, offload=await _verified_location(targets, archived))
+
+
+async def _verified_location(targets: ArchiveTargets, archived: ArchiveRecord) -> Offload:
+    """Where the archive holds ``archived``'s bytes, once they verify (every copy, when
+    replicated): DigestMismatch or ArchiveTargetError otherwise."""
     holders = targets.holders(archived)
     for holder in holders if targets.strategy == REPLICATE else holders[:1]:
         async for _ in verified_bytes(ArchiveTargets.of(holder), archived):
             pass
-    location = Offload(
+    return Offload(
         holders[0].url,
         archived.key,
         archived.offset,
         archived.length,
         mirrors=[holder.url for holder in holders[1:]],
     )
-    return await restate(store, info, offload=location)
 
 
 async def rehydrate(store: ObjectStore, name: str) -> ObjectInfo:

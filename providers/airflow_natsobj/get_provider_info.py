@@ -89,6 +89,7 @@ def get_provider_info() -> dict[str, Any]:
                     "airflow_natsobj.operators.transform",
                     "airflow_natsobj.operators.archive",
                     "airflow_natsobj.operators.store_metadata",
+                    "airflow_natsobj.operators.versions",
                 ],
             }
         ],

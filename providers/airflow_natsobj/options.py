@@ -14,6 +14,7 @@ from typing import Any
 from natsobj.operation_options import Face, for_face, resolve
 
 FACE = Face.AIRFLOW
+VERSION_ROW = for_face(FACE, "version")["version"]
 
 
 def unset(value: Any) -> Any:
@@ -47,3 +48,16 @@ def operation_options(operation: str, where: str, **given: Any) -> dict[str, Any
     return resolve(
         FACE, operation, {rows[key]: unset(value) for key, value in given.items()}, where=where
     )
+
+
+def version_option(
+    value: Any, where: str, parameter: str = VERSION_ROW.spelled(FACE)
+) -> str | None:
+    """The version a task names (None: the current one), read by the version row's parser.
+    ``parameter`` is the row's Airflow spelling, ``version_id``, or the name a task takes it
+    under (a copy names its source's ``source_version_id``, as the Amazon provider's
+    ``S3CopyObjectOperator`` does), which an error then names."""
+    try:
+        return VERSION_ROW.parse(unset(value))
+    except ValueError as exc:
+        raise ValueError(f"{where}: {parameter}: {exc}") from None

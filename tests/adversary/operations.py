@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import fsspec
-from botocore.exceptions import ClientError, IncompleteReadError, ResponseStreamingError
+from botocore.exceptions import ClientError
 from click.testing import CliRunner
 from hypothesis import strategies as st
 
@@ -33,8 +33,8 @@ from natsobj.errors import ObjectExists
 from natsobj.gateway.multipart import MIN_PART_SIZE
 from natsobj.model import ObjectInfo
 from tests.adversary.attacks import HONEST_NAMES, pool
+from tests.adversary.s3_calls import s3_call
 from tests.adversary.world import (
-    CALL_BOUND,
     FS_ERRORS,
     TRANSFER_BOUND,
     Violation,
@@ -527,28 +527,10 @@ def lifecycle_apply(world: World, data: st.DataObject) -> None:
 
 # -- the S3 gateway, through boto3 -----------------------------------------------------------------
 
-# What an S3 client may see fail: an S3 error answer, or a body cut short (the gateway aborts
-# the connection when a read fails after the answer's head went out).
-S3_ERRORS: tuple[type[BaseException], ...] = (
-    ClientError,
-    IncompleteReadError,
-    ResponseStreamingError,
-)
-
-
-def _s3_call(
-    world: World, label: str, fn: Callable[[], Any], bound: float = CALL_BOUND
-) -> tuple[bool, Any]:
-    """A gateway request under the invariants; an S3 error answer may not carry B's bytes."""
-    ok, result = world.call_blocking(label, fn, bound=bound, allowed=S3_ERRORS)
-    if not ok:
-        world.check_bytes(label, repr(getattr(result, "response", result)).encode())
-    return ok, result
-
 
 def _s3_on(world: World, operation: str, name: str, fn: Callable[[], Any]) -> tuple[bool, Any]:
     """A request on ``name``: failing on an object nothing touched is a violation."""
-    ok, result = _s3_call(world, f"S3 {operation} {name!r}", fn)
+    ok, result = s3_call(world, f"S3 {operation} {name!r}", fn)
     if not ok and name in world.intact():
         raise Violation(f"S3 {operation} of {name!r}, which nothing touched, failed: {result!r}")
     return ok, result
@@ -557,7 +539,7 @@ def _s3_on(world: World, operation: str, name: str, fn: Callable[[], Any]) -> tu
 def _s3_write(world: World, operation: str, name: str, fn: Callable[[], Any]) -> ObjectInfo | None:
     """A request that writes ``name`` in A, refused only while the lifecycle rules are
     attacked (puts are refused then, typed); the record it stored, checked."""
-    ok, result = _s3_call(world, f"S3 {operation} {name!r}", fn)
+    ok, result = s3_call(world, f"S3 {operation} {name!r}", fn)
     if not ok:
         if not world.rules_attacked:
             raise Violation(f"S3 {operation} of {name!r} failed: {result!r}")
@@ -586,7 +568,7 @@ def _s3_read(world: World, name: str, **request: Any) -> bytes:
 def s3_get(world: World, data: st.DataObject) -> None:
     name = _name(world, data)
     known, whole = world.known_content(name), _whole(world, name)
-    outcome = _s3_call(world, f"S3 GetObject {name!r}", lambda: _s3_read(world, name))
+    outcome = s3_call(world, f"S3 GetObject {name!r}", lambda: _s3_read(world, name))
     if outcome[0] and whole is None:
         raise Violation(
             f"S3 GetObject of {name!r} returned {len(outcome[1])} bytes where a whole verified"
@@ -602,7 +584,7 @@ def s3_get_range(world: World, data: st.DataObject) -> None:
     length = data.draw(st.integers(1, 300) | st.integers(1, 25_000), label="length")
     header = f"bytes={first}-{first + length - 1}"
     known, whole = world.known_content(name), _whole(world, name)
-    ok, result = _s3_call(
+    ok, result = s3_call(
         world, f"S3 GetObject {name!r} {header}", lambda: _s3_read(world, name, Range=header)
     )
     if not ok and whole is not None and first >= len(whole):
@@ -644,7 +626,7 @@ def s3_list(world: World, data: st.DataObject) -> None:
             keys.extend(item["Key"] for item in page.get("Contents", []))
         return keys
 
-    ok, keys = _s3_call(world, f"S3 ListObjectsV2 ({page_size} a page)", listing, TRANSFER_BOUND)
+    ok, keys = s3_call(world, f"S3 ListObjectsV2 ({page_size} a page)", listing, TRANSFER_BOUND)
     if not ok:
         raise Violation(f"S3 ListObjectsV2 of the bucket failed: {keys!r}")
     if keys != sorted(set(keys)):
@@ -673,7 +655,7 @@ def s3_copy(world: World, data: st.DataObject) -> None:
     name = _name(world, data)
     target = f"copies/{data.draw(st.integers(0, 2), label='copy')}"
     whole = _whole(world, name)
-    outcome = _s3_call(
+    outcome = s3_call(
         world,
         f"S3 CopyObject {name!r} -> {target!r}",
         lambda: world.s3.copy_object(
@@ -692,7 +674,7 @@ def s3_copy(world: World, data: st.DataObject) -> None:
         whole,
         outcome,
         lambda: _stored(world, target),
-        lambda: _s3_call(world, f"S3 GetObject {target!r}", lambda: _s3_read(world, target)),
+        lambda: s3_call(world, f"S3 GetObject {target!r}", lambda: _s3_read(world, target)),
     )
 
 
@@ -712,7 +694,7 @@ def s3_delete_batch(world: World, data: st.DataObject) -> None:
         st.lists(st.sampled_from(pool(world)), min_size=1, max_size=4, unique=True), label="names"
     )
     intact = [name for name in names if name in world.intact()]
-    ok, result = _s3_call(
+    ok, result = s3_call(
         world,
         f"S3 DeleteObjects {names}",
         lambda: world.s3.delete_objects(
@@ -746,7 +728,7 @@ def _s3_part_copy(
     first = data.draw(st.integers(0, 25_000), label="copy first")
     last = first + data.draw(st.integers(0, 300) | st.integers(0, 25_000), label="copy length")
     known, whole = world.known_content(source), _whole(world, source)
-    ok, result = _s3_call(
+    ok, result = s3_call(
         world,
         f"S3 UploadPartCopy {source!r} bytes={first}-{last}",
         lambda: world.s3.upload_part_copy(
@@ -780,7 +762,7 @@ def s3_multipart(world: World, data: st.DataObject) -> None:
         if copies
         else random_bytes(data.draw(st.integers(0, 9000), label="size"), seed)
     )
-    ok, created = _s3_call(
+    ok, created = s3_call(
         world,
         f"S3 CreateMultipartUpload {target!r}",
         lambda: world.s3.create_multipart_upload(Bucket=world.bucket, Key=target),
@@ -788,7 +770,7 @@ def s3_multipart(world: World, data: st.DataObject) -> None:
     if not ok:
         raise Violation(f"S3 CreateMultipartUpload of {target!r} failed: {created!r}")
     upload = {"Bucket": world.bucket, "Key": target, "UploadId": created["UploadId"]}
-    ok, part = _s3_call(
+    ok, part = s3_call(
         world,
         f"S3 UploadPart {target!r} ({len(sent)} bytes)",
         lambda: world.s3.upload_part(**upload, PartNumber=1, Body=sent),
@@ -800,7 +782,7 @@ def s3_multipart(world: World, data: st.DataObject) -> None:
     if copies:
         copied, holds = _s3_part_copy(world, data, upload)
         if copied:
-            ok, listed = _s3_call(world, "S3 ListParts", lambda: world.s3.list_parts(**upload))
+            ok, listed = s3_call(world, "S3 ListParts", lambda: world.s3.list_parts(**upload))
             if not ok:
                 raise Violation(f"S3 ListParts of an open upload failed: {listed!r}")
             parts = [{"PartNumber": p["PartNumber"], "ETag": p["ETag"]} for p in listed["Parts"]]
@@ -808,14 +790,14 @@ def s3_multipart(world: World, data: st.DataObject) -> None:
     if not copies or data.draw(st.booleans(), label="completes"):
         _s3_complete(world, target, upload, parts, expected)
         return
-    ok, result = _s3_call(
+    ok, result = s3_call(
         world,
         f"S3 AbortMultipartUpload {target!r}",
         lambda: world.s3.abort_multipart_upload(**upload),
     )
     if not ok:
         raise Violation(f"S3 AbortMultipartUpload of {target!r} failed: {result!r}")
-    ok, result = _s3_call(world, "S3 ListParts (aborted)", lambda: world.s3.list_parts(**upload))
+    ok, result = s3_call(world, "S3 ListParts (aborted)", lambda: world.s3.list_parts(**upload))
     if ok or _s3_code(result) != "NoSuchUpload":
         raise Violation(f"an aborted upload of {target!r} still answers ListParts: {result!r}")
 

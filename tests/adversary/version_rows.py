@@ -4,12 +4,15 @@ and each face's read, removal and restore of one version is held to the invarian
 operation on one version serves or changes another's bytes:
 
 - a read of version V (the core's ``get``/``get_range``/``open_range`` with ``version=``,
-  fsspec's ``cat_file``/``open`` with ``version_id``, ``natsobj cat --version-id``) returns
-  only bytes of V where V's bytes are known, no byte of B, and nothing of a version listed lost;
+  fsspec's ``cat_file``/``open`` with ``version_id``, ``natsobj cat --version-id``, the
+  gateway's GetObject with ``versionId``, whole or a range) returns only bytes of V where V's
+  bytes are known, no byte of B, and nothing of a version listed lost;
 - a removal of V for good (the core's ``delete(version=)``, fsspec's ``rm_file``,
-  ``natsobj rm --version-id``) leaves V unreadable and every other version reading as before;
-- a restore of V (``natsobj restore``, fsspec's ``cp_file`` from ``?versionId=``) makes the
-  current version V's bytes.
+  ``natsobj rm --version-id``, the gateway's DeleteObject with ``versionId``) leaves V
+  unreadable and every other version reading as before;
+- a restore of V (``natsobj restore``, fsspec's ``cp_file`` from ``?versionId=``, the
+  gateway's CopyObject from a ``versionId`` over the key) makes the current version V's
+  bytes.
 
 Versions are drawn from ``versions()``, which a writer's planted records feed: ids no natsobj
 write makes (not 22 letters and digits) are left to the core's rows, since every face refuses
@@ -30,6 +33,7 @@ from natsobj.cli import cli
 from natsobj.parsing import parse_version_id
 from natsobj.versioning import ObjectVersion
 from tests.adversary.attacks import HONEST_NAMES
+from tests.adversary.s3_calls import s3_call
 from tests.adversary.world import Violation, World, random_bytes
 
 VERSIONINGS = ("Enabled", "Suspended")
@@ -219,6 +223,25 @@ def cli_cat_version(world: World, data: st.DataObject) -> None:
     _check(world, "natsobj cat --version-id", version, outcome)
 
 
+def s3_version_get(world: World, data: st.DataObject) -> None:
+    """GetObject with ``versionId``, whole or ``Range: bytes=first-last``."""
+    first = data.draw(st.integers(0, 25_000), label="first")
+    length = data.draw(st.none() | st.integers(1, 300) | st.integers(1, 25_000), label="length")
+    if (version := _draw(world, data)) is None:
+        return
+    request: dict[str, str] = {"VersionId": version.version_id}
+    if length is not None:
+        request["Range"] = f"bytes={first}-{first + length - 1}"
+
+    def read() -> bytes:
+        answer = world.s3.get_object(Bucket=world.bucket, Key=version.name, **request)
+        return bytes(answer["Body"].read())
+
+    outcome = s3_call(world, f"S3 GetObject {version.name!r} {request}", read)
+    span = None if length is None else (first, first + length)
+    _check(world, "S3 GetObject versionId", version, outcome, span)
+
+
 # -- writes -----------------------------------------------------------------------------------
 
 
@@ -231,12 +254,18 @@ def _remove_with(world: World, via: str, version: ObjectVersion) -> tuple[bool, 
             f"fs.rm_file({name!r}, version_id)",
             lambda: _fs(world).rm_file(f"{world.bucket}/{name}", version_id=vid),
         )
+    if via == "s3":
+        return s3_call(
+            world,
+            f"S3 DeleteObject {name!r} versionId",
+            lambda: world.s3.delete_object(Bucket=world.bucket, Key=name, VersionId=vid),
+        )
     return _cli(world, "rm", "--version-id", vid, world.bucket, name)
 
 
 def remove_version(world: World, data: st.DataObject) -> None:
     """One version removed for good: it is no longer read, and the others read as before."""
-    via = data.draw(st.sampled_from(["core", "fsspec", "cli"]), label="through")
+    via = data.draw(st.sampled_from(["core", "fsspec", "cli", "s3"]), label="through")
     if (version := _draw(world, data, markers=True)) is None:
         return
     ok, _ = _remove_with(world, via, version)
@@ -272,12 +301,19 @@ def _restore_with(world: World, via: str, version: ObjectVersion) -> tuple[bool,
             f"copy_object({name!r}, version)",
             lambda: copy_object(world.a, name, world.a, name, version=vid),
         )
+    if via == "s3":
+        source = {"Bucket": world.bucket, "Key": name, "VersionId": vid}
+        return s3_call(
+            world,
+            f"S3 CopyObject {name!r} from versionId",
+            lambda: world.s3.copy_object(Bucket=world.bucket, Key=name, CopySource=source),
+        )
     return _cli(world, "restore", "--version-id", vid, world.bucket, name)
 
 
 def restore_version(world: World, data: st.DataObject) -> None:
     """A version copied over the current one: the current one then reads as that version."""
-    via = data.draw(st.sampled_from(["core", "fsspec", "cli"]), label="through")
+    via = data.draw(st.sampled_from(["core", "fsspec", "cli", "s3"]), label="through")
     if (version := _draw(world, data)) is None:
         return
     ok, _ = _restore_with(world, via, version)
@@ -309,6 +345,7 @@ VERSION_ROWS: list[Callable[[World, st.DataObject], None]] = [
     fs_version_cat_file,
     fs_version_open,
     cli_cat_version,
+    s3_version_get,
     remove_version,
     restore_version,
 ]

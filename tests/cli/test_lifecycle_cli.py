@@ -206,3 +206,45 @@ def test_store_update_metadata_keeps_the_lifecycle_rules(
     assert refused.exit_code != 0
     assert "natsobj.lifecycle" in refused.stderr
     assert [rule.pattern for rule in sync_client.store(bucket).lifecycle_rules()] == ["tmp/**"]
+
+
+def test_rules_on_kept_versions_are_shown_set_and_applied(
+    invoke: Invoke, bucket: str, sync_client
+) -> None:
+    store = sync_client.store(bucket)
+    store.set_versioning("Enabled")
+    ids = [store.put("logs/a", body).nuid for body in (b"1", b"2", b"3")]
+    store.put("gone", b"g")
+    store.delete("gone", version=store.get_info("gone").nuid)
+    store.delete("gone")  # a marker with nothing under it
+    set_ = invoke(
+        "store", "lifecycle", bucket, "--set", "**=newer-noncurrent:1,expired-markers",
+        "--set", "tmp/**=7d",
+    )  # fmt: skip
+    assert set_.exit_code == 0, set_.stderr
+    lines = set_.stdout.splitlines()
+    assert lines[0].split() == ["#", "PATTERN", "EXPIRE", "AFTER", "VERSIONS"]
+    assert lines[2].split() == ["1", "**", "-", "keep", "1", "newer,", "expired", "markers"]
+    assert lines[3].split() == ["2", "tmp/**", "7d", "-"]
+    doc = json.loads(invoke("store", "lifecycle", bucket, "--json").stdout)
+    assert doc["rules"][0] == {
+        "pattern": "**",
+        "newer_noncurrent_versions": 1,
+        "expired_delete_markers": True,
+    }
+
+    dry = invoke("store", "lifecycle", bucket, "--apply")
+    assert dry.exit_code == 0, dry.stderr
+    assert f"would remove version {ids[0]} of logs/a" in dry.stdout
+    assert "would remove delete marker" in dry.stdout and "of gone" in dry.stdout
+    assert "2 version(s); run again with --yes" in dry.stdout
+    assert len(store.versions()) == 4
+
+    done = json.loads(invoke("store", "lifecycle", bucket, "--apply", "--yes", "--json").stdout)
+    assert [(row["name"], row["removed"]) for row in done["versions"]] == [
+        ("gone", True),
+        ("logs/a", True),
+    ]
+    assert [v.version_id for v in store.versions()] == [ids[2], ids[1]]
+    bad = invoke("store", "lifecycle", bucket, "--set", "**=never,noncurrent:30d")
+    assert bad.exit_code == ExitCode.USAGE and "rule of its own" in bad.stderr

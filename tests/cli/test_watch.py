@@ -30,6 +30,34 @@ def test_history_with_glob_as_text_and_json(invoke: Invoke, bucket_name: str, st
     assert all(d["deleted"] is False and d["digest"].startswith("SHA-256=") for d in docs)
 
 
+def test_version_events_are_shown_only_when_asked(invoke: Invoke, bucket_name: str, store) -> None:
+    store.set_versioning("Enabled")
+    first = store.put("a", b"1")
+    second = store.put("a", b"22")
+    store.delete("a", version=first.nuid)
+    store.lock("a", legal_hold=True)
+    store.put("b", b"333")
+    asked = invoke("watch", bucket_name, "--history", "--include-version-events", "--count", "4")
+    assert asked.exit_code == 0, asked.stderr
+    lines = asked.stdout.splitlines()
+    assert [line.split()[2:4] for line in lines] == [
+        ["PUT", "a"],
+        ["RMV", "a"],
+        ["LOCK", "a"],
+        ["PUT", "b"],
+    ]
+    assert f"version {first.nuid}" in lines[1] and lines[2].endswith("legal hold")
+    as_json = invoke(
+        "watch", bucket_name, "--history", "--include-version-events", "--json", "--count", "3"
+    )
+    docs = [json.loads(line) for line in as_json.stdout.splitlines()]
+    assert [d.get("event") for d in docs] == [None, "version_removed", "lock"]
+    assert docs[2]["version_id"] == second.nuid and docs[2]["lock"]["legal_hold"] is True
+    # not asked: the lock and the removal are no changes of an object
+    plain = invoke("watch", bucket_name, "--history", "--json", "--count", "2")
+    assert [json.loads(line)["name"] for line in plain.stdout.splitlines()] == ["a", "b"]
+
+
 def test_glob_is_path_aware_and_regex_filters(invoke: Invoke, bucket_name: str, store) -> None:
     for name in ("data/a.csv", "data/old/b.csv", "data/c.json"):
         store.put(name, b"x")

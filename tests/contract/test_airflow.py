@@ -52,6 +52,11 @@ def _get(**given: Any) -> dict[str, Any]:
     return {"allow_missing_digest": operator.allow_missing_digest}
 
 
+def _version(**given: Any) -> dict[str, Any]:
+    operator = NatsGetObjectOperator(task_id="get", bucket="b", name="n", **given)
+    return {"version": operator.version()}
+
+
 def _follow(**given: Any) -> dict[str, Any]:
     trigger = NatsObjectChangeTrigger(bucket="b", **given)
     # what the triggerer builds it from must carry the same values
@@ -83,6 +88,7 @@ def _offload(**given: Any) -> dict[str, Any]:
 BUILDERS: dict[str, tuple[type, Callable[..., dict[str, Any]]]] = {
     "put": (NatsCreateObjectOperator, _put),
     "get": (NatsGetObjectOperator, _get),
+    "version": (NatsGetObjectOperator, _version),
     "follow": (NatsObjectChangeTrigger, _follow),
     "archive": (NatsArchiveOperator, _archive),
     "offload": (NatsOffloadOperator, _offload),

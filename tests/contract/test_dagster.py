@@ -25,7 +25,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from dagster import RunConfig, asset, build_sensor_context, job, materialize, op
+from dagster import AssetIn, RunConfig, asset, build_sensor_context, job, materialize, op
 
 from dagster_natsobj import NatsObjectStoreIOManager, NatsObjectStoreResource
 from dagster_natsobj.archive import (
@@ -35,6 +35,7 @@ from dagster_natsobj.archive import (
     make_nats_offload_job,
 )
 from dagster_natsobj.sensors import make_nats_object_sensor
+from dagster_natsobj.versions import VERSION_ID_KEY
 from natsobj.cursors import ChangeCursor
 from natsobj.lifecycle import LifecycleRule
 from natsobj.operation_options import CURRENT, EARLIEST, LATEST, OPERATIONS, Face
@@ -61,6 +62,8 @@ PARAMETERS: dict[str, set[str]] = {
     "put": _fields(NatsObjectStoreIOManager),
     "get": _fields(NatsObjectStoreIOManager),
     "write_parquet": _fields(NatsObjectStoreIOManager),
+    # version_id is an input's metadata (AssetIn(metadata=...)), the rest IO manager fields
+    "version": _fields(NatsObjectStoreIOManager) | {VERSION_ID_KEY},
     "follow": set(inspect.signature(make_nats_object_sensor).parameters),
     "archive": _fields(NatsArchiveConfig),
     "offload": _fields(NatsOffloadConfig),
@@ -76,7 +79,8 @@ def _defaults_of(operation: str) -> dict[str, Any]:
     cls = {"archive": NatsArchiveConfig, "offload": NatsOffloadConfig}.get(
         operation, NatsObjectStoreIOManager
     )
-    return {name: cls.model_fields[s].default for name, s in spelled.items()}
+    fields = cls.model_fields  # an input metadata key is unset unless given
+    return {name: fields[s].default if s in fields else None for name, s in spelled.items()}
 
 
 def test_dagster_takes_every_option_the_table_gives_it_and_defaults_to_the_table():
@@ -444,3 +448,63 @@ def test_write_parquet_defaults(library: str, io_manager, bucket_store):
     library's default (pandas and pyarrow: snappy with dictionaries)."""
     expected = _expected_layout(defaults(FACE, "write_parquet"))
     assert _layout(_written(io_manager, bucket_store, library)) == expected
+
+
+# -- version: version_id (an input's metadata), pin_materialized -------------------------------
+
+
+def _pinned_load(store, nats_resource, instance, **given: Any) -> bytes | str:
+    """What an input loads after Dagster wrote b"dagster" and another writer b"other" over
+    it, pinned as ``given`` says (the failure's text when the load fails)."""
+    store.set_versioning("Enabled")
+    pin = {k: v for k, v in given.items() if k != VERSION_ID_KEY}
+    io_manager = NatsObjectStoreIOManager(
+        resource=nats_resource, bucket=store.bucket, prefix="pipe", **pin
+    )
+    metadata = {k: v for k, v in given.items() if k == VERSION_ID_KEY}
+    loaded: list[bytes] = []
+
+    @asset
+    def upstream() -> bytes:
+        return b"dagster"
+
+    @asset(ins={"upstream": AssetIn(metadata=metadata)})
+    def consumer(upstream: bytes) -> None:
+        loaded.append(upstream)
+
+    resources = {"io_manager": io_manager}
+    assert materialize([upstream], resources=resources, instance=instance).success
+    store.put("pipe/upstream", b"other")
+    result = materialize(
+        [upstream, consumer],
+        selection=[consumer],
+        resources=resources,
+        instance=instance,
+        raise_on_error=False,
+    )
+    if not result.success:
+        return "\n".join(
+            str(e.step_failure_data.error) for e in result.all_events if e.is_step_failure
+        )
+    [value] = loaded
+    return value
+
+
+@pytest.mark.parametrize("case", _ids("version"))
+def test_version(case: Case, store, nats_resource, instance):
+    """version_id: the version the load asked the server for (no version has the spelled
+    one, so the failure names it; null is the current version). pin_materialized: the bytes
+    Dagster wrote, or the other writer's."""
+    given = {case.option.spelled(FACE): case.given}
+    loaded = _pinned_load(store, nats_resource, instance, **given)
+    if case.option.name == "pin_materialized":
+        assert loaded == (b"dagster" if case.expected else b"other")
+    elif case.expected is None:
+        assert loaded == b"other"
+    else:
+        assert f"pinned to version {case.expected!r}, which is not there" in str(loaded)
+
+
+def test_version_defaults(store, nats_resource, instance):
+    assert defaults(FACE, "version") == {"version": None, "pin_materialized": False}
+    assert _pinned_load(store, nats_resource, instance) == b"other"

@@ -36,7 +36,11 @@ def test_put(case, ttl_bucket) -> None:
 def test_follow(case, ttl_bucket) -> None:
     """The watch was given the spelling; what it applies is what the table says."""
     with ttl_bucket.watch(**{case.option.name: case.given}) as watcher:
-        applied = {"start": watcher.position, "include_deletes": watcher.include_deletes}
+        applied = {
+            "start": watcher.position,
+            "include_deletes": watcher.include_deletes,
+            "include_version_events": watcher.include_version_events,
+        }
     assert applied[case.option.name] == case.expected
 
 
@@ -44,4 +48,5 @@ def test_follow_defaults(ttl_bucket) -> None:
     wanted = defaults(Face.PYTHON, "follow")
     with ttl_bucket.watch() as watcher:
         assert watcher.include_deletes is wanted["include_deletes"]
+        assert watcher.include_version_events is wanted["include_version_events"]
         assert watcher.position == wanted["start"]

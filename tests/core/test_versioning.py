@@ -11,9 +11,14 @@ import nats
 import pytest
 
 import natsobj
-from natsobj.names import all_chunks_subject, all_versions_subject, chunk_subject
+from natsobj.names import (
+    all_chunks_subject,
+    all_versions_subject,
+    chunk_subject,
+    version_subject,
+)
 from natsobj.sync import run
-from natsobj.versioning import Versioning, is_delete_marker
+from natsobj.versioning import VERSION_REMOVED, Versioning, is_delete_marker
 
 
 def _subjects(raw, bucket: str, subject: str) -> int:
@@ -85,9 +90,13 @@ def test_removed_versions_take_their_chunks_and_records(store, raw) -> None:
     assert _subjects(raw, store.bucket, chunk_subject(store.bucket, old.nuid)) == 1
     store.delete("x", version=old.nuid)
     assert _subjects(raw, store.bucket, chunk_subject(store.bucket, old.nuid)) == 0
-    assert _subjects(raw, store.bucket, all_versions_subject(store.bucket)) == 0
+    # the record is replaced by the marker of its removal, the change feed's trace of it
+    assert _subjects(raw, store.bucket, all_versions_subject(store.bucket)) == 1
+    marker = raw.last_msg(version_subject(store.bucket, "x", old.nuid), store.bucket)
+    assert (marker.data, marker.headers.get(VERSION_REMOVED)) == (b"", "true")
     with pytest.raises(natsobj.ObjectNotFound, match="no version"):
         store.get_info("x", version=old.nuid)
+    assert [v.version_id for v in store.versions()] == [store.get_info("x").nuid]
 
 
 def test_an_unversioned_bucket_keeps_nothing(store, raw) -> None:

@@ -86,6 +86,7 @@ GET_FACE_ENTRIES = {
     "providers/airflow_natsobj/operators/object_store.py",  # the operators' templated fields
     "providers/airflow_natsobj/operators/copy.py",
     "providers/airflow_natsobj/operators/transform.py",
+    "providers/airflow_natsobj/operators/versions.py",
 }
 
 

@@ -141,12 +141,19 @@ def _parse_ack_subject(reply: str) -> tuple[str, int, int, int, int]:
     )
 
 
+def _filter_config(subjects: tuple[str, ...]) -> dict[str, Any]:
+    """A consumer config's filter: the one subject, or several (nats-server 2.10 and later)."""
+    if len(subjects) == 1:
+        return {"filter_subject": subjects[0]}
+    return {"filter_subjects": list(subjects)}
+
+
 class OrderedConsumer:
     def __init__(
         self,
         api: JetStreamApi,
         stream: str,
-        filter_subject: str,
+        filter_subject: str | tuple[str, ...],
         *,
         deliver_policy: str = "all",
         start_sequence: int | None = None,
@@ -165,10 +172,13 @@ class OrderedConsumer:
         ``on_created`` runs after each consumer creation, before anything it delivers is
         taken: a watch checks there that the stream is still the one it started on (a
         consumer recreated on a new stream of the same name would resume at the old stream's
-        sequence); what it raises discards that consumer."""
+        sequence); what it raises discards that consumer. ``filter_subject`` may be several
+        subjects, delivered in stream order."""
         self.api = api
         self.stream = stream
-        self.filter_subject = filter_subject
+        self.filter_subjects = (
+            (filter_subject,) if isinstance(filter_subject, str) else tuple(filter_subject)
+        )
         self.deliver_policy = deliver_policy
         self.start_sequence = start_sequence
         self.stop_when_idle = stop_when_idle
@@ -208,7 +218,7 @@ class OrderedConsumer:
             "name": self._name,
             "ack_policy": "none",
             "max_deliver": 1,
-            "filter_subject": self.filter_subject,
+            **_filter_config(self.filter_subjects),
             "mem_storage": True,
             "num_replicas": 1,
             "inactive_threshold": 120 * _NANOS,
@@ -279,12 +289,13 @@ class OrderedConsumer:
         """CONSUMER.CREATE, under a new name for each attempt: in a cluster an unanswered
         create may have been assigned to a node that is gone, and asking again under the same
         name would wait for that node."""
-        failover = Failover(self.api, f"consumer create on {self.filter_subject}", self.bucket)
+        filters = " ".join(self.filter_subjects)
+        failover = Failover(self.api, f"consumer create on {filters}", self.bucket)
         while True:
             self._rename()
             try:
                 return await self.api.call_once(
-                    consumer_create_api(self.stream, self._name, self.filter_subject),
+                    consumer_create_api(self.stream, self._name, self.filter_subjects),
                     {"stream_name": self.stream, "config": self._config(inbox)},
                     bucket=self.bucket,
                     timeout=failover.attempt_timeout,

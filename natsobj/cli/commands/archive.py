@@ -323,6 +323,11 @@ def verify(urls: tuple[str, ...], progress: bool | None, **s3: str | None) -> No
 @click.option("--glob", help="Only names matching this path-aware glob (raw/**/*.parquet).")
 @click.option("--name", "names", multiple=True, help="Only this object (repeatable).")
 @table_option("offload", "expiry_margin")
+@table_option(
+    "offload",
+    "noncurrent_older_than",
+    help_text="Also offload kept versions noncurrent this long (30d): S3's noncurrent transition.",
+)
 @dry_run_option("Report what would be offloaded; change nothing.")
 @s3_options
 @json_option()
@@ -336,6 +341,7 @@ def offload(
     glob: str | None,
     names: tuple[str, ...],
     expiry_margin: timedelta,
+    noncurrent_older_than: timedelta | None,
     dry_run: bool,
     as_json: bool,
     **s3: str | None,
@@ -352,6 +358,7 @@ def offload(
         glob=glob,
         names=frozenset(names) if names else None,
         expiry_margin=expiry_margin,
+        noncurrent_older_than=noncurrent_older_than,
     )
 
     async def work(client: aio.Client) -> Any:
@@ -365,6 +372,9 @@ def offload(
             {
                 "dry_run": result.dry_run,
                 "offloaded": [info.name for info in result.offloaded],
+                "noncurrent": [
+                    {"name": info.name, "version_id": info.nuid} for info in result.noncurrent
+                ],
                 "bytes": result.bytes,
                 "skipped": [{"name": name, "reason": why} for name, why in result.skipped],
             }
@@ -373,9 +383,15 @@ def offload(
     verb = "would offload" if dry_run else "offloaded"
     for info in result.offloaded:
         click.echo(f"{verb} {render.shell_escape(info.name)} ({render.size(info.size)})")
+    for info in result.noncurrent:
+        click.echo(
+            f"{verb} {render.shell_escape(info.name)} version {info.nuid}"
+            f" ({render.size(info.size)})"
+        )
     for name, why in result.skipped:
         click.echo(f"skipped {render.shell_escape(name)}: {render.visible(why)}", err=True)
-    click.echo(f"{verb} {len(result.offloaded)} objects, {render.size(result.bytes)}")
+    versions = f" and {len(result.noncurrent)} noncurrent versions" if result.noncurrent else ""
+    click.echo(f"{verb} {len(result.offloaded)} objects{versions}, {render.size(result.bytes)}")
 
 
 @archive.command("rehydrate")

@@ -1,11 +1,11 @@
-"""``natsobj store lifecycle BUCKET``: show, set or clear a bucket's lifecycle rules, and bring
-objects already there under them (docs/lifecycle.md)."""
+"""``natsobj store lifecycle BUCKET``: show, set or clear a bucket's lifecycle rules, bring
+objects already there under them, and remove the kept versions they expire (docs/lifecycle.md)."""
 
 from __future__ import annotations
 
 import click
 
-from natsobj.aio import lifecycle_apply
+from natsobj.aio import lifecycle_apply, version_expiry
 from natsobj.cli import render
 from natsobj.cli.commands.stores import store_group
 from natsobj.cli.exits import CliError, UsageProblem
@@ -29,9 +29,16 @@ def _show_rules(bucket: str, rules: list[LifecycleRule]) -> None:
     if not rules:
         click.echo(f"no lifecycle rules on {bucket}: objects expire only when put with a TTL")
         return
+    columns = ["#", "PATTERN", "EXPIRE AFTER"]
+    on_versions = any(rule.governs_versions and not rule.problem for rule in rules)
+    if on_versions:
+        columns.append("VERSIONS")
     render.table(
-        ["#", "PATTERN", "EXPIRE AFTER"],
-        ([str(n), rule.pattern, _expire_after(rule)] for n, rule in enumerate(rules, 1)),
+        columns,
+        (
+            [str(n), rule.pattern, _expire_after(rule)] + ([_versions(rule)] if on_versions else [])
+            for n, rule in enumerate(rules, 1)
+        ),
         right={"#"},
     )
 
@@ -39,7 +46,56 @@ def _show_rules(bucket: str, rules: list[LifecycleRule]) -> None:
 def _expire_after(rule: LifecycleRule) -> str:
     if rule.problem:
         return f"unusable: {rule.problem}"
+    if not rule.governs_current:
+        return "-"
     return format_duration(rule.ttl) if rule.ttl else "never"
+
+
+def _versions(rule: LifecycleRule) -> str:
+    """What the rule does to kept versions, in S3's terms."""
+    parts = []
+    if rule.noncurrent_days is not None:
+        parts.append(f"noncurrent {rule.noncurrent_days}d")
+    if rule.newer_noncurrent is not None:
+        parts.append(f"keep {rule.newer_noncurrent} newer")
+    if rule.expired_delete_markers:
+        parts.append("expired markers")
+    return ", ".join(parts) or "-"
+
+
+def _sweep(store: ObjectStore, execute: bool, as_json: bool) -> list[dict[str, object]]:
+    """The kept versions the rules expire: listed, or (``execute``) removed."""
+    planned = run(version_expiry.plan(store.aio))
+    if execute:
+        planned = run(version_expiry.apply(store.aio, planned))
+    rows = [
+        {
+            "name": r.version.name,
+            "version_id": r.version.version_id,
+            "delete_marker": r.version.delete_marker,
+            "rule": r.rule.pattern,
+            "why": r.why,
+            "removed": r.done,
+            "skipped": r.skipped,
+            "failed": r.failed,
+        }
+        for r in planned
+    ]
+    if as_json:
+        return rows
+    verb = "removed" if execute else "would remove"
+    for r in planned:
+        what = f"{'delete marker' if r.version.delete_marker else 'version'} {r.version.version_id}"
+        where = f"of {render.shell_escape(r.version.name)} (rule {r.rule.pattern}: {r.why})"
+        if r.failed:
+            click.echo(f"natsobj: not removed: {render.shell_escape(r.failed)}", err=True)
+        elif r.skipped:
+            click.echo(f"skipped {what} {where}: {r.skipped}")
+        else:
+            click.echo(f"{verb} {what} {where}")
+    if planned and not execute:
+        click.echo(f"{len(planned)} version(s); run again with --yes to remove them")
+    return rows
 
 
 def _apply(store: ObjectStore, execute: bool, as_json: bool) -> list[dict[str, object]]:
@@ -83,15 +139,17 @@ def _apply(store: ObjectStore, execute: bool, as_json: bool) -> list[dict[str, o
     "set_rules",
     multiple=True,
     metavar="GLOB=DURATION",
-    help="Replace the rules, in order (the first match wins): 'tmp/**=7d', 'reports/**=never'."
-    " Repeatable.",
+    help="Replace the rules, in order (the first match wins): 'tmp/**=7d', 'reports/**=never';"
+    " for kept versions add (or give alone) 'noncurrent:30d', 'newer-noncurrent:3',"
+    " 'expired-markers', comma-separated. Repeatable.",
 )
 @click.option("--clear", is_flag=True, help="Remove every rule.")
 @click.option(
     "--apply",
     is_flag=True,
     help="List the objects a rule says should expire that carry no expiry (written before the"
-    " rule, or by another client); a dry run unless --yes.",
+    " rule, or by another client), and the kept versions and delete markers a rule expires; a"
+    " dry run unless --yes.",
 )
 @click.option(
     "--yes",
@@ -99,7 +157,8 @@ def _apply(store: ObjectStore, execute: bool, as_json: bool) -> list[dict[str, o
     "execute",
     is_flag=True,
     help="With --apply: restamp them (the same bytes and digest put again, with the time left"
-    " of their rule's TTL counted from when they were written).",
+    " of their rule's TTL counted from when they were written), and remove the expired"
+    " versions (a locked one never).",
 )
 @json_option()
 @pass_session
@@ -113,7 +172,8 @@ def lifecycle(
     as_json: bool,
 ) -> None:
     """Show BUCKET's lifecycle rules; --set or --clear them; --apply them to objects already
-    there. Every natsobj put takes the first matching rule's TTL unless it names one."""
+    there and to kept versions. Every natsobj put takes the first matching rule's TTL unless it
+    names one; a versioned bucket's kept versions are removed by --apply as their rule says."""
     if set_rules and clear:
         raise UsageProblem("give --set or --clear, not both")
     if execute and not apply:
@@ -124,6 +184,8 @@ def lifecycle(
     else:
         rules = store.lifecycle_rules()
     restamps = _apply(store, execute, as_json) if apply else None
+    on_versions = apply and any(rule.governs_versions for rule in rules)
+    removals = _sweep(store, execute, as_json) if on_versions else None
     if as_json:
         doc: dict[str, object] = {
             "bucket": bucket,
@@ -131,14 +193,17 @@ def lifecycle(
         }
         if restamps is not None:
             doc["apply"] = restamps
+        if removals is not None:
+            doc["versions"] = removals
         render.emit_json(doc)
     elif not apply:
         _show_rules(bucket, rules)
     failed = sum(1 for row in restamps or () if row["failed"])
-    if failed:
+    unremoved = sum(1 for row in removals or () if row["failed"])
+    if failed or unremoved:
         raise CliError(
-            f"bucket {bucket!r}: {failed} object(s) could not be restamped (said above); the"
-            " rest were restamped"
+            f"bucket {bucket!r}: {failed} object(s) could not be restamped and {unremoved}"
+            " version(s) could not be removed (said above); the rest were done"
         )
 
 

@@ -8,14 +8,12 @@ from __future__ import annotations
 import click
 
 from natsobj import paths
-from natsobj.aio.copy import copy_object
 from natsobj.cli import render
 from natsobj.cli.exits import UsageProblem
 from natsobj.cli.operands import BucketName, object_operands
 from natsobj.cli.params import json_option, table_option
 from natsobj.cli.session import Session, pass_session
 from natsobj.errors import ObjectNotFound
-from natsobj.sync import run
 from natsobj.versioning import ObjectVersion, Versioning
 
 VERSION_COLUMNS = ["NAME", "VERSION ID", "LATEST", "DELETE MARKER", "SIZE", "MODIFIED"]
@@ -117,7 +115,7 @@ def restore(session: Session, bucket: str, name: str, version: str | None, as_js
             " (natsobj ls --versions shows them)"
         )
     store = session.store(bucket)
-    copied = run(copy_object(store.aio, name, store.aio, name, version=version))
+    copied = store.restore(name, version)
     if as_json:
         render.emit_json({**copied.as_dict(), "version_id": copied.nuid, "restored": version})
         return

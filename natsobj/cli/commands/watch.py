@@ -11,6 +11,7 @@ from natsobj.cli.session import Session, pass_session
 from natsobj.matching import NameMatcher
 from natsobj.model import ObjectInfo
 from natsobj.operation_options import EARLIEST
+from natsobj.version_events import Change, LockEvent, VersionRemoved
 
 
 def _event(info: ObjectInfo) -> str:
@@ -19,11 +20,30 @@ def _event(info: ObjectInfo) -> str:
     return "LINK" if info.link is not None else "PUT"
 
 
-def _line(info: ObjectInfo) -> str:
-    columns = [render.when(info.mtime), f"{_event(info):<4}", render.display_name(info)]
-    if info.link is None and not info.deleted:
-        columns += [render.size(info.size), render.short_digest(info.digest)]
+def _line(change: Change) -> str:
+    if isinstance(change, LockEvent):
+        return _lock_line(change)
+    if isinstance(change, VersionRemoved):
+        name, version = render.shell_escape(change.name), f"version {change.version_id}"
+        return "  ".join([render.when(change.mtime), "RMV ", name, version, "removed for good"])
+    columns = [render.when(change.mtime), f"{_event(change):<4}", render.display_name(change)]
+    if change.link is None and not change.deleted:
+        columns += [render.size(change.size), render.short_digest(change.digest)]
     return "  ".join(columns)
+
+
+def _lock_line(event: LockEvent) -> str:
+    """A lock change's line (--include-version-events): the version and its new lock."""
+    lock, parts = event.lock, []
+    if lock is None:
+        parts.append(event.problem)
+    elif lock.retain_until is not None and lock.mode is not None:
+        parts.append(f"{lock.mode.value.lower()} until {render.when(lock.retain_until)}")
+    if lock is not None and lock.legal_hold:
+        parts.append("legal hold")
+    word = "UNLOCK" if event.unlocked else "LOCK"
+    columns = [render.when(event.mtime), word, render.shell_escape(event.name)]
+    return "  ".join([*columns, f"version {event.version_id}", ", ".join(parts)])
 
 
 @click.command("watch")
@@ -50,6 +70,7 @@ def _line(info: ObjectInfo) -> str:
     help="Only names this regular expression matches in full, repeatable.",
 )
 @table_option("follow", "include_deletes")
+@table_option("follow", "include_version_events")
 @click.option(
     "--ignore-deletes",
     is_flag=True,
@@ -68,6 +89,7 @@ def watch(
     globs: tuple[str, ...],
     regexes: tuple[str, ...],
     include_deletes: bool,
+    include_version_events: bool,
     ignore_deletes: bool,
     count: int | None,
     as_json: bool,
@@ -89,7 +111,9 @@ def watch(
     store = session.store(bucket)
     seen = 0
     with store.watch(
-        start=EARLIEST if history else start, include_deletes=include_deletes
+        start=EARLIEST if history else start,
+        include_deletes=include_deletes,
+        include_version_events=include_version_events,
     ) as watcher:
         click.echo(f"watching {bucket} (Ctrl-C to stop)", err=True)
         try:

@@ -6,7 +6,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Unpack
@@ -27,6 +27,7 @@ from natsobj.settings import ConnectionSettings
 from natsobj.shared import SharedClient, shared_client
 from natsobj.store_config import StoreConfig, StoreSettings
 from natsobj.sync import ObjectReader, ObjectStore, run
+from natsobj.versioning import LockMode, ObjectVersion, Versioning, VersionLock
 
 
 async def _probe(settings: ConnectionSettings) -> list[str]:
@@ -227,16 +228,21 @@ class NatsObjectStoreHook(BaseHook):
         max_size: int | None = None,
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
+        version_id: str | None = None,
     ) -> bytes:
         """``min_sequence``: the writer's ``sequence`` (from its XCom), which lets any replica
         answer instead of the stream leader. ``allow_missing_digest`` (here and on the other
         reads) as for ``ObjectStore.get``: a record without a digest is refused unless set. A
-        bool, as the Python face takes it: the operators parse their templated words once."""
+        bool, as the Python face takes it: the operators parse their templated words once.
+        ``version_id`` (here and on the other reads, ``get_info`` and ``delete``): that version
+        of the object (``list_versions`` shows them; the id is the core's ``version=``), not
+        the current one."""
         data = self.get_store(bucket).get_bytes(
             name,
             max_size=max_size,
             min_sequence=min_sequence,
             allow_missing_digest=allow_missing_digest,
+            version=version_id,
         )
         self._lineage_input(bucket, name)
         return data
@@ -249,9 +255,14 @@ class NatsObjectStoreHook(BaseHook):
         *,
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
+        version_id: str | None = None,
     ) -> ObjectInfo:
         info = self.get_store(bucket).get_file(
-            name, path, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+            name,
+            path,
+            min_sequence=min_sequence,
+            allow_missing_digest=allow_missing_digest,
+            version=version_id,
         )
         self._lineage_input(bucket, name)
         return info
@@ -264,16 +275,22 @@ class NatsObjectStoreHook(BaseHook):
         *,
         min_sequence: int | None = None,
         allow_missing_digest: bool = False,
+        version_id: str | None = None,
     ) -> Iterator[ObjectReader]:
         """Stream an object: iterate the reader for chunks; ``reader.info`` is its ObjectInfo."""
         with self.get_store(bucket).get(
-            name, min_sequence=min_sequence, allow_missing_digest=allow_missing_digest
+            name,
+            min_sequence=min_sequence,
+            allow_missing_digest=allow_missing_digest,
+            version=version_id,
         ) as reader:
             yield reader
         self._lineage_input(bucket, name)
 
-    def get_info(self, bucket: str, name: str) -> ObjectInfo:
-        return self.get_store(bucket).get_info(name)
+    def get_info(self, bucket: str, name: str, *, version_id: str | None = None) -> ObjectInfo:
+        """S3Hook's ``head_object``: the record of the object, or of its version
+        ``version_id`` (a delete marker has none to show: ObjectNotFound says it is one)."""
+        return self.get_store(bucket).get_info(name, version=version_id)
 
     def check_for_key(self, key: str, bucket_name: str) -> bool:
         """S3Hook's ``check_for_key`` (its argument order and names): whether object ``key``
@@ -346,13 +363,15 @@ class NatsObjectStoreHook(BaseHook):
         dest_name: str,
         *,
         allow_missing_digest: bool = False,
+        source_version_id: str | None = None,
     ) -> ObjectInfo:
         """The core's ``copy_object`` (``natsobj.aio.copy``): the object (following a link) to
         ``dest_name`` in ``dest_bucket``, any earlier object there replaced as S3's copy does,
         keeping description, headers, metadata and chunk size. It streams chunk by chunk
         through this connection (NATS has no server-side copy), checked against the source's
         digest: the worker holds a few chunks at a time and writes nothing to disk. Reported
-        to lineage as an input and an output."""
+        to lineage as an input and an output. ``source_version_id`` (S3Hook's
+        ``copy_object`` name): copy that version of the source, not its current one."""
         source = self.get_store(source_bucket)
         target = self.get_store(dest_bucket)
         info = run(
@@ -362,14 +381,92 @@ class NatsObjectStoreHook(BaseHook):
                 target.aio,
                 dest_name,
                 allow_missing_digest=allow_missing_digest,
+                version=source_version_id,
             )
         )
         self._lineage_input(source_bucket, source_name)
         self._lineage_output(dest_bucket, dest_name)
         return info
 
-    def delete(self, bucket: str, name: str) -> ObjectInfo:
-        return self.get_store(bucket).delete(name)
+    def delete(
+        self,
+        bucket: str,
+        name: str,
+        *,
+        version_id: str | None = None,
+        bypass_governance: bool = False,
+    ) -> ObjectInfo:
+        """Delete the object (in a versioned bucket: add a delete marker, its versions stay),
+        or with ``version_id`` remove that version for good. A version under a lock is
+        ObjectLocked; ``bypass_governance`` (S3's ``BypassGovernanceRetention``) lets a
+        governance-mode retention give way. Returns the record written or removed."""
+        return self.get_store(bucket).delete(
+            name, version=version_id, bypass_governance=bypass_governance
+        )
+
+    # -- versions and locks (docs/versioning.md) --------------------------------------------------
+
+    def versioning(self, bucket: str) -> Versioning:
+        """S3's GetBucketVersioning: ``Versioning.UNVERSIONED`` (never versioned), ``ENABLED``
+        or ``SUSPENDED``."""
+        return self.get_store(bucket).versioning()
+
+    def set_versioning(self, bucket: str, state: Versioning | str) -> Versioning:
+        """S3's PutBucketVersioning: ``"Enabled"`` or ``"Suspended"`` (any case); a bucket once
+        versioned is never unversioned again."""
+        return self.get_store(bucket).set_versioning(state)
+
+    def list_versions(
+        self, bucket: str, *, prefix: str | None = None, glob: str | None = None
+    ) -> list[ObjectVersion]:
+        """S3's ListObjectVersions: every version of the names under ``prefix`` matching
+        ``glob``, by name and newest first, delete markers and lost versions marked."""
+        return self.get_store(bucket).versions(prefix=prefix, glob=glob)
+
+    def restore(
+        self, bucket: str, name: str, version_id: str, *, allow_missing_digest: bool = False
+    ) -> ObjectInfo:
+        """Make version ``version_id`` of ``name`` its current version again: that version
+        copied over the current one (``copy``), which the bucket then keeps as a version.
+        A delete marker has no bytes to restore: remove it (``delete(version_id=)``) to
+        undelete."""
+        return self.copy(
+            bucket,
+            name,
+            bucket,
+            name,
+            allow_missing_digest=allow_missing_digest,
+            source_version_id=version_id,
+        )
+
+    def lock(
+        self,
+        bucket: str,
+        name: str,
+        *,
+        version_id: str | None = None,
+        mode: LockMode | str | None = None,
+        retain_until: datetime | None = None,
+        legal_hold: bool | None = None,
+        clear_retention: bool = False,
+        bypass_governance: bool = False,
+    ) -> VersionLock:
+        """S3's PutObjectRetention and PutObjectLegalHold on version ``version_id`` (default:
+        the current one): ``ObjectStore.lock``, whose rules (a compliance retention is never
+        shortened; a governance one only with ``bypass_governance``) hold here."""
+        return self.get_store(bucket).lock(
+            name,
+            version=version_id,
+            mode=mode,
+            retain_until=retain_until,
+            legal_hold=legal_hold,
+            clear_retention=clear_retention,
+            bypass_governance=bypass_governance,
+        )
+
+    def lock_info(self, bucket: str, name: str, *, version_id: str | None = None) -> VersionLock:
+        """S3's GetObjectRetention and GetObjectLegalHold of a version (default: the current)."""
+        return self.get_store(bucket).lock_info(name, version=version_id)
 
     def sync_to_local_dir(
         self,

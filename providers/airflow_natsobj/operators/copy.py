@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_natsobj.operators.object_store import NatsBaseOperator
-from airflow_natsobj.options import operation_options
+from airflow_natsobj.options import operation_options, version_option
+from airflow_natsobj.payloads import object_payload
 from airflow_natsobj.wording import airflow_words
 from natsobj.aio.copy import copied_by_prefix
 from natsobj.errors import in_words_of
@@ -71,6 +72,9 @@ class NatsCopyObjectOperator(NatsBaseOperator):
     bucket left out. An object link is followed: the copy holds the linked object's data.
     ``allow_missing_digest`` (the read option of ``NatsGetObjectOperator``) also copies a
     source whose record has no digest; the copy then records the digest of what was read.
+    ``source_version_id`` (templated, the Amazon operator's name) copies that version of the
+    source (docs/versioning.md); copied over its own name, that restores it
+    (``NatsRestoreObjectOperator`` says so in one parameter).
     """
 
     template_fields: Sequence[str] = (
@@ -78,6 +82,7 @@ class NatsCopyObjectOperator(NatsBaseOperator):
         "dest_bucket_key",
         "source_bucket_name",
         "dest_bucket_name",
+        "source_version_id",
     )
 
     def __init__(
@@ -87,6 +92,7 @@ class NatsCopyObjectOperator(NatsBaseOperator):
         dest_bucket_key: str,
         source_bucket_name: str | None = None,
         dest_bucket_name: str | None = None,
+        source_version_id: str | None = None,
         allow_missing_digest: bool | str | None = None,
         **kwargs: Any,
     ) -> None:
@@ -95,6 +101,7 @@ class NatsCopyObjectOperator(NatsBaseOperator):
         self.dest_bucket_key = dest_bucket_key
         self.source_bucket_name = source_bucket_name
         self.dest_bucket_name = dest_bucket_name
+        self.source_version_id = source_version_id
         options = operation_options(
             "get", f"task {self.task_id!r}", allow_missing_digest=allow_missing_digest
         )
@@ -128,6 +135,9 @@ class NatsCopyObjectOperator(NatsBaseOperator):
                 dest_bucket,
                 dest_name,
                 allow_missing_digest=self.allow_missing_digest,
+                source_version_id=version_option(
+                    self.source_version_id, f"task {self.task_id!r}", "source_version_id"
+                ),
             )
         self.log.info(
             "Copied nats://%s/%s to nats://%s/%s (%d bytes)",
@@ -137,7 +147,7 @@ class NatsCopyObjectOperator(NatsBaseOperator):
             dest_name,
             info.size,
         )
-        return info.as_dict()
+        return object_payload(info)
 
     def _lineage_objects(self) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
         return [self._source()], [self._dest()]

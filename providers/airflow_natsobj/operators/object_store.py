@@ -1,7 +1,8 @@
 """Put, get and delete objects, and create and delete object stores, as Airflow tasks.
 
 Every operator renders its fields with Jinja, pushes JSON-safe results to XCom
-(``ObjectInfo.as_dict()``), and lets the natsobj error (which names bucket, object and the fix)
+(``airflow_natsobj.payloads.object_payload``: ``ObjectInfo.as_dict()`` with ``version_id``
+and ``delete_marker``), and lets the natsobj error (which names bucket, object and the fix)
 become the task's failure message.
 """
 
@@ -19,7 +20,8 @@ from airflow.exceptions import AirflowProviderDeprecationWarning
 from airflow.sdk import BaseOperator, ObjectStoragePath
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
-from airflow_natsobj.options import operation_options, rendered_sequence, unset
+from airflow_natsobj.options import operation_options, rendered_sequence, unset, version_option
+from airflow_natsobj.payloads import object_payload
 from airflow_natsobj.wording import airflow_words
 from natsobj.aio.put_modes import CREATE, OVERWRITE
 from natsobj.deprecation import warn_deprecated
@@ -39,6 +41,8 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 DEFAULT_MAX_XCOM_BYTES = 1024 * 1024
+# What a put's asset event carries of its object: enough to pin the version it wrote
+OUTLET_EXTRA = ("bucket", "name", "nuid", "version_id", "digest", "size", "sequence")
 
 
 def _is_storage_path(value: Any) -> bool:
@@ -112,7 +116,7 @@ class NatsCreateObjectOperator(NatsBaseOperator):
     otherwise the task fails with ObjectExists, and the check and the put are one
     compare-and-swap, so a writer racing this task is never overwritten either. Returns the
     ObjectInfo as a dict; every outlet asset gets an event whose extra holds name, nuid,
-    digest, size and sequence.
+    version_id, digest, size and sequence.
 
     ``ttl`` (templated: seconds, a duration such as ``"2d"`` or ``"1h30m"``, a timedelta, or
     ``"never"``) makes the server delete the object that long after the put; unset, the
@@ -199,8 +203,9 @@ class NatsCreateObjectOperator(NatsBaseOperator):
             info.chunks,
             info.digest,
         )
-        self._emit_outlet_events(context, info)
-        return info.as_dict()
+        payload = object_payload(info)
+        self._emit_outlet_events(context, payload)
+        return payload
 
     def _put_source(self, put: Callable[[Any], ObjectInfo]) -> ObjectInfo:
         """``put`` of the operator's data, storage path or local file."""
@@ -217,15 +222,8 @@ class NatsCreateObjectOperator(NatsBaseOperator):
             )
         return put(path)
 
-    def _emit_outlet_events(self, context: Context, info: ObjectInfo) -> None:
-        extra = {
-            "bucket": info.bucket,
-            "name": info.name,
-            "nuid": info.nuid,
-            "digest": info.digest,
-            "size": info.size,
-            "sequence": info.sequence,
-        }
+    def _emit_outlet_events(self, context: Context, payload: dict[str, Any]) -> None:
+        extra = {key: payload[key] for key in OUTLET_EXTRA}
         outlet_events = context["outlet_events"]
         for outlet in self.outlets:
             with contextlib.suppress(TypeError, KeyError):
@@ -246,9 +244,20 @@ class NatsGetObjectOperator(NatsBaseOperator):
     ``allow_missing_digest=True`` (or ``"on"``, ``"yes"``...: the words of every face,
     docs/options.md) also reads an object whose record has no digest (from a client that
     writes none); by default that fails with MissingDigest.
+
+    ``version_id`` (templated, e.g. ``"{{ ti.xcom_pull('put')['version_id'] }}"``) reads that
+    version of the object (docs/versioning.md) instead of the current one; ``null`` is the
+    current one, as on S3.
     """
 
-    template_fields: Sequence[str] = ("bucket", "name", "destination", "encoding", "min_sequence")
+    template_fields: Sequence[str] = (
+        "bucket",
+        "name",
+        "destination",
+        "encoding",
+        "min_sequence",
+        "version_id",
+    )
     _lineage_inputs = ("name",)
 
     def __init__(
@@ -261,11 +270,13 @@ class NatsGetObjectOperator(NatsBaseOperator):
         max_xcom_bytes: int = DEFAULT_MAX_XCOM_BYTES,
         min_sequence: int | str | None = None,
         allow_missing_digest: bool | str | None = None,
+        version_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.bucket = bucket
         self.name = name
+        self.version_id = version_id
         self.destination = destination
         self.encoding = encoding
         self.max_xcom_bytes = max_xcom_bytes
@@ -278,6 +289,10 @@ class NatsGetObjectOperator(NatsBaseOperator):
 
     def _known_sequence(self) -> int | None:
         return rendered_sequence(self.min_sequence, f"{self.task_id}: min_sequence")
+
+    def version(self) -> str | None:
+        """The version to read, from the rendered ``version_id`` (None: the current one)."""
+        return version_option(self.version_id, f"task {self.task_id!r}")
 
     @in_words_of(airflow_words)
     def execute(self, context: Context) -> Any:
@@ -293,15 +308,17 @@ class NatsGetObjectOperator(NatsBaseOperator):
                     _local_path(self.destination),
                     min_sequence=self._known_sequence(),
                     allow_missing_digest=self.allow_missing_digest,
+                    version_id=self.version(),
                 )
         self.log.info(
-            "Got nats://%s/%s (%d bytes) into %s",
+            "Got nats://%s/%s (%d bytes, version %s) into %s",
             self.bucket,
             self.name,
             info.size,
+            info.nuid,
             self.destination,
         )
-        return info.as_dict()
+        return object_payload(info)
 
     def _to_xcom(self, hook: NatsObjectStoreHook) -> str:
         try:
@@ -311,6 +328,7 @@ class NatsGetObjectOperator(NatsBaseOperator):
                 max_size=self.max_xcom_bytes,
                 min_sequence=self._known_sequence(),
                 allow_missing_digest=self.allow_missing_digest,
+                version_id=self.version(),
             )
         except ObjectTooLarge as exc:
             raise ObjectTooLarge(
@@ -345,6 +363,7 @@ class NatsGetObjectOperator(NatsBaseOperator):
                 self.name,
                 min_sequence=self._known_sequence(),
                 allow_missing_digest=self.allow_missing_digest,
+                version_id=self.version(),
             ) as reader,
         ):
             for chunk in reader:
@@ -400,9 +419,15 @@ class NatsDeleteObjectsOperator(NatsBaseOperator):
     by the time it is deleted (another task deleted it) is not an error. An empty ``prefix``
     (one that rendered nothing) is refused rather than read as "the whole bucket": delete
     the bucket with ``NatsDeleteObjectStoreOperator`` for that.
+
+    In a versioned bucket a delete adds a delete marker and the versions stay
+    (docs/versioning.md). ``version_id`` (templated; with one ``name``) removes that version
+    for good, as S3's ``DeleteObject`` with a ``VersionId``: a version under a lock fails
+    with ObjectLocked, unless ``bypass_governance`` (S3's ``BypassGovernanceRetention``) and
+    its retention is in governance mode.
     """
 
-    template_fields: Sequence[str] = ("bucket", "name", "prefix")
+    template_fields: Sequence[str] = ("bucket", "name", "prefix", "version_id")
     _lineage_outputs = ("name",)
 
     def __init__(
@@ -412,15 +437,21 @@ class NatsDeleteObjectsOperator(NatsBaseOperator):
         name: str | list[str] | None = None,
         prefix: str | None = None,
         missing_ok: bool = False,
+        version_id: str | None = None,
+        bypass_governance: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if (name is None) == (prefix is None):
             raise ValueError(f"{self.task_id}: give exactly one of name= (or a list) or prefix=")
+        if version_id is not None and not isinstance(name, str):
+            raise ValueError(f"{self.task_id}: version_id= names a version of one name=")
         self.bucket = bucket
         self.name = name
         self.prefix = prefix
         self.missing_ok = missing_ok
+        self.version_id = version_id
+        self.bypass_governance = bypass_governance
         self._deleted: list[str] = []
 
     @in_words_of(airflow_words)
@@ -444,9 +475,15 @@ class NatsDeleteObjectsOperator(NatsBaseOperator):
 
     def _delete(self, hook: NatsObjectStoreHook, names: list[str], missing_ok: bool) -> list[str]:
         deleted = []
+        version = version_option(self.version_id, f"task {self.task_id!r}")
         for name in names:
             try:
-                hook.delete(self.bucket, name)
+                hook.delete(
+                    self.bucket,
+                    name,
+                    version_id=version,
+                    bypass_governance=self.bypass_governance,
+                )
             except ObjectNotFound:
                 if not missing_ok:
                     raise

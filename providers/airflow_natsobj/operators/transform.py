@@ -20,6 +20,7 @@ from airflow_natsobj.operators.copy import object_location
 from airflow_natsobj.operators.object_store import NatsBaseOperator
 from airflow_natsobj.operators.script import ScriptProcess
 from airflow_natsobj.options import operation_options
+from airflow_natsobj.payloads import object_payload
 from airflow_natsobj.wording import airflow_words
 from natsobj.aio.put_modes import CREATE, OVERWRITE
 from natsobj.errors import ObjectExists, in_words_of
@@ -138,7 +139,7 @@ class NatsFileTransformOperator(NatsBaseOperator):
                         hint="Pass replace=True to overwrite it, or write to another name.",
                     ) from None
         self.log.info("Put nats://%s/%s (%d bytes)", dest_bucket, dest_name, info.size)
-        return info.as_dict()
+        return object_payload(info)
 
     def _run_script(self, source: Path, dest: Path) -> None:
         """The script with (source, dest, *script_args), its output logged as it comes. An

@@ -22,6 +22,7 @@ import natsobj.errors
 from airflow_natsobj.configuration import conf
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 from airflow_natsobj.options import rendered_sequence
+from airflow_natsobj.payloads import object_payload
 from airflow_natsobj.sensors.deferral import DeferrableSensor
 from airflow_natsobj.triggers.object_store import NatsKeysUnchangedTrigger, NatsObjectTrigger
 from natsobj.deprecation import warn_deprecated
@@ -64,8 +65,8 @@ class NatsObjectSensor(DeferrableSensor):
 
     ``after_sequence`` (templated) waits for a change: only meta records newer than that stream
     sequence count, e.g. ``"{{ ti.xcom_pull('put')['sequence'] }}"``. ``check_fn(ObjectInfo)``
-    filters candidates. The matched ObjectInfo dict is the task's XCom return value (a list of
-    them, in the list's order, when a list was given).
+    filters candidates. The matched ObjectInfo dict, with its ``version_id``, is the task's XCom
+    return value (a list of them, in the list's order, when a list was given).
     Deferrable mode waits on a watch in the triggerer; it is the default when
     ``[operators] default_deferrable`` is set. The trigger keeps the sensor's ``timeout`` as
     its own deadline, so ``airflow dags test`` (which runs it in line) ends on time too.
@@ -130,7 +131,7 @@ class NatsObjectSensor(DeferrableSensor):
             self.log.info(
                 "nats://%s/%s is there (sequence %s)", self.bucket, info.name, info.sequence
             )
-        objects = [info.as_dict() for info in found]
+        objects = [object_payload(info) for info in found]
         return objects if self._several else objects[0]
 
     # -- poke mode --------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 from airflow_natsobj.options import operation_options
+from airflow_natsobj.payloads import object_payload
 from airflow_natsobj.wording import airflow_words
 from natsobj.changefeed import cursor_after_recreation
 from natsobj.cursors import ChangeCursor
@@ -123,9 +124,10 @@ class NatsObjectTrigger(BaseTrigger):
     whose meta sequence is in ``rejected`` (objects the sensor's ``check_fn`` refused) do
     not count. At ``deadline`` it fires a timeout event instead.
 
-    The success event carries ``objects`` (one ``ObjectInfo.as_dict()`` per name or pattern,
-    in their order; ``object`` too when one was given), and ``rejected`` and ``deadline`` as
-    given, so a sensor deferring again resumes with them."""
+    The success event carries ``objects`` (one ``object_payload`` per name or pattern, in
+    their order: ``ObjectInfo.as_dict()`` with ``version_id`` and ``delete_marker``; ``object``
+    too when one was given), and ``rejected`` and ``deadline`` as given, so a sensor deferring
+    again resumes with them."""
 
     def __init__(
         self,
@@ -179,7 +181,7 @@ class NatsObjectTrigger(BaseTrigger):
             assert self.deadline is not None
             yield TriggerEvent(timeout_payload(self.deadline, f"{self.describe()} not there"))
             return
-        objects = [info.as_dict() for info in found]
+        objects = [object_payload(info) for info in found]
         payload: dict[str, Any] = {
             "status": "success",
             "objects": objects,
@@ -413,8 +415,10 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
     """Fire for every put (and with ``include_deletes``, every delete) of an object named
     ``name`` or matching ``glob`` or ``regex`` (every object when none is given).
 
-    The payload is ``ObjectInfo.as_dict()``: bucket, name, nuid, size, digest, metadata,
-    ``deleted`` and ``sequence`` (the meta stream sequence, the trigger's cursor). The first run
+    The payload is ``object_payload(info)``: bucket, name, nuid, size, digest, metadata,
+    ``deleted`` and ``sequence`` (the meta stream sequence, the trigger's cursor), with
+    ``version_id`` (the id ``version_id=`` reads it back by) and ``delete_marker`` (a versioned
+    bucket's delete leaves one, docs/versioning.md). The first run
     starts where ``start_at`` says (``docs/options.md``): ``"latest"`` (also ``"new"``, the
     default) at the end of the stream, ``"current"`` (also ``"all"``) with each current object,
     ``"earliest"`` with every change the bucket keeps, or a meta sequence at that record; later
@@ -530,7 +534,7 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
                     listed = await store.list(prefix=matcher.literal_prefix)
                     for info in sorted(listed, key=lambda i: i.sequence or 0):
                         if matcher.matches(info.name):
-                            yield TriggerEvent(info.as_dict())
+                            yield TriggerEvent(object_payload(info))
                             await cursor_store.set(replace(end, sequence=info.sequence or 0))
                 cursor = ChangeCursor.starting_at(
                     LATEST if self.start_at == CURRENT else self.start_at, status
@@ -547,6 +551,6 @@ class NatsObjectChangeTrigger(BaseEventTrigger):
                 )
                 async for info in watcher:
                     if matcher.matches(info.name) and (self.include_deletes or not info.deleted):
-                        yield TriggerEvent(info.as_dict())
+                        yield TriggerEvent(object_payload(info))
                     # Reached once the triggerer has taken the event: only then move the cursor.
                     await cursor_store.set(watcher.cursor)
