@@ -30,10 +30,22 @@ RAISED_BY_PEERS = {
 }
 # A floor release is tested beside the packages of its day, as its project's constraints
 # file installs it: those packages are taken as uploaded before that release. (Airflow 3.1.0
-# needs its stack of 2025-09-26, should its floor come down again: alembic, cadwyn, fastapi,
-# msgspec, pydantic, pydantic-core, sqlalchemy, sqlalchemy-utils, starlette, structlog and
-# uvicorn of that day. pandas 2.1 is built against numpy 1 and does not import beside numpy 2.)
+# needs its stack of 2025-09-26: newer cadwyn, fastapi, SQLAlchemy and structlog break it.
+# pandas 2.1 is built against numpy 1 and does not import beside numpy 2.)
 FLOOR_DAYS: dict[str, tuple[str, ...]] = {
+    "2025-09-26T00:00:00Z": (  # Airflow 3.1.0
+        "alembic",
+        "cadwyn",
+        "fastapi",
+        "msgspec",
+        "pydantic",
+        "pydantic-core",
+        "sqlalchemy",
+        "sqlalchemy-utils",
+        "starlette",
+        "structlog",
+        "uvicorn",
+    ),
     "2023-08-30T00:00:00Z": ("numpy",),  # pandas 2.1.0
 }
 

@@ -144,6 +144,14 @@ def test_deferred_timeout_follows_soft_fail_like_poke_mode(soft_fail, expected) 
         sensor.resume_execution("__fail__", {"error": TriggerFailureReason.TRIGGER_TIMEOUT}, {})
 
 
+def test_deferred_timeout_skips_under_never_fail_as_under_soft_fail() -> None:
+    from airflow.sdk.bases.operator import TriggerFailureReason
+
+    sensor = _sensor(timeout=1, never_fail=True)
+    with pytest.raises(AirflowSkipException):
+        sensor.resume_execution("__fail__", {"error": TriggerFailureReason.TRIGGER_TIMEOUT}, {})
+
+
 def test_trigger_errors_fail_the_task_with_the_natsobj_message() -> None:
     event = {
         "status": "error",

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow.exceptions import AirflowProviderDeprecationWarning
-from airflow.sdk import BaseSensorOperator, PokeReturnValue
+from airflow.sdk import PokeReturnValue
 from airflow.sdk.bases.sensor import poke_mode_only
 
 try:
@@ -23,6 +23,7 @@ from airflow_natsobj.configuration import conf
 from airflow_natsobj.hooks.object_store import NatsObjectStoreHook
 from airflow_natsobj.options import rendered_sequence
 from airflow_natsobj.payloads import object_payload
+from airflow_natsobj.sensors.deferral import DeferrableSensor
 from airflow_natsobj.triggers.object_store import NatsKeysUnchangedTrigger, NatsObjectTrigger
 from natsobj.deprecation import warn_deprecated
 from natsobj.errors import NatsObjError, ObjectNotFound
@@ -56,7 +57,7 @@ def _deferral_timeout(deadline: datetime) -> timedelta:
     return max(deadline - datetime.now(UTC), timedelta(seconds=1))
 
 
-class NatsObjectSensor(BaseSensorOperator):
+class NatsObjectSensor(DeferrableSensor):
     """Succeed when a live object named ``name`` exists, or one matching ``glob`` or ``regex``
     (give exactly one; globs follow ``natsobj.matching``: ``*`` within a segment, ``**`` across).
     Each also takes a list, like the Amazon provider's ``S3KeySensor(bucket_key=[...])``: the
@@ -205,7 +206,7 @@ class NatsObjectSensor(BaseSensorOperator):
 
 
 @poke_mode_only
-class NatsKeysUnchangedSensor(BaseSensorOperator):
+class NatsKeysUnchangedSensor(DeferrableSensor):
     """Succeed once nothing under ``prefix`` of ``bucket_name`` was put or deleted for
     ``inactivity_period`` seconds while at least ``min_objects`` objects are there: the
     Amazon provider's ``S3KeysUnchangedSensor``, to wait for a batch of uploads to finish.
