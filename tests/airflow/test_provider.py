@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import airflow
 import jsonschema
@@ -110,9 +111,9 @@ def test_cli_lists_provider_hook_and_tests_the_connection(run_airflow) -> None:
     assert "Successfully added" in added.stdout, added.stdout + added.stderr[-2000:]
     listed = run_airflow("connections", "list", "-o", "json")
     # 3.1 lists every field of a connection, later releases the id and the type
-    listed_rows = [(c["conn_id"], c["conn_type"]) for c in json.loads(listed.stdout)]
+    listed_rows = [(c["conn_id"], c["conn_type"]) for c in _printed_json(listed.stdout)]
     assert ("nats_cli", "nats") in listed_rows
-    (row,) = json.loads(run_airflow("connections", "get", "nats_cli", "-o", "json").stdout)
+    (row,) = _printed_json(run_airflow("connections", "get", "nats_cli", "-o", "json").stdout)
     assert row["get_uri"] == "nats://10.1.2.3:4333/?domain=hub"
     assert (
         settings_from_connection(Connection.from_uri(row["get_uri"], conn_id="x")).domain == "hub"
@@ -248,3 +249,9 @@ def test_hook_exposes_store_operations(nats_default, bucket_name: str) -> None:
         finally:
             hook.delete_store(bucket_name)
         assert bucket_name not in hook.store_names()
+
+
+def _printed_json(stdout: str) -> Any:
+    """What an ``airflow ... -o json`` command printed: its last line, the JSON. Airflow 3.2's
+    stack logs alembic's plugin setup on stdout before it."""
+    return json.loads(stdout.strip().splitlines()[-1])
