@@ -303,20 +303,22 @@ def test_a_log_of_one_huge_line_reads_as_fast_as_normal_lines_and_is_cut(
 
 
 def test_a_logging_config_of_its_own_gets_the_io_from_the_provider(airflow_db, tmp_path):
-    """A deployment's own logging module without REMOTE_TASK_LOG: Airflow 3.2+ finds the IO by
-    the folder's scheme in the provider info (``remote-logging``). Airflow 3.1 takes it only
-    from the module, which then names the provider's (docs/airflow.md, "Remote task logs")."""
+    """A deployment's own logging module without REMOTE_TASK_LOG: an Airflow whose providers
+    manager dispatches remote logging by scheme (3.3) finds the IO by the folder's scheme in the
+    provider info (``remote-logging``). Airflow 3.1 and 3.2 take it only from the module, which
+    then names the provider's (docs/airflow.md, "Remote task logs")."""
     from airflow import logging_config
+    from airflow.providers_manager import ProvidersManager
 
-    by_scheme = callable(getattr(logging_config, "get_remote_task_log", None))
+    by_scheme = callable(getattr(ProvidersManager, "remote_logging_handler_by_scheme", None))
     (tmp_path / "site_logging.py").write_text(
         "from airflow_natsobj.log.config import LOGGING_CONFIG as BASE\n"
         + ("" if by_scheme else "from airflow_natsobj.log.config import REMOTE_TASK_LOG\n")
         + "LOGGING_CONFIG = dict(BASE)\n"
     )
-    found = (
+    found = (  # 3.1 keeps the IO in a module attribute, 3.2 and later behind a function
         "from airflow.logging_config import get_remote_task_log\nio = get_remote_task_log()\n"
-        if by_scheme
+        if callable(getattr(logging_config, "get_remote_task_log", None))
         else "from airflow.logging_config import REMOTE_TASK_LOG as io\n"
     )
     probe = found + "print(type(io).__qualname__, io.bucket, io.prefix)\n"
