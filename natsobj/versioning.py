@@ -58,11 +58,6 @@ class Versioning(enum.Enum):
         raise ValueError(f"versioning must be one of {words}, not {value!r}")
 
 
-def is_delete_marker(info: ObjectInfo) -> bool:
-    """Whether a tombstone is a versioned delete's marker (a version), not a plain delete."""
-    return info.delete_marker
-
-
 @dataclass(frozen=True)
 class ObjectVersion:
     """One version of a name, as ``ObjectStore.versions`` lists it (S3's ListObjectVersions
@@ -237,5 +232,4 @@ __all__ = [
     "ObjectVersion",
     "VersionLock",
     "Versioning",
-    "is_delete_marker",
 ]

@@ -39,7 +39,6 @@ from natsobj.versioning import (
     VERSION_SEQUENCE,
     VERSION_TIME,
     ObjectVersion,
-    is_delete_marker,
 )
 
 log = logging.getLogger(__name__)
@@ -54,7 +53,7 @@ def keepable(info: ObjectInfo) -> bool:
     no version), not a link, and not a record too broken to name its chunks."""
     if info.is_link or not info.nuid or info.sequence is None:
         return False
-    return is_delete_marker(info) if info.deleted else bool(info.digest)
+    return info.delete_marker if info.deleted else bool(info.digest)
 
 
 async def keep(stream: BucketStream, info: ObjectInfo) -> None:

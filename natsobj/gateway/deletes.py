@@ -10,7 +10,6 @@ from natsobj.errors import NatsObjError, ObjectNotFound
 from natsobj.gateway import object_lock, versions, xml
 from natsobj.gateway.s3errors import S3Error, from_natsobj
 from natsobj.model import ObjectInfo
-from natsobj.versioning import is_delete_marker
 
 MAX_KEYS = 1000  # S3's limit per request
 MAX_BODY = 2 << 20  # 1,000 keys of 1,024 bytes, escaped, with room to spare
@@ -75,6 +74,6 @@ async def delete_objects(client: Client, request: web.Request, bucket: str) -> w
 
 def _marker(removed: ObjectInfo | None) -> str:
     """A delete marker the delete made or removed: S3 says so, with its id."""
-    if removed is None or not is_delete_marker(removed):
+    if removed is None or not removed.delete_marker:
         return ""
     return xml.element("DeleteMarker", True) + xml.element("DeleteMarkerVersionId", removed.nuid)

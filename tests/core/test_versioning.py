@@ -18,7 +18,7 @@ from natsobj.names import (
     version_subject,
 )
 from natsobj.sync import run
-from natsobj.versioning import VERSION_REMOVED, Versioning, is_delete_marker
+from natsobj.versioning import VERSION_REMOVED, Versioning
 
 
 def _subjects(raw, bucket: str, subject: str) -> int:
@@ -237,7 +237,7 @@ def test_the_change_feed_names_each_version_and_delete_marker(store) -> None:
     marker = store.delete("feed")
     poll()
     assert [info.nuid for info in seen] == [first.nuid, second.nuid, marker.nuid]
-    assert [is_delete_marker(info) for info in seen] == [False, False, True]
+    assert [info.delete_marker for info in seen] == [False, False, True]
     listed = {v.version_id for v in store.versions()}
     assert listed == {first.nuid, second.nuid, marker.nuid}
 
