@@ -328,8 +328,19 @@ class ObjectInfo:
 
     def encode(self) -> bytes:
         """The record as written; BadObjectMeta, before anything is sent, for one above
-        ``MAX_RECORD_BYTES``, which readers would refuse."""
-        data = json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False).encode()
+        ``MAX_RECORD_BYTES``, which readers would refuse, or holding text UTF-8 cannot carry
+        (a lone surrogate copied from a record another client wrote)."""
+        text = json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)
+        try:
+            data = text.encode()
+        except UnicodeEncodeError as exc:  # a lone surrogate, read from a record's \ud800
+            raise BadObjectMeta(
+                f"the meta record would hold text that is not UTF-8 ({exc.reason})",
+                bucket=self.bucket,
+                name=self.name,
+                hint="A record another client wrote carries it; delete the object with a"
+                " client that writes a fresh record, or purge its meta subject.",
+            ) from None
         if len(data) > MAX_RECORD_BYTES:
             raise BadObjectMeta(
                 f"the meta record would take {len(data)} bytes, more than the"
